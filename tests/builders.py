@@ -1,0 +1,70 @@
+"""Checkpoints the tests build themselves: random Hugging Face BERTs with a small vocabulary."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+from safetensors.torch import save_file
+
+WORDS = ("the a an cat dog sat on mat and slept ran to park is was big small red blue he she it "
+         "they saw with in of that this bird flew over house tree quickly slowly , . ! ? "
+         "play ##ing ##ed ##s run jump un ##believ ##able book read reads").split()
+VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + list(dict.fromkeys(WORDS))
+
+
+def write_vocab(folder: Path) -> None:
+    (folder / "vocab.txt").write_text("\n".join(VOCAB) + "\n")
+    (folder / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": True}))
+
+
+def hf_config(hidden=32, layers=2, heads=4, intermediate=64, max_pos=64, **extra):
+    from transformers import BertConfig
+
+    return BertConfig(vocab_size=len(VOCAB), hidden_size=hidden, num_hidden_layers=layers,
+                      num_attention_heads=heads, intermediate_size=intermediate,
+                      max_position_embeddings=max_pos, type_vocab_size=2, pad_token_id=0,
+                      attn_implementation="eager", **extra)
+
+
+def random_pretraining_model(seed: int = 0, **cfg):
+    """A transformers BertForPreTraining with random weights (non-zero biases too)."""
+    from transformers import BertForPreTraining
+
+    torch.manual_seed(seed)
+    model = BertForPreTraining(hf_config(**cfg)).eval()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("bias") or "LayerNorm" in name:
+                p.add_(torch.randn_like(p) * 0.1)
+    return model
+
+
+def save_checkpoint(model, folder: Path, legacy: bool = False, bare: bool = False) -> Path:
+    """Write config.json + model.safetensors + vocab.txt the way real checkpoints come.
+
+    legacy: LayerNorm.gamma/beta names, an explicit tied decoder weight and only the decoder
+    bias alias (as the original bert-base-uncased conversion has). bare: BertModel-style keys
+    without the ``bert.`` prefix and without heads (as the MiniLM package ships).
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    state = {k: v.detach().clone().contiguous() for k, v in model.state_dict().items()}
+    cfg = model.config.to_dict()
+    if bare:
+        state = {k[len("bert."):]: v for k, v in state.items() if k.startswith("bert.")}
+    elif legacy:
+        renamed = {}
+        for k, v in state.items():
+            k = k.replace("LayerNorm.weight", "LayerNorm.gamma").replace("LayerNorm.bias", "LayerNorm.beta")
+            renamed[k] = v
+        bias = renamed.pop("cls.predictions.bias")
+        renamed["cls.predictions.decoder.bias"] = bias
+        renamed["cls.predictions.decoder.weight"] = renamed["bert.embeddings.word_embeddings.weight"].clone()
+        state = renamed
+    else:
+        state.pop("cls.predictions.decoder.weight", None)
+        state.pop("cls.predictions.decoder.bias", None)
+    save_file(state, str(folder / "model.safetensors"))
+    (folder / "config.json").write_text(json.dumps(cfg))
+    write_vocab(folder)
+    return folder

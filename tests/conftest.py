@@ -1,0 +1,37 @@
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # no test touches the network
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+
+import builders  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def tiny_hf():
+    return builders.random_pretraining_model(seed=0)
+
+
+@pytest.fixture(scope="session")
+def tiny_folder(tmp_path_factory, tiny_hf):
+    return builders.save_checkpoint(tiny_hf, tmp_path_factory.mktemp("tiny") / "ckpt")
+
+
+@pytest.fixture(scope="session")
+def tiny_lab(tiny_folder):
+    import bertviz_lab
+
+    return bertviz_lab.load(str(tiny_folder), device="cpu")
+
+
+@pytest.fixture(scope="session")
+def minilm_lab():
+    import bertviz_lab
+
+    return bertviz_lab.load("default", device="cpu", mlm_head=None)

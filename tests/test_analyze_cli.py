@@ -1,0 +1,93 @@
+"""The library entry point and the command line, on the tiny checkpoint and the embedded model."""
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+import builders
+from bertviz_lab import InputError, InputTooLong
+
+ROOT = builders.Path(__file__).resolve().parent.parent
+
+
+def cli(*args):
+    return subprocess.run([sys.executable, "-m", "bertviz_lab", *args], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120, env={**__import__("os").environ, "HF_HUB_OFFLINE": "1"})
+
+
+def test_analyze_predicts_exactly_the_masked_positions(tiny_lab, tiny_hf):
+    result = tiny_lab.analyze("the [MASK] sat on the [MASK]", top_k=3)
+    assert result.tokens == ["[CLS]", "the", "[MASK]", "sat", "on", "the", "[MASK]", "[SEP]"]
+    assert [p.position for p in result.mlm] == [2, 6]
+    ids = torch.tensor([result.token_ids])
+    with torch.no_grad():
+        probs = torch.softmax(tiny_hf(input_ids=ids).prediction_logits[0], -1)
+    for p in result.mlm:
+        top = torch.topk(probs[p.position], 3)
+        assert [q.token for q in p.predictions] == [builders.VOCAB[i] for i in top.indices.tolist()]
+        np.testing.assert_allclose([q.probability for q in p.predictions], top.values.numpy(), atol=1e-5)
+
+
+def test_mask_by_position_and_pair_nsp(tiny_lab, tiny_hf):
+    result = tiny_lab.analyze("the cat sat", pair="it slept", mask_positions=[2])
+    assert result.tokens[2] == "[MASK]" and result.masked_positions == [2]
+    assert result.mlm[0].original == "cat"
+    assert result.segment_ids == [0, 0, 0, 0, 0, 1, 1, 1]
+    assert result.word_ids == [None, 0, 1, 2, None, 3, 4, None]
+    with torch.no_grad():
+        ref = tiny_hf(input_ids=torch.tensor([result.token_ids]), token_type_ids=torch.tensor([result.segment_ids]))
+    assert result.nsp == pytest.approx(torch.softmax(ref.seq_relationship_logits, -1)[0, 0].item(), abs=1e-6)
+
+
+def test_bad_inputs(tiny_lab):
+    with pytest.raises(InputError, match="empty"):
+        tiny_lab.analyze("   ")
+    with pytest.raises(InputError, match="top-k"):
+        tiny_lab.analyze("the cat", top_k=0)
+    with pytest.raises(InputError, match="special token"):
+        tiny_lab.analyze("the cat", mask_positions=[0])
+    with pytest.raises(InputError, match="too many masked"):
+        tiny_lab.analyze("[MASK] [MASK] [MASK] cat")
+    with pytest.raises(InputTooLong) as info:
+        tiny_lab.analyze("the " * 70)
+    assert info.value.n_tokens == 72 and info.value.maximum == 64
+    cut = tiny_lab.analyze("the " * 70, truncate=True)
+    assert len(cut.tokens) == 64 and cut.truncated and cut.tokens[-1] == "[SEP]"
+
+
+def test_cli_json_matches_library(minilm_lab):
+    run = cli("analyze", "The bank raised the interest rate.", "--json", "--device", "cpu")
+    assert run.returncode == 0, run.stderr
+    data = json.loads(run.stdout.strip().splitlines()[-1])
+    for key in ("model", "tokens", "segment_ids", "attention", "mlm", "nsp"):
+        assert key in data
+    expected = minilm_lab.analyze("The bank raised the interest rate.")
+    assert data["tokens"] == expected.tokens
+    np.testing.assert_allclose(np.array(data["attention"]), expected.attention, atol=1e-6)
+    assert data["nsp"] is None and data["mlm"] == []
+
+
+def test_cli_pair_and_mask_on_tiny_checkpoint(tiny_folder):
+    run = cli("analyze", "the [MASK] sat", "--pair", "it slept", "--model", str(tiny_folder), "--json", "--top-k", "2")
+    assert run.returncode == 0, run.stderr
+    data = json.loads(run.stdout)
+    assert data["mlm"][0]["position"] == 2 and len(data["mlm"][0]["predictions"]) == 2
+    assert 0.0 <= data["nsp"] <= 1.0
+    assert np.array(data["attention"]).shape == (2, 4, 8, 8)
+
+
+@pytest.mark.parametrize("args, message", [
+    (("analyze", "  "), "empty"),
+    (("analyze", "x", "--model", "no-such/model-here"), "no-such/model-here"),
+    (("analyze", "x", "--device", "cuda:7"), "cuda:7"),
+    (("analyze", "x", "--top-k", "0"), "at least 1"),
+    (("analyze", "word " * 600), "--truncate"),
+])
+def test_cli_errors_exit_2_without_traceback(args, message):
+    run = cli(*args)
+    assert run.returncode == 2
+    assert message in run.stderr
+    assert "Traceback" not in run.stderr
