@@ -13,6 +13,7 @@ import numpy as np
 import torch
 from tokenizers import Tokenizer
 
+from .allocator import keep_freed_memory
 from .checkpoints import DEFAULT_SOURCE, LoadedCheckpoint, load_model
 from .hooks import Edit
 from .model import BertLab
@@ -280,5 +281,6 @@ class Lab:
 
 def load(source: str = DEFAULT_SOURCE, device: str = "auto", dtype: str | None = None, **kwargs: Any) -> Lab:
     """Load a checkpoint (``default``, a folder, or a hub id) onto a device."""
+    keep_freed_memory()
     model, ckpt, target = load_model(source, device=device, dtype=dtype, **kwargs)
     return Lab(model, ckpt, target, source)

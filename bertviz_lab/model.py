@@ -130,7 +130,7 @@ class BertSelfAttention(nn.Module):
         run = active_run()
         explicit = run is not None and (run.needs(self.hook_scores.name) or run.needs(self.hook_pattern.name))
         if explicit:
-            scores = torch.matmul(q, k.transpose(-1, -2)) * self.scale  # (batch, heads, query, key)
+            scores = torch.matmul(q * self.scale, k.transpose(-1, -2))  # (batch, heads, query, key)
             if bias is not None:
                 scores = scores + bias
             scores = self.hook_scores(scores)

@@ -1,0 +1,52 @@
+"""Start the bertviz-lab browser app: ``python app.py [--model SOURCE] [--device DEV] ...``.
+
+Every option also reads an environment variable (for a hosted Hugging Face Space):
+BERTVIZ_LAB_MODEL, BERTVIZ_LAB_DEVICE, BERTVIZ_LAB_MODELS (comma-separated models users may
+switch to), BERTVIZ_LAB_ALLOW_ANY_MODEL=1, GRADIO_SERVER_NAME, GRADIO_SERVER_PORT.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from bertviz_lab.ui import build_demo, env_list, launch_kwargs
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description="bertviz-lab: look inside BERT in the browser")
+    p.add_argument("--model", default=os.environ.get("BERTVIZ_LAB_MODEL", "default"),
+                   help="'default' (embedded MiniLM-L6), a checkpoint folder or a hub id")
+    p.add_argument("--device", default=os.environ.get("BERTVIZ_LAB_DEVICE", "auto"), help="auto, cpu, cuda[:N], mps")
+    p.add_argument("--models", default=",".join(env_list("BERTVIZ_LAB_MODELS")),
+                   help="comma-separated extra models users may switch to")
+    p.add_argument("--allow-any-model", action="store_true",
+                   default=os.environ.get("BERTVIZ_LAB_ALLOW_ANY_MODEL", "") in ("1", "true", "yes"),
+                   help="let users load any hub id or folder")
+    p.add_argument("--host", default=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"))
+    p.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", "7860")))
+    p.add_argument("--share", action="store_true", help="create a public gradio.live link")
+    return p.parse_args(argv)
+
+
+def main(argv=None) -> None:
+    from tqdm import tqdm
+
+    from bertviz_lab import CheckpointError, DeviceError, load
+
+    args = parse_args(argv)
+    with tqdm(total=1, desc=f"loading model {args.model}", unit="model") as bar:
+        try:
+            lab = load(args.model, device=args.device)
+        except (CheckpointError, DeviceError) as error:
+            sys.exit(f"error: {error}")
+        bar.update(1)
+    print(f"model: {lab.name} on {lab.device}")
+    models = [m for m in args.models.split(",") if m.strip()]
+    demo = build_demo(lab, allowed_models=models, allow_any_model=args.allow_any_model)
+    demo.queue(default_concurrency_limit=4).launch(server_name=args.host, server_port=args.port, share=args.share,
+                                                   **launch_kwargs())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,276 @@
+"""Plotly figures as plain JSON-ready dicts (data, layout, config), no model code.
+
+Figures are built as dicts rather than ``go.Figure`` objects: validation of large figures
+costs tens of milliseconds per view switch, and the dicts are what Plotly.js receives anyway.
+Numeric arrays travel base64-encoded as float32 (Plotly's typed-array ``bdata`` form).
+"""
+from __future__ import annotations
+
+import base64
+import io
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .metrics import AttentionView
+
+Figure = dict[str, Any]
+HEAD_COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+                "#bcbd22", "#17becf", "#393b79", "#ad494a", "#637939", "#8c6d31", "#843c39", "#7b4173"]
+# Explicit scales (light = little attention, dark = much); Plotly.js's built-in "Blues" runs the other way.
+SEQUENTIAL = [[0.0, "#f7fbff"], [0.125, "#deebf7"], [0.25, "#c6dbef"], [0.375, "#9ecae1"], [0.5, "#6baed6"],
+              [0.625, "#4292c6"], [0.75, "#2171b5"], [0.875, "#08519c"], [1.0, "#08306b"]]
+DIVERGING = [[0.0, "#2166ac"], [0.25, "#92c5de"], [0.5, "#f7f7f7"], [0.75, "#f4a582"], [1.0, "#b2182b"]]
+FONT = {"family": "DejaVu Sans, Arial, sans-serif", "size": 12}
+
+
+def typed(array: np.ndarray) -> dict[str, Any]:
+    """Plotly typed array: base64 float32 with shape (half the bytes of float64, no JSON floats)."""
+    arr = np.ascontiguousarray(array, dtype=np.float32)
+    out: dict[str, Any] = {"dtype": "f4", "bdata": base64.b64encode(arr.tobytes()).decode("ascii")}
+    if arr.ndim > 1:
+        out["shape"] = ", ".join(str(s) for s in arr.shape)
+    return out
+
+
+def figure(data: list[dict[str, Any]], layout: dict[str, Any], filename: str) -> Figure:
+    base_layout = {"font": FONT, "margin": {"l": 90, "r": 30, "t": 60, "b": 90}, "template": "plotly_white",
+                   "paper_bgcolor": "white", "plot_bgcolor": "white"}
+    base_layout.update(layout)
+    config = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "filename": filename, "scale": 2}}
+    return {"data": data, "layout": base_layout, "config": config}
+
+
+def to_json(fig: Figure) -> str:
+    return json.dumps(fig, separators=(",", ":"))
+
+
+def heatmap_figure(view: AttentionView, title: str, filename: str = "attention", diverging: bool = False,
+                   zmax: float | None = None, height: int | None = None) -> Figure:
+    """Query rows x key columns; every row and column has its own unique category label."""
+    z = view.weights
+    nq, nk = len(view.query_labels), len(view.key_labels)
+    trace = {
+        "type": "heatmap", "z": typed(z), "x": view.key_labels, "y": view.query_labels,
+        "colorscale": DIVERGING if diverging else SEQUENTIAL,
+        "hovertemplate": "query %{y}<br>key %{x}<br>weight %{z:.4f}<extra></extra>",
+        "colorbar": {"thickness": 12},
+    }
+    if diverging:
+        bound = zmax if zmax is not None else float(np.abs(z).max()) or 1.0
+        trace.update({"zmid": 0, "zmin": -bound, "zmax": bound})
+    else:
+        trace.update({"zmin": 0, "zmax": zmax if zmax is not None else float(max(z.max(), 1e-6))})
+    size = height or int(min(1000, max(460, 170 + 26 * max(nq, nk))))
+    layout = {
+        "title": {"text": title}, "height": size,
+        "xaxis": {"title": {"text": "key (attended to)"}, "type": "category", "tickangle": -60,
+                  "automargin": True, "side": "bottom"},
+        "yaxis": {"title": {"text": "query (attending)"}, "type": "category", "autorange": "reversed",
+                  "automargin": True},
+    }
+    return figure([trace], layout, filename)
+
+
+def _colour_lut(n: int = 256) -> np.ndarray:
+    """RGB lookup table for the sequential scale (white -> dark blue), (n, 3) uint8."""
+    stops = np.array([p for p, _ in SEQUENTIAL])
+    rgb = np.array([[int(c[i:i + 2], 16) for i in (1, 3, 5)] for _, c in SEQUENTIAL], dtype=float)
+    x = np.linspace(0, 1, n)
+    return np.stack([np.interp(x, stops, rgb[:, ch]) for ch in range(3)], axis=1).round().astype(np.uint8)
+
+
+_LUT: np.ndarray | None = None
+
+
+def _block_mean(a: np.ndarray, size: int) -> np.ndarray:
+    """Downsample the last two axes of a square (..., n, n) array to at most (size, size)."""
+    n = a.shape[-1]
+    if n <= size:
+        return a
+    edges = np.linspace(0, n, size + 1).round().astype(int)
+    rows = np.add.reduceat(a, edges[:-1], axis=-2) / np.diff(edges)[:, None]
+    return np.add.reduceat(rows, edges[:-1], axis=-1) / np.diff(edges)[None, :]
+
+
+def overview_png(attention: np.ndarray, tile: int = 48, gap: int = 2) -> tuple[bytes, int, int]:
+    """All heads as one PNG mosaic: layers down, heads across, each head scaled to its own max.
+
+    A picture instead of layers x heads heatmap traces keeps the overview small on the wire
+    (the bytes grow with the tile size, not with tokens squared times heads).
+    """
+    from PIL import Image
+
+    global _LUT
+    if _LUT is None:
+        _LUT = _colour_lut()
+    layers, heads, n, _ = attention.shape
+    thumbs = _block_mean(attention.astype(np.float32), tile)  # (layers, heads, t, t)
+    t = thumbs.shape[-1]
+    peak = thumbs.max(axis=(-1, -2), keepdims=True)
+    scaled = np.divide(thumbs, peak, out=np.zeros_like(thumbs), where=peak > 0)
+    index = (scaled * 255).round().astype(np.uint8)
+    rgb = _LUT[index]  # (layers, heads, t, t, 3)
+    height, width = layers * (t + gap) - gap, heads * (t + gap) - gap
+    canvas = np.full((height, width, 3), 235, dtype=np.uint8)
+    for layer in range(layers):
+        for head in range(heads):
+            y, x = layer * (t + gap), head * (t + gap)
+            canvas[y:y + t, x:x + t] = rgb[layer, head]
+    buffer = io.BytesIO()
+    Image.fromarray(canvas).save(buffer, format="PNG", optimize=False, compress_level=6)
+    return buffer.getvalue(), width, height
+
+
+def overview_figure(attention: np.ndarray, tile: int = 48, selected: tuple[int, int] | None = None) -> Figure:
+    """Every layer x head as a thumbnail in one figure; click a thumbnail to open it."""
+    layers, heads = attention.shape[:2]
+    png, width, height = overview_png(attention, tile=tile)
+    t = (width + 2) / heads  # pixels per tile including the gap
+    src = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+    image = {"type": "image", "source": src, "x0": 0, "y0": 0, "dx": 1, "dy": 1, "hoverinfo": "skip"}
+    a = attention.astype(np.float32)
+    entropy = -(a * np.log(np.clip(a, 1e-12, None))).sum(-1).mean(-1)  # (layers, heads)
+    hover_text = [[f"layer {l + 1}, head {h + 1}<br>mean entropy {entropy[l, h]:.2f} nats<br>click to open"
+                   for h in range(heads)] for l in range(layers)]
+    picker = {"type": "heatmap", "z": typed(np.zeros((layers, heads))), "x0": t / 2 - 1, "dx": t,
+              "y0": t / 2 - 1, "dy": t, "opacity": 0.01, "showscale": False, "text": hover_text,
+              "hovertemplate": "%{text}<extra></extra>", "name": "overview-picker",
+              "customdata": [[[l, h] for h in range(heads)] for l in range(layers)]}
+    shapes = []
+    if selected is not None:
+        l, h = selected
+        shapes.append({"type": "rect", "x0": h * t - 1.5, "x1": h * t + t - 0.5, "y0": l * t - 1.5,
+                       "y1": l * t + t - 0.5, "line": {"color": "#d62728", "width": 3}})
+    layout = {
+        "title": {"text": "Model overview: every layer and head (darker = more attention; each head scaled to its max)"},
+        "height": int(130 + layers * max(60, min(110, 900 / layers))),
+        "xaxis": {"range": [-0.5, width - 0.5], "showgrid": False, "zeroline": False, "side": "top",
+                  "tickvals": [h * t + t / 2 - 1 for h in range(heads)],
+                  "ticktext": [f"H{h + 1}" for h in range(heads)], "constrain": "domain"},
+        "yaxis": {"range": [height - 0.5, -0.5], "showgrid": False, "zeroline": False,
+                  "tickvals": [l * t + t / 2 - 1 for l in range(layers)],
+                  "ticktext": [f"L{l + 1}" for l in range(layers)], "scaleanchor": "x", "constrain": "domain"},
+        "margin": {"l": 50, "r": 20, "t": 90, "b": 20}, "shapes": shapes,
+    }
+    return figure([image, picker], layout, "model-overview")
+
+
+def head_view_figure(layer_attention: np.ndarray, labels: Sequence[str], layer: int,
+                     heads: Sequence[int] | None = None, token: int | None = None,
+                     threshold: float = 0.05) -> Figure:
+    """BertViz-style head view: lines from each query (left) to the keys it attends to (right).
+
+    One colour per head; opacity grows with the weight (four bands); lines under ``threshold``
+    are left out; ``token`` keeps only the lines leaving that query position.
+    """
+    n_heads, n, _ = layer_attention.shape
+    heads = list(range(n_heads)) if heads is None else list(heads)
+    y = -np.arange(n, dtype=float)
+    bands = [(threshold, 0.25, 0.25), (0.25, 0.5, 0.5), (0.5, 0.75, 0.75), (0.75, 1.01, 1.0)]
+    data = []
+    for h in heads:
+        colour = HEAD_COLOURS[h % len(HEAD_COLOURS)]
+        shown = False
+        for lo, hi, alpha in bands:
+            q, k = np.nonzero((layer_attention[h] >= lo) & (layer_attention[h] < hi))
+            if token is not None:
+                keep = q == token
+                q, k = q[keep], k[keep]
+            if not len(q):
+                continue
+            xs = np.tile([0.0, 1.0, np.nan], len(q))
+            ys = np.column_stack([y[q], y[k], np.full(len(q), np.nan)]).ravel()
+            data.append({"type": "scatter", "mode": "lines", "x": typed(xs), "y": typed(ys),
+                         "line": {"color": colour, "width": 1 + 3 * alpha}, "opacity": alpha,
+                         "legendgroup": f"h{h}", "name": f"head {h + 1}", "showlegend": not shown,
+                         "hoverinfo": "skip"})
+            shown = True
+        if not shown:
+            data.append({"type": "scatter", "mode": "lines", "x": [None], "y": [None], "name": f"head {h + 1}",
+                         "legendgroup": f"h{h}", "line": {"color": colour}, "showlegend": True})
+    for side, x in (("query", 0.0), ("key", 1.0)):
+        data.append({"type": "scatter", "mode": "text", "x": [x] * n, "y": y.tolist(),
+                     "text": list(labels), "textposition": "middle left" if x == 0 else "middle right",
+                     "hovertemplate": f"{side} %{{text}}<extra></extra>", "showlegend": False,
+                     "textfont": {"size": 13, "color": "#111"}})
+    focus = "" if token is None else f", from token {labels[token]}"
+    layout = {
+        "title": {"text": f"Head view, layer {layer + 1}{focus} (weights >= {threshold:g})"},
+        "height": int(min(1400, max(380, 120 + 22 * n))),
+        "xaxis": {"range": [-0.6, 1.6], "visible": False},
+        "yaxis": {"range": [-n + 0.3, 0.7], "visible": False},
+        "legend": {"orientation": "v", "x": 1.0, "y": 1.0},
+        "margin": {"l": 20, "r": 20, "t": 60, "b": 20},
+    }
+    return figure(data, layout, f"head-view-layer{layer + 1}")
+
+
+def heatmap_grid(panels: Sequence[tuple[str, np.ndarray]], x_labels: Sequence[str], y_labels: Sequence[str],
+                 title: str, filename: str, columns: int, zmax_shared: bool = False, height_per_row: int = 320,
+                 hover: str = "query %{y}<br>key %{x}<br>weight %{z:.4f}", x_title: str = "", y_title: str = "",
+                 reverse_y: bool = True) -> Figure:
+    """Several heatmaps side by side, each on its own axes, sharing the category labels."""
+    rows = (len(panels) + columns - 1) // columns
+    gap_x, gap_y = 0.06, 0.12
+    width = (1 - gap_x * (columns - 1)) / columns
+    height = (1 - gap_y * (rows - 1)) / rows
+    data, layout, annotations = [], {}, []
+    shared = max(float(p.max()) for _, p in panels) if zmax_shared else None
+    for i, (name, z) in enumerate(panels):
+        r, c = divmod(i, columns)
+        ax = "" if i == 0 else str(i + 1)
+        x0 = c * (width + gap_x)
+        y1 = 1 - r * (height + gap_y)
+        data.append({"type": "heatmap", "z": typed(z), "x": list(x_labels), "y": list(y_labels),
+                     "xaxis": f"x{ax}", "yaxis": f"y{ax}", "colorscale": SEQUENTIAL, "zmin": 0,
+                     "zmax": shared if shared is not None else float(max(z.max(), 1e-6)),
+                     "showscale": i == len(panels) - 1, "colorbar": {"thickness": 10},
+                     "hovertemplate": f"{name}<br>{hover}<extra></extra>"})
+        layout[f"xaxis{ax}"] = {"domain": [x0, x0 + width], "anchor": f"y{ax}", "type": "category",
+                                "tickangle": -60, "tickfont": {"size": 10}, "title": {"text": x_title}}
+        layout[f"yaxis{ax}"] = {"domain": [y1 - height, y1], "anchor": f"x{ax}", "type": "category",
+                                "autorange": "reversed" if reverse_y else True, "tickfont": {"size": 10},
+                                "title": {"text": y_title if c == 0 else ""}}
+        annotations.append({"text": f"<b>{name}</b>", "x": x0 + width / 2, "y": y1 + 0.02, "xref": "paper",
+                            "yref": "paper", "showarrow": False, "xanchor": "center", "yanchor": "bottom"})
+    layout.update({"title": {"text": title}, "annotations": annotations,
+                   "height": 120 + rows * height_per_row, "margin": {"l": 80, "r": 30, "t": 90, "b": 90}})
+    return figure(data, layout, filename)
+
+
+def predictions_figure(mlm: Sequence[Any], note: str | None = None) -> Figure:
+    """Top-k predictions per masked position as horizontal bars."""
+    if not mlm:
+        layout = {"title": {"text": "Masked-word predictions"}, "height": 220,
+                  "xaxis": {"visible": False}, "yaxis": {"visible": False},
+                  "annotations": [{"text": note or "no masked positions", "showarrow": False,
+                                   "xref": "paper", "yref": "paper", "x": 0.5, "y": 0.5}]}
+        return figure([], layout, "predictions")
+    columns = min(3, len(mlm))
+    rows = (len(mlm) + columns - 1) // columns
+    gap_x, gap_y = 0.12, 0.18
+    width = (1 - gap_x * (columns - 1)) / columns
+    height = (1 - gap_y * (rows - 1)) / rows
+    data, layout, annotations = [], {}, []
+    for i, p in enumerate(mlm):
+        r, c = divmod(i, columns)
+        ax = "" if i == 0 else str(i + 1)
+        x0, y1 = c * (width + gap_x), 1 - r * (height + gap_y)
+        tokens = [q.token for q in p.predictions]
+        probs = [q.probability for q in p.predictions]
+        data.append({"type": "bar", "orientation": "h", "x": probs, "y": tokens, "xaxis": f"x{ax}",
+                     "yaxis": f"y{ax}", "marker": {"color": "#2b6cb0"}, "text": [f"{v:.3f}" for v in probs],
+                     "textposition": "auto", "hovertemplate": "%{y}: %{x:.4f}<extra></extra>", "showlegend": False})
+        layout[f"xaxis{ax}"] = {"domain": [x0, x0 + width], "anchor": f"y{ax}", "range": [0, 1],
+                                "title": {"text": "probability"}}
+        layout[f"yaxis{ax}"] = {"domain": [y1 - height, y1], "anchor": f"x{ax}", "autorange": "reversed",
+                                "type": "category"}
+        label = f"position {p.position}" + (f" (was '{p.original}')" if p.original else "")
+        annotations.append({"text": f"<b>{label}</b>", "x": x0 + width / 2, "y": y1 + 0.01, "xref": "paper",
+                            "yref": "paper", "showarrow": False, "yanchor": "bottom"})
+    layout.update({"title": {"text": "Masked-word predictions"}, "annotations": annotations,
+                   "height": 100 + rows * 260})
+    return figure(data, layout, "predictions")

@@ -1,0 +1,45 @@
+// Adds a "Download plot as SVG" button to every Plotly figure (PNG is the camera button) and
+// makes a click on a model-overview thumbnail open that head. Plotly is loaded lazily by
+// Gradio, so we patch it the moment it is assigned to window.Plotly.
+(function () {
+  function attachPicker(gd) {
+    if (!gd || gd.__bvlPicker || !gd.closest || !gd.closest('#overview-plot')) return;
+    gd.__bvlPicker = true;
+    gd.on('plotly_click', function (ev) {
+      var pt = ev && ev.points && ev.points[0];
+      if (!pt || !pt.customdata) return;
+      var box = document.querySelector('#overview-pick textarea, #overview-pick input');
+      if (!box) return;
+      box.value = pt.customdata.join(',') + ',' + Date.now();
+      box.dispatchEvent(new Event('input', { bubbles: true }));
+    });
+  }
+  function patch(P) {
+    if (!P || P.__bvlPatched || typeof P.react !== 'function') return;
+    P.__bvlPatched = true;
+    var react = P.react;
+    P.react = function (gd, data, layout, config) {
+      config = Object.assign({}, config || {});
+      var name = (config.toImageButtonOptions || {}).filename || 'figure';
+      config.modeBarButtonsToAdd = (config.modeBarButtonsToAdd || []).concat([{
+        name: 'Download plot as SVG',
+        icon: P.Icons.disk,
+        click: function (g) { P.downloadImage(g, { format: 'svg', filename: name }); }
+      }]);
+      var out = react.call(P, gd, data, layout, config);
+      Promise.resolve(out).then(function (g) { attachPicker(g || gd); });
+      return out;
+    };
+  }
+  var current = window.Plotly;
+  if (current) { patch(current); }
+  try {
+    Object.defineProperty(window, 'Plotly', {
+      configurable: true,
+      get: function () { return current; },
+      set: function (v) { current = v; patch(v); }
+    });
+  } catch (e) {
+    var t = setInterval(function () { if (window.Plotly) { patch(window.Plotly); clearInterval(t); } }, 30);
+  }
+})();

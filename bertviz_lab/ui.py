@@ -1,0 +1,280 @@
+"""Gradio Blocks wiring. No numerics here: every handler calls the library (analysis, views).
+
+Per-browser-session data (the current Analysis, the chosen model) lives in ``gr.State``;
+the only shared object is the cache of loaded, read-only models.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+from gradio.components.plot import PlotData
+
+from . import plots, views
+from .analysis import Analysis, InputError, Lab, load
+from .checkpoints import DEFAULT_SOURCE, CheckpointError
+from .devices import DeviceError, available_devices
+from .metrics import PAIR_FILTERS
+
+STATIC = Path(__file__).resolve().parent / "static"
+EXAMPLES = [
+    ["The cat sat on the mat because it was tired.", ""],
+    ["The doctor said that [MASK] would see the patient tomorrow.", ""],
+    ["Paris is the [MASK] of France.", ""],
+    ["The man went to the store.", "He bought a gallon of milk."],
+    ["The bank raised the interest rate, and the river bank flooded.", ""],
+]
+CSS = """
+#status {font-size: 0.9em; color: #444}
+#message p {margin: 0.2em 0}
+.bvl-note {color: #555; font-size: 0.9em}
+"""
+
+
+class LabCache:
+    """Loaded models keyed by (source, device), loaded once and shared read-only."""
+
+    def __init__(self, allowed: list[str] | None, allow_any: bool) -> None:
+        self.allowed = allowed or [DEFAULT_SOURCE]
+        self.allow_any = allow_any
+        self._labs: dict[tuple[str, str], Lab] = {}
+        self._lock = threading.Lock()
+
+    def add(self, lab: Lab, device: str) -> tuple[str, str]:
+        key = (lab.source, device)
+        self._labs[key] = lab
+        return key
+
+    def get(self, source: str, device: str) -> Lab:
+        source = (source or DEFAULT_SOURCE).strip()
+        if not self.allow_any and source not in self.allowed:
+            raise CheckpointError(f"model {source!r} is not enabled on this server; "
+                                  f"choose one of: {', '.join(self.allowed)}")
+        key = (source, device)
+        with self._lock:
+            if key not in self._labs:
+                self._labs[key] = load(source, device=device)
+            return self._labs[key]
+
+
+@dataclass
+class Session:
+    model: str = DEFAULT_SOURCE
+    device: str = "cpu"
+    analysis: Analysis | None = None
+    options: views.ViewOptions = field(default_factory=views.ViewOptions)
+    files: list[str] = field(default_factory=list)
+
+
+def plot(fig: plots.Figure) -> PlotData:
+    return PlotData(type="plotly", plot=plots.to_json(fig))
+
+
+def status_line(lab: Lab) -> str:
+    head = "MLM head: yes" if lab.model.has_mlm_head else "no MLM head"
+    if lab.checkpoint.mlm_head_source:
+        head = "MLM head: trained by bertviz-lab (see assets/minilm-mlm/MODEL_CARD.md)"
+    return (f"**Model:** {lab.name} · {lab.n_layers} layers × {lab.n_heads} heads · {head} · "
+            f"**device:** {lab.device}")
+
+
+def build_demo(lab: Lab | None = None, allowed_models: list[str] | None = None, allow_any_model: bool = False,
+               device: str | None = None) -> gr.Blocks:
+    lab = lab or load(DEFAULT_SOURCE, device=device or "auto")
+    device = str(lab.device)
+    cache = LabCache(sorted(set((allowed_models or []) + [lab.source, DEFAULT_SOURCE])), allow_any_model)
+    cache.add(lab, device)
+    devices = available_devices()
+
+    def lab_of(session: Session) -> Lab:
+        return cache.get(session.model, session.device)
+
+    # ---------- handlers (thin: call the library, shape the outputs) ----------
+    def render_all(session: Session, message: str):
+        a, o = session.analysis, session.options
+        lab_now = lab_of(session)
+        single, notes = views.single_head(a, o)
+        pred_fig, table, nsp_text = views.predictions(a)
+        return (
+            session, message, gr.update(choices=views.token_choices(a), value=[]),
+            gr.update(maximum=lab_now.n_layers, value=o.layer + 1),
+            gr.update(maximum=lab_now.n_heads, value=o.head + 1),
+            gr.update(choices=[("all tokens", -1)] + views.head_view_choices(a, o), value=-1),
+            plot(single), plot(views.overview(a)), plot(views.head_view(a, o)), plot(views.aggregates(a, o)),
+            plot(views.summary(a)), plot(pred_fig), table, nsp_text, notes_text(notes),
+        )
+
+    def failure(session: Session, error: Exception):
+        return (session, f"⚠️ {error}") + (gr.update(),) * 13
+
+    def run(text: str, pair: str, top_k: float, session: Session, mask_positions: list[int] | None = None):
+        try:
+            lab_now = lab_of(session)
+            a = lab_now.analyze(text, pair=pair or None, top_k=int(top_k), truncate=True,
+                                mask_positions=mask_positions or ())
+        except (InputError, CheckpointError, DeviceError) as error:
+            return failure(session, error)
+        session.analysis = a
+        session.options.head_view_token = None
+        message = f"{len(a.tokens)} tokens."
+        if a.truncated:
+            message = (f"⚠️ The input was {a.n_tokens_before_truncation} tokens long; the model takes at most "
+                       f"{len(a.tokens)}, so it was truncated to {len(a.tokens)} tokens.")
+        return render_all(session, message)
+
+    def mask(text: str, pair: str, top_k: float, positions: list[int], session: Session):
+        if not positions:
+            return failure(session, InputError("choose one or more tokens to mask first"))
+        return run(text, pair, top_k, session, mask_positions=[int(p) for p in positions])
+
+    def rerender(layer: float, head: float, hide: bool, word: bool, pair_filter: str, hv_token: int | None,
+                 session: Session):
+        a = session.analysis
+        if a is None:
+            return (session,) + (gr.update(),) * 4
+        o = session.options
+        o.layer, o.head = int(layer) - 1, int(head) - 1
+        o.hide_special, o.word_level, o.pair_filter = bool(hide), bool(word), pair_filter or "all"
+        o.head_view_token = None if hv_token in (None, -1) else int(hv_token)
+        single, notes = views.single_head(a, o)
+        return session, plot(single), plot(views.head_view(a, o)), plot(views.aggregates(a, o)), notes_text(notes)
+
+    def toggles(layer, head, hide, word, pair_filter, session: Session):
+        out = rerender(layer, head, hide, word, pair_filter, -1, session)
+        if session.analysis is None:
+            return out + (gr.update(),)
+        choices = [("all tokens", -1)] + views.head_view_choices(session.analysis, session.options)
+        return out + (gr.update(choices=choices, value=-1),)
+
+    def pick(value: str, session: Session):
+        try:
+            layer, head = (int(v) for v in str(value).split(",")[:2])
+        except ValueError:
+            return gr.update(), gr.update(), gr.update()
+        return gr.update(value=layer + 1), gr.update(value=head + 1), gr.Tabs(selected="single")
+
+    def switch_model(source: str, device_name: str, session: Session, progress=gr.Progress()):
+        progress(0.1, desc=f"loading {source or DEFAULT_SOURCE} on {device_name}")
+        try:
+            lab_new = cache.get(source or DEFAULT_SOURCE, device_name)
+        except (CheckpointError, DeviceError) as error:
+            return session, f"⚠️ Could not load the model: {error}", gr.update()
+        session.model, session.device = lab_new.source, str(lab_new.device)
+        session.analysis = None
+        return session, f"Loaded {lab_new.name}. Press Run to analyse with it.", status_line(lab_new)
+
+    def export(kind: str, session: Session):
+        if session.analysis is None:
+            return None, "⚠️ Run an analysis first, then export it."
+        folder = Path(tempfile.mkdtemp(prefix="bertviz-lab-"))
+        path = views.export_csv(session.analysis, folder) if kind == "csv" else views.export_npz(session.analysis, folder)
+        return str(path), f"Exported {path.name}."
+
+    def attention_api(text: str, pair: str = "", top_k: int = 5) -> dict[str, Any]:
+        """Attention (layers x heads x query x key), tokens and masked-word predictions as JSON."""
+        return lab.analyze(text, pair=pair or None, top_k=int(top_k), truncate=True).to_json()
+
+    # ---------- layout ----------
+    with gr.Blocks(title="bertviz-lab", fill_width=True) as demo:
+        session = gr.State(Session(model=lab.source, device=device))
+        gr.Markdown("# bertviz-lab\nType a sentence (or a pair), press **Run**, and explore every layer and head "
+                    "of BERT's attention and its masked-word predictions.")
+        status = gr.Markdown(status_line(lab), elem_id="status")
+        with gr.Accordion("Model and device", open=False):
+            with gr.Row():
+                model_box = gr.Dropdown(choices=cache.allowed, value=lab.source, label="Model",
+                                        allow_custom_value=allow_any_model,
+                                        info="'default' = embedded MiniLM-L6; hub ids / folders the operator allows")
+                device_box = gr.Dropdown(choices=devices, value=device if device in devices else devices[-1],
+                                         label="Device")
+                load_btn = gr.Button("Load model")
+        with gr.Row():
+            with gr.Column(scale=3):
+                text = gr.Textbox(label="Sentence A", lines=2, elem_id="text-a",
+                                  placeholder="Type a sentence; write [MASK] to hide a word")
+                pair = gr.Textbox(label="Sentence B (optional)", lines=1, elem_id="text-b")
+            with gr.Column(scale=1):
+                top_k = gr.Slider(1, 20, value=5, step=1, label="Top-k predictions")
+                run_btn = gr.Button("Run", variant="primary", elem_id="run")
+        gr.Examples(EXAMPLES, inputs=[text, pair], cache_examples=False)
+        message = gr.Markdown("", elem_id="message")
+        with gr.Accordion("Mask tokens (pick from the tokenized input)", open=True):
+            picker = gr.CheckboxGroup(choices=[], label="Tokens", elem_id="token-picker")
+            mask_btn = gr.Button("Mask selected and predict", elem_id="mask-btn")
+        with gr.Row():
+            layer = gr.Slider(1, lab.n_layers, value=1, step=1, label="Layer", elem_id="layer")
+            head = gr.Slider(1, lab.n_heads, value=1, step=1, label="Head", elem_id="head")
+            pair_filter = gr.Radio(list(PAIR_FILTERS), value="all", label="Sentence-pair filter")
+        with gr.Row():
+            hide = gr.Checkbox(label="Hide [CLS]/[SEP] (rows renormalised)", value=False)
+            word = gr.Checkbox(label="Word level (merge word pieces)", value=False)
+        notes = gr.Markdown("", elem_classes=["bvl-note"], elem_id="notes")
+        with gr.Tabs(selected="single") as tabs:
+            with gr.Tab("Single head", id="single"):
+                single_plot = gr.Plot(label="Attention of one head", elem_id="single-plot")
+            with gr.Tab("Model overview", id="overview"):
+                gr.Markdown("Click a thumbnail to open that head.")
+                overview_plot = gr.Plot(label="All layers and heads", elem_id="overview-plot")
+                overview_pick = gr.Textbox(visible="hidden", elem_id="overview-pick")
+            with gr.Tab("Head view", id="headview"):
+                hv_token = gr.Dropdown(choices=[("all tokens", -1)], value=-1, label="Only lines from token")
+                headview_plot = gr.Plot(label="Head view", elem_id="headview-plot")
+            with gr.Tab("Aggregates", id="aggregates"):
+                aggregates_plot = gr.Plot(label="Aggregates", elem_id="aggregates-plot")
+            with gr.Tab("Head summary", id="summary"):
+                summary_plot = gr.Plot(label="Per-head statistics", elem_id="summary-plot")
+            with gr.Tab("Masked words", id="predictions"):
+                nsp_md = gr.Markdown("")
+                pred_plot = gr.Plot(label="Predictions", elem_id="pred-plot")
+                pred_table = gr.Dataframe(label="Top-k predictions", interactive=False, elem_id="pred-table")
+            with gr.Tab("Export", id="export"):
+                with gr.Row():
+                    csv_btn = gr.Button("Export attention as CSV", elem_id="export-csv")
+                    npz_btn = gr.Button("Export attention as .npz", elem_id="export-npz")
+                export_file = gr.File(label="Download", elem_id="export-file")
+        gr.Markdown("Figures: use the camera icon for PNG and the disk icon for SVG. "
+                    "API: every action is scriptable with `gradio_client` (see the README).",
+                    elem_classes=["bvl-note"])
+
+        run_outputs = [session, message, picker, layer, head, hv_token, single_plot, overview_plot, headview_plot,
+                       aggregates_plot, summary_plot, pred_plot, pred_table, nsp_md, notes]
+        view_outputs = [session, single_plot, headview_plot, aggregates_plot, notes]
+        run_btn.click(run, [text, pair, top_k, session], run_outputs, api_name="analyze")
+        text.submit(run, [text, pair, top_k, session], run_outputs, api_name="analyze_submit")
+        mask_btn.click(mask, [text, pair, top_k, picker, session], run_outputs, api_name="mask_tokens")
+        view_inputs = [layer, head, hide, word, pair_filter, hv_token, session]
+        layer.release(rerender, view_inputs, view_outputs, api_name="select_layer")
+        head.release(rerender, view_inputs, view_outputs, api_name="select_head")
+        layer.input(rerender, view_inputs, view_outputs, api_name="set_layer", show_progress="hidden")
+        head.input(rerender, view_inputs, view_outputs, api_name="set_head", show_progress="hidden")
+        hv_token.input(rerender, view_inputs, view_outputs, api_name="head_view_token")
+        toggle_inputs = [layer, head, hide, word, pair_filter, session]
+        for comp, name in ((hide, "hide_special"), (word, "word_level"), (pair_filter, "pair_filter")):
+            comp.input(toggles, toggle_inputs, view_outputs + [hv_token], api_name=name)
+        overview_pick.change(pick, [overview_pick, session], [layer, head, tabs], api_name="pick_head").then(
+            rerender, view_inputs, view_outputs, api_name="pick_head_render")
+        load_btn.click(switch_model, [model_box, device_box, session], [session, message, status],
+                       api_name="load_model")
+        csv_btn.click(lambda s: export("csv", s), [session], [export_file, message], api_name="export_csv")
+        npz_btn.click(lambda s: export("npz", s), [session], [export_file, message], api_name="export_npz")
+        gr.api(attention_api, api_name="attention")
+    demo.bvl_lab = lab  # for tests and the launcher
+    return demo
+
+
+def notes_text(notes: list[str]) -> str:
+    return "\n".join(f"- {n}" for n in notes)
+
+
+def launch_kwargs() -> dict[str, Any]:
+    head = f"<script>{(STATIC / 'figure_tools.js').read_text()}</script>"
+    return {"css": CSS, "head": head, "theme": gr.themes.Soft()}
+
+
+def env_list(name: str) -> list[str]:
+    return [item.strip() for item in os.environ.get(name, "").split(",") if item.strip()]

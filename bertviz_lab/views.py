@@ -1,0 +1,146 @@
+"""From an Analysis and the display options to figures, tables and exports.
+
+No forward pass happens here: changing layer, head or a toggle re-renders from the cached
+Analysis. The UI calls these functions; so do the tests.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from . import plots
+from .analysis import Analysis
+from .metrics import HEAD_STATS, attention_view, head_statistics, rollout, unique_labels, word_groups
+
+
+@dataclass
+class ViewOptions:
+    layer: int = 0  # 0-based
+    head: int = 0  # 0-based
+    hide_special: bool = False
+    word_level: bool = False
+    pair_filter: str = "all"
+    head_view_token: int | None = None  # position in the displayed labels, None = all tokens
+
+    def clamp(self, analysis: Analysis) -> ViewOptions:
+        self.layer = int(min(max(self.layer, 0), analysis.n_layers - 1))
+        self.head = int(min(max(self.head, 0), analysis.n_heads - 1))
+        return self
+
+
+def _view(analysis: Analysis, weights: np.ndarray, opts: ViewOptions):
+    return attention_view(weights, analysis.tokens, analysis.word_ids, analysis.segment_ids,
+                          hide_special=opts.hide_special, word_level=opts.word_level, pair_filter=opts.pair_filter)
+
+
+def single_head(analysis: Analysis, opts: ViewOptions) -> tuple[plots.Figure, list[str]]:
+    opts.clamp(analysis)
+    view = _view(analysis, analysis.attention[opts.layer, opts.head], opts)
+    title = f"Layer {opts.layer + 1}, head {opts.head + 1}"
+    return plots.heatmap_figure(view, title, filename=f"attention-L{opts.layer + 1}-H{opts.head + 1}"), view.notes
+
+
+def aggregates(analysis: Analysis, opts: ViewOptions) -> plots.Figure:
+    """Raw head next to the layer mean, the mean over all heads, and rollout up to this layer."""
+    opts.clamp(analysis)
+    a = analysis.attention
+    panels = [
+        (f"L{opts.layer + 1} H{opts.head + 1} (raw)", a[opts.layer, opts.head]),
+        (f"mean of layer {opts.layer + 1}", a[opts.layer].mean(0)),
+        ("mean of all layers and heads", a.mean((0, 1))),
+        (f"rollout up to layer {opts.layer + 1}", rollout(a)[opts.layer]),
+    ]
+    views = [_view(analysis, z, opts) for _, z in panels]
+    labels_x, labels_y = views[0].key_labels, views[0].query_labels
+    return plots.heatmap_grid([(name, v.weights) for (name, _), v in zip(panels, views)], labels_x, labels_y,
+                              title="Raw attention vs aggregates (rollout: Abnar & Zuidema 2020)",
+                              filename=f"aggregates-L{opts.layer + 1}", columns=2, height_per_row=420)
+
+
+def head_view(analysis: Analysis, opts: ViewOptions) -> plots.Figure:
+    opts.clamp(analysis)
+    view = attention_view(analysis.attention[opts.layer], analysis.tokens, analysis.word_ids, analysis.segment_ids,
+                          hide_special=opts.hide_special, word_level=opts.word_level)
+    labels = [lab.split(" ", 1)[1] for lab in view.query_labels]
+    token = opts.head_view_token if opts.head_view_token is not None and opts.head_view_token < len(labels) else None
+    return plots.head_view_figure(view.weights, labels, opts.layer, token=token)
+
+
+def head_view_choices(analysis: Analysis, opts: ViewOptions) -> list[tuple[str, int]]:
+    view = attention_view(analysis.attention[0, 0], analysis.tokens, analysis.word_ids, analysis.segment_ids,
+                          hide_special=opts.hide_special, word_level=opts.word_level)
+    return [(label, i) for i, label in enumerate(view.query_labels)]
+
+
+def overview(analysis: Analysis, selected: tuple[int, int] | None = None) -> plots.Figure:
+    return plots.overview_figure(analysis.attention, selected=selected)
+
+
+def summary(analysis: Analysis) -> plots.Figure:
+    stats = head_statistics(analysis.attention, analysis.tokens)
+    heads = [f"H{h + 1}" for h in range(analysis.n_heads)]
+    layers = [f"L{l + 1}" for l in range(analysis.n_layers)]
+    return plots.heatmap_grid([(name, stats[name]) for name in HEAD_STATS], heads, layers,
+                              title="Per-head statistics for this input (layers x heads, mean over query tokens)",
+                              filename="head-summary", columns=4, height_per_row=300,
+                              hover="layer %{y}, head %{x}<br>%{z:.3f}", x_title="head", y_title="layer")
+
+
+def predictions_table(analysis: Analysis) -> pd.DataFrame:
+    rows = [{"position": p.position, "masked token": p.original or p.token, "rank": r + 1,
+             "prediction": q.token, "probability": round(q.probability, 4)}
+            for p in analysis.mlm for r, q in enumerate(p.predictions)]
+    return pd.DataFrame(rows, columns=["position", "masked token", "rank", "prediction", "probability"])
+
+
+def predictions(analysis: Analysis) -> tuple[plots.Figure, pd.DataFrame, str]:
+    lines = []
+    if analysis.mlm_note:
+        lines.append(analysis.mlm_note)
+    if analysis.nsp is not None:
+        lines.append(f"**Next-sentence prediction:** P(sentence B follows sentence A) = {analysis.nsp:.3f}")
+    elif analysis.nsp_note:
+        lines.append(analysis.nsp_note)
+    return plots.predictions_figure(analysis.mlm, analysis.mlm_note), predictions_table(analysis), "\n\n".join(lines)
+
+
+def token_choices(analysis: Analysis) -> list[tuple[str, int]]:
+    """Maskable tokens for the picker: every non-special position, labelled uniquely."""
+    originals = {p.position: p.original for p in analysis.mlm if p.original}
+    out = []
+    for i, tok in enumerate(analysis.tokens):
+        if tok in ("[CLS]", "[SEP]", "[PAD]"):
+            continue
+        out.append((f"{i} {originals.get(i, tok)}", i))
+    return out
+
+
+def attention_frame(analysis: Analysis) -> pd.DataFrame:
+    """Long format: one row per (layer, head, query, key)."""
+    layers, heads, n, _ = analysis.attention.shape
+    l, h, q, k = np.meshgrid(np.arange(layers), np.arange(heads), np.arange(n), np.arange(n), indexing="ij")
+    tokens = np.array(analysis.tokens, dtype=object)
+    return pd.DataFrame({
+        "layer": l.ravel() + 1, "head": h.ravel() + 1, "query_index": q.ravel(), "query_token": tokens[q.ravel()],
+        "key_index": k.ravel(), "key_token": tokens[k.ravel()], "weight": analysis.attention.ravel(),
+    })
+
+
+def export_csv(analysis: Analysis, folder: Path) -> Path:
+    path = Path(folder) / "attention.csv"
+    attention_frame(analysis).to_csv(path, index=False, float_format="%.6g")
+    return path
+
+
+def export_npz(analysis: Analysis, folder: Path) -> Path:
+    path = Path(folder) / "attention.npz"
+    np.savez_compressed(path, attention=analysis.attention, tokens=np.array(analysis.tokens),
+                        segment_ids=np.array(analysis.segment_ids), token_ids=np.array(analysis.token_ids))
+    return path
+
+
+__all__ = ["ViewOptions", "aggregates", "attention_frame", "export_csv", "export_npz", "head_view", "overview",
+           "predictions", "single_head", "summary", "token_choices", "unique_labels", "word_groups"]
