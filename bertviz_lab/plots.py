@@ -214,7 +214,7 @@ def heatmap_grid(panels: Sequence[tuple[str, np.ndarray]], x_labels: Sequence[st
                  reverse_y: bool = True) -> Figure:
     """Several heatmaps side by side, each on its own axes, sharing the category labels."""
     rows = (len(panels) + columns - 1) // columns
-    gap_x, gap_y = 0.06, 0.12
+    gap_x, gap_y = (0.06 if zmax_shared else 0.09), 0.16
     width = (1 - gap_x * (columns - 1)) / columns
     height = (1 - gap_y * (rows - 1)) / rows
     data, layout, annotations = [], {}, []
@@ -227,10 +227,14 @@ def heatmap_grid(panels: Sequence[tuple[str, np.ndarray]], x_labels: Sequence[st
         data.append({"type": "heatmap", "z": typed(z), "x": list(x_labels), "y": list(y_labels),
                      "xaxis": f"x{ax}", "yaxis": f"y{ax}", "colorscale": SEQUENTIAL, "zmin": 0,
                      "zmax": shared if shared is not None else float(max(z.max(), 1e-6)),
-                     "showscale": i == len(panels) - 1, "colorbar": {"thickness": 10},
+                     "showscale": not zmax_shared or i == len(panels) - 1,
+                     "colorbar": {"thickness": 10} if zmax_shared else
+                     {"thickness": 8, "len": height * 0.9, "y": y1 - height / 2, "yanchor": "middle",
+                      "x": x0 + width + 0.005, "xanchor": "left", "tickfont": {"size": 9}},
                      "hovertemplate": f"{name}<br>{hover}<extra></extra>"})
         layout[f"xaxis{ax}"] = {"domain": [x0, x0 + width], "anchor": f"y{ax}", "type": "category",
-                                "tickangle": -60, "tickfont": {"size": 10}, "title": {"text": x_title}}
+                                "tickangle": -60, "tickfont": {"size": 10},
+                                "title": {"text": x_title if r == rows - 1 else ""}}
         layout[f"yaxis{ax}"] = {"domain": [y1 - height, y1], "anchor": f"x{ax}", "type": "category",
                                 "autorange": "reversed" if reverse_y else True, "tickfont": {"size": 10},
                                 "title": {"text": y_title if c == 0 else ""}}

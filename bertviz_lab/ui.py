@@ -188,7 +188,7 @@ def build_demo(lab: Lab | None = None, allowed_models: list[str] | None = None, 
         with gr.Accordion("Model and device", open=False):
             with gr.Row():
                 model_box = gr.Dropdown(choices=cache.allowed, value=lab.source, label="Model",
-                                        allow_custom_value=allow_any_model,
+                                        allow_custom_value=True,
                                         info="'default' = embedded MiniLM-L6; hub ids / folders the operator allows")
                 device_box = gr.Dropdown(choices=devices, value=device if device in devices else devices[-1],
                                          label="Device")
@@ -248,10 +248,10 @@ def build_demo(lab: Lab | None = None, allowed_models: list[str] | None = None, 
         text.submit(run, [text, pair, top_k, session], run_outputs, api_name="analyze_submit")
         mask_btn.click(mask, [text, pair, top_k, picker, session], run_outputs, api_name="mask_tokens")
         view_inputs = [layer, head, hide, word, pair_filter, hv_token, session]
-        layer.release(rerender, view_inputs, view_outputs, api_name="select_layer")
-        head.release(rerender, view_inputs, view_outputs, api_name="select_head")
-        layer.input(rerender, view_inputs, view_outputs, api_name="set_layer", show_progress="hidden")
-        head.input(rerender, view_inputs, view_outputs, api_name="set_head", show_progress="hidden")
+        layer.input(rerender, view_inputs, view_outputs, api_name="set_layer", show_progress="hidden",
+                    trigger_mode="always_last")
+        head.input(rerender, view_inputs, view_outputs, api_name="set_head", show_progress="hidden",
+                   trigger_mode="always_last")
         hv_token.input(rerender, view_inputs, view_outputs, api_name="head_view_token")
         toggle_inputs = [layer, head, hide, word, pair_filter, session]
         for comp, name in ((hide, "hide_special"), (word, "word_level"), (pair_filter, "pair_filter")):

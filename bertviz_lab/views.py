@@ -57,7 +57,8 @@ def aggregates(analysis: Analysis, opts: ViewOptions) -> plots.Figure:
     labels_x, labels_y = views[0].key_labels, views[0].query_labels
     return plots.heatmap_grid([(name, v.weights) for (name, _), v in zip(panels, views)], labels_x, labels_y,
                               title="Raw attention vs aggregates (rollout: Abnar & Zuidema 2020)",
-                              filename=f"aggregates-L{opts.layer + 1}", columns=2, height_per_row=420)
+                              filename=f"aggregates-L{opts.layer + 1}", columns=2, height_per_row=420,
+                              zmax_shared=True)
 
 
 def head_view(analysis: Analysis, opts: ViewOptions) -> plots.Figure:

@@ -35,3 +35,33 @@ def minilm_lab():
     import bertviz_lab
 
     return bertviz_lab.load("default", device="cpu", mlm_head=None)
+
+
+def launch(demo):
+    """Start a Blocks app in this process on a free loopback port; returns its URL."""
+    from bertviz_lab.ui import launch_kwargs
+
+    demo.queue(default_concurrency_limit=4)
+    _, url, _ = demo.launch(server_name="127.0.0.1", server_port=None, prevent_thread_lock=True, quiet=True,
+                            **launch_kwargs())
+    return url
+
+
+@pytest.fixture(scope="session")
+def tiny_app(tiny_lab):
+    from bertviz_lab.ui import build_demo
+
+    demo = build_demo(tiny_lab)
+    url = launch(demo)
+    yield url
+    demo.close()
+
+
+@pytest.fixture(scope="session")
+def default_app(minilm_lab):
+    from bertviz_lab.ui import build_demo
+
+    demo = build_demo(minilm_lab)
+    url = launch(demo)
+    yield url
+    demo.close()

@@ -18,14 +18,20 @@
     if (!P || P.__bvlPatched || typeof P.react !== 'function') return;
     P.__bvlPatched = true;
     var react = P.react;
+    // One button object for all figures: the same reference each time keeps Plotly from
+    // seeing a "changed" config and re-creating the plot on every update.
+    var svgButton = {
+      name: 'Download plot as SVG',
+      icon: P.Icons.disk,
+      click: function (g) {
+        var name = ((g._context || {}).toImageButtonOptions || {}).filename || 'figure';
+        P.downloadImage(g, { format: 'svg', filename: name });
+      }
+    };
     P.react = function (gd, data, layout, config) {
       config = Object.assign({}, config || {});
-      var name = (config.toImageButtonOptions || {}).filename || 'figure';
-      config.modeBarButtonsToAdd = (config.modeBarButtonsToAdd || []).concat([{
-        name: 'Download plot as SVG',
-        icon: P.Icons.disk,
-        click: function (g) { P.downloadImage(g, { format: 'svg', filename: name }); }
-      }]);
+      var extra = config.modeBarButtonsToAdd || [];
+      if (extra.indexOf(svgButton) < 0) { config.modeBarButtonsToAdd = extra.concat([svgButton]); }
       var out = react.call(P, gd, data, layout, config);
       Promise.resolve(out).then(function (g) { attachPicker(g || gd); });
       return out;

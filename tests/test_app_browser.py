@@ -1,0 +1,138 @@
+"""What a person sees: the app in headless chromium."""
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from browser import browser  # noqa: F401  (fixture)
+
+ROOT = Path(__file__).resolve().parent.parent
+SCREENSHOT = ROOT / "docs" / "screenshot.png"
+
+
+def open_app(browser, url, width=1400, height=1600):  # noqa: F811
+    page = browser.new_page(viewport={"width": width, "height": height}, accept_downloads=True)
+    page.goto(url)
+    page.wait_for_selector("#text-a textarea", timeout=30000)
+    return page
+
+
+def run(page, text, pair=None):
+    page.fill("#text-a textarea", text)
+    if pair is not None:
+        page.fill("#text-b textarea", pair)
+    page.click("#run")
+
+
+def y_labels(page, plot="#single-plot"):
+    """Row labels as shown, in index order (the DOM lists them bottom-up)."""
+    labels = page.locator(f"{plot} .yaxislayer-above .ytick text").all_text_contents()
+    return sorted(labels, key=lambda label: int(label.split(" ", 1)[0]))
+
+
+def wait_for_labels(page, expected, plot="#single-plot", timeout=30.0):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if y_labels(page, plot) == expected:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"labels {y_labels(page, plot)} != {expected}")
+
+
+def title(page, plot="#single-plot"):
+    return page.locator(f"{plot} .gtitle").first.text_content()
+
+
+def set_slider(page, elem_id, value):
+    box = page.locator(f"#{elem_id} input[type=number]")
+    box.fill(str(value))
+    box.press("Enter")
+
+
+def test_heatmap_rows_layer_head_switch_csv_and_screenshot(browser, default_app, minilm_lab):  # noqa: F811
+    page = open_app(browser, default_app)
+    text = "The cat chased the other cat around the garden."
+    run(page, text)
+    tokens = minilm_lab.analyze(text).tokens
+    assert tokens.count("cat") == 2 and tokens.count("the") == 3
+    expected = [f"{i} {t}" for i, t in enumerate(tokens)]
+    wait_for_labels(page, expected)  # one row per token, repeated words not merged
+    assert len(page.locator("#single-plot .xaxislayer-above .xtick text").all_text_contents()) == len(tokens)
+    assert title(page) == "Layer 1, head 1"
+    before = page.evaluate("document.querySelector('#single-plot .js-plotly-plot').calcdata[0][0].z.slice(0, 3).map(r => Array.from(r))")
+
+    set_slider(page, "layer", 4)
+    set_slider(page, "head", 7)
+    page.wait_for_function("document.querySelector('#single-plot .gtitle').textContent === 'Layer 4, head 7'",
+                           timeout=20000)
+    after = page.evaluate("document.querySelector('#single-plot .js-plotly-plot').calcdata[0][0].z.slice(0, 3).map(r => Array.from(r))")
+    assert after != before
+    expected_z = minilm_lab.analyze(text).attention[3, 6, :3]
+    assert abs(after[0][0] - float(expected_z[0, 0])) < 1e-5
+
+    # PNG and SVG downloads from the figure's own toolbar
+    titles = page.locator("#single-plot .modebar-btn").evaluate_all("els => els.map(e => e.getAttribute('data-title'))")
+    assert "Download plot as a PNG" in titles and "Download plot as SVG" in titles
+    page.wait_for_timeout(1000)  # let the last re-render settle before using its toolbar
+    page.locator("#single-plot").hover()
+    with page.expect_download() as svg:
+        page.locator("#single-plot .modebar-btn[data-title='Download plot as SVG']").click()
+    assert svg.value.suggested_filename.endswith(".svg")
+
+    SCREENSHOT.parent.mkdir(exist_ok=True)
+    page.screenshot(path=str(SCREENSHOT), full_page=True)
+
+    # overview: clicking a thumbnail opens that head
+    page.get_by_role("tab", name="Model overview").click()
+    drag = page.locator("#overview-plot .nsewdrag").first
+    drag.wait_for(timeout=10000)
+    drag.scroll_into_view_if_needed()
+    box = drag.bounding_box()
+    # layer 2 (of 6), head 11 (of 12)
+    page.mouse.click(box["x"] + box["width"] * (10.5 / 12), box["y"] + box["height"] * (1.5 / 6))
+    page.wait_for_function("document.querySelector('#single-plot .gtitle') && "
+                           "document.querySelector('#single-plot .gtitle').textContent === 'Layer 2, head 11'",
+                           timeout=20000)
+
+    # CSV export: layers x heads x tokens^2 rows
+    page.get_by_role("tab", name="Export").click()
+    page.click("#export-csv")
+    link = page.locator("#export-file a").first
+    link.wait_for(timeout=20000)
+    with page.expect_download() as download:
+        link.click()
+    frame = pd.read_csv(download.value.path())
+    assert len(frame) == minilm_lab.n_layers * minilm_lab.n_heads * len(tokens) ** 2
+    page.close()
+
+
+def test_mask_from_token_picker_shows_predictions(browser, tiny_app, tiny_lab):  # noqa: F811
+    page = open_app(browser, tiny_app)
+    run(page, "the cat sat on the mat")
+    page.locator("#token-picker label", has_text="2 cat").click()
+    page.click("#mask-btn")
+    page.get_by_role("tab", name="Masked words").click()
+    expected = tiny_lab.analyze("the cat sat on the mat", mask_positions=[2], top_k=5)
+    top = expected.mlm[0].predictions[0].token
+    page.wait_for_function(
+        f"document.querySelector('#pred-table') && document.querySelector('#pred-table').innerText.includes('{top}')"
+        " && document.querySelector('#pred-table').innerText.includes('cat')", timeout=20000)
+    bars = page.evaluate("document.querySelector('#pred-plot .js-plotly-plot').data[0].y")
+    assert list(bars) == [q.token for q in expected.mlm[0].predictions]
+    assert "position 2 (was 'cat')" in page.locator("#pred-plot").inner_text()
+    page.close()
+
+
+def test_empty_input_message_and_two_tabs_see_their_own_result(browser, default_app, minilm_lab):  # noqa: F811
+    one, two = open_app(browser, default_app), open_app(browser, default_app)
+    run(one, "   ")
+    one.wait_for_function("document.querySelector('#message').innerText.includes('empty')", timeout=20000)
+    texts = ["Colourless green ideas sleep furiously.", "A completely different sentence about the stock market today."]
+    run(one, texts[0])
+    run(two, texts[1])
+    for page, text in ((one, texts[0]), (two, texts[1])):
+        tokens = minilm_lab.analyze(text).tokens
+        wait_for_labels(page, [f"{i} {t}" for i, t in enumerate(tokens)])
+    one.close()
+    two.close()
