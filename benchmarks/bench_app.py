@@ -1,0 +1,105 @@
+"""App speed and size, measured on the real UI handlers (the functions Gradio calls).
+
+1. Server time for the Run action (forward pass + every figure serialised) and for switching
+   layer/head (re-render from the cached analysis), 32-token sentence, embedded model, CPU.
+2. Bytes sent for the model overview of 128 tokens at 12 layers x 12 heads (random attention
+   from a random-initialised bert-base-sized model), next to BertViz's model_view HTML for the
+   same attention.
+
+    python benchmarks/bench_app.py
+"""
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bertviz_lab import BertConfig, BertLab, load, plots  # noqa: E402
+from bertviz_lab.ui import Session, build_demo  # noqa: E402
+
+
+def handler(demo, api_name):
+    for fn in demo.fns.values():
+        if fn.api_name == api_name:
+            return fn.fn
+    raise KeyError(api_name)
+
+
+def serialise(outputs) -> int:
+    """Force every figure to its wire form (what Gradio sends) and count the bytes."""
+    total = 0
+    for out in outputs:
+        plot = getattr(out, "plot", None)
+        if isinstance(plot, str):
+            total += len(plot)
+    return total
+
+
+def timed(fn, repeat):
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1e3
+
+
+def server_times() -> None:
+    lab = load("default", device="cpu")
+    demo = build_demo(lab)
+    run, set_layer = handler(demo, "analyze"), handler(demo, "set_layer")
+    words = ("The committee that reviewed the proposal said it would publish its findings after the "
+             "holidays, despite strong objections from several members of the board and the staff who "
+             "worked on it for months").split()
+    text = next(" ".join(words[:k]) for k in range(1, len(words) + 1)
+                if len(lab.encode(" ".join(words[:k])).ids) >= 32)
+    n = len(lab.encode(text).ids)
+    session = Session(model=lab.source, device=str(lab.device))
+    for _ in range(3):
+        serialise(run(text, "", 5, session))
+    run_ms = timed(lambda: serialise(run(text, "", 5, session)), 30)
+    layers = iter(range(10_000))
+
+    def switch():
+        i = next(layers)
+        serialise(set_layer(i % lab.n_layers + 1, i % lab.n_heads + 1, False, False, "all", -1, session))
+
+    switch_ms = timed(switch, 60)
+    print(f"Run action, {n} tokens: median {run_ms:.1f} ms (target <= 150)")
+    print(f"Switch layer/head:      median {switch_ms:.1f} ms (target <= 50)")
+
+
+def overview_bytes() -> None:
+    cfg = BertConfig(has_mlm_head=False, has_nsp_head=False)  # bert-base sized, random weights
+    torch.manual_seed(0)
+    model = BertLab(cfg).eval()
+    ids = torch.randint(1000, 30000, (1, 128))
+    ids[0, 0], ids[0, -1] = 101, 102
+    with torch.inference_mode(), model.hooks(capture=["*hook_pattern"]) as run:
+        model(input_ids=ids)
+    attn = [run.cache[f"bert.encoder.layer.{i}.attention.self.hook_pattern"] for i in range(12)]
+    attention = torch.stack(attn, 1)[0].numpy()  # (layers, heads, query, key)
+    tokens = ["[CLS]"] + [f"tok{i}" for i in range(126)] + ["[SEP]"]
+    start = time.perf_counter()
+    ours = len(plots.to_json(plots.overview_figure(attention)))
+    ours_ms = (time.perf_counter() - start) * 1e3
+    from bertviz import model_view
+
+    start = time.perf_counter()
+    html = model_view(tuple(a for a in attn), tokens, html_action="return")
+    theirs = len(html.data.encode("utf-8"))
+    theirs_ms = (time.perf_counter() - start) * 1e3
+    print(f"Overview 12x12 heads, 128 tokens: bertviz-lab {ours / 1e6:.2f} MB ({ours_ms:.0f} ms), "
+          f"BertViz model_view {theirs / 1e6:.1f} MB ({theirs_ms:.0f} ms), ratio {theirs / ours:.0f}x smaller "
+          f"(target <= 2 MB)")
+
+
+if __name__ == "__main__":
+    server_times()
+    overview_bytes()
