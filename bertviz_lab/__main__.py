@@ -7,31 +7,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from .analysis import InputError, InputTooLong, load
+from .cli_common import EXTRA_COMMANDS, add_model_options, positive_int
 from .checkpoints import CheckpointError
 from .devices import DeviceError
 
 USER_ERRORS = (InputError, CheckpointError, DeviceError, FileNotFoundError)
-
-
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1 (got {value})")
-    return value
-
-
-def add_model_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", default="default",
-                        help="'default' (embedded MiniLM-L6), a checkpoint folder, or a hub id such as bert-base-uncased")
-    parser.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps (default: auto)")
-    parser.add_argument("--dtype", default=None, help="float32 (default), float16 or bfloat16 (GPU only)")
-    parser.add_argument("--allow-pickle", action="store_true", help="allow loading pytorch_model.bin pickles")
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
@@ -78,10 +61,6 @@ def build_parser() -> argparse.ArgumentParser:
     for register in EXTRA_COMMANDS:
         register(sub)
     return parser
-
-
-# Other modules add their subcommands here (probe, train-mlm-head, eval-mlm ...).
-EXTRA_COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = []
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,0 +1,186 @@
+"""Train a masked-word head for the embedded MiniLM encoder (which ships without one).
+
+The head is BERT's (dense, GELU, LayerNorm, decoder tied to the frozen word embeddings, output
+bias). Optionally the top ``train_layers`` encoder layers are fine-tuned too; the word
+embeddings always stay frozen. Logits are computed only at the chosen positions.
+"""
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+from safetensors.torch import save_file
+from tqdm import tqdm
+
+from .analysis import Lab, load
+from .mlm_eval import evaluate
+from .model import BertConfig, BertLab
+from .pretraining import IGNORE, mask_tokens, mlm_loss
+
+FIRST_REAL_TOKEN = 999  # in BERT's uncased vocabulary ids below this are [PAD]/[unusedN]/specials
+
+
+@dataclass
+class TrainSettings:
+    corpus: str = "data/corpus"
+    steps: int = 3000
+    seed: int = 0
+    device: str = "auto"
+    train_layers: int = 6
+    batch_size: int = 64
+    lr: float = 2e-4
+    head_lr: float = 1e-3
+    warmup: float = 0.05
+    max_length: int = 64
+    whole_word: bool = False
+    bf16: bool = True
+    eval_every: int = 500
+    validation_lines: int = 1000
+
+
+def head_model(encoder: Lab) -> BertLab:
+    """The encoder's weights in a model that also has a freshly initialised MLM head."""
+    cfg = BertConfig.from_dict(encoder.model.config.to_dict())
+    cfg.has_mlm_head, cfg.has_nsp_head = True, False
+    model = BertLab(cfg)
+    missing, unexpected = model.load_state_dict(encoder.model.state_dict(), strict=False)
+    assert not unexpected and all(k.startswith("cls.predictions.") for k in missing), (missing, unexpected)
+    head = model.cls.predictions
+    torch.nn.init.normal_(head.transform.dense.weight, std=0.02)
+    torch.nn.init.zeros_(head.transform.dense.bias)
+    return model
+
+
+def trainable_names(model: BertLab, train_layers: int) -> list[str]:
+    n = model.config.num_hidden_layers
+    first = n - train_layers
+    keep = []
+    for name, _ in model.named_parameters():
+        if name.startswith("cls.predictions."):
+            keep.append(name)
+        elif name.startswith("bert.encoder.layer."):
+            if int(name.split(".")[3]) >= first:
+                keep.append(name)
+    return keep
+
+
+def length_batches(lengths: list[int], batch_size: int, rng: random.Random) -> list[list[int]]:
+    """Shuffle, then sort within pools of 50 batches so each batch has similar lengths."""
+    order = list(range(len(lengths)))
+    rng.shuffle(order)
+    pool = batch_size * 50
+    batches = []
+    for start in range(0, len(order), pool):
+        chunk = sorted(order[start:start + pool], key=lengths.__getitem__)
+        batches.extend(chunk[i:i + batch_size] for i in range(0, len(chunk), batch_size))
+    rng.shuffle(batches)
+    return batches
+
+
+def train(out: Path, settings: TrainSettings, progress: bool = True) -> dict:
+    torch.manual_seed(settings.seed)
+    rng = random.Random(settings.seed)
+    generator = torch.Generator().manual_seed(settings.seed)
+    corpus = Path(settings.corpus)
+    if not (corpus / "train.txt").is_file():
+        raise FileNotFoundError(f"{corpus}/train.txt not found: run `python -m bertviz_lab build-corpus --out {corpus}`")
+    lines = [ln for ln in (corpus / "train.txt").read_text(encoding="utf-8").splitlines() if ln.strip()]
+    validation, lines = lines[:settings.validation_lines], lines[settings.validation_lines:]
+
+    encoder = load("default", device=settings.device, mlm_head=None)
+    device = encoder.device
+    model = head_model(encoder).to(device)
+    names = trainable_names(model, settings.train_layers)
+    for name, p in model.named_parameters():
+        p.requires_grad = name in names
+    head_params = [p for n, p in model.named_parameters() if n in names and n.startswith("cls.")]
+    layer_params = [p for n, p in model.named_parameters() if n in names and not n.startswith("cls.")]
+    groups = [{"params": head_params, "lr": settings.head_lr}]
+    if layer_params:
+        groups.append({"params": layer_params, "lr": settings.lr})
+    optimizer = torch.optim.AdamW(groups, weight_decay=0.01)
+    warm = max(1, int(settings.warmup * settings.steps))
+
+    def schedule(step: int) -> float:
+        return step / warm if step < warm else max(0.0, (settings.steps - step) / max(1, settings.steps - warm))
+
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
+
+    tok = encoder.tokenizer
+    encodings = tok.encode_batch(lines)
+    cut = settings.max_length
+    ids_list = [e.ids[:cut - 1] + [e.ids[-1]] if len(e.ids) > cut else e.ids for e in encodings]
+    word_list = [[-1 if w is None else w for w in e.word_ids][:len(ids)] for e, ids in zip(encodings, ids_list)]
+    lengths = [len(i) for i in ids_list]
+    special_ids = torch.tensor(sorted(encoder.special_ids | {encoder.mask_id}))
+    vocab = model.config.vocab_size
+    eval_lab = Lab(model, encoder.checkpoint, device, "default")
+
+    history, step, started = [], 0, time.time()
+    batches: list[list[int]] = []
+    bar = tqdm(total=settings.steps, desc="train-mlm-head", unit="step", disable=not progress)
+    running = None
+    while step < settings.steps:
+        if not batches:
+            batches = length_batches(lengths, settings.batch_size, rng)
+        batch = batches.pop()
+        width = max(lengths[i] for i in batch)
+        ids = torch.zeros((len(batch), width), dtype=torch.long)
+        words = torch.full((len(batch), width), -1, dtype=torch.long)
+        for row, i in enumerate(batch):
+            ids[row, :lengths[i]] = torch.tensor(ids_list[i])
+            words[row, :lengths[i]] = torch.tensor(word_list[i])
+        attention_mask = (torch.arange(width)[None, :] < torch.tensor([lengths[i] for i in batch])[:, None]).long()
+        special = torch.isin(ids, special_ids) | (attention_mask == 0)
+        inputs, labels = mask_tokens(ids, special, encoder.mask_id, vocab, generator,
+                                     word_ids=words if settings.whole_word else None,
+                                     random_token_low=FIRST_REAL_TOKEN)
+        chosen = labels != IGNORE
+        if not chosen.any():
+            continue
+        model.train()
+        for i, layer in enumerate(model.bert.encoder.layer):  # frozen layers: no dropout noise
+            layer.train(i >= model.config.num_hidden_layers - settings.train_layers)
+        model.bert.embeddings.eval()
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=settings.bf16):
+            result = model(input_ids=inputs.to(device), attention_mask=attention_mask.to(device),
+                           mlm_positions=chosen.to(device))
+        loss = mlm_loss(result.mlm_logits.float(), labels.to(device))
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(head_params + layer_params, 1.0)
+        optimizer.step()
+        scheduler.step()
+        step += 1
+        running = loss.item() if running is None else 0.98 * running + 0.02 * loss.item()
+        bar.set_postfix(loss=f"{running:.3f}")
+        bar.update(1)
+        if step % settings.eval_every == 0 or step == settings.steps:
+            model.eval()
+            scores = evaluate(eval_lab, validation, seed=settings.seed, progress=False)
+            history.append({"step": step, "loss": round(running, 4), "elapsed_s": round(time.time() - started, 1),
+                            **{k: round(v, 4) if isinstance(v, float) else v for k, v in scores.items()}})
+            bar.write(f"step {step}: loss {running:.3f}, validation top1 {scores['top1']:.3f} "
+                      f"top5 {scores['top5']:.3f} (n={scores['n']})")
+    bar.close()
+    model.eval()
+    elapsed = time.time() - started
+    out.mkdir(parents=True, exist_ok=True)
+    state = {n: p.detach().to("cpu", torch.float16).contiguous() for n, p in model.named_parameters() if n in names}
+    save_file(state, str(out / "head.safetensors"), metadata={"format": "pt"})
+    corpus_record = json.loads((corpus / "corpus.json").read_text()) if (corpus / "corpus.json").is_file() else {}
+    record = {
+        "settings": asdict(settings), "corpus": corpus_record, "train_lines": len(lines),
+        "validation_lines": len(validation), "trained_parameters": sum(p.numel() for p in state.values()),
+        "fine_tuned_layers": sorted({int(n.split(".")[3]) for n in names if n.startswith("bert.encoder.layer.")}),
+        "steps": settings.steps, "seed": settings.seed, "train_seconds": round(elapsed, 1),
+        "device": str(device), "torch_threads": torch.get_num_threads(), "history": history,
+        "asset_bytes": (out / "head.safetensors").stat().st_size,
+    }
+    (out / "run.json").write_text(json.dumps(record, indent=2))
+    return record
