@@ -14,7 +14,7 @@ from .cli_common import EXTRA_COMMANDS, add_model_options, positive_int
 from .checkpoints import CheckpointError
 from .devices import DeviceError
 
-USER_ERRORS = (InputError, CheckpointError, DeviceError, FileNotFoundError)
+USER_ERRORS = (InputError, CheckpointError, DeviceError, FileNotFoundError, ValueError)
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:

@@ -82,6 +82,8 @@ class Analysis:
     nsp_note: str | None = None
     n_tokens_before_truncation: int = 0
     masked_positions: list[int] = field(default_factory=list)
+    # Full predicted distributions (n_predicted, vocab) in the order of ``mlm``, when asked for.
+    mlm_probabilities: np.ndarray | None = None
 
     @property
     def truncated(self) -> bool:
@@ -208,6 +210,7 @@ class Lab:
         attention_bias: torch.Tensor | None = None,
         position_ids: torch.Tensor | None = None,
         encoded: Encoded | None = None,
+        keep_probabilities: bool = False,
     ) -> Analysis:
         """Run one input and collect attention, MLM top-k and NSP.
 
@@ -251,12 +254,14 @@ class Lab:
         out, cache = self.run(tensors, edits=edits, **kwargs)
         attention = self.attention_of(cache)[0].float().cpu().numpy()  # (layers, heads, query, key)
 
-        mlm, mlm_note = [], None
+        mlm, mlm_note, kept = [], None, None
         if not self.model.has_mlm_head:
             mlm_note = ("this checkpoint has no masked-language-model head, so it cannot predict "
                         "masked words; its attention is still shown")
         elif predict_at:
             probs = torch.softmax(out.mlm_logits.float(), dim=-1)  # (n_selected, vocab)
+            if keep_probabilities:
+                kept = probs.cpu().numpy()
             top = torch.topk(probs, k=min(top_k, probs.shape[-1]), dim=-1)
             for row, p in enumerate(predict_at):
                 preds = [Prediction(self.tokenizer.id_to_token(int(i)), float(v))
@@ -276,7 +281,7 @@ class Lab:
             tokens=tokens, token_ids=ids, segment_ids=list(enc.segment_ids), word_ids=list(enc.word_ids),
             offsets=list(enc.offsets), attention=attention, mlm=mlm, mlm_note=mlm_note, nsp=nsp,
             nsp_note=nsp_note, n_tokens_before_truncation=enc.n_tokens_before_truncation,
-            masked_positions=sorted(originals))
+            masked_positions=sorted(originals), mlm_probabilities=kept)
 
 
 def load(source: str = DEFAULT_SOURCE, device: str = "auto", dtype: str | None = None, **kwargs: Any) -> Lab:

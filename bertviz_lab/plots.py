@@ -278,3 +278,32 @@ def predictions_figure(mlm: Sequence[Any], note: str | None = None) -> Figure:
     layout.update({"title": {"text": "Masked-word predictions"}, "annotations": annotations,
                    "height": 100 + rows * 260})
     return figure(data, layout, "predictions")
+
+
+def with_diverging(fig: Figure, trace_index: int, bound: float | None = None) -> Figure:
+    """Give one heatmap of a grid a diverging scale centred on 0 (for differences)."""
+    trace = fig["data"][trace_index]
+    z = trace["z"]
+    values = np.frombuffer(base64.b64decode(z["bdata"]), dtype=np.float32) if isinstance(z, dict) else np.asarray(z)
+    limit = bound if bound is not None else float(np.abs(values).max()) or 1e-6
+    trace.update({"colorscale": DIVERGING, "zmid": 0, "zmin": -limit, "zmax": limit, "showscale": True,
+                  "colorbar": {"thickness": 10, "x": 1.0, "len": 0.9}})
+    return fig
+
+
+def layer_head_figure(values: np.ndarray, title: str, filename: str, diverging: bool = False,
+                      value_label: str = "value") -> Figure:
+    """A layers x heads heatmap with 1-based L/H labels."""
+    layers, heads = values.shape
+    trace = {"type": "heatmap", "z": typed(values), "x": [f"H{h + 1}" for h in range(heads)],
+             "y": [f"L{l + 1}" for l in range(layers)], "colorbar": {"thickness": 12},
+             "hovertemplate": f"layer %{{y}}, head %{{x}}<br>{value_label} %{{z:.4f}}<extra></extra>"}
+    if diverging:
+        bound = float(np.abs(values).max()) or 1e-6
+        trace.update({"colorscale": DIVERGING, "zmid": 0, "zmin": -bound, "zmax": bound})
+    else:
+        trace.update({"colorscale": SEQUENTIAL, "zmin": 0})
+    layout = {"title": {"text": title}, "height": 120 + 38 * layers,
+              "xaxis": {"type": "category", "title": {"text": "head"}},
+              "yaxis": {"type": "category", "autorange": "reversed", "title": {"text": "layer"}}}
+    return figure([trace], layout, filename)

@@ -13,9 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import gradio as gr
+import numpy as np
 from gradio.components.plot import PlotData
 
-from . import plots, views
+from . import plots, probe_views, views
+from .interventions import PROBES, Probe, ProbeError, parse_heads
+from .probing import ablation_sweep, compare, directional_sweep, position_similarity
 from .analysis import Analysis, InputError, Lab, load
 from .checkpoints import DEFAULT_SOURCE, CheckpointError
 from .devices import DeviceError, available_devices
@@ -29,6 +32,13 @@ EXAMPLES = [
     ["The man went to the store.", "He bought a gallon of milk."],
     ["The bank raised the interest rate, and the river bank flooded.", ""],
 ]
+PROBE_LABELS = {
+    "mask-tokens": "Mask the picked tokens ([MASK])", "hide-keys": "Hide the picked tokens from attention (keys)",
+    "left-only": "Left context only (every layer)", "right-only": "Right context only (every layer)",
+    "ablate-heads": "Ablate heads (zero their output)", "zero-positions": "Zero the position embeddings",
+    "shuffle-positions": "Shuffle position ids (tokens kept)", "shuffle-words": "Shuffle the words (positions kept)",
+    "shift-positions": "Shift all position ids by k", "sinusoidal-positions": "Sinusoidal instead of learned positions",
+}
 CSS = """
 #status {font-size: 0.9em; color: #444}
 #message p {margin: 0.2em 0}
@@ -68,7 +78,7 @@ class Session:
     device: str = "cpu"
     analysis: Analysis | None = None
     options: views.ViewOptions = field(default_factory=views.ViewOptions)
-    files: list[str] = field(default_factory=list)
+    comparison: Any = None  # probing.Comparison of the last probe
 
 
 def plot(fig: plots.Figure) -> PlotData:
@@ -136,13 +146,19 @@ def build_demo(lab: Lab | None = None, allowed_models: list[str] | None = None, 
                  session: Session):
         a = session.analysis
         if a is None:
-            return (session,) + (gr.update(),) * 4
+            return (session,) + (gr.update(),) * 6
         o = session.options
         o.layer, o.head = int(layer) - 1, int(head) - 1
         o.hide_special, o.word_level, o.pair_filter = bool(hide), bool(word), pair_filter or "all"
         o.head_view_token = None if hv_token in (None, -1) else int(hv_token)
         single, notes = views.single_head(a, o)
-        return session, plot(single), plot(views.head_view(a, o)), plot(views.aggregates(a, o)), notes_text(notes)
+        probe_plot = probe_offsets = gr.update()
+        c = session.comparison
+        if c is not None and c.baseline.tokens == a.tokens[:len(c.baseline.tokens)] and len(c.baseline.tokens) == len(a.tokens):
+            probe_plot = plot(probe_views.comparison_figure(c, o))
+            probe_offsets = plot(probe_views.offsets_figure(c, o.layer))
+        return (session, plot(single), plot(views.head_view(a, o)), plot(views.aggregates(a, o)), notes_text(notes),
+                probe_plot, probe_offsets)
 
     def toggles(layer, head, hide, word, pair_filter, session: Session):
         out = rerender(layer, head, hide, word, pair_filter, -1, session)
@@ -174,6 +190,50 @@ def build_demo(lab: Lab | None = None, allowed_models: list[str] | None = None, 
         folder = Path(tempfile.mkdtemp(prefix="bertviz-lab-"))
         path = views.export_csv(session.analysis, folder) if kind == "csv" else views.export_npz(session.analysis, folder)
         return str(path), f"Exported {path.name}."
+
+    def run_probe(text: str, pair: str, top_k: float, kind: str, picked: list[int], heads: str, shift: float,
+                  seed: float, session: Session):
+        try:
+            lab_now = lab_of(session)
+            picked = [int(p) for p in picked or []]
+            probe = Probe(kind, positions=picked if kind in ("mask-tokens", "hide-keys") else [],
+                          heads=parse_heads(heads, lab_now.n_layers, lab_now.n_heads) if kind == "ablate-heads" else [],
+                          shift=int(shift or 0), seed=int(seed or 0))
+            masks = [] if kind in ("mask-tokens", "hide-keys") else picked
+            c = compare(lab_now, text, probe, pair=pair or None, mask_positions=masks, top_k=int(top_k))
+        except (InputError, ProbeError, CheckpointError) as error:
+            return session, f"⚠️ {error}", gr.update(), gr.update(), gr.update(), gr.update()
+        session.comparison = c
+        o = session.options.clamp(c.baseline)
+        message = f"Probe: {probe.describe()}. Mean JS divergence over heads {float(c.js.mean()):.4f} nats."
+        if c.note:
+            message += f" ({c.note})"
+        return (session, message, plot(probe_views.comparison_figure(c, o)), plot(probe_views.js_figure(c)),
+                probe_views.changes_table(c), plot(probe_views.offsets_figure(c, o.layer)))
+
+    def run_directional(text: str, pair: str, picked: list[int], session: Session):
+        try:
+            rows = directional_sweep(lab_of(session), text, pair=pair or None, mask_positions=[int(p) for p in picked or []])
+        except (InputError, ProbeError) as error:
+            return f"⚠️ {error}", gr.update()
+        return f"Directional sweep over {len(rows)} masked position(s).", probe_views.directional_table(rows)
+
+    def run_ablation(text: str, pair: str, picked: list[int], session: Session, progress=gr.Progress()):
+        try:
+            drops = ablation_sweep(lab_of(session), text, pair=pair or None, mask_positions=[int(p) for p in picked or []],
+                                   chunk=24, progress=lambda f, d: progress(f, desc=d))
+        except (InputError, ProbeError) as error:
+            return f"⚠️ {error}", gr.update()
+        l, h = np.unravel_index(int(np.argmax(drops)), drops.shape)
+        return (f"Most important head for this prediction: layer {l + 1}, head {h + 1} "
+                f"(log-probability drops by {drops[l, h]:.3f} without it)."), plot(probe_views.ablation_figure(drops))
+
+    def run_positions(n: float, session: Session):
+        try:
+            learned, sinusoid = position_similarity(lab_of(session), int(n))
+        except ProbeError as error:
+            return f"⚠️ {error}", gr.update()
+        return f"Cosine similarity of the first {int(n)} positions.", plot(probe_views.position_figure(learned, sinusoid))
 
     def attention_api(text: str, pair: str = "", top_k: int = 5) -> dict[str, Any]:
         """Attention (layers x heads x query x key), tokens and masked-word predictions as JSON."""
@@ -232,6 +292,34 @@ def build_demo(lab: Lab | None = None, allowed_models: list[str] | None = None, 
                 nsp_md = gr.Markdown("")
                 pred_plot = gr.Plot(label="Predictions", elem_id="pred-plot")
                 pred_table = gr.Dataframe(label="Top-k predictions", interactive=False, elem_id="pred-table")
+            with gr.Tab("Probes", id="probes"):
+                gr.Markdown("Run the input twice — baseline and probed — and compare. Tokens picked above are the "
+                            "targets of *mask*/*hide* probes; for the other probes they are masked in both runs "
+                            "(as are [MASK]s you typed), so their predictions can be compared.")
+                with gr.Row():
+                    probe_kind = gr.Dropdown([(PROBE_LABELS[k], k) for k in PROBES], value="left-only",
+                                             label="Probe", elem_id="probe-kind")
+                    probe_heads = gr.Textbox(label="Heads to ablate (layer-head, 1-based)", value="1-1",
+                                             placeholder="e.g. 3-5, 6-1")
+                    probe_shift = gr.Number(label="Shift k", value=5, precision=0)
+                    probe_seed = gr.Number(label="Shuffle seed", value=0, precision=0)
+                with gr.Row():
+                    probe_btn = gr.Button("Run probe", variant="primary", elem_id="probe-btn")
+                    direction_btn = gr.Button("Directional sweep over masked positions", elem_id="direction-btn")
+                    ablation_btn = gr.Button("Head ablation sweep", elem_id="ablation-btn")
+                probe_message = gr.Markdown("", elem_id="probe-message")
+                probe_plot = gr.Plot(label="Baseline, probed and difference", elem_id="probe-plot")
+                probe_changes = gr.Dataframe(label="Masked-word predictions: baseline vs probed", interactive=False,
+                                             elem_id="probe-changes")
+                js_plot = gr.Plot(label="Per-head divergence", elem_id="js-plot")
+                offsets_plot = gr.Plot(label="Attention by relative offset", elem_id="offsets-plot")
+                direction_table = gr.Dataframe(label="Directional context", interactive=False, elem_id="direction-table")
+                ablation_plot = gr.Plot(label="Head importance", elem_id="ablation-plot")
+                with gr.Accordion("Position embedding inspector", open=False):
+                    with gr.Row():
+                        positions_n = gr.Slider(2, lab.max_tokens, value=64, step=1, label="First N positions")
+                        positions_btn = gr.Button("Show position similarity", elem_id="positions-btn")
+                    positions_plot = gr.Plot(label="Position embeddings", elem_id="positions-plot")
             with gr.Tab("Export", id="export"):
                 with gr.Row():
                     csv_btn = gr.Button("Export attention as CSV", elem_id="export-csv")
@@ -243,7 +331,7 @@ def build_demo(lab: Lab | None = None, allowed_models: list[str] | None = None, 
 
         run_outputs = [session, message, picker, layer, head, hv_token, single_plot, overview_plot, headview_plot,
                        aggregates_plot, summary_plot, pred_plot, pred_table, nsp_md, notes]
-        view_outputs = [session, single_plot, headview_plot, aggregates_plot, notes]
+        view_outputs = [session, single_plot, headview_plot, aggregates_plot, notes, probe_plot, offsets_plot]
         run_btn.click(run, [text, pair, top_k, session], run_outputs, api_name="analyze")
         text.submit(run, [text, pair, top_k, session], run_outputs, api_name="analyze_submit")
         mask_btn.click(mask, [text, pair, top_k, picker, session], run_outputs, api_name="mask_tokens")
@@ -262,6 +350,14 @@ def build_demo(lab: Lab | None = None, allowed_models: list[str] | None = None, 
                        api_name="load_model")
         csv_btn.click(lambda s: export("csv", s), [session], [export_file, message], api_name="export_csv")
         npz_btn.click(lambda s: export("npz", s), [session], [export_file, message], api_name="export_npz")
+        probe_btn.click(run_probe, [text, pair, top_k, probe_kind, picker, probe_heads, probe_shift, probe_seed, session],
+                        [session, probe_message, probe_plot, js_plot, probe_changes, offsets_plot], api_name="probe")
+        direction_btn.click(run_directional, [text, pair, picker, session], [probe_message, direction_table],
+                            api_name="directional_sweep")
+        ablation_btn.click(run_ablation, [text, pair, picker, session], [probe_message, ablation_plot],
+                           api_name="ablation_sweep")
+        positions_btn.click(run_positions, [positions_n, session], [probe_message, positions_plot],
+                            api_name="position_embeddings")
         gr.api(attention_api, api_name="attention")
     demo.bvl_lab = lab  # for tests and the launcher
     return demo

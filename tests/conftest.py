@@ -65,3 +65,24 @@ def default_app(minilm_lab):
     url = launch(demo)
     yield url
     demo.close()
+
+
+@pytest.fixture(scope="session")
+def sharp_hf():
+    """A random BERT whose attention is far from uniform (query/key weights scaled up)."""
+    import torch
+
+    model = builders.random_pretraining_model(seed=5)
+    with torch.no_grad():
+        for layer in model.bert.encoder.layer:
+            layer.attention.self.query.weight.mul_(12)
+            layer.attention.self.key.weight.mul_(12)
+    return model
+
+
+@pytest.fixture(scope="session")
+def sharp_lab(tmp_path_factory, sharp_hf):
+    import bertviz_lab
+
+    folder = builders.save_checkpoint(sharp_hf, tmp_path_factory.mktemp("sharp") / "ckpt")
+    return bertviz_lab.load(str(folder), device="cpu")

@@ -54,3 +54,52 @@ def test_model_that_cannot_be_loaded_is_a_message(tiny_lab, tmp_path):
         assert client.predict("the cat", "", 5, api_name="/analyze")[0] == "4 tokens."
     finally:
         demo.close()
+
+
+@pytest.fixture(scope="module")
+def sharp_app(sharp_lab):
+    from conftest import launch
+
+    from bertviz_lab.ui import build_demo
+
+    demo = build_demo(sharp_lab)
+    yield launch(demo)
+    demo.close()
+
+
+def test_directional_probe_and_sweep_through_the_api(sharp_app, sharp_lab):
+    from bertviz_lab.interventions import Probe
+    from bertviz_lab.probing import compare
+
+    client = gradio_client.Client(sharp_app, verbose=False)
+    text = "the big cat [MASK] on the red mat"
+    out = client.predict(text, "", 5, "left-only", [], "1-1", 0, 0, api_name="/probe")
+    message, table = out[0], out[3]
+    expected = compare(sharp_lab, text, Probe("left-only"))
+    assert f"{float(expected.js.mean()):.4f}" in message
+    assert table["data"][0][0] == 4
+    assert table["data"][0][4] == pytest.approx(round(expected.changes[0].probed_probability, 4))
+    msg, sweep = client.predict(text, "", [], api_name="/directional_sweep")
+    assert sweep["headers"][3:] == ["p both", "p left only", "p right only"]
+    assert sweep["data"][0][4] == pytest.approx(round(expected.changes[0].probed_probability, 4))
+
+
+def test_positional_probe_and_position_inspector_through_the_api(sharp_app, sharp_lab):
+    import json
+
+    from bertviz_lab.interventions import Probe
+    from bertviz_lab.probing import compare
+
+    client = gradio_client.Client(sharp_app, verbose=False)
+    text = "the big cat [MASK] on the red mat"
+    out = client.predict(text, "", 5, "shift-positions", [], "1-1", 7, 0, api_name="/probe")
+    expected = compare(sharp_lab, text, Probe("shift-positions", shift=7))
+    assert "shift-positions by 7" in out[0] and f"{float(expected.js.mean()):.4f}" in out[0]
+    js = json.loads(out[2]["plot"])
+    assert js["data"][0]["type"] == "heatmap"
+    msg, fig = client.predict(12, api_name="/position_embeddings")
+    assert "first 12 positions" in msg
+    traces = json.loads(fig["plot"])["data"]
+    assert len(traces) == 2 and traces[0]["z"]["shape"] == "12, 12"
+    bad = client.predict(text, "", 5, "shift-positions", [], "1-1", 500, 0, api_name="/probe")
+    assert bad[0].startswith("⚠️") and "shift" in bad[0]

@@ -136,3 +136,28 @@ def test_empty_input_message_and_two_tabs_see_their_own_result(browser, default_
         wait_for_labels(page, [f"{i} {t}" for i, t in enumerate(tokens)])
     one.close()
     two.close()
+
+
+def test_probe_shows_the_difference_heatmap(browser, sharp_lab):  # noqa: F811
+    from conftest import launch
+
+    from bertviz_lab.ui import build_demo
+
+    demo = build_demo(sharp_lab)
+    url = launch(demo)
+    try:
+        page = open_app(browser, url)
+        run(page, "the big cat [MASK] on the red mat")
+        page.wait_for_selector("#single-plot .main-svg", timeout=30000)
+        page.get_by_role("tab", name="Probes").click()
+        page.click("#probe-btn")  # default probe: left context only
+        page.wait_for_function("document.querySelector('#probe-plot') && "
+                               "document.querySelector('#probe-plot').innerText.includes('probed - baseline')",
+                               timeout=30000)
+        z = page.evaluate("document.querySelector('#probe-plot .js-plotly-plot').calcdata[2][0].z")
+        # difference of a left-only probe: the first query row loses everything but itself
+        assert any(abs(v) > 1e-3 for row in z for v in row)
+        assert "Mean JS divergence" in page.locator("#probe-message").inner_text()
+        page.close()
+    finally:
+        demo.close()

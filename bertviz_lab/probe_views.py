@@ -1,0 +1,78 @@
+"""Figures and tables for probes: baseline vs probed attention and their difference, per-head
+divergence, prediction changes, offset profiles, sweeps, position-embedding similarity."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from . import plots
+from .interventions import relative_offset_profile  # noqa: F401  (re-exported for the UI)
+from .metrics import attention_view
+from .probing import Comparison, DirectionalRow
+from .views import ViewOptions
+
+OFFSETS = [str(o) for o in range(-5, 6)]
+
+
+def comparison_figure(c: Comparison, opts: ViewOptions) -> plots.Figure:
+    opts.clamp(c.baseline)
+    l, h = opts.layer, opts.head
+    b, p = c.baseline.attention[l, h], c.probed.attention[l, h]
+    views = [attention_view(z, c.baseline.tokens, c.baseline.word_ids, c.baseline.segment_ids,
+                            hide_special=opts.hide_special, word_level=opts.word_level, pair_filter=opts.pair_filter)
+             for z in (b, p)]
+    diff = views[1].weights - views[0].weights
+    fig = plots.heatmap_grid([("baseline", views[0].weights), (f"probed: {c.probe.describe()}", views[1].weights),
+                              ("probed - baseline", diff)], views[0].key_labels, views[0].query_labels,
+                             title=f"Layer {l + 1}, head {h + 1}: baseline vs probed", filename=f"probe-L{l + 1}-H{h + 1}",
+                             columns=3, height_per_row=460)
+    return plots.with_diverging(fig, 2)
+
+
+def js_figure(c: Comparison) -> plots.Figure:
+    return plots.layer_head_figure(c.js, f"Jensen-Shannon divergence per head, baseline vs {c.probe.describe()}",
+                                   "probe-js-divergence", value_label="JS (nats)")
+
+
+def offsets_figure(c: Comparison, layer: int) -> plots.Figure:
+    heads = [f"H{h + 1}" for h in range(c.baseline.n_heads)]
+    return plots.heatmap_grid([("before", c.offsets_before[layer]), ("after", c.offsets_after[layer]),
+                               ("after - before", c.offsets_after[layer] - c.offsets_before[layer])],
+                              OFFSETS, heads, title=f"Mean attention by relative offset (key - query), layer {layer + 1}",
+                              filename=f"offset-profile-L{layer + 1}", columns=3, height_per_row=380,
+                              hover="head %{y}, offset %{x}<br>%{z:.4f}", x_title="offset", y_title="head",
+                              zmax_shared=True)
+
+
+def changes_table(c: Comparison) -> pd.DataFrame:
+    rows = [{"position": x.position, "token": x.token, "baseline top-1": x.baseline_top,
+             "p(top-1) baseline": round(x.baseline_probability, 4), "p(top-1) probed": round(x.probed_probability, 4),
+             "change": round(x.change, 4), "probed top-1": x.probed_top,
+             "p(probed top-1)": round(x.probed_top_probability, 4)} for x in c.changes]
+    return pd.DataFrame(rows, columns=["position", "token", "baseline top-1", "p(top-1) baseline", "p(top-1) probed",
+                                       "change", "probed top-1", "p(probed top-1)"])
+
+
+def directional_table(rows: list[DirectionalRow]) -> pd.DataFrame:
+    return pd.DataFrame([{"position": r.position, "token": r.token, "top-1 (both sides)": r.baseline_top,
+                          "p both": round(r.both, 4), "p left only": round(r.left_only, 4),
+                          "p right only": round(r.right_only, 4)} for r in rows],
+                        columns=["position", "token", "top-1 (both sides)", "p both", "p left only", "p right only"])
+
+
+def ablation_figure(drops: np.ndarray) -> plots.Figure:
+    return plots.layer_head_figure(drops, "Head importance: drop in log-probability of the top-1 prediction "
+                                   "when the head is zeroed (mean over masked positions)", "head-ablation",
+                                   diverging=True, value_label="drop in log p")
+
+
+def position_figure(learned: np.ndarray, sinusoidal: np.ndarray) -> plots.Figure:
+    n = learned.shape[0]
+    labels = [str(i) for i in range(n)]
+    fig = plots.heatmap_grid([("learned position embeddings", learned), ("sinusoidal (seed material)", sinusoidal)],
+                             labels, labels, title=f"Cosine similarity of positions 0..{n - 1}",
+                             filename=f"position-similarity-{n}", columns=2, height_per_row=520,
+                             hover="position %{y} vs %{x}<br>cosine %{z:.3f}", x_title="position", y_title="position")
+    for trace in fig["data"]:
+        trace.update({"colorscale": plots.DIVERGING, "zmin": -1, "zmax": 1, "zmid": 0})
+    return fig

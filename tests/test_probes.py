@@ -1,0 +1,148 @@
+"""Probing controls with exact expectations."""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from bertviz_lab.interventions import (Probe, ProbeError, directional_bias, parse_heads, probe_inputs,
+                                       relative_offset_profile, scaled_sinusoidal, sinusoidal_table)
+from bertviz_lab.model import layer_hook
+from bertviz_lab.probing import ablation_sweep, compare, directional_sweep, position_similarity
+
+TEXT = "the big cat [MASK] on the red mat and slept"
+
+
+def test_left_only_gives_zero_attention_to_later_keys(sharp_lab):
+    c = compare(sharp_lab, TEXT, Probe("left-only"))
+    a = c.probed.attention  # (layers, heads, query, key)
+    later = np.triu(np.ones(a.shape[-2:], dtype=bool), k=1)
+    assert np.all(a[..., later] == 0.0)
+    np.testing.assert_allclose(a.sum(-1), 1.0, atol=1e-5)
+    right = compare(sharp_lab, TEXT, Probe("right-only")).probed.attention
+    assert np.all(right[..., np.tril(np.ones(a.shape[-2:], dtype=bool), k=-1)] == 0.0)
+    assert float(c.js.min()) > 0.0  # every head changes
+
+
+def test_hidden_key_gets_zero_attention_from_every_query(sharp_lab):
+    c = compare(sharp_lab, TEXT, Probe("hide-keys", positions=[2, 5]))
+    assert np.all(c.probed.attention[..., [2, 5]] == 0.0)
+    assert c.probed.tokens == c.baseline.tokens  # the tokens stay in the input
+    np.testing.assert_allclose(c.probed.attention.sum(-1), 1.0, atol=1e-5)
+
+
+def test_ablated_head_context_is_zero_and_the_others_unchanged(sharp_lab):
+    lab = sharp_lab
+    enc = lab.encode(TEXT)
+    tensors = lab.batch_tensors([enc])
+    inputs = probe_inputs(Probe("ablate-heads", heads=[(1, 2)]), lab.model, enc.tokens)
+    names = [layer_hook(1, "context"), layer_hook(0, "context"), layer_hook(1, "pattern")]
+    _, base = lab.run(tensors, capture=names)
+    _, edited = lab.run(tensors, capture=names, edits=inputs.edits)
+    ctx = edited[layer_hook(1, "context")]
+    assert ctx[:, 2].abs().max().item() == 0.0
+    assert torch.equal(ctx[:, [0, 1, 3]], base[layer_hook(1, "context")][:, [0, 1, 3]])
+    assert torch.equal(edited[layer_hook(0, "context")], base[layer_hook(0, "context")])
+    assert parse_heads("2-3, 1-1", 2, 4) == [(1, 2), (0, 0)]
+    with pytest.raises(ProbeError, match="does not exist"):
+        parse_heads("3-1", 2, 4)
+
+
+def test_zeroed_positions_make_the_model_permutation_equivariant(sharp_lab):
+    lab = sharp_lab
+    enc = lab.encode("the big cat sat on the red mat")
+    ids = torch.tensor([enc.ids])
+    n = len(enc.ids)
+    middle = torch.randperm(n - 2, generator=torch.Generator().manual_seed(0)) + 1
+    perm = torch.cat([torch.tensor([0]), middle, torch.tensor([n - 1])])  # [CLS] first, [SEP] last
+    zero = {"bert.embeddings.hook_position": lambda x, _: torch.zeros_like(x)}
+    out, cache = lab.run({"input_ids": ids}, capture=["*hook_pattern"], edits=zero)
+    out_p, cache_p = lab.run({"input_ids": ids[:, perm]}, capture=["*hook_pattern"], edits=zero)
+    torch.testing.assert_close(out_p.last_hidden_state[0], out.last_hidden_state[0][perm], atol=1e-5, rtol=1e-5)
+    a, a_p = lab.attention_of(cache)[0], lab.attention_of(cache_p)[0]
+    torch.testing.assert_close(a_p, a[..., perm, :][..., :, perm], atol=1e-6, rtol=1e-5)
+    # with the learned positions it is not equivariant
+    out2, _ = lab.run({"input_ids": ids}, capture=())
+    out2_p, _ = lab.run({"input_ids": ids[:, perm]}, capture=())
+    assert (out2_p.last_hidden_state[0] - out2.last_hidden_state[0][perm]).abs().max() > 1e-2
+
+
+def test_sinusoidal_values_match_the_formula(sharp_lab):
+    table = sinusoidal_table(50, 32)
+    for pos, i in [(0, 0), (3, 1), (17, 5), (49, 15)]:
+        angle = pos / 10000 ** (2 * i / 32)
+        assert table[pos, 2 * i].item() == pytest.approx(math.sin(angle), abs=1e-6)
+        assert table[pos, 2 * i + 1].item() == pytest.approx(math.cos(angle), abs=1e-6)
+    scaled = scaled_sinusoidal(sharp_lab.model, 64)
+    learned = sharp_lab.model.bert.embeddings.position_embeddings.weight
+    assert scaled.norm(dim=1).mean().item() == pytest.approx(learned.norm(dim=1).mean().item(), rel=1e-5)
+    learned_sim, sin_sim = position_similarity(sharp_lab, 20)
+    assert learned_sim.shape == sin_sim.shape == (20, 20)
+    np.testing.assert_allclose(np.diag(sin_sim), 1.0, atol=1e-5)
+
+
+def test_position_probes_change_attention_and_map_back(sharp_lab):
+    for probe in (Probe("zero-positions"), Probe("shuffle-positions", seed=3), Probe("shift-positions", shift=20),
+                  Probe("sinusoidal-positions"), Probe("shuffle-words", seed=1)):
+        c = compare(sharp_lab, TEXT, probe)
+        assert c.probed.tokens == c.baseline.tokens
+        assert float(c.js.max()) > 1e-3, probe.kind
+        assert c.offsets_before.shape == (2, 4, 11)
+    with pytest.raises(ProbeError, match="shift"):
+        compare(sharp_lab, TEXT, Probe("shift-positions", shift=60))
+
+
+def test_shuffled_words_are_mapped_back_to_the_original_order(sharp_lab):
+    c = compare(sharp_lab, TEXT, Probe("shuffle-words", seed=2))
+    inputs = probe_inputs(Probe("shuffle-words", seed=2), sharp_lab.model, c.baseline.tokens)
+    order = inputs.token_order
+    assert sorted(order) == list(range(len(order))) and order != list(range(len(order)))
+    shuffled_ids = torch.tensor([[c.baseline.token_ids[i] for i in order]])
+    _, cache = sharp_lab.run({"input_ids": shuffled_ids})
+    raw = sharp_lab.attention_of(cache)[0].numpy()
+    # attention between slots i, j of the shuffled input is between original tokens order[i], order[j]
+    np.testing.assert_allclose(c.probed.attention[..., order[1], order[2]], raw[..., 1, 2], atol=1e-6)
+
+
+def test_offset_profile_by_hand():
+    a = np.zeros((1, 1, 6, 6), dtype=np.float32)
+    for q in range(6):
+        a[0, 0, q, max(q - 1, 0)] = 1.0  # previous-token head
+    prof = relative_offset_profile(a)
+    assert prof[0, 0, 4] == pytest.approx(1.0)  # offset -1: every query with a previous token
+    assert prof[0, 0, 5] == pytest.approx(1 / 6)  # offset 0: only the first token attends to itself
+
+
+def test_ablation_sweep_batched_equals_one_at_a_time_and_matches_a_direct_run(sharp_lab):
+    batched = ablation_sweep(sharp_lab, TEXT)
+    single = ablation_sweep(sharp_lab, TEXT, batched=False)
+    np.testing.assert_allclose(batched, single, atol=1e-5)
+    base = sharp_lab.analyze(TEXT, keep_probabilities=True)
+    top = base.mlm[0].predictions[0]
+    ablated = compare(sharp_lab, TEXT, Probe("ablate-heads", heads=[(1, 3)]))
+    expected = math.log(top.probability) - math.log(ablated.changes[0].probed_probability)
+    assert batched[1, 3] == pytest.approx(expected, abs=1e-4)
+
+
+def test_directional_sweep_matches_directional_probes(sharp_lab):
+    rows = directional_sweep(sharp_lab, TEXT)
+    assert [r.position for r in rows] == [4]
+    left = compare(sharp_lab, TEXT, Probe("left-only")).changes[0]
+    right = compare(sharp_lab, TEXT, Probe("right-only")).changes[0]
+    assert rows[0].left_only == pytest.approx(left.probed_probability, rel=1e-5)
+    assert rows[0].right_only == pytest.approx(right.probed_probability, rel=1e-5)
+    assert rows[0].both == pytest.approx(left.baseline_probability, rel=1e-6)
+    with pytest.raises(Exception, match="mask at least one"):
+        directional_sweep(sharp_lab, "the cat sat")
+
+
+def test_mask_probe_baseline_is_a_plain_analyze_on_the_embedded_model(minilm_lab):
+    text = "The quick brown fox jumps over the lazy dog."
+    c = compare(minilm_lab, text, Probe("mask-tokens", positions=[4]))
+    plain = minilm_lab.analyze(text)
+    np.testing.assert_array_equal(c.baseline.attention, plain.attention)
+    assert c.probed.tokens[4] == "[MASK]" and c.baseline.tokens[4] == "fox"
+    # masking position 4 changes nothing in layer 1 for queries that do not attend... but the input does change
+    assert float(c.js.max()) > 0
+    dir_bias = directional_bias(3, "left-only")
+    assert dir_bias[0, 0, 0, 1] == torch.finfo(torch.float32).min and dir_bias[0, 0, 1, 0] == 0
