@@ -175,3 +175,42 @@ def positions_command(sub) -> None:
 
 
 EXTRA_COMMANDS.extend([compare_command, sweep_command, positions_command])
+
+
+def syntax_probe_command(sub) -> None:
+    p = sub.add_parser("probe", help="score every head against a dependency treebank (Clark et al. 2019)")
+    p.add_argument("--conllu", type=Path, default=None,
+                   help="CoNLL-U treebank (default: the sample treebank in assets/)")
+    p.add_argument("--out", required=True, type=Path, help="folder for head_scores.csv, best_heads.csv, report.html")
+    p.add_argument("--batch-size", type=positive_int, default=32)
+    p.add_argument("--max-sentences", type=positive_int, default=None)
+    p.add_argument("--max-length", type=positive_int, default=None, help="skip sentences longer than this (tokens)")
+    p.add_argument("--full-relations", action="store_true", help="keep relation subtypes (nmod:poss, ...)")
+    add_model_options(p)
+
+    def run(args) -> int:
+        from tqdm import tqdm
+
+        from .syntax import SAMPLE_TREEBANK, probe_treebank, read_conllu, write_outputs
+
+        path = args.conllu or SAMPLE_TREEBANK
+        sentences = read_conllu(path, full_relations=args.full_relations)
+        lab = _lab(args)
+        total = min(len(sentences), args.max_sentences or len(sentences))
+        with tqdm(total=total, desc="probe", unit="sent") as bar:
+            def progress(done: int, _total: int) -> None:
+                bar.update(done - bar.n)
+
+            result = probe_treebank(lab, sentences, batch_size=args.batch_size, max_length=args.max_length,
+                                    max_sentences=args.max_sentences, progress=progress)
+        files = write_outputs(result, args.out, title=f"Syntax probe: {Path(path).name}")
+        print(f"scored {result.sentences_used} sentences, skipped {result.sentences_skipped} as too long",
+              file=sys.stderr)
+        print(json.dumps({"sentences": result.sentences_used, "skipped": result.sentences_skipped,
+                          **{k: str(v) for k, v in files.items()}}))
+        return 0
+
+    p.set_defaults(func=run)
+
+
+EXTRA_COMMANDS.append(syntax_probe_command)
