@@ -286,8 +286,10 @@ def with_diverging(fig: Figure, trace_index: int, bound: float | None = None) ->
     z = trace["z"]
     values = np.frombuffer(base64.b64decode(z["bdata"]), dtype=np.float32) if isinstance(z, dict) else np.asarray(z)
     limit = bound if bound is not None else float(np.abs(values).max()) or 1e-6
+    colorbar = dict(trace.get("colorbar") or {})
+    colorbar.setdefault("x", 1.0)
     trace.update({"colorscale": DIVERGING, "zmid": 0, "zmin": -limit, "zmax": limit, "showscale": True,
-                  "colorbar": {"thickness": 10, "x": 1.0, "len": 0.9}})
+                  "colorbar": colorbar})
     return fig
 
 

@@ -36,12 +36,20 @@ def js_figure(c: Comparison) -> plots.Figure:
 
 def offsets_figure(c: Comparison, layer: int) -> plots.Figure:
     heads = [f"H{h + 1}" for h in range(c.baseline.n_heads)]
-    return plots.heatmap_grid([("before", c.offsets_before[layer]), ("after", c.offsets_after[layer]),
-                               ("after - before", c.offsets_after[layer] - c.offsets_before[layer])],
-                              OFFSETS, heads, title=f"Mean attention by relative offset (key - query), layer {layer + 1}",
-                              filename=f"offset-profile-L{layer + 1}", columns=3, height_per_row=380,
-                              hover="head %{y}, offset %{x}<br>%{z:.4f}", x_title="offset", y_title="head",
-                              zmax_shared=True)
+    fig = plots.heatmap_grid([("before", c.offsets_before[layer]), ("after", c.offsets_after[layer]),
+                              ("after - before", c.offsets_after[layer] - c.offsets_before[layer])],
+                             OFFSETS, heads, title=f"Mean attention by relative offset (key - query), layer {layer + 1}",
+                             filename=f"offset-profile-L{layer + 1}", columns=3, height_per_row=380,
+                             hover="head %{y}, offset %{x}<br>%{z:.4f}", x_title="offset", y_title="head")
+    return plots.with_diverging(fig, 2)
+
+
+CHANGE_COLUMNS = ["position", "token", "baseline top-1", "p(top-1) baseline", "p(top-1) probed", "change",
+                  "probed top-1", "p(probed top-1)"]
+
+
+def changes_table_empty() -> pd.DataFrame:
+    return pd.DataFrame(columns=CHANGE_COLUMNS)
 
 
 def changes_table(c: Comparison) -> pd.DataFrame:

@@ -14,9 +14,11 @@ from typing import Any
 
 import gradio as gr
 import numpy as np
+import pandas as pd
 from gradio.components.plot import PlotData
 
-from . import plots, probe_views, views
+from . import plots, probe_views, syntax_views, views
+from .syntax import SAMPLE_TREEBANK, TreebankError, probe_treebank, read_conllu, sentence_word_attention
 from .interventions import PROBES, Probe, ProbeError, parse_heads
 from .probing import ablation_sweep, compare, directional_sweep, position_similarity
 from .analysis import Analysis, InputError, Lab, load
@@ -39,6 +41,7 @@ PROBE_LABELS = {
     "shuffle-positions": "Shuffle position ids (tokens kept)", "shuffle-words": "Shuffle the words (positions kept)",
     "shift-positions": "Shift all position ids by k", "sinusoidal-positions": "Sinusoidal instead of learned positions",
 }
+MAX_UPLOAD_BYTES = 2_000_000
 CSS = """
 #status {font-size: 0.9em; color: #444}
 #message p {margin: 0.2em 0}
@@ -79,6 +82,8 @@ class Session:
     analysis: Analysis | None = None
     options: views.ViewOptions = field(default_factory=views.ViewOptions)
     comparison: Any = None  # probing.Comparison of the last probe
+    syntax: Any = None  # syntax.ProbeResult of the last treebank probe
+    treebank: list = field(default_factory=list)  # its sentences
 
 
 def plot(fig: plots.Figure) -> PlotData:
@@ -235,6 +240,54 @@ def build_demo(lab: Lab | None = None, allowed_models: list[str] | None = None, 
             return f"⚠️ {error}", gr.update()
         return f"Cosine similarity of the first {int(n)} positions.", plot(probe_views.position_figure(learned, sinusoid))
 
+    def run_syntax(source: str, upload: str | None, session: Session, progress=gr.Progress()):
+        try:
+            if source == "upload":
+                if not upload:
+                    raise TreebankError("upload a CoNLL-U file first")
+                size = Path(upload).stat().st_size
+                if size > MAX_UPLOAD_BYTES:
+                    raise TreebankError(f"the file is {size / 1e6:.1f} MB; the app accepts up to "
+                                        f"{MAX_UPLOAD_BYTES / 1e6:.0f} MB (use the command line for big treebanks)")
+                path = Path(upload)
+            else:
+                path = SAMPLE_TREEBANK
+            sentences = read_conllu(path)
+            lab_now = lab_of(session)
+            progress(0, desc="scoring heads")
+            result = probe_treebank(lab_now, sentences, batch_size=32,
+                                    progress=lambda done, total: progress(done / max(total, 1), desc="scoring heads"))
+        except (TreebankError, CheckpointError) as error:
+            return (session, f"⚠️ {error}") + (gr.update(),) * 4
+        session.syntax, session.treebank = result, sentences
+        relations = list(result.best_heads.relation)
+        message = (f"Scored {result.sentences_used} sentences from {path.name}"
+                   f"{f', skipped {result.sentences_skipped} as too long' if result.sentences_skipped else ''}.")
+        choices = [(f"{i + 1}: {s.text[:80]}", i) for i, s in enumerate(sentences)]
+        return (session, message, syntax_views.best_heads_table(result),
+                gr.update(choices=relations, value=relations[0]),
+                plot(syntax_views.relation_heatmap(result, relations[0], "dep->head")),
+                gr.update(choices=choices, value=0))
+
+    def syntax_relation(relation: str, direction: str, session: Session):
+        if session.syntax is None or not relation:
+            return gr.update()
+        try:
+            return plot(syntax_views.relation_heatmap(session.syntax, relation, direction))
+        except KeyError as error:
+            return gr.update(value=None, label=str(error))
+
+    def syntax_sentence(index: int | None, layer: float, head: float, session: Session):
+        if not session.treebank or index is None:
+            return "⚠️ Run the syntax probe first, then choose a sentence.", gr.update()
+        sentence = session.treebank[int(index)]
+        lab_now = lab_of(session)
+        words, _ = sentence_word_attention(lab_now, sentence)
+        l = int(min(max(int(layer) - 1, 0), lab_now.n_layers - 1))
+        h = int(min(max(int(head) - 1, 0), lab_now.n_heads - 1))
+        fig, summary = syntax_views.arcs_figure(sentence, words, l, h)
+        return summary, plot(fig)
+
     def attention_api(text: str, pair: str = "", top_k: int = 5) -> dict[str, Any]:
         """Attention (layers x heads x query x key), tokens and masked-word predictions as JSON."""
         return lab.analyze(text, pair=pair or None, top_k=int(top_k), truncate=True).to_json()
@@ -291,7 +344,9 @@ def build_demo(lab: Lab | None = None, allowed_models: list[str] | None = None, 
             with gr.Tab("Masked words", id="predictions"):
                 nsp_md = gr.Markdown("")
                 pred_plot = gr.Plot(label="Predictions", elem_id="pred-plot")
-                pred_table = gr.Dataframe(label="Top-k predictions", interactive=False, elem_id="pred-table")
+                pred_table = gr.Dataframe(pd.DataFrame(columns=["position", "masked token", "rank", "prediction",
+                                                                "probability"]),
+                                          label="Top-k predictions", interactive=False, elem_id="pred-table")
             with gr.Tab("Probes", id="probes"):
                 gr.Markdown("Run the input twice — baseline and probed — and compare. Tokens picked above are the "
                             "targets of *mask*/*hide* probes; for the other probes they are masked in both runs "
@@ -309,17 +364,42 @@ def build_demo(lab: Lab | None = None, allowed_models: list[str] | None = None, 
                     ablation_btn = gr.Button("Head ablation sweep", elem_id="ablation-btn")
                 probe_message = gr.Markdown("", elem_id="probe-message")
                 probe_plot = gr.Plot(label="Baseline, probed and difference", elem_id="probe-plot")
-                probe_changes = gr.Dataframe(label="Masked-word predictions: baseline vs probed", interactive=False,
+                probe_changes = gr.Dataframe(probe_views.changes_table_empty(), interactive=False,
+                                             label="Masked-word predictions: baseline vs probed",
                                              elem_id="probe-changes")
                 js_plot = gr.Plot(label="Per-head divergence", elem_id="js-plot")
                 offsets_plot = gr.Plot(label="Attention by relative offset", elem_id="offsets-plot")
-                direction_table = gr.Dataframe(label="Directional context", interactive=False, elem_id="direction-table")
+                direction_table = gr.Dataframe(probe_views.directional_table([]), label="Directional context",
+                                               interactive=False, elem_id="direction-table")
                 ablation_plot = gr.Plot(label="Head importance", elem_id="ablation-plot")
                 with gr.Accordion("Position embedding inspector", open=False):
                     with gr.Row():
                         positions_n = gr.Slider(2, lab.max_tokens, value=64, step=1, label="First N positions")
                         positions_btn = gr.Button("Show position similarity", elem_id="positions-btn")
                     positions_plot = gr.Plot(label="Position embeddings", elem_id="positions-plot")
+            with gr.Tab("Syntax", id="syntax"):
+                gr.Markdown("Which heads track syntax? Each head is scored per dependency relation: the share of "
+                            "arcs where a word's most-attended other word is its gold head (dep->head) or "
+                            "dependent (head->dep), at word level (Clark et al. 2019). Heads are layer-head, 1-based.")
+                with gr.Row():
+                    syntax_source = gr.Radio([("sample treebank (66 English sentences)", "sample"),
+                                              ("my CoNLL-U file", "upload")], value="sample", label="Treebank")
+                    syntax_upload = gr.File(label="CoNLL-U file (up to 2 MB)", file_types=[".conllu", ".txt"],
+                                            type="filepath", elem_id="syntax-upload")
+                    syntax_btn = gr.Button("Run syntax probe", variant="primary", elem_id="syntax-btn")
+                syntax_message = gr.Markdown("", elem_id="syntax-message")
+                syntax_table = gr.Dataframe(label="Best head per relation", interactive=False, elem_id="syntax-table")
+                with gr.Row():
+                    syntax_relation_box = gr.Dropdown(choices=[], label="Relation", elem_id="syntax-relation")
+                    syntax_direction = gr.Radio(["dep->head", "head->dep"], value="dep->head", label="Direction")
+                syntax_plot = gr.Plot(label="Accuracy per head", elem_id="syntax-plot")
+                gr.Markdown("**One sentence:** gold arcs next to the strongest word-to-word attention of the head "
+                            "chosen with the Layer/Head sliders above.")
+                with gr.Row():
+                    syntax_sentence_box = gr.Dropdown(choices=[], label="Sentence", elem_id="syntax-sentence", scale=4)
+                    syntax_arcs_btn = gr.Button("Show arcs for the chosen head", elem_id="syntax-arcs-btn", scale=1)
+                syntax_arcs_text = gr.Markdown("", elem_id="syntax-arcs-text")
+                syntax_arcs = gr.Plot(label="Arcs", elem_id="syntax-arcs")
             with gr.Tab("Export", id="export"):
                 with gr.Row():
                     csv_btn = gr.Button("Export attention as CSV", elem_id="export-csv")
@@ -358,6 +438,15 @@ def build_demo(lab: Lab | None = None, allowed_models: list[str] | None = None, 
                            api_name="ablation_sweep")
         positions_btn.click(run_positions, [positions_n, session], [probe_message, positions_plot],
                             api_name="position_embeddings")
+        syntax_btn.click(run_syntax, [syntax_source, syntax_upload, session],
+                         [session, syntax_message, syntax_table, syntax_relation_box, syntax_plot, syntax_sentence_box],
+                         api_name="syntax_probe")
+        for comp, name in ((syntax_relation_box, "syntax_relation"), (syntax_direction, "syntax_direction")):
+            comp.input(syntax_relation, [syntax_relation_box, syntax_direction, session], [syntax_plot], api_name=name)
+        syntax_sentence_box.input(syntax_sentence, [syntax_sentence_box, layer, head, session],
+                                  [syntax_arcs_text, syntax_arcs], api_name="syntax_sentence")
+        syntax_arcs_btn.click(syntax_sentence, [syntax_sentence_box, layer, head, session],
+                              [syntax_arcs_text, syntax_arcs], api_name="syntax_arcs")
         gr.api(attention_api, api_name="attention")
     demo.bvl_lab = lab  # for tests and the launcher
     return demo

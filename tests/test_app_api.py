@@ -103,3 +103,23 @@ def test_positional_probe_and_position_inspector_through_the_api(sharp_app, shar
     assert len(traces) == 2 and traces[0]["z"]["shape"] == "12, 12"
     bad = client.predict(text, "", 5, "shift-positions", [], "1-1", 500, 0, api_name="/probe")
     assert bad[0].startswith("⚠️") and "shift" in bad[0]
+
+
+def test_syntax_probe_and_sentence_arcs_through_the_api(sharp_app, sharp_lab, tmp_path):
+    from bertviz_lab.syntax import SAMPLE_TREEBANK, probe_treebank, read_conllu
+
+    client = gradio_client.Client(sharp_app, verbose=False)
+    out = client.predict("sample", None, api_name="/syntax_probe")
+    message, table = out[0], out[1]
+    sentences = read_conllu(SAMPLE_TREEBANK)
+    assert f"Scored {len(sentences)} sentences" in message
+    expected = probe_treebank(sharp_lab, sentences).best_heads
+    assert [row[0] for row in table["data"]] == list(expected.relation)
+    assert [row[1] for row in table["data"]] == list(expected.best_head)
+    text, fig = client.predict(0, 2, 3, api_name="/syntax_arcs")
+    assert "Layer 2, head 3 recovers" in text and "**nsubj**: cat → sat" in text
+    # an uploaded file that is not CoNLL-U gives a message, not a crash
+    bad = tmp_path / "bad.conllu"
+    bad.write_text("this is not a treebank\n")
+    msg = client.predict("upload", gradio_client.handle_file(str(bad)), api_name="/syntax_probe")[0]
+    assert msg.startswith("⚠️") and "bad.conllu:1:" in msg
