@@ -22,7 +22,7 @@ from .syntax import SAMPLE_TREEBANK, TreebankError, probe_treebank, read_conllu,
 from .interventions import PROBES, Probe, ProbeError, parse_heads
 from .probing import ablation_sweep, compare, directional_sweep, position_similarity
 from .analysis import Analysis, InputError, Lab, load
-from .checkpoints import DEFAULT_SOURCE, CheckpointError
+from .checkpoints import DEFAULT_SOURCE, ORIGINAL_SOURCE, CheckpointError
 from .devices import DeviceError, available_devices
 from .metrics import PAIR_FILTERS
 
@@ -91,18 +91,23 @@ def plot(fig: plots.Figure) -> PlotData:
 
 
 def status_line(lab: Lab) -> str:
-    head = "MLM head: yes" if lab.model.has_mlm_head else "no MLM head"
-    if lab.checkpoint.mlm_head_source:
-        head = "MLM head: trained by bertviz-lab (see assets/minilm-mlm/MODEL_CARD.md)"
-    return (f"**Model:** {lab.name} · {lab.n_layers} layers × {lab.n_heads} heads · {head} · "
+    head = "MLM head: yes" if lab.model.has_mlm_head else "no MLM head (no masked-word predictions)"
+    line = (f"**Model:** {lab.name} · {lab.n_layers} layers × {lab.n_heads} heads · {head} · "
             f"**device:** {lab.device}")
+    if lab.checkpoint.mlm_head_source:
+        line += ("\n\n**Which weights the attention comes from:** this is bertviz-lab's masked-word version of "
+                 "MiniLM (see assets/minilm-mlm/MODEL_CARD.md); the fine-tuned layers differ from the published "
+                 "all-MiniLM-L6-v2. Choose `minilm-original` under *Model and device* for the published weights "
+                 "exactly (attention only, no predictions).")
+    return line
 
 
 def build_demo(lab: Lab | None = None, allowed_models: list[str] | None = None, allow_any_model: bool = False,
                device: str | None = None) -> gr.Blocks:
     lab = lab or load(DEFAULT_SOURCE, device=device or "auto")
     device = str(lab.device)
-    cache = LabCache(sorted(set((allowed_models or []) + [lab.source, DEFAULT_SOURCE])), allow_any_model)
+    cache = LabCache(sorted(set((allowed_models or []) + [lab.source, DEFAULT_SOURCE, ORIGINAL_SOURCE])),
+                     allow_any_model)
     cache.add(lab, device)
     devices = available_devices()
 

@@ -59,7 +59,7 @@ def test_bad_inputs(tiny_lab):
 
 
 def test_cli_json_matches_library(minilm_lab):
-    run = cli("analyze", "The bank raised the interest rate.", "--json", "--device", "cpu")
+    run = cli("analyze", "The bank raised the interest rate.", "--json", "--device", "cpu", "--model", "minilm-original")
     assert run.returncode == 0, run.stderr
     data = json.loads(run.stdout.strip().splitlines()[-1])
     for key in ("model", "tokens", "segment_ids", "attention", "mlm", "nsp"):

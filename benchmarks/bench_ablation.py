@@ -1,0 +1,51 @@
+"""Single-head ablation sweep (every head zeroed alone) on the embedded model for a 24-token
+sentence with one [MASK]: batched (all ablated copies in one forward) vs one forward per head.
+
+    python benchmarks/bench_ablation.py
+"""
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bertviz_lab import load  # noqa: E402
+from bertviz_lab.probing import ablation_sweep  # noqa: E402
+
+
+def timed(fn, repeat=5):
+    fn()
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main() -> None:
+    lab = load("default", device="cpu")
+    words = "the old man who lived next to the station walked his small dog to the [MASK] every single morning before work".split()
+    text = next(" ".join(words[:k]) for k in range(3, len(words) + 1) if len(lab.encode(" ".join(words[:k])).ids) >= 24)
+    if "[MASK]" not in text:
+        raise SystemExit("the benchmark sentence lost its [MASK]")
+    n = len(lab.encode(text).ids)
+    batched = ablation_sweep(lab, text, batched=True)
+    single = ablation_sweep(lab, text, batched=False)
+    assert np.allclose(batched, single, atol=1e-4)
+    t_batched = timed(lambda: ablation_sweep(lab, text, batched=True))
+    t_single = timed(lambda: ablation_sweep(lab, text, batched=False))
+    heads = lab.n_layers * lab.n_heads
+    print(f"{heads} heads, {n} tokens, model {lab.name}")
+    print(f"batched sweep:      {t_batched * 1e3:7.1f} ms (target <= 1000 ms)")
+    print(f"one head at a time: {t_single * 1e3:7.1f} ms")
+    print(f"ratio one-at-a-time / batched: {t_single / t_batched:.1f}x (target >= 3x)")
+
+
+if __name__ == "__main__":
+    main()
