@@ -5,27 +5,21 @@ sentence with one [MASK]: batched (all ablated copies in one forward) vs one for
 """
 from __future__ import annotations
 
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import median_seconds  # noqa: E402
 
 from bertviz_lab import load  # noqa: E402
 from bertviz_lab.probing import ablation_sweep  # noqa: E402
 
 
 def timed(fn, repeat=5):
-    fn()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return median_seconds(fn, repeat=repeat, warmup=1)
 
 
 def main() -> None:

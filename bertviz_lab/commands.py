@@ -52,6 +52,20 @@ def train_command(sub) -> None:
                                  eval_every=args.eval_every)
         record = train(args.out, settings)
         print(json.dumps({k: record[k] for k in ("steps", "train_seconds", "fine_tuned_layers", "asset_bytes")}))
+        heldout = Path(args.corpus) / "heldout.txt"
+        if heldout.is_file():
+            from .analysis import load
+            from .mlm_eval import evaluate
+            from .model_card import write_model_card
+
+            lab = load("default", device=args.device, mlm_head=args.out)  # float16 weights, as shipped
+            scores = evaluate(lab, heldout.read_text(encoding="utf-8").splitlines(), seed=0, progress=False)
+            record["heldout"] = scores
+            (args.out / "run.json").write_text(json.dumps(record, indent=2))
+            command = " ".join(["python -m bertviz_lab train-mlm-head"] + sys.argv[2:])
+            write_model_card(args.out, scores, f"python -m bertviz_lab eval-mlm --text-file {heldout} --json",
+                             command)
+            print(json.dumps({"heldout": scores}))
         return 0
 
     p.set_defaults(func=run)

@@ -73,21 +73,26 @@ def arcs_figure(sentence: Sentence, word_attn: np.ndarray, layer: int, head: int
     return plots.figure(data, layout, f"arcs-L{layer + 1}-H{head + 1}"), summary
 
 
+SPACY_MODELS = ("en_core_web_sm", "en_core_web_md", "en_core_web_lg", "en_core_web_trf")
+
+
+def spacy_model_name() -> str | None:
+    """The first installed English spaCy pipeline, or None (spaCy is optional, never required)."""
+    import importlib.util
+
+    if importlib.util.find_spec("spacy") is None:
+        return None
+    return next((name for name in SPACY_MODELS if importlib.util.find_spec(name) is not None), None)
+
+
 def spacy_parse(text: str) -> Sentence | None:
     """A dependency parse of the live sentence, when spaCy and an English model are installed."""
-    try:
-        import spacy  # optional, never required
-    except ImportError:
+    name = spacy_model_name()
+    if name is None:
         return None
-    for name in ("en_core_web_sm", "en_core_web_md", "en_core_web_lg", "en_core_web_trf"):
-        try:
-            nlp = spacy.load(name)
-            break
-        except OSError:
-            continue
-    else:
-        return None
-    doc = nlp(text)
+    import spacy
+
+    doc = spacy.load(name)(text)
     sent = next(iter(doc.sents))
     words = [t.text for t in sent]
     heads = [0 if t.head.i == t.i else t.head.i - sent.start + 1 for t in sent]

@@ -110,6 +110,7 @@ def build_demo(lab: Lab | None = None, allowed_models: list[str] | None = None, 
                      allow_any_model)
     cache.add(lab, device)
     devices = available_devices()
+    spacy_ok = syntax_views.spacy_model_name() is not None
 
     def lab_of(session: Session) -> Lab:
         return cache.get(session.model, session.device)
@@ -269,6 +270,8 @@ def build_demo(lab: Lab | None = None, allowed_models: list[str] | None = None, 
         message = (f"Scored {result.sentences_used} sentences from {path.name}"
                    f"{f', skipped {result.sentences_skipped} as too long' if result.sentences_skipped else ''}.")
         choices = [(f"{i + 1}: {s.text[:80]}", i) for i, s in enumerate(sentences)]
+        if spacy_ok:
+            choices.insert(0, ("the sentence typed above (parsed by spaCy)", -1))
         return (session, message, syntax_views.best_heads_table(result),
                 gr.update(choices=relations, value=relations[0]),
                 plot(syntax_views.relation_heatmap(result, relations[0], "dep->head")),
@@ -282,10 +285,15 @@ def build_demo(lab: Lab | None = None, allowed_models: list[str] | None = None, 
         except KeyError as error:
             return gr.update(value=None, label=str(error))
 
-    def syntax_sentence(index: int | None, layer: float, head: float, session: Session):
-        if not session.treebank or index is None:
+    def syntax_sentence(index: int | None, layer: float, head: float, session: Session, text: str = ""):
+        if index == -1:  # the sentence typed above, parsed by spaCy
+            sentence = syntax_views.spacy_parse(text) if text and text.strip() else None
+            if sentence is None:
+                return "⚠️ Type a sentence above (spaCy parses it).", gr.update()
+        elif not session.treebank or index is None:
             return "⚠️ Run the syntax probe first, then choose a sentence.", gr.update()
-        sentence = session.treebank[int(index)]
+        else:
+            sentence = session.treebank[int(index)]
         lab_now = lab_of(session)
         words, _ = sentence_word_attention(lab_now, sentence)
         l = int(min(max(int(layer) - 1, 0), lab_now.n_layers - 1))
@@ -448,9 +456,9 @@ def build_demo(lab: Lab | None = None, allowed_models: list[str] | None = None, 
                          api_name="syntax_probe")
         for comp, name in ((syntax_relation_box, "syntax_relation"), (syntax_direction, "syntax_direction")):
             comp.input(syntax_relation, [syntax_relation_box, syntax_direction, session], [syntax_plot], api_name=name)
-        syntax_sentence_box.input(syntax_sentence, [syntax_sentence_box, layer, head, session],
+        syntax_sentence_box.input(syntax_sentence, [syntax_sentence_box, layer, head, session, text],
                                   [syntax_arcs_text, syntax_arcs], api_name="syntax_sentence")
-        syntax_arcs_btn.click(syntax_sentence, [syntax_sentence_box, layer, head, session],
+        syntax_arcs_btn.click(syntax_sentence, [syntax_sentence_box, layer, head, session, text],
                               [syntax_arcs_text, syntax_arcs], api_name="syntax_arcs")
         gr.api(attention_api, api_name="attention")
     demo.bvl_lab = lab  # for tests and the launcher

@@ -47,24 +47,23 @@ def launch(demo):
     return url
 
 
-@pytest.fixture(scope="session")
-def tiny_app(tiny_lab):
+def serve(lab):
+    """Yield the URL of an app built on ``lab``; close it afterwards."""
     from bertviz_lab.ui import build_demo
 
-    demo = build_demo(tiny_lab)
-    url = launch(demo)
-    yield url
+    demo = build_demo(lab)
+    yield launch(demo)
     demo.close()
+
+
+@pytest.fixture(scope="session")
+def tiny_app(tiny_lab):
+    yield from serve(tiny_lab)
 
 
 @pytest.fixture(scope="session")
 def default_app(minilm_lab):
-    from bertviz_lab.ui import build_demo
-
-    demo = build_demo(minilm_lab)
-    url = launch(demo)
-    yield url
-    demo.close()
+    yield from serve(minilm_lab)
 
 
 @pytest.fixture(scope="session")

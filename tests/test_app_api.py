@@ -58,13 +58,9 @@ def test_model_that_cannot_be_loaded_is_a_message(tiny_lab, tmp_path):
 
 @pytest.fixture(scope="module")
 def sharp_app(sharp_lab):
-    from conftest import launch
+    from conftest import serve
 
-    from bertviz_lab.ui import build_demo
-
-    demo = build_demo(sharp_lab)
-    yield launch(demo)
-    demo.close()
+    yield from serve(sharp_lab)
 
 
 def test_directional_probe_and_sweep_through_the_api(sharp_app, sharp_lab):
@@ -116,7 +112,7 @@ def test_syntax_probe_and_sentence_arcs_through_the_api(sharp_app, sharp_lab, tm
     expected = probe_treebank(sharp_lab, sentences).best_heads
     assert [row[0] for row in table["data"]] == list(expected.relation)
     assert [row[1] for row in table["data"]] == list(expected.best_head)
-    text, fig = client.predict(0, 2, 3, api_name="/syntax_arcs")
+    text, fig = client.predict(0, 2, 3, "", api_name="/syntax_arcs")
     assert "Layer 2, head 3 recovers" in text and "**nsubj**: cat → sat" in text
     # an uploaded file that is not CoNLL-U gives a message, not a crash
     bad = tmp_path / "bad.conllu"

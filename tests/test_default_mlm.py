@@ -1,0 +1,66 @@
+"""The embedded default ships with bertviz-lab's trained MLM head."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from safetensors import safe_open
+
+from bertviz_lab import load
+from bertviz_lab.checkpoints import DEFAULT_MLM_HEAD
+
+ROOT = Path(__file__).resolve().parent.parent
+HEAD = DEFAULT_MLM_HEAD / "head.safetensors"
+
+pytestmark = pytest.mark.skipif(not HEAD.is_file(), reason="no trained head in assets/minilm-mlm")
+
+
+@pytest.fixture(scope="module")
+def default_lab():
+    return load("default", device="cpu")
+
+
+def test_asset_is_small_and_float16():
+    size = sum(f.stat().st_size for f in DEFAULT_MLM_HEAD.iterdir())
+    assert size <= 25 * 2**20
+    with safe_open(str(HEAD), "pt") as f:
+        keys = list(f.keys())
+        assert {str(f.get_tensor(k).dtype) for k in keys} == {"torch.float16"}
+    assert "cls.predictions.bias" in keys and "cls.predictions.transform.dense.weight" in keys
+    assert (DEFAULT_MLM_HEAD / "MODEL_CARD.md").is_file() and (DEFAULT_MLM_HEAD / "run.json").is_file()
+    assert (DEFAULT_MLM_HEAD / "LICENSE-WordNet").is_file()
+
+
+def test_default_predicts_masked_words_and_says_which_weights(default_lab):
+    assert default_lab.model.has_mlm_head
+    assert "fine-tuned" in default_lab.name
+    result = default_lab.analyze("The [MASK] barked at the mailman all night.", top_k=10)
+    assert result.mlm_note is None and len(result.mlm) == 1
+    assert "dog" in [p.token for p in result.mlm[0].predictions]
+    original = load("minilm-original", device="cpu")
+    assert not original.model.has_mlm_head and "fine-tuned" not in original.name
+    # the bottom layers are the published weights exactly; the fine-tuned ones differ
+    layers = json.loads((DEFAULT_MLM_HEAD / "run.json").read_text())["fine_tuned_layers"]
+    text = "The quick brown fox jumps over the lazy dog."
+    a, b = default_lab.analyze(text).attention, original.analyze(text).attention
+    for layer in range(6):
+        if layer in layers:
+            assert abs(a[layer] - b[layer]).max() > 1e-3
+        else:
+            assert abs(a[layer] - b[layer]).max() < 1e-6
+
+
+def test_cli_analyze_and_eval_on_the_default(tmp_path):
+    run = subprocess.run([sys.executable, "-m", "bertviz_lab", "analyze", "Paris is the [MASK] of France.", "--json",
+                          "--no-attention"], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert run.returncode == 0, run.stderr
+    data = json.loads(run.stdout)
+    assert data["mlm"][0]["position"] == 4 and len(data["mlm"][0]["predictions"]) == 5
+    lines = tmp_path / "lines.txt"
+    lines.write_text("the dog barked at the cat\nshe drank a cup of hot tea\n\nhe opened the door slowly\n")
+    run = subprocess.run([sys.executable, "-m", "bertviz_lab", "eval-mlm", "--text-file", str(lines), "--json"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert run.returncode == 0, run.stderr
+    scores = json.loads(run.stdout.strip().splitlines()[-1])
+    assert scores["n"] == 3 and 0 <= scores["top1"] <= scores["top5"] <= 1
