@@ -24,7 +24,8 @@ def timed(fn, repeat=5):
 
 def main() -> None:
     lab = load("default", device="cpu")
-    words = "the old man who lived next to the station walked his small dog to the [MASK] every single morning before work".split()
+    words = ("the old man who lived next to the station walked his small dog to the [MASK] every single morning "
+             "before he went to work in the city").split()
     text = next(" ".join(words[:k]) for k in range(3, len(words) + 1) if len(lab.encode(" ".join(words[:k])).ids) >= 24)
     if "[MASK]" not in text:
         raise SystemExit("the benchmark sentence lost its [MASK]")

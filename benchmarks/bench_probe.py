@@ -33,6 +33,8 @@ def long_sentences(count: int = 240) -> list[Sentence]:
     while len(out) < count:
         a, b = base[i % len(base)], base[(i * 7 + 3) % len(base)]
         i += 1
+        if not 18 <= len(a.words) + len(b.words) <= 24:
+            continue
         shift = len(a.words)
         root_a = a.heads.index(0) + 1
         heads = a.heads + [root_a if h == 0 else h + shift for h in b.heads]

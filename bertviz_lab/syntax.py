@@ -19,7 +19,7 @@ import pandas as pd
 import torch
 
 from .analysis import Encoded, Lab
-from .metrics import head_statistics, to_word_level, word_groups
+from .metrics import is_punctuation, to_word_level, word_groups
 
 DIRECTIONS = ("dep->head", "head->dep")
 SAMPLE_TREEBANK = Path(__file__).resolve().parent.parent / "assets" / "sample_treebank.conllu"
@@ -103,6 +103,14 @@ def read_conllu(path: str | Path, full_relations: bool = False, text: str | None
     return sentences
 
 
+def best_words(word_attn: np.ndarray) -> np.ndarray:
+    """Each word's most-attended other word (a word never predicts itself): (layers, heads, words)."""
+    a = word_attn.astype(np.float64, copy=True)
+    idx = np.arange(a.shape[-1])
+    a[..., idx, idx] = -np.inf
+    return a.argmax(-1)
+
+
 def word_attention(attention: np.ndarray, enc: Encoded) -> tuple[np.ndarray, list[str]]:
     """(layers, heads, n_tokens, n_tokens) -> (layers, heads, words, words), [CLS]/[SEP] dropped
     after the conversion."""
@@ -127,33 +135,53 @@ class Counts:
 
     def add(self, word_attn: np.ndarray, sentence: Sentence) -> None:
         """Score one sentence: word_attn is (layers, heads, words, words)."""
-        n = len(sentence.words)
-        a = word_attn.astype(np.float64, copy=True)
-        idx = np.arange(n)
-        a[..., idx, idx] = -np.inf  # a word never predicts itself
-        best = a.argmax(-1)  # (layers, heads, words): most-attended word of each word, 0-based
-        deps = np.array([d for d in range(n) if sentence.heads[d] > 0])
-        if not len(deps):
+        self.add_best([best_words(word_attn)], [sentence])
+
+    def add_best(self, bests: Sequence[np.ndarray], sentences: Sequence[Sentence]) -> None:
+        """Score a batch of sentences from each word's most-attended word, (layers, heads, words)."""
+        rels, dep_hits, head_hits, offsets = [], [], [], []
+        for best, sentence in zip(bests, sentences):
+            deps = np.array([d for d, h in enumerate(sentence.heads) if h > 0], dtype=np.int64)
+            if not len(deps):
+                continue
+            heads = np.array([sentence.heads[d] - 1 for d in deps], dtype=np.int64)
+            dep_hits.append(best[..., deps] == heads)  # (layers, heads, arcs)
+            head_hits.append(best[..., heads] == deps)
+            rels.extend(sentence.relations[d] for d in deps)
+            offsets.append(heads - deps)
+        if not rels:
             return
-        heads = np.array([sentence.heads[d] - 1 for d in deps])
-        hits = {"dep->head": best[..., deps] == heads,  # (layers, heads, arcs)
-                "head->dep": best[..., heads] == deps}
-        rels = np.array([sentence.relations[d] for d in deps])
-        for rel in [ALL, *np.unique(rels).tolist()]:
-            cols = np.ones(len(deps), dtype=bool) if rel == ALL else rels == rel
-            for direction, src, dst in (("dep->head", deps, heads), ("head->dep", heads, deps)):
-                key = (rel, direction)
+        names, rel_index = np.unique(np.array(rels), return_inverse=True)
+        onehot = np.zeros((len(rels), len(names)), dtype=np.int64)  # (arcs, relations)
+        onehot[np.arange(len(rels)), rel_index] = 1
+        off = np.concatenate(offsets)
+        for direction, hits, signed in (("dep->head", dep_hits, off), ("head->dep", head_hits, -off)):
+            stacked = np.concatenate(hits, axis=-1).astype(np.int64)  # (layers, heads, arcs)
+            per_relation = np.einsum("lha,ar->rlh", stacked, onehot)  # (relations, layers, heads)
+            for r, name in enumerate([*names.tolist(), ALL]):
+                key = (name, direction)
                 if key not in self.correct:
                     self.correct[key] = np.zeros((self.layers, self.heads), dtype=np.int64)
-                self.correct[key] += hits[direction][..., cols].sum(-1)
-                self.total[key] += int(cols.sum())
-                for offset in (dst[cols] - src[cols]).tolist():
-                    self.offsets[key][offset] += 1
+                if name == ALL:
+                    self.correct[key] += stacked.sum(-1)
+                    self.total[key] += len(rels)
+                    chosen = signed
+                else:
+                    self.correct[key] += per_relation[r]
+                    self.total[key] += int(onehot[:, r].sum())
+                    chosen = signed[rel_index == r]
+                values, counts = np.unique(chosen, return_counts=True)
+                for value, count in zip(values.tolist(), counts.tolist()):
+                    self.offsets[key][value] += count
 
     def add_stats(self, stats: dict[str, np.ndarray]) -> None:
+        self.add_stats_batch({k: v[None] for k, v in stats.items()})
+
+    def add_stats_batch(self, stats: dict[str, np.ndarray]) -> None:
+        """Per-sentence statistics, each (sentences, layers, heads); summed for the treebank mean."""
         for k, v in stats.items():
-            self.stats_sum[k] = self.stats_sum.get(k, 0) + v.astype(np.float64)
-        self.sentences += 1
+            self.stats_sum[k] = self.stats_sum.get(k, 0) + v.astype(np.float64).sum(0)
+        self.sentences += len(next(iter(stats.values())))
 
     def head_scores(self) -> pd.DataFrame:
         rows = []
@@ -210,6 +238,42 @@ class ProbeResult:
         return self.counts.best_heads()
 
 
+def batch_head_statistics(attention: torch.Tensor, encs: Sequence[Encoded]) -> dict[str, np.ndarray]:
+    """metrics.head_statistics for a padded batch at once: each (batch, layers, heads).
+
+    Padded queries are left out of every mean; padded keys already have zero attention.
+    """
+    b, _, _, t, _ = attention.shape
+    lengths = torch.tensor([len(e.ids) for e in encs])
+    real = torch.arange(t)[None, :] < lengths[:, None]  # (batch, query)
+    key_mask = {name: torch.zeros((b, t)) for name in ("[CLS]", "[SEP]", "punct")}
+    for row, enc in enumerate(encs):
+        for pos, tok in enumerate(enc.tokens):
+            if tok in ("[CLS]", "[SEP]"):
+                key_mask[tok][row, pos] = 1.0
+            elif is_punctuation(tok):
+                key_mask["punct"][row, pos] = 1.0
+    a = attention.double()
+    q = real[:, None, None, :].double()  # (batch, 1, 1, query)
+
+    def mean_over(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        total = mask.sum(-1).clamp(min=1)
+        return (values * mask).sum(-1) / total
+
+    entropy = -(a * torch.log(a.clamp(min=1e-12))).sum(-1)  # (batch, layers, heads, query)
+    stats = {"entropy": mean_over(entropy, q)}
+    for name, key in (("to [CLS]", "[CLS]"), ("to [SEP]", "[SEP]"), ("to punctuation", "punct")):
+        mass = (a * key_mask[key][:, None, None, None, :].double()).sum(-1)
+        stats[name] = mean_over(mass, q)
+    diag = torch.diagonal(a, dim1=-2, dim2=-1)  # (batch, layers, heads, query): a[q, q]
+    prev = torch.diagonal(a, offset=-1, dim1=-2, dim2=-1)  # a[q, q-1] for q >= 1
+    nxt = torch.diagonal(a, offset=1, dim1=-2, dim2=-1)  # a[q, q+1] for q <= t-2
+    stats["to previous"] = mean_over(prev, (torch.arange(1, t)[None, :] < lengths[:, None])[:, None, None, :].double())
+    stats["to next"] = mean_over(nxt, (torch.arange(t - 1)[None, :] < (lengths[:, None] - 1))[:, None, None, :].double())
+    stats["to itself"] = mean_over(diag, q)
+    return {k: v.float().numpy() for k, v in stats.items()}
+
+
 def encode_sentence(lab: Lab, sentence: Sentence) -> Encoded:
     return lab.encode_words(sentence.words)
 
@@ -234,13 +298,15 @@ def probe_treebank(lab: Lab, sentences: Sequence[Sentence], batch_size: int = 32
         batch = [encoded[i] for i in order[start:start + batch_size]]
         tensors = lab.batch_tensors([e for _, e in batch])
         _, cache = lab.run(tensors, compute_mlm=False)
-        attention = lab.attention_of(cache).float().cpu().numpy()  # (batch, layers, heads, query, key)
+        attention_t = lab.attention_of(cache).float()  # (batch, layers, heads, query, key)
+        counts.add_stats_batch(batch_head_statistics(attention_t, [e for _, e in batch]))
+        attention = attention_t.cpu().numpy()
+        bests = []
         for row, (sentence, enc) in enumerate(batch):
             n = len(enc.ids)
-            a = attention[row, :, :, :n, :n]
-            words, _ = word_attention(a, enc)
-            counts.add(words, sentence)
-            counts.add_stats(head_statistics(a, enc.tokens))
+            words, _ = word_attention(attention[row, :, :, :n, :n], enc)
+            bests.append(best_words(words))
+        counts.add_best(bests, [s for s, _ in batch])
         done += len(batch)
         if progress is not None:
             progress(done, len(encoded))
