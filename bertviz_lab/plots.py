@@ -268,7 +268,8 @@ def predictions_figure(mlm: Sequence[Any], note: str | None = None) -> Figure:
         data.append({"type": "bar", "orientation": "h", "x": probs, "y": tokens, "xaxis": f"x{ax}",
                      "yaxis": f"y{ax}", "marker": {"color": "#2b6cb0"}, "text": [f"{v:.3f}" for v in probs],
                      "textposition": "auto", "hovertemplate": "%{y}: %{x:.4f}<extra></extra>", "showlegend": False})
-        layout[f"xaxis{ax}"] = {"domain": [x0, x0 + width], "anchor": f"y{ax}", "range": [0, 1],
+        layout[f"xaxis{ax}"] = {"domain": [x0, x0 + width], "anchor": f"y{ax}",
+                                "range": [0, min(1.0, max(probs) * 1.3 + 0.02)],
                                 "title": {"text": "probability"}}
         layout[f"yaxis{ax}"] = {"domain": [y1 - height, y1], "anchor": f"x{ax}", "autorange": "reversed",
                                 "type": "category"}

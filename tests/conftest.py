@@ -31,6 +31,14 @@ def tiny_lab(tiny_folder):
 
 
 @pytest.fixture(scope="session")
+def default_lab():
+    """The embedded default as users get it (with bertviz-lab's MLM head when it is shipped)."""
+    import bertviz_lab
+
+    return bertviz_lab.load("default", device="cpu")
+
+
+@pytest.fixture(scope="session")
 def minilm_lab():
     import bertviz_lab
 
@@ -62,8 +70,8 @@ def tiny_app(tiny_lab):
 
 
 @pytest.fixture(scope="session")
-def default_app(minilm_lab):
-    yield from serve(minilm_lab)
+def default_app(default_lab):
+    yield from serve(default_lab)
 
 
 @pytest.fixture(scope="session")

@@ -5,11 +5,11 @@ import pytest
 gradio_client = pytest.importorskip("gradio_client")
 
 
-def test_attention_endpoint_equals_analyze(default_app, minilm_lab):
+def test_attention_endpoint_equals_analyze(default_app, default_lab):
     client = gradio_client.Client(default_app, verbose=False)
     text = "The bank raised the interest rate."
     result = client.predict(text, "", 5, api_name="/attention")
-    expected = minilm_lab.analyze(text)
+    expected = default_lab.analyze(text)
     assert result["tokens"] == expected.tokens
     np.testing.assert_allclose(np.array(result["attention"], dtype=np.float32), expected.attention, atol=1e-6)
 

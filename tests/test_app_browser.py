@@ -50,11 +50,11 @@ def set_slider(page, elem_id, value):
     box.press("Enter")
 
 
-def test_heatmap_rows_layer_head_switch_csv_and_screenshot(browser, default_app, minilm_lab):  # noqa: F811
+def test_heatmap_rows_layer_head_switch_csv_and_screenshot(browser, default_app, default_lab):  # noqa: F811
     page = open_app(browser, default_app)
     text = "The cat chased the other cat around the garden."
     run(page, text)
-    tokens = minilm_lab.analyze(text).tokens
+    tokens = default_lab.analyze(text).tokens
     assert tokens.count("cat") == 2 and tokens.count("the") == 3
     expected = [f"{i} {t}" for i, t in enumerate(tokens)]
     wait_for_labels(page, expected)  # one row per token, repeated words not merged
@@ -68,7 +68,7 @@ def test_heatmap_rows_layer_head_switch_csv_and_screenshot(browser, default_app,
                            timeout=20000)
     after = page.evaluate("document.querySelector('#single-plot .js-plotly-plot').calcdata[0][0].z.slice(0, 3).map(r => Array.from(r))")
     assert after != before
-    expected_z = minilm_lab.analyze(text).attention[3, 6, :3]
+    expected_z = default_lab.analyze(text).attention[3, 6, :3]
     assert abs(after[0][0] - float(expected_z[0, 0])) < 1e-5
 
     # PNG and SVG downloads from the figure's own toolbar
@@ -103,7 +103,7 @@ def test_heatmap_rows_layer_head_switch_csv_and_screenshot(browser, default_app,
     with page.expect_download() as download:
         link.click()
     frame = pd.read_csv(download.value.path())
-    assert len(frame) == minilm_lab.n_layers * minilm_lab.n_heads * len(tokens) ** 2
+    assert len(frame) == default_lab.n_layers * default_lab.n_heads * len(tokens) ** 2
     page.close()
 
 
@@ -124,7 +124,7 @@ def test_mask_from_token_picker_shows_predictions(browser, tiny_app, tiny_lab): 
     page.close()
 
 
-def test_empty_input_message_and_two_tabs_see_their_own_result(browser, default_app, minilm_lab):  # noqa: F811
+def test_empty_input_message_and_two_tabs_see_their_own_result(browser, default_app, default_lab):  # noqa: F811
     one, two = open_app(browser, default_app), open_app(browser, default_app)
     run(one, "   ")
     one.wait_for_function("document.querySelector('#message').innerText.includes('empty')", timeout=20000)
@@ -132,7 +132,7 @@ def test_empty_input_message_and_two_tabs_see_their_own_result(browser, default_
     run(one, texts[0])
     run(two, texts[1])
     for page, text in ((one, texts[0]), (two, texts[1])):
-        tokens = minilm_lab.analyze(text).tokens
+        tokens = default_lab.analyze(text).tokens
         wait_for_labels(page, [f"{i} {t}" for i, t in enumerate(tokens)])
     one.close()
     two.close()

@@ -16,11 +16,6 @@ HEAD = DEFAULT_MLM_HEAD / "head.safetensors"
 pytestmark = pytest.mark.skipif(not HEAD.is_file(), reason="no trained head in assets/minilm-mlm")
 
 
-@pytest.fixture(scope="module")
-def default_lab():
-    return load("default", device="cpu")
-
-
 def test_asset_is_small_and_float16():
     size = sum(f.stat().st_size for f in DEFAULT_MLM_HEAD.iterdir())
     assert size <= 25 * 2**20
