@@ -9,16 +9,18 @@ import json
 import sys
 from collections.abc import Sequence
 
-from .analysis import InputError, InputTooLong, load
-from .cli_common import EXTRA_COMMANDS, add_model_options, positive_int
+from .analysis import InputError, InputTooLong
+from .cli_common import EXTRA_COMMANDS, add_model_options, lab_from_args, positive_int
 from .checkpoints import CheckpointError
 from .devices import DeviceError
+from .interventions import ProbeError
+from .syntax import TreebankError
 
-USER_ERRORS = (InputError, CheckpointError, DeviceError, FileNotFoundError, ValueError)
+USER_ERRORS = (InputError, CheckpointError, DeviceError, FileNotFoundError, ProbeError, TreebankError)
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
-    lab = load(args.model, device=args.device, dtype=args.dtype, allow_pickle=args.allow_pickle)
+    lab = lab_from_args(args)
     try:
         result = lab.analyze(args.text, pair=args.pair, top_k=args.top_k, positions=args.position or (),
                              mask_positions=args.mask or (), truncate=args.truncate)

@@ -27,3 +27,8 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--allow-pickle", action="store_true", help="allow loading pytorch_model.bin pickles")
 
 
+def lab_from_args(args: argparse.Namespace):
+    """Load the model the --model/--device/--dtype/--allow-pickle options name."""
+    from .analysis import load
+
+    return load(args.model, device=args.device, dtype=args.dtype, allow_pickle=args.allow_pickle)

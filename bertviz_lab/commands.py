@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from .cli_common import EXTRA_COMMANDS, add_model_options, positive_int
+from .cli_common import EXTRA_COMMANDS, add_model_options, lab_from_args, positive_int
 
 
 def build_corpus_command(sub) -> None:
@@ -81,12 +81,12 @@ def eval_command(sub) -> None:
     p.add_argument("--json", action="store_true", help="print the result as one JSON object (last line)")
 
     def run(args) -> int:
-        from .analysis import InputError, load
+        from .analysis import InputError
         from .mlm_eval import evaluate
 
         if not args.text_file.is_file():
             raise FileNotFoundError(f"no such file: {args.text_file}")
-        lab = load(args.model, device=args.device, dtype=args.dtype, allow_pickle=args.allow_pickle)
+        lab = lab_from_args(args)
         if not lab.model.has_mlm_head:
             raise InputError(f"model {args.model!r} has no MLM head; eval-mlm needs one")
         lines = args.text_file.read_text(encoding="utf-8").splitlines()
@@ -102,12 +102,6 @@ def eval_command(sub) -> None:
 
 
 EXTRA_COMMANDS.extend([build_corpus_command, train_command, eval_command])
-
-
-def _lab(args):
-    from .analysis import load
-
-    return load(args.model, device=args.device, dtype=args.dtype, allow_pickle=args.allow_pickle)
 
 
 def compare_command(sub) -> None:
@@ -130,7 +124,7 @@ def compare_command(sub) -> None:
         from .interventions import Probe, parse_heads
         from .probing import compare
 
-        lab = _lab(args)
+        lab = lab_from_args(args)
         heads = parse_heads(args.heads, lab.n_layers, lab.n_heads) if args.probe == "ablate-heads" else []
         probe = Probe(args.probe, positions=args.positions, heads=heads, shift=args.shift, seed=args.seed)
         c = compare(lab, args.text, probe, pair=args.pair, mask_positions=args.mask, top_k=args.top_k)
@@ -158,7 +152,7 @@ def sweep_command(sub) -> None:
     def run(args) -> int:
         from .probing import ablation_sweep, directional_sweep
 
-        lab = _lab(args)
+        lab = lab_from_args(args)
         if args.kind == "directional":
             rows = directional_sweep(lab, args.text, pair=args.pair, mask_positions=args.mask)
             result = {"kind": "directional", "rows": [r.__dict__ for r in rows]}
@@ -181,7 +175,7 @@ def positions_command(sub) -> None:
     def run(args) -> int:
         from .probing import position_similarity
 
-        learned, sinusoid = position_similarity(_lab(args), args.n)
+        learned, sinusoid = position_similarity(lab_from_args(args), args.n)
         print(json.dumps({"n": args.n, "learned": learned.round(5).tolist(), "sinusoidal": sinusoid.round(5).tolist()}))
         return 0
 
@@ -209,7 +203,7 @@ def syntax_probe_command(sub) -> None:
 
         path = args.conllu or SAMPLE_TREEBANK
         sentences = read_conllu(path, full_relations=args.full_relations)
-        lab = _lab(args)
+        lab = lab_from_args(args)
         total = min(len(sentences), args.max_sentences or len(sentences))
         with tqdm(total=total, desc="probe", unit="sent") as bar:
             def progress(done: int, _total: int) -> None:

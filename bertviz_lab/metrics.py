@@ -1,5 +1,6 @@
 """Numbers computed from attention arrays: views (filters, word level, hiding specials),
-aggregates (head means, rollout) and per-head statistics. Pure numpy, no model code."""
+aggregates (head means, rollout) and per-head statistics. Arrays in, arrays out; no model code
+(the batched statistics use torch for speed)."""
 from __future__ import annotations
 
 import string
@@ -7,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 
 SPECIAL = ("[CLS]", "[SEP]", "[PAD]")
 PUNCTUATION = set(string.punctuation) | {"``", "''", "–", "—", "…", "“", "”", "‘", "’"}
@@ -135,24 +137,44 @@ def rollout(attention: np.ndarray) -> np.ndarray:
     return out
 
 
-def head_statistics(attention: np.ndarray, tokens: Sequence[str],
-                    attention_mask: np.ndarray | None = None) -> dict[str, np.ndarray]:
+def head_statistics(attention: np.ndarray, tokens: Sequence[str]) -> dict[str, np.ndarray]:
     """Per-head statistics of one input, each (layers, heads), averaged over query tokens.
 
     entropy is in nats; the "to X" numbers are the mean attention mass on X.
     """
-    n = attention.shape[-1]
-    a = attention.astype(np.float64)  # (layers, heads, query, key)
-    logs = np.log(np.clip(a, 1e-12, None))
-    stats = {"entropy": -(a * logs).sum(-1).mean(-1)}
-    for name, marker in (("to [CLS]", "[CLS]"), ("to [SEP]", "[SEP]")):
-        cols = [i for i, t in enumerate(tokens) if t == marker]
-        stats[name] = a[..., cols].sum(-1).mean(-1) if cols else np.zeros(a.shape[:2])
-    punct = [i for i, t in enumerate(tokens) if is_punctuation(t)]
-    stats["to punctuation"] = a[..., punct].sum(-1).mean(-1) if punct else np.zeros(a.shape[:2])
-    idx = np.arange(n)
-    prev = a[..., idx[1:], idx[1:] - 1].mean(-1) if n > 1 else np.zeros(a.shape[:2])
-    nxt = a[..., idx[:-1], idx[:-1] + 1].mean(-1) if n > 1 else np.zeros(a.shape[:2])
-    stats["to previous"], stats["to next"] = prev, nxt
-    stats["to itself"] = a[..., idx, idx].mean(-1)
-    return {k: v.astype(np.float32) for k, v in stats.items()}
+    batch = batch_head_statistics(torch.as_tensor(attention)[None], [tokens])
+    return {k: v[0] for k, v in batch.items()}
+
+
+def batch_head_statistics(attention: torch.Tensor, token_lists: Sequence[Sequence[str]]) -> dict[str, np.ndarray]:
+    """``head_statistics`` for a right-padded batch at once: each (batch, layers, heads).
+
+    ``attention`` is (batch, layers, heads, query, key); sentence b is ``len(token_lists[b])``
+    tokens long. Padded queries are left out of every mean; padded keys carry no attention.
+    """
+    b, _, _, t, _ = attention.shape
+    lengths = torch.tensor([len(tokens) for tokens in token_lists])
+    real = torch.arange(t)[None, :] < lengths[:, None]  # (batch, query)
+    key_mask = {name: torch.zeros((b, t), dtype=torch.float64) for name in ("[CLS]", "[SEP]", "punct")}
+    for row, tokens in enumerate(token_lists):
+        for pos, tok in enumerate(tokens):
+            if tok in ("[CLS]", "[SEP]"):
+                key_mask[tok][row, pos] = 1.0
+            elif is_punctuation(tok):
+                key_mask["punct"][row, pos] = 1.0
+    a = attention.double()
+
+    def mean_over(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        mask = mask[:, None, None, :].double()  # (batch, 1, 1, query)
+        return (values * mask).sum(-1) / mask.sum(-1).clamp(min=1)
+
+    entropy = -(a * torch.log(a.clamp(min=1e-12))).sum(-1)  # (batch, layers, heads, query)
+    stats = {"entropy": mean_over(entropy, real)}
+    for name, key in (("to [CLS]", "[CLS]"), ("to [SEP]", "[SEP]"), ("to punctuation", "punct")):
+        stats[name] = mean_over((a * key_mask[key][:, None, None, None, :]).sum(-1), real)
+    prev = torch.diagonal(a, offset=-1, dim1=-2, dim2=-1)  # a[q, q-1] for q >= 1
+    nxt = torch.diagonal(a, offset=1, dim1=-2, dim2=-1)  # a[q, q+1] for q <= t-2
+    stats["to previous"] = mean_over(prev, torch.arange(1, t)[None, :] < lengths[:, None])
+    stats["to next"] = mean_over(nxt, torch.arange(t - 1)[None, :] < lengths[:, None] - 1)
+    stats["to itself"] = mean_over(torch.diagonal(a, dim1=-2, dim2=-1), real)
+    return {k: v.float().numpy() for k, v in stats.items()}

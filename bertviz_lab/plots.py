@@ -59,8 +59,7 @@ def heatmap_figure(view: AttentionView, title: str, filename: str = "attention",
         "colorbar": {"thickness": 12},
     }
     if diverging:
-        bound = zmax if zmax is not None else float(np.abs(z).max()) or 1.0
-        trace.update({"zmid": 0, "zmin": -bound, "zmax": bound})
+        trace.update(diverging_scale(z, fallback=1.0) if zmax is None else {"zmid": 0, "zmin": -zmax, "zmax": zmax})
     else:
         trace.update({"zmin": 0, "zmax": zmax if zmax is not None else float(max(z.max(), 1e-6))})
     size = height or int(min(1000, max(460, 170 + 26 * max(nq, nk))))
@@ -281,16 +280,18 @@ def predictions_figure(mlm: Sequence[Any], note: str | None = None) -> Figure:
     return figure(data, layout, "predictions")
 
 
-def with_diverging(fig: Figure, trace_index: int, bound: float | None = None) -> Figure:
-    """Give one heatmap of a grid a diverging scale centred on 0 (for differences)."""
+def diverging_scale(values: np.ndarray, fallback: float = 1e-6) -> dict[str, Any]:
+    """Trace settings for a diverging scale centred on 0, symmetric around the largest |value|."""
+    bound = float(np.abs(values).max()) or fallback
+    return {"colorscale": DIVERGING, "zmid": 0, "zmin": -bound, "zmax": bound}
+
+
+def with_diverging(fig: Figure, trace_index: int, values: np.ndarray) -> Figure:
+    """Give one heatmap of a grid (whose z is ``values``) a diverging scale (for differences)."""
     trace = fig["data"][trace_index]
-    z = trace["z"]
-    values = np.frombuffer(base64.b64decode(z["bdata"]), dtype=np.float32) if isinstance(z, dict) else np.asarray(z)
-    limit = bound if bound is not None else float(np.abs(values).max()) or 1e-6
     colorbar = dict(trace.get("colorbar") or {})
     colorbar.setdefault("x", 1.0)
-    trace.update({"colorscale": DIVERGING, "zmid": 0, "zmin": -limit, "zmax": limit, "showscale": True,
-                  "colorbar": colorbar})
+    trace.update({**diverging_scale(values), "showscale": True, "colorbar": colorbar})
     return fig
 
 
@@ -302,8 +303,7 @@ def layer_head_figure(values: np.ndarray, title: str, filename: str, diverging: 
              "y": [f"L{l + 1}" for l in range(layers)], "colorbar": {"thickness": 12},
              "hovertemplate": f"layer %{{y}}, head %{{x}}<br>{value_label} %{{z:.4f}}<extra></extra>"}
     if diverging:
-        bound = float(np.abs(values).max()) or 1e-6
-        trace.update({"colorscale": DIVERGING, "zmid": 0, "zmin": -bound, "zmax": bound})
+        trace.update(diverging_scale(values))
     else:
         trace.update({"colorscale": SEQUENTIAL, "zmin": 0})
     layout = {"title": {"text": title}, "height": 120 + 38 * layers,

@@ -26,7 +26,7 @@ def comparison_figure(c: Comparison, opts: ViewOptions) -> plots.Figure:
                               ("probed - baseline", diff)], views[0].key_labels, views[0].query_labels,
                              title=f"Layer {l + 1}, head {h + 1}: baseline vs probed", filename=f"probe-L{l + 1}-H{h + 1}",
                              columns=3, height_per_row=460)
-    return plots.with_diverging(fig, 2)
+    return plots.with_diverging(fig, 2, diff)
 
 
 def js_figure(c: Comparison) -> plots.Figure:
@@ -36,29 +36,23 @@ def js_figure(c: Comparison) -> plots.Figure:
 
 def offsets_figure(c: Comparison, layer: int) -> plots.Figure:
     heads = [f"H{h + 1}" for h in range(c.baseline.n_heads)]
+    change = c.offsets_after[layer] - c.offsets_before[layer]
     fig = plots.heatmap_grid([("before", c.offsets_before[layer]), ("after", c.offsets_after[layer]),
-                              ("after - before", c.offsets_after[layer] - c.offsets_before[layer])],
+                              ("after - before", change)],
                              OFFSETS, heads, title=f"Mean attention by relative offset (key - query), layer {layer + 1}",
                              filename=f"offset-profile-L{layer + 1}", columns=3, height_per_row=380,
                              hover="head %{y}, offset %{x}<br>%{z:.4f}", x_title="offset", y_title="head")
-    return plots.with_diverging(fig, 2)
+    return plots.with_diverging(fig, 2, change)
 
 
 CHANGE_COLUMNS = ["position", "token", "baseline top-1", "p(top-1) baseline", "p(top-1) probed", "change",
                   "probed top-1", "p(probed top-1)"]
 
 
-def changes_table_empty() -> pd.DataFrame:
-    return pd.DataFrame(columns=CHANGE_COLUMNS)
-
-
 def changes_table(c: Comparison) -> pd.DataFrame:
-    rows = [{"position": x.position, "token": x.token, "baseline top-1": x.baseline_top,
-             "p(top-1) baseline": round(x.baseline_probability, 4), "p(top-1) probed": round(x.probed_probability, 4),
-             "change": round(x.change, 4), "probed top-1": x.probed_top,
-             "p(probed top-1)": round(x.probed_top_probability, 4)} for x in c.changes]
-    return pd.DataFrame(rows, columns=["position", "token", "baseline top-1", "p(top-1) baseline", "p(top-1) probed",
-                                       "change", "probed top-1", "p(probed top-1)"])
+    rows = [(x.position, x.token, x.baseline_top, round(x.baseline_probability, 4), round(x.probed_probability, 4),
+             round(x.change, 4), x.probed_top, round(x.probed_top_probability, 4)) for x in c.changes]
+    return pd.DataFrame(rows, columns=CHANGE_COLUMNS)
 
 
 def directional_table(rows: list[DirectionalRow]) -> pd.DataFrame:

@@ -67,7 +67,9 @@ def _reorder(analysis: Analysis, order: list[int]) -> Analysis:
     """Map an analysis of shuffled input back to the original token order."""
     inverse = np.argsort(order)
     analysis.attention = analysis.attention[..., inverse, :][..., :, inverse]
-    analysis.tokens = [analysis.tokens[i] for i in inverse]
+    for name in ("tokens", "token_ids", "segment_ids", "word_ids", "offsets"):
+        values = getattr(analysis, name)
+        setattr(analysis, name, [values[i] for i in inverse])
     for p in analysis.mlm:
         p.position = int(order[p.position])
     return analysis

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +20,7 @@ import pandas as pd
 import torch
 
 from .analysis import Encoded, Lab
-from .metrics import is_punctuation, to_word_level, word_groups
+from .metrics import batch_head_statistics, to_word_level, word_groups
 
 DIRECTIONS = ("dep->head", "head->dep")
 SAMPLE_TREEBANK = Path(__file__).resolve().parent.parent / "assets" / "sample_treebank.conllu"
@@ -57,14 +58,14 @@ def _blocks(text: str) -> Iterable[tuple[int, list[str]]]:
         yield start, block
 
 
-def read_conllu(path: str | Path, full_relations: bool = False, text: str | None = None) -> list[Sentence]:
+def read_conllu(path: str | Path, full_relations: bool = False) -> list[Sentence]:
     """Read a CoNLL-U file strictly: multiword ranges and empty nodes are skipped; anything
     malformed is an error naming the file and line, and nothing is returned."""
     import conllu
 
     path = Path(path)
     try:
-        raw = text if text is not None else path.read_text(encoding="utf-8")
+        raw = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise TreebankError(f"{path}: cannot read: {error}") from None
     sentences: list[Sentence] = []
@@ -229,49 +230,13 @@ class ProbeResult:
     sentences_skipped: int
     model: str
 
-    @property
+    @cached_property
     def head_scores(self) -> pd.DataFrame:
         return self.counts.head_scores()
 
-    @property
+    @cached_property
     def best_heads(self) -> pd.DataFrame:
         return self.counts.best_heads()
-
-
-def batch_head_statistics(attention: torch.Tensor, encs: Sequence[Encoded]) -> dict[str, np.ndarray]:
-    """metrics.head_statistics for a padded batch at once: each (batch, layers, heads).
-
-    Padded queries are left out of every mean; padded keys already have zero attention.
-    """
-    b, _, _, t, _ = attention.shape
-    lengths = torch.tensor([len(e.ids) for e in encs])
-    real = torch.arange(t)[None, :] < lengths[:, None]  # (batch, query)
-    key_mask = {name: torch.zeros((b, t)) for name in ("[CLS]", "[SEP]", "punct")}
-    for row, enc in enumerate(encs):
-        for pos, tok in enumerate(enc.tokens):
-            if tok in ("[CLS]", "[SEP]"):
-                key_mask[tok][row, pos] = 1.0
-            elif is_punctuation(tok):
-                key_mask["punct"][row, pos] = 1.0
-    a = attention.double()
-    q = real[:, None, None, :].double()  # (batch, 1, 1, query)
-
-    def mean_over(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        total = mask.sum(-1).clamp(min=1)
-        return (values * mask).sum(-1) / total
-
-    entropy = -(a * torch.log(a.clamp(min=1e-12))).sum(-1)  # (batch, layers, heads, query)
-    stats = {"entropy": mean_over(entropy, q)}
-    for name, key in (("to [CLS]", "[CLS]"), ("to [SEP]", "[SEP]"), ("to punctuation", "punct")):
-        mass = (a * key_mask[key][:, None, None, None, :].double()).sum(-1)
-        stats[name] = mean_over(mass, q)
-    diag = torch.diagonal(a, dim1=-2, dim2=-1)  # (batch, layers, heads, query): a[q, q]
-    prev = torch.diagonal(a, offset=-1, dim1=-2, dim2=-1)  # a[q, q-1] for q >= 1
-    nxt = torch.diagonal(a, offset=1, dim1=-2, dim2=-1)  # a[q, q+1] for q <= t-2
-    stats["to previous"] = mean_over(prev, (torch.arange(1, t)[None, :] < lengths[:, None])[:, None, None, :].double())
-    stats["to next"] = mean_over(nxt, (torch.arange(t - 1)[None, :] < (lengths[:, None] - 1))[:, None, None, :].double())
-    stats["to itself"] = mean_over(diag, q)
-    return {k: v.float().numpy() for k, v in stats.items()}
 
 
 def encode_sentence(lab: Lab, sentence: Sentence) -> Encoded:
@@ -299,7 +264,7 @@ def probe_treebank(lab: Lab, sentences: Sequence[Sentence], batch_size: int = 32
         tensors = lab.batch_tensors([e for _, e in batch])
         _, cache = lab.run(tensors, compute_mlm=False)
         attention_t = lab.attention_of(cache).float()  # (batch, layers, heads, query, key)
-        counts.add_stats_batch(batch_head_statistics(attention_t, [e for _, e in batch]))
+        counts.add_stats_batch(batch_head_statistics(attention_t, [e.tokens for _, e in batch]))
         attention = attention_t.cpu().numpy()
         bests = []
         for row, (sentence, enc) in enumerate(batch):

@@ -165,7 +165,7 @@ def build_demo(lab: Lab | None = None, allowed_models: list[str] | None = None, 
         single, notes = views.single_head(a, o)
         probe_plot = probe_offsets = gr.update()
         c = session.comparison
-        if c is not None and c.baseline.tokens == a.tokens[:len(c.baseline.tokens)] and len(c.baseline.tokens) == len(a.tokens):
+        if c is not None and c.baseline.tokens == a.tokens:
             probe_plot = plot(probe_views.comparison_figure(c, o))
             probe_offsets = plot(probe_views.offsets_figure(c, o.layer))
         return (session, plot(single), plot(views.head_view(a, o)), plot(views.aggregates(a, o)), notes_text(notes),
@@ -357,9 +357,8 @@ def build_demo(lab: Lab | None = None, allowed_models: list[str] | None = None, 
             with gr.Tab("Masked words", id="predictions"):
                 nsp_md = gr.Markdown("")
                 pred_plot = gr.Plot(label="Predictions", elem_id="pred-plot")
-                pred_table = gr.Dataframe(pd.DataFrame(columns=["position", "masked token", "rank", "prediction",
-                                                                "probability"]),
-                                          label="Top-k predictions", interactive=False, elem_id="pred-table")
+                pred_table = gr.Dataframe(pd.DataFrame(columns=views.PREDICTION_COLUMNS), label="Top-k predictions",
+                                          interactive=False, elem_id="pred-table")
             with gr.Tab("Probes", id="probes"):
                 gr.Markdown("Run the input twice — baseline and probed — and compare. Tokens picked above are the "
                             "targets of *mask*/*hide* probes; for the other probes they are masked in both runs "
@@ -377,7 +376,7 @@ def build_demo(lab: Lab | None = None, allowed_models: list[str] | None = None, 
                     ablation_btn = gr.Button("Head ablation sweep", elem_id="ablation-btn")
                 probe_message = gr.Markdown("", elem_id="probe-message")
                 probe_plot = gr.Plot(label="Baseline, probed and difference", elem_id="probe-plot")
-                probe_changes = gr.Dataframe(probe_views.changes_table_empty(), interactive=False,
+                probe_changes = gr.Dataframe(pd.DataFrame(columns=probe_views.CHANGE_COLUMNS), interactive=False,
                                              label="Masked-word predictions: baseline vs probed",
                                              elem_id="probe-changes")
                 js_plot = gr.Plot(label="Per-head divergence", elem_id="js-plot")

@@ -90,11 +90,13 @@ def summary(analysis: Analysis) -> plots.Figure:
                               hover="layer %{y}, head %{x}<br>%{z:.3f}", x_title="head", y_title="layer")
 
 
+PREDICTION_COLUMNS = ["position", "masked token", "rank", "prediction", "probability"]
+
+
 def predictions_table(analysis: Analysis) -> pd.DataFrame:
-    rows = [{"position": p.position, "masked token": p.original or p.token, "rank": r + 1,
-             "prediction": q.token, "probability": round(q.probability, 4)}
+    rows = [(p.position, p.original or p.token, r + 1, q.token, round(q.probability, 4))
             for p in analysis.mlm for r, q in enumerate(p.predictions)]
-    return pd.DataFrame(rows, columns=["position", "masked token", "rank", "prediction", "probability"])
+    return pd.DataFrame(rows, columns=PREDICTION_COLUMNS)
 
 
 def predictions(analysis: Analysis) -> tuple[plots.Figure, pd.DataFrame, str]:
