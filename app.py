@@ -10,7 +10,7 @@ import argparse
 import os
 import sys
 
-from bertviz_lab.ui import build_demo, env_list, launch_kwargs
+from bertviz_lab.app import build_demo, env_list, launch_kwargs
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -26,6 +26,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--host", default=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"))
     p.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", "7860")))
     p.add_argument("--share", action="store_true", help="create a public gradio.live link")
+    p.add_argument("--no-keep-freed-memory", action="store_true",
+                   help="leave glibc's allocator settings alone (by default the app keeps freed attention buffers "
+                        "for reuse; see BENCHMARKS.md)")
     return p.parse_args(argv)
 
 
@@ -35,6 +38,10 @@ def main(argv=None) -> None:
     from bertviz_lab import CheckpointError, DeviceError, load
 
     args = parse_args(argv)
+    if not args.no_keep_freed_memory:
+        from bertviz_lab.bert.allocator import keep_freed_memory
+
+        keep_freed_memory()  # process-wide, so only the app (a process of its own) opts in
     with tqdm(total=1, desc=f"loading model {args.model}", unit="model") as bar:
         try:
             lab = load(args.model, device=args.device)

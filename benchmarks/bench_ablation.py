@@ -10,12 +10,10 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import median_seconds  # noqa: E402
+from bertviz_lab.interventions import ablation_sweep
+from common import median_seconds
 
-from bertviz_lab import load  # noqa: E402
-from bertviz_lab.probing import ablation_sweep  # noqa: E402
+from bertviz_lab import load
 
 
 def timed(fn, repeat=5):

@@ -15,13 +15,12 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bertviz_lab import BertConfig, BertLab, load, plots  # noqa: E402
-from bertviz_lab.ui import Session, build_demo  # noqa: E402
+from bertviz_lab.app import Session, build_demo
+
+from bertviz_lab import BertConfig, BertLab, load, plots
 
 
 def handler(demo, api_name):

@@ -11,12 +11,10 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import interleaved_medians, peak_rss_increase_mib  # noqa: E402
+from bertviz_lab.bert.checkpoints import packaged_default_folder
+from common import interleaved_medians, peak_rss_increase_mib
 
-from bertviz_lab import load  # noqa: E402
-from bertviz_lab.checkpoints import packaged_default_folder  # noqa: E402
+from bertviz_lab import load
 
 
 def main() -> None:
@@ -35,16 +33,16 @@ def main() -> None:
         ids = torch.randint(1000, 30000, (1, length))
         ids[0, 0], ids[0, -1] = 101, 102
 
-        def ours_capture():
+        def ours_capture(ids=ids):
             with torch.inference_mode(), model.hooks(capture=["*hook_pattern"]) as run:
                 model(input_ids=ids)
             return run.cache
 
-        def ours_plain():
+        def ours_plain(ids=ids):
             with torch.inference_mode():
                 return model(input_ids=ids)
 
-        def hf_eager():
+        def hf_eager(ids=ids):
             with torch.inference_mode():
                 return hf(input_ids=ids, output_attentions=True)
 
@@ -75,7 +73,7 @@ def memory(side: str) -> None:
     """Peak RSS added by one 512-token forward with attention, in a fresh process."""
     ids = torch.randint(1000, 30000, (1, 512))
     if side == "ours":
-        from bertviz_lab.checkpoints import load_model
+        from bertviz_lab.bert.checkpoints import load_model
 
         model, _, _ = load_model("default", device="cpu", mlm_head=None)
         print(peak_rss_increase_mib(lambda: _keep(model, ids)))

@@ -17,13 +17,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bertviz_lab import load  # noqa: E402
-from bertviz_lab.checkpoints import packaged_default_folder  # noqa: E402
-from bertviz_lab.metrics import head_statistics  # noqa: E402
-from bertviz_lab.syntax import (SAMPLE_TREEBANK, Counts, Sentence, probe_treebank, read_conllu,  # noqa: E402
-                                word_attention)
+from bertviz_lab.bert.checkpoints import packaged_default_folder
+from bertviz_lab.attention import head_statistics
+
+from bertviz_lab import load
+from bertviz_lab.syntax import SAMPLE_TREEBANK, Counts, Sentence, probe_treebank, read_conllu, word_attention
 
 
 def long_sentences(count: int = 240) -> list[Sentence]:

@@ -1,16 +1,12 @@
 import os
-import sys
 from pathlib import Path
 
+import builders  # tests/ is on sys.path: pytest puts a conftest's folder there
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # no test touches the network
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
-
-import builders  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -47,7 +43,7 @@ def minilm_lab():
 
 def launch(demo):
     """Start a Blocks app in this process on a free loopback port; returns its URL."""
-    from bertviz_lab.ui import launch_kwargs
+    from bertviz_lab.app import launch_kwargs
 
     demo.queue(default_concurrency_limit=4)
     _, url, _ = demo.launch(server_name="127.0.0.1", server_port=None, prevent_thread_lock=True, quiet=True,
@@ -57,7 +53,7 @@ def launch(demo):
 
 def serve(lab):
     """Yield the URL of an app built on ``lab``; close it afterwards."""
-    from bertviz_lab.ui import build_demo
+    from bertviz_lab.app import build_demo
 
     demo = build_demo(lab)
     yield launch(demo)

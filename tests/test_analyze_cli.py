@@ -3,11 +3,11 @@ import json
 import subprocess
 import sys
 
+import builders
 import numpy as np
 import pytest
 import torch
 
-import builders
 from bertviz_lab import InputError, InputTooLong
 
 ROOT = builders.Path(__file__).resolve().parent.parent

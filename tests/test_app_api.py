@@ -43,7 +43,7 @@ def test_unknown_model_is_a_message(tiny_app):
 def test_model_that_cannot_be_loaded_is_a_message(tiny_lab, tmp_path):
     from conftest import launch
 
-    from bertviz_lab.ui import build_demo
+    from bertviz_lab.app import build_demo
 
     demo = build_demo(tiny_lab, allow_any_model=True)
     url = launch(demo)
@@ -64,14 +64,13 @@ def sharp_app(sharp_lab):
 
 
 def test_directional_probe_and_sweep_through_the_api(sharp_app, sharp_lab):
-    from bertviz_lab.interventions import Probe
-    from bertviz_lab.probing import compare
+    from bertviz_lab.interventions import compare, make_intervention
 
     client = gradio_client.Client(sharp_app, verbose=False)
     text = "the big cat [MASK] on the red mat"
     out = client.predict(text, "", 5, "left-only", [], "1-1", 0, 0, api_name="/probe")
     message, table = out[0], out[3]
-    expected = compare(sharp_lab, text, Probe("left-only"))
+    expected = compare(sharp_lab, text, make_intervention("left-only"))
     assert f"{float(expected.js.mean()):.4f}" in message
     assert table["data"][0][0] == 4
     assert table["data"][0][4] == pytest.approx(round(expected.changes[0].probed_probability, 4))
@@ -83,13 +82,12 @@ def test_directional_probe_and_sweep_through_the_api(sharp_app, sharp_lab):
 def test_positional_probe_and_position_inspector_through_the_api(sharp_app, sharp_lab):
     import json
 
-    from bertviz_lab.interventions import Probe
-    from bertviz_lab.probing import compare
+    from bertviz_lab.interventions import compare, make_intervention
 
     client = gradio_client.Client(sharp_app, verbose=False)
     text = "the big cat [MASK] on the red mat"
     out = client.predict(text, "", 5, "shift-positions", [], "1-1", 7, 0, api_name="/probe")
-    expected = compare(sharp_lab, text, Probe("shift-positions", shift=7))
+    expected = compare(sharp_lab, text, make_intervention("shift-positions", shift=7))
     assert "shift-positions by 7" in out[0] and f"{float(expected.js.mean()):.4f}" in out[0]
     js = json.loads(out[2]["plot"])
     assert js["data"][0]["type"] == "heatmap"

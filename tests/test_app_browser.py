@@ -3,8 +3,6 @@ import time
 from pathlib import Path
 
 import pandas as pd
-import pytest
-
 from browser import browser  # noqa: F401  (fixture)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -141,7 +139,7 @@ def test_empty_input_message_and_two_tabs_see_their_own_result(browser, default_
 def test_probe_shows_the_difference_heatmap(browser, sharp_lab):  # noqa: F811
     from conftest import launch
 
-    from bertviz_lab.ui import build_demo
+    from bertviz_lab.app import build_demo
 
     demo = build_demo(sharp_lab)
     url = launch(demo)

@@ -2,14 +2,14 @@
 import json
 import shutil
 
+import builders
 import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-import builders
 from bertviz_lab import CheckpointError, DeviceError, load
-from bertviz_lab.checkpoints import load_model
-from bertviz_lab.devices import resolve_device, resolve_dtype
+from bertviz_lab.bert.checkpoints import load_model
+from bertviz_lab.bert.devices import resolve_device, resolve_dtype
 
 
 def logits_of(model, ids):

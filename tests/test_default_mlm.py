@@ -8,7 +8,7 @@ import pytest
 from safetensors import safe_open
 
 from bertviz_lab import load
-from bertviz_lab.checkpoints import DEFAULT_MLM_HEAD
+from bertviz_lab.resources import DEFAULT_MLM_HEAD
 
 ROOT = Path(__file__).resolve().parent.parent
 HEAD = DEFAULT_MLM_HEAD / "head.safetensors"

@@ -4,8 +4,8 @@ import threading
 import pytest
 import torch
 
-from bertviz_lab.hooks import active_run
-from bertviz_lab.model import layer_hook
+from bertviz_lab.bert import layer_hook
+from bertviz_lab.bert.hooks import active_run
 
 PER_LAYER = ["attention.self.hook_q", "attention.self.hook_k", "attention.self.hook_v",
              "attention.self.hook_scores", "attention.self.hook_pattern", "attention.self.hook_context",

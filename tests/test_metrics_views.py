@@ -2,8 +2,9 @@
 import numpy as np
 import pytest
 
-from bertviz_lab import views
-from bertviz_lab.metrics import attention_view, head_statistics, rollout, to_word_level, word_groups
+from bertviz_lab import export
+from bertviz_lab.attention import attention_view, head_statistics, rollout, to_word_level, word_groups
+from bertviz_lab.figures import analysis as views
 
 
 def random_rows(rng, *shape):
@@ -80,14 +81,14 @@ def test_csv_export_has_one_row_per_weight(tiny_lab, tmp_path):
     import pandas as pd
 
     a = tiny_lab.analyze("the cat sat on the mat")
-    path = views.export_csv(a, tmp_path)
+    path = export.export_csv(a, tmp_path)
     frame = pd.read_csv(path)
     n = len(a.tokens)
     assert len(frame) == a.n_layers * a.n_heads * n * n
     row = frame[(frame.layer == 2) & (frame["head"] == 3) & (frame.query_index == 1) & (frame.key_index == 4)]
     assert row.key_token.item() == "on" and row.query_token.item() == "the"
     assert row.weight.item() == pytest.approx(float(a.attention[1, 2, 1, 4]), rel=1e-5)
-    npz = np.load(views.export_npz(a, tmp_path))
+    npz = np.load(export.export_npz(a, tmp_path))
     np.testing.assert_array_equal(npz["attention"], a.attention)
 
 

@@ -4,9 +4,8 @@ import random
 import subprocess
 import sys
 
-import torch
-
 import builders
+import torch
 
 ROOT = builders.Path(__file__).resolve().parent.parent
 LINES = ["the cat sat on the mat", "", "a big red dog ran to the park", "she read unbelievable books",

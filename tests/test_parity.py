@@ -1,11 +1,11 @@
 """Our BERT against transformers' BERT (eager attention): same weights, same numbers."""
+import builders
 import numpy as np
 import pytest
 import torch
 
-import builders
 from bertviz_lab import load
-from bertviz_lab.checkpoints import load_model, packaged_default_folder
+from bertviz_lab.bert.checkpoints import load_model, packaged_default_folder
 
 TOL = 1e-5
 

@@ -5,27 +5,35 @@ import numpy as np
 import pytest
 import torch
 
-from bertviz_lab.interventions import (Probe, ProbeError, directional_bias, parse_heads, probe_inputs,
-                                       relative_offset_profile, scaled_sinusoidal, sinusoidal_table)
-from bertviz_lab.model import layer_hook
-from bertviz_lab.probing import ablation_sweep, compare, directional_sweep, position_similarity
+from bertviz_lab.attention import relative_offset_profile
+from bertviz_lab.bert import layer_hook
+from bertviz_lab.interventions import (
+    InterventionError,
+    ablation_sweep,
+    compare,
+    directional_sweep,
+    make_intervention,
+    parse_heads,
+    position_similarity,
+)
+from bertviz_lab.interventions.edits import directional_bias, scaled_sinusoidal, sinusoidal_table
 
 TEXT = "the big cat [MASK] on the red mat and slept"
 
 
 def test_left_only_gives_zero_attention_to_later_keys(sharp_lab):
-    c = compare(sharp_lab, TEXT, Probe("left-only"))
+    c = compare(sharp_lab, TEXT, make_intervention("left-only"))
     a = c.probed.attention  # (layers, heads, query, key)
     later = np.triu(np.ones(a.shape[-2:], dtype=bool), k=1)
     assert np.all(a[..., later] == 0.0)
     np.testing.assert_allclose(a.sum(-1), 1.0, atol=1e-5)
-    right = compare(sharp_lab, TEXT, Probe("right-only")).probed.attention
+    right = compare(sharp_lab, TEXT, make_intervention("right-only")).probed.attention
     assert np.all(right[..., np.tril(np.ones(a.shape[-2:], dtype=bool), k=-1)] == 0.0)
     assert float(c.js.min()) > 0.0  # every head changes
 
 
 def test_hidden_key_gets_zero_attention_from_every_query(sharp_lab):
-    c = compare(sharp_lab, TEXT, Probe("hide-keys", positions=[2, 5]))
+    c = compare(sharp_lab, TEXT, make_intervention("hide-keys", positions=[2, 5]))
     assert np.all(c.probed.attention[..., [2, 5]] == 0.0)
     assert c.probed.tokens == c.baseline.tokens  # the tokens stay in the input
     np.testing.assert_allclose(c.probed.attention.sum(-1), 1.0, atol=1e-5)
@@ -35,7 +43,7 @@ def test_ablated_head_context_is_zero_and_the_others_unchanged(sharp_lab):
     lab = sharp_lab
     enc = lab.encode(TEXT)
     tensors = lab.batch_tensors([enc])
-    inputs = probe_inputs(Probe("ablate-heads", heads=[(1, 2)]), lab.model, enc.tokens)
+    inputs = make_intervention("ablate-heads", heads=[(1, 2)]).inputs(lab.model, enc.tokens)
     names = [layer_hook(1, "context"), layer_hook(0, "context"), layer_hook(1, "pattern")]
     _, base = lab.run(tensors, capture=names)
     _, edited = lab.run(tensors, capture=names, edits=inputs.edits)
@@ -44,7 +52,7 @@ def test_ablated_head_context_is_zero_and_the_others_unchanged(sharp_lab):
     assert torch.equal(ctx[:, [0, 1, 3]], base[layer_hook(1, "context")][:, [0, 1, 3]])
     assert torch.equal(edited[layer_hook(0, "context")], base[layer_hook(0, "context")])
     assert parse_heads("2-3, 1-1", 2, 4) == [(1, 2), (0, 0)]
-    with pytest.raises(ProbeError, match="does not exist"):
+    with pytest.raises(InterventionError, match="does not exist"):
         parse_heads("3-1", 2, 4)
 
 
@@ -82,19 +90,20 @@ def test_sinusoidal_values_match_the_formula(sharp_lab):
 
 
 def test_position_probes_change_attention_and_map_back(sharp_lab):
-    for probe in (Probe("zero-positions"), Probe("shuffle-positions", seed=3), Probe("shift-positions", shift=20),
-                  Probe("sinusoidal-positions"), Probe("shuffle-words", seed=1)):
+    kinds = [("zero-positions", {}), ("shuffle-positions", {"seed": 3}), ("shift-positions", {"shift": 20}),
+             ("sinusoidal-positions", {}), ("shuffle-words", {"seed": 1})]
+    for probe in (make_intervention(kind, **options) for kind, options in kinds):
         c = compare(sharp_lab, TEXT, probe)
         assert c.probed.tokens == c.baseline.tokens
         assert float(c.js.max()) > 1e-3, probe.kind
         assert c.offsets_before.shape == (2, 4, 11)
-    with pytest.raises(ProbeError, match="shift"):
-        compare(sharp_lab, TEXT, Probe("shift-positions", shift=60))
+    with pytest.raises(InterventionError, match="shift"):
+        compare(sharp_lab, TEXT, make_intervention("shift-positions", shift=60))
 
 
 def test_shuffled_words_are_mapped_back_to_the_original_order(sharp_lab):
-    c = compare(sharp_lab, TEXT, Probe("shuffle-words", seed=2))
-    inputs = probe_inputs(Probe("shuffle-words", seed=2), sharp_lab.model, c.baseline.tokens)
+    c = compare(sharp_lab, TEXT, make_intervention("shuffle-words", seed=2))
+    inputs = make_intervention("shuffle-words", seed=2).inputs(sharp_lab.model, c.baseline.tokens)
     order = inputs.token_order
     assert sorted(order) == list(range(len(order))) and order != list(range(len(order)))
     shuffled_ids = torch.tensor([[c.baseline.token_ids[i] for i in order]])
@@ -119,7 +128,7 @@ def test_ablation_sweep_batched_equals_one_at_a_time_and_matches_a_direct_run(sh
     np.testing.assert_allclose(batched, single, atol=1e-5)
     base = sharp_lab.analyze(TEXT, keep_probabilities=True)
     top = base.mlm[0].predictions[0]
-    ablated = compare(sharp_lab, TEXT, Probe("ablate-heads", heads=[(1, 3)]))
+    ablated = compare(sharp_lab, TEXT, make_intervention("ablate-heads", heads=[(1, 3)]))
     expected = math.log(top.probability) - math.log(ablated.changes[0].probed_probability)
     assert batched[1, 3] == pytest.approx(expected, abs=1e-4)
 
@@ -127,8 +136,8 @@ def test_ablation_sweep_batched_equals_one_at_a_time_and_matches_a_direct_run(sh
 def test_directional_sweep_matches_directional_probes(sharp_lab):
     rows = directional_sweep(sharp_lab, TEXT)
     assert [r.position for r in rows] == [4]
-    left = compare(sharp_lab, TEXT, Probe("left-only")).changes[0]
-    right = compare(sharp_lab, TEXT, Probe("right-only")).changes[0]
+    left = compare(sharp_lab, TEXT, make_intervention("left-only")).changes[0]
+    right = compare(sharp_lab, TEXT, make_intervention("right-only")).changes[0]
     assert rows[0].left_only == pytest.approx(left.probed_probability, rel=1e-5)
     assert rows[0].right_only == pytest.approx(right.probed_probability, rel=1e-5)
     assert rows[0].both == pytest.approx(left.baseline_probability, rel=1e-6)
@@ -138,7 +147,7 @@ def test_directional_sweep_matches_directional_probes(sharp_lab):
 
 def test_mask_probe_baseline_is_a_plain_analyze_on_the_embedded_model(minilm_lab):
     text = "The quick brown fox jumps over the lazy dog."
-    c = compare(minilm_lab, text, Probe("mask-tokens", positions=[4]))
+    c = compare(minilm_lab, text, make_intervention("mask-tokens", positions=[4]))
     plain = minilm_lab.analyze(text)
     np.testing.assert_array_equal(c.baseline.attention, plain.attention)
     assert c.probed.tokens[4] == "[MASK]" and c.baseline.tokens[4] == "fox"

@@ -8,8 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bertviz_lab.syntax import (ALL, SAMPLE_TREEBANK, Counts, Sentence, TreebankError, probe_treebank,
-                                read_conllu, word_attention)
+from bertviz_lab.syntax.scoring import ALL, ArcCollector, score_treebank, word_attention
+from bertviz_lab.syntax.summary import Settings, summarise
+from bertviz_lab.syntax.treebank import SAMPLE_TREEBANK, Sentence, TreebankError, read_conllu
 
 ROOT = Path(__file__).resolve().parent.parent
 SMALL = """# sent_id = a
@@ -56,7 +57,7 @@ def test_word_level_attention_of_split_words(tiny_lab):
     rng = np.random.default_rng(0)
     a = rng.random((1, 1, 8, 8))
     a /= a.sum(-1, keepdims=True)
-    from bertviz_lab.metrics import to_word_level, word_groups
+    from bertviz_lab.attention import to_word_level, word_groups
 
     groups, _ = word_groups(enc.tokens, enc.word_ids)
     full = to_word_level(a, groups)
@@ -67,47 +68,100 @@ def test_word_level_attention_of_split_words(tiny_lab):
     assert words[0, 0, 2, 1] == pytest.approx(a[0, 0, 5, 2:5].sum())  # to a split word: sum
 
 
-def test_counting_in_both_directions_by_hand():
-    # words: 0 the, 1 cat, 2 sat, 3 down ; arcs: the->cat det, cat->sat nsubj, down->sat advmod
-    s = Sentence(["the", "cat", "sat", "down"], [2, 3, 0, 3], ["det", "nsubj", "root", "advmod"])
-    a = np.zeros((1, 2, 4, 4))
-    # head 0 points every word at the next one (the->cat right, cat->sat right, sat->down, down->? wraps to the)
-    for i, j in [(0, 1), (1, 2), (2, 3), (3, 0)]:
-        a[0, 0, i, j] = 1.0
-    # head 1: each word attends to itself most (ignored) then to the previous word
-    for i in range(4):
-        a[0, 1, i, i] = 5.0
-        a[0, 1, i, (i - 1) % 4] = 1.0
-    c = Counts(1, 2)
-    c.add(a, s)
-    assert c.total[("det", "dep->head")] == 1 and c.total[(ALL, "dep->head")] == 3
-    # head 0: dep->head right for det (the->cat) and nsubj (cat->sat), wrong for advmod (down->the)
-    assert c.correct[("det", "dep->head")][0, 0] == 1
-    assert c.correct[("nsubj", "dep->head")][0, 0] == 1
-    assert c.correct[("advmod", "dep->head")][0, 0] == 0
-    # head->dep with head 0: cat->sat (det wants the), sat->down (nsubj wants cat: no; advmod wants down: yes)
-    assert c.correct[("det", "head->dep")][0, 0] == 0
-    assert c.correct[("advmod", "head->dep")][0, 0] == 1
-    # head 1 (previous word, itself excluded): the->down, cat->the, sat->cat, down->sat
-    assert c.correct[("advmod", "dep->head")][0, 1] == 1
-    assert c.correct[("nsubj", "head->dep")][0, 1] == 1  # sat's choice is cat
-    assert c.correct[("det", "head->dep")][0, 1] == 1  # cat's choice is the
-    assert c.correct[(ALL, "dep->head")].tolist() == [[2, 1]]
-    # offset baseline: det +1, nsubj +1, advmod -1 -> best offset +1 for all arcs, 2 of 3
-    assert c.baseline(ALL, "dep->head") == (1, pytest.approx(2 / 3))
-    assert c.baseline("advmod", "dep->head") == (-1, 1.0)
-    scores = c.head_scores()
-    row = scores[(scores.relation == "det") & (scores.direction == "dep->head") & (scores["head"] == 1)]
-    assert row.correct.item() == 1 and row.total.item() == 1 and row.accuracy.item() == 1.0
+# "the cat sat down ." with gold heads the->cat, cat->sat, sat=root, down->sat, .->sat.
+HAND = Sentence(["the", "cat", "sat", "down", "."], [2, 3, 0, 3, 3], ["det", "nsubj", "root", "advmod", "punct"])
+HAND_ATTENTION = np.array([  # rows attend (query), columns are attended to (key)
+    [0.10, 0.30, 0.50, 0.05, 0.05],  # the  -> sat
+    [0.20, 0.10, 0.60, 0.05, 0.05],  # cat  -> sat
+    [0.02, 0.08, 0.10, 0.30, 0.50],  # sat  -> .   (the verb attends to the final period)
+    [0.05, 0.05, 0.80, 0.05, 0.05],  # down -> sat
+    [0.05, 0.15, 0.60, 0.10, 0.10],  # .    -> sat
+])
 
 
-def test_batched_probe_equals_one_at_a_time(sharp_lab):
+def hand_table():
+    collector = ArcCollector(1, 1)
+    collector.add(0, HAND, HAND_ATTENTION[None, None])
+    return collector.table()
+
+
+def hits(table, direction):
+    return dict(zip(HAND.relations, table.hits[direction][:, 0, 0].tolist()))
+
+
+def test_dep_to_head_by_hand():
+    # each word's most-attended other word: the->sat x, cat->sat v, sat->. (root: never), down->sat v, .->sat v
+    assert hits(hand_table(), "dep->head") == {"det": False, "nsubj": True, "root": False, "advmod": True,
+                                               "punct": True}
+
+
+def test_head_to_dep_is_clarks_transpose_by_hand():
+    # Clark's "transpose": a word's predicted head is the other word that attends to it most.
+    # the <- cat (0.20) v; cat <- the (0.30) x; sat <- down (root: never); down <- sat (0.30) v; . <- sat (0.50) v.
+    # sat is right for two dependents (down and .). The misreading "the head's own argmax is the dependent"
+    # would score only the punct arc (sat's argmax is .) and nothing else: 1 of 4 instead of 3 of 5.
+    assert hits(hand_table(), "head->dep") == {"det": True, "nsubj": False, "root": False, "advmod": True,
+                                               "punct": True}
+
+
+def test_all_counts_root_words_as_misses_and_offsets_follow_clark():
+    summary = summarise(score_table(hand_table()), settings=Settings(resamples=0, min_arcs=1))
+    scores = summary.head_scores
+    overall = scores[(scores.relation == ALL)].set_index("direction")
+    assert overall.loc["dep->head", "total"] == 5 and overall.loc["dep->head", "correct"] == 3
+    assert overall.loc["head->dep", "correct"] == 3
+    best = summary.best_heads.set_index("relation")
+    assert "root" not in best.index  # no head can predict it; it is only a miss inside "all"
+    # Clark's offset baseline predicts clamp(i + offset + 1, 0, n) for offsets -3..+2:
+    # +1 is right for the and cat (2 of 5); root is predicted by -3 (clamped to ROOT); advmod by -1; punct by -2.
+    assert (best.loc[ALL, "baseline_offset"], best.loc[ALL, "baseline_accuracy"]) == (1, pytest.approx(0.4))
+    assert best.loc["advmod", "baseline_offset"] == -1 and best.loc["punct", "baseline_offset"] == -2
+    root = scores[scores.relation == "root"]
+    assert (root.correct == 0).all()
+
+
+def score_table(table):
+    from bertviz_lab.lab import CheckpointInfo
+    from bertviz_lab.syntax.scoring import TreebankScores
+
+    return TreebankScores(table, CheckpointInfo("hand", "hand-made", "0" * 64, False), 1, 0)
+
+
+def test_tree_decoding_by_hand():
+    table = hand_table()
+    # The symmetrised map A + A.T has its maximum spanning tree on the--cat? No: its heaviest edges are
+    # down-sat 1.10, cat-sat 0.68, the-sat 0.52, sat-. 1.10; the tree is the star around sat.
+    tree = table.hits["tree"][:, 0, 0].tolist()
+    assert tree == [False, True, False, True, True]  # the-cat is not in the star; root has no arc
+    # right-branching chain the-cat-sat-down-. recovers the-cat, cat-sat, down-sat but not .-sat
+    assert table.chain_hits.tolist() == [True, True, False, True, False]
+
+
+def test_spanning_trees_equal_scipy():
+    scipy_sparse = pytest.importorskip("scipy.sparse.csgraph")
+    from bertviz_lab.syntax.predictors import spanning_tree_edges
+
+    rng = np.random.default_rng(3)
+    for n in (2, 3, 7, 15):
+        maps = rng.random((3, 4, n, n))
+        edges = spanning_tree_edges(maps)
+        for layer in range(3):
+            for head in range(4):
+                sym = maps[layer, head] + maps[layer, head].T
+                np.fill_diagonal(sym, 0)
+                mst = scipy_sparse.minimum_spanning_tree(-(sym + 10.0) * (1 - np.eye(n))).toarray() != 0
+                assert np.array_equal(edges[layer, head], mst | mst.T)
+
+
+def test_batched_scoring_equals_one_at_a_time(sharp_lab):
     sentences = read_conllu(SAMPLE_TREEBANK)[:20]
-    one = probe_treebank(sharp_lab, sentences, batch_size=1)
-    many = probe_treebank(sharp_lab, sentences, batch_size=8)
+    settings = Settings(resamples=50, min_arcs=1)
+    one = summarise(score_treebank(sharp_lab, sentences, batch_size=1), settings=settings)
+    many = summarise(score_treebank(sharp_lab, sentences, batch_size=8), settings=settings)
     pd.testing.assert_frame_equal(one.head_scores, many.head_scores)
-    assert one.counts.general_stats()["entropy"] == pytest.approx(many.counts.general_stats()["entropy"], abs=1e-5)
-    short = probe_treebank(sharp_lab, sentences, batch_size=8, max_length=9)
+    pd.testing.assert_frame_equal(one.best_heads, many.best_heads)
+    assert one.general_stats["entropy"] == pytest.approx(many.general_stats["entropy"], abs=1e-5)
+    short = score_treebank(sharp_lab, sentences, batch_size=8, max_length=9)
     assert short.sentences_skipped > 0 and short.sentences_used + short.sentences_skipped == 20
 
 
@@ -124,31 +178,37 @@ def test_sample_treebank_is_large_and_well_formed():
                 j = s.heads[j - 1]
 
 
-def test_cli_on_the_sample_with_the_embedded_model(tmp_path, minilm_lab):
+def test_cli_scores_published_weights_with_intervals(tmp_path, minilm_lab):
     out = tmp_path / "probe"
-    run = subprocess.run([sys.executable, "-m", "bertviz_lab", "probe", "--out", str(out), "--model", "default",
-                          "--device", "cpu", "--batch-size", "16"], capture_output=True, text=True, cwd=ROOT,
-                         timeout=300)
+    run = subprocess.run([sys.executable, "-m", "bertviz_lab", "probe", "--out", str(out), "--device", "cpu",
+                          "--batch-size", "16", "--resamples", "200", "--min-arcs", "20"], capture_output=True,
+                         text=True, cwd=ROOT, timeout=300)
     assert run.returncode == 0, run.stderr
     summary = json.loads(run.stdout.strip().splitlines()[-1])
     assert summary["sentences"] == len(read_conllu(SAMPLE_TREEBANK)) and summary["skipped"] == 0
+    # attention is studied on the published weights by default, and every output says so
+    assert summary["model_sha256"] == minilm_lab.checkpoint_info().sha256
+    assert "fine-tuned" not in summary["model"]
     scores = pd.read_csv(out / "head_scores.csv")
+    assert set(scores.model_sha256) == {minilm_lab.checkpoint_info().sha256}
     relations = set(scores.relation)
-    assert ALL in relations and {"nsubj", "det", "obj", "case"} <= relations
-    expected = minilm_lab.n_layers * minilm_lab.n_heads * len(relations) * 2
-    assert len(scores) == expected
+    assert ALL in relations and {"nsubj", "det", "obj", "case", "root"} <= relations
     assert scores.groupby(["relation", "direction"]).size().eq(minilm_lab.n_layers * minilm_lab.n_heads).all()
-    assert (scores.correct <= scores.total).all()
     np.testing.assert_allclose(scores.accuracy, scores.correct / scores.total, atol=1e-6)
+    assert ((scores.ci_low <= scores.accuracy + 1e-9) & (scores.accuracy <= scores.ci_high + 1e-9)).all()
     best = pd.read_csv(out / "best_heads.csv")
-    assert list(best.columns) == ["relation", "best_head", "direction", "accuracy", "baseline_offset",
-                                  "baseline_accuracy", "count"]
-    assert set(best.relation) == relations
+    for column in ("best_head", "direction", "accuracy", "ci_low", "ci_high", "heldout_accuracy", "baseline_offset",
+                   "baseline_accuracy", "p_value", "null_accuracy", "tree_recall", "count"):
+        assert column in best.columns
+    assert best.relation.iloc[0] == ALL and (best["count"][1:] >= 20).all()
     top = best[best.relation == "det"].iloc[0]
     layer, head = (int(v) for v in top.best_head.split("-"))
     det = scores[(scores.relation == "det") & (scores.direction == top.direction)]
     assert top.accuracy == pytest.approx(det.accuracy.max(), abs=1e-6)
     assert det[(det.layer == layer) & (det["head"] == head)].accuracy.item() == pytest.approx(top.accuracy, abs=1e-6)
+    uuas = pd.read_csv(out / "uuas.csv")
+    assert len(uuas) == minilm_lab.n_layers * minilm_lab.n_heads + 1 and "right-branching" in set(uuas.predictor)
+    assert (out / "report.html").read_text().count("Plotly.newPlot") >= 3
 
 
 def test_cli_malformed_file_writes_nothing(tmp_path):

@@ -1,6 +1,7 @@
 """The probe report opens offline in headless chromium and shows its heatmaps."""
-from bertviz_lab.syntax import SAMPLE_TREEBANK, probe_treebank, read_conllu, write_outputs
 from browser import browser  # noqa: F401  (fixture)
+
+from bertviz_lab.syntax import SAMPLE_TREEBANK, probe_treebank, read_conllu, write_outputs
 
 
 def test_report_renders_offline(browser, sharp_lab, tmp_path):  # noqa: F811

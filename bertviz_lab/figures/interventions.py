@@ -1,48 +1,48 @@
-"""Figures and tables for probes: baseline vs probed attention and their difference, per-head
-divergence, prediction changes, offset profiles, sweeps, position-embedding similarity."""
+"""Figures and tables for interventions: baseline vs intervened attention and their difference,
+per-head divergence, prediction changes, offset profiles, sweeps, position-embedding similarity."""
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from . import plots
-from .interventions import relative_offset_profile  # noqa: F401  (re-exported for the UI)
-from .metrics import attention_view
-from .probing import Comparison, DirectionalRow
-from .views import ViewOptions
+from ..attention import attention_view
+from ..interventions import Comparison, DirectionalRow
+from ..naming import head_labels
+from .analysis import ViewOptions
+from .base import DIVERGING, Figure, heatmap_grid, layer_head_figure, with_diverging
 
 OFFSETS = [str(o) for o in range(-5, 6)]
 
 
-def comparison_figure(c: Comparison, opts: ViewOptions) -> plots.Figure:
-    opts.clamp(c.baseline)
+def comparison_figure(c: Comparison, opts: ViewOptions) -> Figure:
+    opts = opts.clamp(c.baseline)
     l, h = opts.layer, opts.head
     b, p = c.baseline.attention[l, h], c.probed.attention[l, h]
     views = [attention_view(z, c.baseline.tokens, c.baseline.word_ids, c.baseline.segment_ids,
                             hide_special=opts.hide_special, word_level=opts.word_level, pair_filter=opts.pair_filter)
              for z in (b, p)]
     diff = views[1].weights - views[0].weights
-    fig = plots.heatmap_grid([("baseline", views[0].weights), (f"probed: {c.probe.describe()}", views[1].weights),
+    fig = heatmap_grid([("baseline", views[0].weights), (f"probed: {c.intervention.describe()}", views[1].weights),
                               ("probed - baseline", diff)], views[0].key_labels, views[0].query_labels,
                              title=f"Layer {l + 1}, head {h + 1}: baseline vs probed", filename=f"probe-L{l + 1}-H{h + 1}",
                              columns=3, height_per_row=460)
-    return plots.with_diverging(fig, 2, diff)
+    return with_diverging(fig, 2, diff)
 
 
-def js_figure(c: Comparison) -> plots.Figure:
-    return plots.layer_head_figure(c.js, f"Jensen-Shannon divergence per head, baseline vs {c.probe.describe()}",
+def js_figure(c: Comparison) -> Figure:
+    return layer_head_figure(c.js, f"Jensen-Shannon divergence per head, baseline vs {c.intervention.describe()}",
                                    "probe-js-divergence", value_label="JS (nats)")
 
 
-def offsets_figure(c: Comparison, layer: int) -> plots.Figure:
-    heads = [f"H{h + 1}" for h in range(c.baseline.n_heads)]
+def offsets_figure(c: Comparison, layer: int) -> Figure:
+    heads = head_labels(c.baseline.n_heads)
     change = c.offsets_after[layer] - c.offsets_before[layer]
-    fig = plots.heatmap_grid([("before", c.offsets_before[layer]), ("after", c.offsets_after[layer]),
+    fig = heatmap_grid([("before", c.offsets_before[layer]), ("after", c.offsets_after[layer]),
                               ("after - before", change)],
                              OFFSETS, heads, title=f"Mean attention by relative offset (key - query), layer {layer + 1}",
                              filename=f"offset-profile-L{layer + 1}", columns=3, height_per_row=380,
                              hover="head %{y}, offset %{x}<br>%{z:.4f}", x_title="offset", y_title="head")
-    return plots.with_diverging(fig, 2, change)
+    return with_diverging(fig, 2, change)
 
 
 CHANGE_COLUMNS = ["position", "token", "baseline top-1", "p(top-1) baseline", "p(top-1) probed", "change",
@@ -62,19 +62,19 @@ def directional_table(rows: list[DirectionalRow]) -> pd.DataFrame:
                         columns=["position", "token", "top-1 (both sides)", "p both", "p left only", "p right only"])
 
 
-def ablation_figure(drops: np.ndarray) -> plots.Figure:
-    return plots.layer_head_figure(drops, "Head importance: drop in log-probability of the top-1 prediction "
+def ablation_figure(drops: np.ndarray) -> Figure:
+    return layer_head_figure(drops, "Head importance: drop in log-probability of the top-1 prediction "
                                    "when the head is zeroed (mean over masked positions)", "head-ablation",
                                    diverging=True, value_label="drop in log p")
 
 
-def position_figure(learned: np.ndarray, sinusoidal: np.ndarray) -> plots.Figure:
+def position_figure(learned: np.ndarray, sinusoidal: np.ndarray) -> Figure:
     n = learned.shape[0]
     labels = [str(i) for i in range(n)]
-    fig = plots.heatmap_grid([("learned position embeddings", learned), ("sinusoidal (seed material)", sinusoidal)],
+    fig = heatmap_grid([("learned position embeddings", learned), ("sinusoidal (seed material)", sinusoidal)],
                              labels, labels, title=f"Cosine similarity of positions 0..{n - 1}",
                              filename=f"position-similarity-{n}", columns=2, height_per_row=520,
                              hover="position %{y} vs %{x}<br>cosine %{z:.3f}", x_title="position", y_title="position")
     for trace in fig["data"]:
-        trace.update({"colorscale": plots.DIVERGING, "zmin": -1, "zmax": 1, "zmid": 0})
+        trace.update({"colorscale": DIVERGING, "zmin": -1, "zmax": 1, "zmid": 0})
     return fig

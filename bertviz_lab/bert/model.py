@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .hooks import Edit, HookPoint, HookRun, active_run, hook_run, name_hook_points
+from .hooks import Edit, HookPoint, active_run, hook_run, name_hook_points
 
 
 @dataclass
@@ -352,4 +352,24 @@ def layer_hook(layer: int, name: str) -> str:
     raise KeyError(name)
 
 
-__all__ = ["BertConfig", "BertLab", "BertForwardOutput", "HookRun", "layer_hook"]
+
+def init_weights(model: BertLab, seed: int = 0) -> BertLab:
+    """BERT's initialisation (Hugging Face ``_init_weights``): Linear and Embedding weights
+    N(0, initializer_range), biases 0, the padding row 0, LayerNorm 1 and 0. Seeded, and without
+    touching the global random state."""
+    std = float(model.config.extra.get("initializer_range", 0.02))
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, (nn.Linear, nn.Embedding)):
+                module.weight.copy_(torch.empty_like(module.weight).normal_(0.0, std, generator=generator))
+                if isinstance(module, nn.Linear) and module.bias is not None:
+                    module.bias.zero_()
+                if isinstance(module, nn.Embedding) and module.padding_idx is not None:
+                    module.weight[module.padding_idx].zero_()
+            elif isinstance(module, nn.LayerNorm):
+                module.weight.fill_(1.0)
+                module.bias.zero_()
+            elif isinstance(module, BertLMPredictionHead):
+                module.bias.zero_()
+    return model

@@ -1,19 +1,20 @@
-"""From an Analysis and the display options to figures, tables and exports.
+"""From an Analysis and the display options to figures and tables.
 
 No forward pass happens here: changing layer, head or a toggle re-renders from the cached
 Analysis. The UI calls these functions; so do the tests.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
-from . import plots
-from .analysis import Analysis
-from .metrics import HEAD_STATS, attention_view, head_statistics, rollout, unique_labels, word_groups
+from ..attention import HEAD_STATS, attention_view, head_statistics, rollout
+from ..lab import Analysis
+from ..naming import SPECIAL_TOKENS, head_labels, layer_labels
+from .attention import head_view_figure, heatmap_figure, overview_figure, predictions_figure
+from .base import Figure, heatmap_grid
 
 
 @dataclass
@@ -26,9 +27,9 @@ class ViewOptions:
     head_view_token: int | None = None  # position in the displayed labels, None = all tokens
 
     def clamp(self, analysis: Analysis) -> ViewOptions:
-        self.layer = int(min(max(self.layer, 0), analysis.n_layers - 1))
-        self.head = int(min(max(self.head, 0), analysis.n_heads - 1))
-        return self
+        """A copy whose layer and head exist in this analysis (the options are never changed)."""
+        return replace(self, layer=int(min(max(self.layer, 0), analysis.n_layers - 1)),
+                       head=int(min(max(self.head, 0), analysis.n_heads - 1)))
 
 
 def _view(analysis: Analysis, weights: np.ndarray, opts: ViewOptions):
@@ -36,16 +37,16 @@ def _view(analysis: Analysis, weights: np.ndarray, opts: ViewOptions):
                           hide_special=opts.hide_special, word_level=opts.word_level, pair_filter=opts.pair_filter)
 
 
-def single_head(analysis: Analysis, opts: ViewOptions) -> tuple[plots.Figure, list[str]]:
-    opts.clamp(analysis)
+def single_head(analysis: Analysis, opts: ViewOptions) -> tuple[Figure, list[str]]:
+    opts = opts.clamp(analysis)
     view = _view(analysis, analysis.attention[opts.layer, opts.head], opts)
     title = f"Layer {opts.layer + 1}, head {opts.head + 1}"
-    return plots.heatmap_figure(view, title, filename=f"attention-L{opts.layer + 1}-H{opts.head + 1}"), view.notes
+    return heatmap_figure(view, title, filename=f"attention-L{opts.layer + 1}-H{opts.head + 1}"), view.notes
 
 
-def aggregates(analysis: Analysis, opts: ViewOptions) -> plots.Figure:
+def aggregates(analysis: Analysis, opts: ViewOptions) -> Figure:
     """Raw head next to the layer mean, the mean over all heads, and rollout up to this layer."""
-    opts.clamp(analysis)
+    opts = opts.clamp(analysis)
     a = analysis.attention
     panels = [
         (f"L{opts.layer + 1} H{opts.head + 1} (raw)", a[opts.layer, opts.head]),
@@ -55,19 +56,19 @@ def aggregates(analysis: Analysis, opts: ViewOptions) -> plots.Figure:
     ]
     views = [_view(analysis, z, opts) for _, z in panels]
     labels_x, labels_y = views[0].key_labels, views[0].query_labels
-    return plots.heatmap_grid([(name, v.weights) for (name, _), v in zip(panels, views)], labels_x, labels_y,
+    return heatmap_grid([(name, v.weights) for (name, _), v in zip(panels, views)], labels_x, labels_y,
                               title="Raw attention vs aggregates (rollout: Abnar & Zuidema 2020)",
                               filename=f"aggregates-L{opts.layer + 1}", columns=2, height_per_row=420,
                               zmax_shared=True)
 
 
-def head_view(analysis: Analysis, opts: ViewOptions) -> plots.Figure:
-    opts.clamp(analysis)
+def head_view(analysis: Analysis, opts: ViewOptions) -> Figure:
+    opts = opts.clamp(analysis)
     view = attention_view(analysis.attention[opts.layer], analysis.tokens, analysis.word_ids, analysis.segment_ids,
                           hide_special=opts.hide_special, word_level=opts.word_level)
     labels = [lab.split(" ", 1)[1] for lab in view.query_labels]
     token = opts.head_view_token if opts.head_view_token is not None and opts.head_view_token < len(labels) else None
-    return plots.head_view_figure(view.weights, labels, opts.layer, token=token)
+    return head_view_figure(view.weights, labels, opts.layer, token=token)
 
 
 def head_view_choices(analysis: Analysis, opts: ViewOptions) -> list[tuple[str, int]]:
@@ -76,15 +77,14 @@ def head_view_choices(analysis: Analysis, opts: ViewOptions) -> list[tuple[str, 
     return [(label, i) for i, label in enumerate(view.query_labels)]
 
 
-def overview(analysis: Analysis, selected: tuple[int, int] | None = None) -> plots.Figure:
-    return plots.overview_figure(analysis.attention, selected=selected)
+def overview(analysis: Analysis, selected: tuple[int, int] | None = None) -> Figure:
+    return overview_figure(analysis.attention, selected=selected)
 
 
-def summary(analysis: Analysis) -> plots.Figure:
+def summary(analysis: Analysis) -> Figure:
     stats = head_statistics(analysis.attention, analysis.tokens)
-    heads = [f"H{h + 1}" for h in range(analysis.n_heads)]
-    layers = [f"L{l + 1}" for l in range(analysis.n_layers)]
-    return plots.heatmap_grid([(name, stats[name]) for name in HEAD_STATS], heads, layers,
+    return heatmap_grid([(name, stats[name]) for name in HEAD_STATS], head_labels(analysis.n_heads),
+                        layer_labels(analysis.n_layers),
                               title="Per-head statistics for this input (layers x heads, mean over query tokens)",
                               filename="head-summary", columns=4, height_per_row=300,
                               hover="layer %{y}, head %{x}<br>%{z:.3f}", x_title="head", y_title="layer")
@@ -99,7 +99,7 @@ def predictions_table(analysis: Analysis) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=PREDICTION_COLUMNS)
 
 
-def predictions(analysis: Analysis) -> tuple[plots.Figure, pd.DataFrame, str]:
+def predictions(analysis: Analysis) -> tuple[Figure, pd.DataFrame, str]:
     lines = []
     if analysis.mlm_note:
         lines.append(analysis.mlm_note)
@@ -107,7 +107,7 @@ def predictions(analysis: Analysis) -> tuple[plots.Figure, pd.DataFrame, str]:
         lines.append(f"**Next-sentence prediction:** P(sentence B follows sentence A) = {analysis.nsp:.3f}")
     elif analysis.nsp_note:
         lines.append(analysis.nsp_note)
-    return plots.predictions_figure(analysis.mlm, analysis.mlm_note), predictions_table(analysis), "\n\n".join(lines)
+    return predictions_figure(analysis.mlm, analysis.mlm_note), predictions_table(analysis), "\n\n".join(lines)
 
 
 def token_choices(analysis: Analysis) -> list[tuple[str, int]]:
@@ -115,35 +115,7 @@ def token_choices(analysis: Analysis) -> list[tuple[str, int]]:
     originals = {p.position: p.original for p in analysis.mlm if p.original}
     out = []
     for i, tok in enumerate(analysis.tokens):
-        if tok in ("[CLS]", "[SEP]", "[PAD]"):
+        if tok in SPECIAL_TOKENS:
             continue
         out.append((f"{i} {originals.get(i, tok)}", i))
     return out
-
-
-def attention_frame(analysis: Analysis) -> pd.DataFrame:
-    """Long format: one row per (layer, head, query, key)."""
-    layers, heads, n, _ = analysis.attention.shape
-    l, h, q, k = np.meshgrid(np.arange(layers), np.arange(heads), np.arange(n), np.arange(n), indexing="ij")
-    tokens = np.array(analysis.tokens, dtype=object)
-    return pd.DataFrame({
-        "layer": l.ravel() + 1, "head": h.ravel() + 1, "query_index": q.ravel(), "query_token": tokens[q.ravel()],
-        "key_index": k.ravel(), "key_token": tokens[k.ravel()], "weight": analysis.attention.ravel(),
-    })
-
-
-def export_csv(analysis: Analysis, folder: Path) -> Path:
-    path = Path(folder) / "attention.csv"
-    attention_frame(analysis).to_csv(path, index=False, float_format="%.6g")
-    return path
-
-
-def export_npz(analysis: Analysis, folder: Path) -> Path:
-    path = Path(folder) / "attention.npz"
-    np.savez_compressed(path, attention=analysis.attention, tokens=np.array(analysis.tokens),
-                        segment_ids=np.array(analysis.segment_ids), token_ids=np.array(analysis.token_ids))
-    return path
-
-
-__all__ = ["ViewOptions", "aggregates", "attention_frame", "export_csv", "export_npz", "head_view", "overview",
-           "predictions", "single_head", "summary", "token_choices", "unique_labels", "word_groups"]

@@ -1,50 +1,18 @@
-"""Plotly figures as plain JSON-ready dicts (data, layout, config), no model code.
-
-Figures are built as dicts rather than ``go.Figure`` objects: validation of large figures
-costs tens of milliseconds per view switch, and the dicts are what Plotly.js receives anyway.
-Numeric arrays travel base64-encoded as float32 (Plotly's typed-array ``bdata`` form).
-"""
+"""Figures of one input's attention: a head's heatmap, the all-heads overview mosaic, the
+BertViz-style head view, and the masked-word prediction bars."""
 from __future__ import annotations
 
 import base64
 import io
-import json
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
-from .metrics import AttentionView
-
-Figure = dict[str, Any]
-HEAD_COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-                "#bcbd22", "#17becf", "#393b79", "#ad494a", "#637939", "#8c6d31", "#843c39", "#7b4173"]
-# Explicit scales (light = little attention, dark = much); Plotly.js's built-in "Blues" runs the other way.
-SEQUENTIAL = [[0.0, "#f7fbff"], [0.125, "#deebf7"], [0.25, "#c6dbef"], [0.375, "#9ecae1"], [0.5, "#6baed6"],
-              [0.625, "#4292c6"], [0.75, "#2171b5"], [0.875, "#08519c"], [1.0, "#08306b"]]
-DIVERGING = [[0.0, "#2166ac"], [0.25, "#92c5de"], [0.5, "#f7f7f7"], [0.75, "#f4a582"], [1.0, "#b2182b"]]
-FONT = {"family": "DejaVu Sans, Arial, sans-serif", "size": 12}
-
-
-def typed(array: np.ndarray) -> dict[str, Any]:
-    """Plotly typed array: base64 float32 with shape (half the bytes of float64, no JSON floats)."""
-    arr = np.ascontiguousarray(array, dtype=np.float32)
-    out: dict[str, Any] = {"dtype": "f4", "bdata": base64.b64encode(arr.tobytes()).decode("ascii")}
-    if arr.ndim > 1:
-        out["shape"] = ", ".join(str(s) for s in arr.shape)
-    return out
-
-
-def figure(data: list[dict[str, Any]], layout: dict[str, Any], filename: str) -> Figure:
-    base_layout = {"font": FONT, "margin": {"l": 90, "r": 30, "t": 60, "b": 90}, "template": "plotly_white",
-                   "paper_bgcolor": "white", "plot_bgcolor": "white"}
-    base_layout.update(layout)
-    config = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "filename": filename, "scale": 2}}
-    return {"data": data, "layout": base_layout, "config": config}
-
-
-def to_json(fig: Figure) -> str:
-    return json.dumps(fig, separators=(",", ":"))
+from ..attention import AttentionView
+from ..naming import head_labels, layer_labels
+from .base import DIVERGING, HEAD_COLOURS, SEQUENTIAL, Figure, diverging_scale, figure, grid_domains, typed
 
 
 def heatmap_figure(view: AttentionView, title: str, filename: str = "attention", diverging: bool = False,
@@ -73,6 +41,7 @@ def heatmap_figure(view: AttentionView, title: str, filename: str = "attention",
     return figure([trace], layout, filename)
 
 
+@lru_cache(maxsize=1)
 def _colour_lut(n: int = 256) -> np.ndarray:
     """RGB lookup table for the sequential scale (white -> dark blue), (n, 3) uint8."""
     stops = np.array([p for p, _ in SEQUENTIAL])
@@ -81,7 +50,6 @@ def _colour_lut(n: int = 256) -> np.ndarray:
     return np.stack([np.interp(x, stops, rgb[:, ch]) for ch in range(3)], axis=1).round().astype(np.uint8)
 
 
-_LUT: np.ndarray | None = None
 
 
 def _block_mean(a: np.ndarray, size: int) -> np.ndarray:
@@ -102,16 +70,13 @@ def overview_png(attention: np.ndarray, tile: int = 48, gap: int = 2) -> tuple[b
     """
     from PIL import Image
 
-    global _LUT
-    if _LUT is None:
-        _LUT = _colour_lut()
     layers, heads, n, _ = attention.shape
     thumbs = _block_mean(attention.astype(np.float32), tile)  # (layers, heads, t, t)
     t = thumbs.shape[-1]
     peak = thumbs.max(axis=(-1, -2), keepdims=True)
     scaled = np.divide(thumbs, peak, out=np.zeros_like(thumbs), where=peak > 0)
     index = (scaled * 255).round().astype(np.uint8)
-    rgb = _LUT[index]  # (layers, heads, t, t, 3)
+    rgb = _colour_lut()[index]  # (layers, heads, t, t, 3)
     height, width = layers * (t + gap) - gap, heads * (t + gap) - gap
     canvas = np.full((height, width, 3), 235, dtype=np.uint8)
     for layer in range(layers):
@@ -148,10 +113,10 @@ def overview_figure(attention: np.ndarray, tile: int = 48, selected: tuple[int, 
         "height": int(130 + layers * max(60, min(110, 900 / layers))),
         "xaxis": {"range": [-0.5, width - 0.5], "showgrid": False, "zeroline": False, "side": "top",
                   "tickvals": [h * t + t / 2 - 1 for h in range(heads)],
-                  "ticktext": [f"H{h + 1}" for h in range(heads)], "constrain": "domain"},
+                  "ticktext": head_labels(heads), "constrain": "domain"},
         "yaxis": {"range": [height - 0.5, -0.5], "showgrid": False, "zeroline": False,
                   "tickvals": [l * t + t / 2 - 1 for l in range(layers)],
-                  "ticktext": [f"L{l + 1}" for l in range(layers)], "scaleanchor": "x", "constrain": "domain"},
+                  "ticktext": layer_labels(layers), "scaleanchor": "x", "constrain": "domain"},
         "margin": {"l": 50, "r": 20, "t": 90, "b": 20}, "shapes": shapes,
     }
     return figure([image, picker], layout, "model-overview")
@@ -207,43 +172,6 @@ def head_view_figure(layer_attention: np.ndarray, labels: Sequence[str], layer: 
     return figure(data, layout, f"head-view-layer{layer + 1}")
 
 
-def heatmap_grid(panels: Sequence[tuple[str, np.ndarray]], x_labels: Sequence[str], y_labels: Sequence[str],
-                 title: str, filename: str, columns: int, zmax_shared: bool = False, height_per_row: int = 320,
-                 hover: str = "query %{y}<br>key %{x}<br>weight %{z:.4f}", x_title: str = "", y_title: str = "",
-                 reverse_y: bool = True) -> Figure:
-    """Several heatmaps side by side, each on its own axes, sharing the category labels."""
-    rows = (len(panels) + columns - 1) // columns
-    gap_x, gap_y = (0.06 if zmax_shared else 0.09), 0.16
-    width = (1 - gap_x * (columns - 1)) / columns
-    height = (1 - gap_y * (rows - 1)) / rows
-    data, layout, annotations = [], {}, []
-    shared = max(float(p.max()) for _, p in panels) if zmax_shared else None
-    for i, (name, z) in enumerate(panels):
-        r, c = divmod(i, columns)
-        ax = "" if i == 0 else str(i + 1)
-        x0 = c * (width + gap_x)
-        y1 = 1 - r * (height + gap_y)
-        data.append({"type": "heatmap", "z": typed(z), "x": list(x_labels), "y": list(y_labels),
-                     "xaxis": f"x{ax}", "yaxis": f"y{ax}", "colorscale": SEQUENTIAL, "zmin": 0,
-                     "zmax": shared if shared is not None else float(max(z.max(), 1e-6)),
-                     "showscale": not zmax_shared or i == len(panels) - 1,
-                     "colorbar": {"thickness": 10} if zmax_shared else
-                     {"thickness": 8, "len": height * 0.9, "y": y1 - height / 2, "yanchor": "middle",
-                      "x": x0 + width + 0.005, "xanchor": "left", "tickfont": {"size": 9}},
-                     "hovertemplate": f"{name}<br>{hover}<extra></extra>"})
-        layout[f"xaxis{ax}"] = {"domain": [x0, x0 + width], "anchor": f"y{ax}", "type": "category",
-                                "tickangle": -60, "tickfont": {"size": 10},
-                                "title": {"text": x_title if r == rows - 1 else ""}}
-        layout[f"yaxis{ax}"] = {"domain": [y1 - height, y1], "anchor": f"x{ax}", "type": "category",
-                                "autorange": "reversed" if reverse_y else True, "tickfont": {"size": 10},
-                                "title": {"text": y_title if c == 0 else ""}}
-        annotations.append({"text": f"<b>{name}</b>", "x": x0 + width / 2, "y": y1 + 0.02, "xref": "paper",
-                            "yref": "paper", "showarrow": False, "xanchor": "center", "yanchor": "bottom"})
-    layout.update({"title": {"text": title}, "annotations": annotations,
-                   "height": 120 + rows * height_per_row, "margin": {"l": 80, "r": 30, "t": 90, "b": 90}})
-    return figure(data, layout, filename)
-
-
 def predictions_figure(mlm: Sequence[Any], note: str | None = None) -> Figure:
     """Top-k predictions per masked position as horizontal bars."""
     if not mlm:
@@ -252,16 +180,10 @@ def predictions_figure(mlm: Sequence[Any], note: str | None = None) -> Figure:
                   "annotations": [{"text": note or "no masked positions", "showarrow": False,
                                    "xref": "paper", "yref": "paper", "x": 0.5, "y": 0.5}]}
         return figure([], layout, "predictions")
-    columns = min(3, len(mlm))
-    rows = (len(mlm) + columns - 1) // columns
-    gap_x, gap_y = 0.12, 0.18
-    width = (1 - gap_x * (columns - 1)) / columns
-    height = (1 - gap_y * (rows - 1)) / rows
+    cells = grid_domains(len(mlm), min(3, len(mlm)), 0.12, 0.18)
     data, layout, annotations = [], {}, []
-    for i, p in enumerate(mlm):
-        r, c = divmod(i, columns)
-        ax = "" if i == 0 else str(i + 1)
-        x0, y1 = c * (width + gap_x), 1 - r * (height + gap_y)
+    for cell, p in zip(cells, mlm):
+        ax, x0, y1, width, height = cell.axis, cell.x0, cell.y1, cell.width, cell.height
         tokens = [q.token for q in p.predictions]
         probs = [q.probability for q in p.predictions]
         data.append({"type": "bar", "orientation": "h", "x": probs, "y": tokens, "xaxis": f"x{ax}",
@@ -276,37 +198,5 @@ def predictions_figure(mlm: Sequence[Any], note: str | None = None) -> Figure:
         annotations.append({"text": f"<b>{label}</b>", "x": x0 + width / 2, "y": y1 + 0.01, "xref": "paper",
                             "yref": "paper", "showarrow": False, "yanchor": "bottom"})
     layout.update({"title": {"text": "Masked-word predictions"}, "annotations": annotations,
-                   "height": 100 + rows * 260})
+                   "height": 100 + cells[0].rows * 260})
     return figure(data, layout, "predictions")
-
-
-def diverging_scale(values: np.ndarray, fallback: float = 1e-6) -> dict[str, Any]:
-    """Trace settings for a diverging scale centred on 0, symmetric around the largest |value|."""
-    bound = float(np.abs(values).max()) or fallback
-    return {"colorscale": DIVERGING, "zmid": 0, "zmin": -bound, "zmax": bound}
-
-
-def with_diverging(fig: Figure, trace_index: int, values: np.ndarray) -> Figure:
-    """Give one heatmap of a grid (whose z is ``values``) a diverging scale (for differences)."""
-    trace = fig["data"][trace_index]
-    colorbar = dict(trace.get("colorbar") or {})
-    colorbar.setdefault("x", 1.0)
-    trace.update({**diverging_scale(values), "showscale": True, "colorbar": colorbar})
-    return fig
-
-
-def layer_head_figure(values: np.ndarray, title: str, filename: str, diverging: bool = False,
-                      value_label: str = "value") -> Figure:
-    """A layers x heads heatmap with 1-based L/H labels."""
-    layers, heads = values.shape
-    trace = {"type": "heatmap", "z": typed(values), "x": [f"H{h + 1}" for h in range(heads)],
-             "y": [f"L{l + 1}" for l in range(layers)], "colorbar": {"thickness": 12},
-             "hovertemplate": f"layer %{{y}}, head %{{x}}<br>{value_label} %{{z:.4f}}<extra></extra>"}
-    if diverging:
-        trace.update(diverging_scale(values))
-    else:
-        trace.update({"colorscale": SEQUENTIAL, "zmin": 0})
-    layout = {"title": {"text": title}, "height": 120 + 38 * layers,
-              "xaxis": {"type": "category", "title": {"text": "head"}},
-              "yaxis": {"type": "category", "autorange": "reversed", "title": {"text": "layer"}}}
-    return figure([trace], layout, filename)

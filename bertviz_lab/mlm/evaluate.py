@@ -12,7 +12,7 @@ from collections.abc import Iterable
 import torch
 from tqdm import tqdm
 
-from .analysis import Encoded, Lab
+from ..lab import Encoded, Lab
 
 
 def candidates(enc: Encoded, special_ids: set[int]) -> list[int]:

@@ -1,0 +1,99 @@
+"""Which component event runs which handler, as data: one row per UI event, each with its
+``api_name`` (so every action is scriptable with ``gradio_client``). Outputs are named, and
+``api_outputs`` tells API clients and tests which name each returned value has."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
+
+RUN_OUTPUTS = ("session", "message", "picker", "layer", "head", "hv_token", "single_plot", "overview_plot",
+               "headview_plot", "aggregates_plot", "summary_plot", "pred_plot", "pred_table", "nsp_md", "notes")
+VIEW_INPUTS = ("layer", "head", "hide", "word", "pair_filter", "hv_token", "session")
+VIEW_OUTPUTS = ("session", "single_plot", "headview_plot", "aggregates_plot", "notes", "probe_plot", "offsets_plot")
+TOGGLE_INPUTS = ("layer", "head", "hide", "word", "pair_filter", "session")
+SYNTAX_OUTPUTS = ("session", "syntax_message", "syntax_weights", "syntax_table", "syntax_bars", "syntax_relation",
+                  "syntax_plot", "syntax_uuas", "syntax_diff", "syntax_sentence")
+PROBE_OUTPUTS = ("session", "probe_message", "probe_plot", "js_plot", "probe_changes", "offsets_plot")
+STATE = ("session",)
+
+
+@dataclass(frozen=True)
+class Event:
+    trigger: str  # component name on ``ui``
+    kind: str  # click, submit, input, change
+    handler: str  # method name on Handlers
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    api_name: str
+    options: dict[str, Any] = field(default_factory=dict)
+    then: Event | None = None  # a follow-up event chained with .then()
+
+
+FAST = {"show_progress": "hidden", "trigger_mode": "always_last"}
+EVENTS = (
+    Event("run_btn", "click", "analyze", ("text", "pair", "top_k", "session"), RUN_OUTPUTS, "analyze"),
+    Event("text", "submit", "analyze", ("text", "pair", "top_k", "session"), RUN_OUTPUTS, "analyze_submit"),
+    Event("mask_btn", "click", "mask", ("text", "pair", "top_k", "picker", "session"), RUN_OUTPUTS, "mask_tokens"),
+    Event("layer", "input", "rerender", VIEW_INPUTS, VIEW_OUTPUTS, "set_layer", FAST),
+    Event("head", "input", "rerender", VIEW_INPUTS, VIEW_OUTPUTS, "set_head", FAST),
+    Event("hv_token", "input", "rerender", VIEW_INPUTS, VIEW_OUTPUTS, "head_view_token"),
+    Event("hide", "input", "toggles", TOGGLE_INPUTS, VIEW_OUTPUTS + ("hv_token",), "hide_special"),
+    Event("word", "input", "toggles", TOGGLE_INPUTS, VIEW_OUTPUTS + ("hv_token",), "word_level"),
+    Event("pair_filter", "input", "toggles", TOGGLE_INPUTS, VIEW_OUTPUTS + ("hv_token",), "pair_filter"),
+    Event("overview_pick", "change", "pick", ("overview_pick", "session"), ("layer", "head", "tabs"), "pick_head",
+          then=Event("", "then", "rerender", VIEW_INPUTS, VIEW_OUTPUTS, "pick_head_render")),
+    Event("load_btn", "click", "switch_model", ("model_box", "device_box", "session"),
+          ("session", "message", "status"), "load_model"),
+    Event("csv_btn", "click", "export_csv", STATE, ("export_file", "message"), "export_csv"),
+    Event("npz_btn", "click", "export_npz", STATE, ("export_file", "message"), "export_npz"),
+    Event("probe_btn", "click", "run_probe", ("text", "pair", "top_k", "probe_kind", "picker", "probe_heads",
+                                              "probe_shift", "probe_seed", "session"), PROBE_OUTPUTS, "probe"),
+    Event("direction_btn", "click", "run_directional", ("text", "pair", "picker", "session"),
+          ("probe_message", "direction_table"), "directional_sweep"),
+    Event("ablation_btn", "click", "run_ablation", ("text", "pair", "picker", "session"),
+          ("probe_message", "ablation_plot"), "ablation_sweep"),
+    Event("positions_btn", "click", "run_positions", ("positions_n", "session"), ("probe_message", "positions_plot"),
+          "position_embeddings"),
+    Event("syntax_btn", "click", "run_syntax", ("syntax_source", "syntax_upload", "syntax_use_loaded",
+                                                "syntax_compare", "session"), SYNTAX_OUTPUTS, "syntax_probe"),
+    Event("syntax_relation", "input", "syntax_relation_view", ("syntax_relation", "syntax_direction", "session"),
+          ("syntax_plot", "syntax_diff", "syntax_message"), "syntax_relation"),
+    Event("syntax_direction", "input", "syntax_relation_view", ("syntax_relation", "syntax_direction", "session"),
+          ("syntax_plot", "syntax_diff", "syntax_message"), "syntax_direction"),
+    Event("syntax_sentence", "input", "syntax_arcs", ("syntax_sentence", "layer", "head", "session", "text"),
+          ("syntax_arcs_text", "syntax_arcs"), "syntax_sentence"),
+    Event("syntax_arcs_btn", "click", "syntax_arcs", ("syntax_sentence", "layer", "head", "session", "text"),
+          ("syntax_arcs_text", "syntax_arcs"), "syntax_arcs"),
+)
+
+
+def all_events() -> list[Event]:
+    out = []
+    for event in EVENTS:
+        while event is not None:
+            out.append(event)
+            event = event.then
+    return out
+
+
+def api_outputs(api_name: str) -> tuple[str, ...]:
+    """Names of the values an API client gets back from ``api_name`` (state is never returned)."""
+    for event in all_events():
+        if event.api_name == api_name:
+            return tuple(name for name in event.outputs if name not in STATE)
+    raise KeyError(f"no event with api_name {api_name!r}")
+
+
+def wire(ui: SimpleNamespace, handlers: Any) -> None:
+    """Attach every event of EVENTS to its component and handler."""
+    for event in EVENTS:
+        listener = getattr(getattr(ui, event.trigger), event.kind)(
+            getattr(handlers, event.handler), [getattr(ui, n) for n in event.inputs],
+            [getattr(ui, n) for n in event.outputs], api_name=event.api_name, **event.options)
+        follow = event.then
+        while follow is not None:
+            listener = listener.then(getattr(handlers, follow.handler), [getattr(ui, n) for n in follow.inputs],
+                                     [getattr(ui, n) for n in follow.outputs], api_name=follow.api_name,
+                                     **follow.options)
+            follow = follow.then

@@ -1,0 +1,203 @@
+"""Event handlers. Thin: each calls the library and returns ``{component: value}`` for just the
+components it changes (Gradio leaves the others alone), never a padded tuple."""
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import gradio as gr
+import numpy as np
+
+from ..bert import CheckpointError, DeviceError
+from ..export import export_csv, export_npz
+from ..figures import analysis as views
+from ..figures import interventions as intervention_views
+from ..interventions import (
+    REGISTRY,
+    InterventionError,
+    ablation_sweep,
+    compare,
+    directional_sweep,
+    make_intervention,
+    parse_heads,
+    position_similarity,
+)
+from ..lab import InputError, Lab
+from .state import LabCache, Session, plot, status_line
+from .syntax_handlers import SyntaxHandlers
+
+Updates = dict[Any, Any]
+
+
+def notes_text(notes: list[str]) -> str:
+    return "\n".join(f"- {n}" for n in notes)
+
+
+class Handlers(SyntaxHandlers):
+    """Every UI event's handler, bound to the page's components and the shared model cache."""
+
+    def __init__(self, ui: SimpleNamespace, cache: LabCache, startup: Lab) -> None:
+        self.ui, self.cache, self.startup = ui, cache, startup
+
+    def lab_of(self, session: Session) -> Lab:
+        return self.cache.get(session.model, session.device)
+
+    # ---- analysis ------------------------------------------------------------------------
+    def render_all(self, session: Session, message: str) -> Updates:
+        ui, a, o = self.ui, session.analysis, session.options
+        lab = self.lab_of(session)
+        single, notes = views.single_head(a, o)
+        pred_fig, table, nsp_text = views.predictions(a)
+        return {
+            ui.session: session, ui.message: message,
+            ui.picker: gr.update(choices=views.token_choices(a), value=[]),
+            ui.layer: gr.update(maximum=lab.n_layers, value=o.layer + 1),
+            ui.head: gr.update(maximum=lab.n_heads, value=o.head + 1),
+            ui.hv_token: gr.update(choices=[("all tokens", -1)] + views.head_view_choices(a, o), value=-1),
+            ui.single_plot: plot(single), ui.overview_plot: plot(views.overview(a)),
+            ui.headview_plot: plot(views.head_view(a, o)), ui.aggregates_plot: plot(views.aggregates(a, o)),
+            ui.summary_plot: plot(views.summary(a)), ui.pred_plot: plot(pred_fig), ui.pred_table: table,
+            ui.nsp_md: nsp_text, ui.notes: notes_text(notes),
+        }
+
+    def analyze(self, text: str, pair: str, top_k: float, session: Session,
+                mask_positions: list[int] | None = None) -> Updates:
+        try:
+            a = self.lab_of(session).analyze(text, pair=pair or None, top_k=int(top_k), truncate=True,
+                                             mask_positions=mask_positions or ())
+        except (InputError, CheckpointError, DeviceError) as error:
+            return {self.ui.message: f"⚠️ {error}"}
+        session.analysis = a
+        session.options.head_view_token = None
+        message = f"{len(a.tokens)} tokens."
+        if a.truncated:
+            message = (f"⚠️ The input was {a.n_tokens_before_truncation} tokens long; the model takes at most "
+                       f"{len(a.tokens)}, so it was truncated to {len(a.tokens)} tokens.")
+        return self.render_all(session, message)
+
+    def mask(self, text: str, pair: str, top_k: float, positions: list[int], session: Session) -> Updates:
+        if not positions:
+            return {self.ui.message: "⚠️ choose one or more tokens to mask first"}
+        return self.analyze(text, pair, top_k, session, mask_positions=[int(p) for p in positions])
+
+    def rerender(self, layer: float, head: float, hide: bool, word: bool, pair_filter: str, hv_token: int | None,
+                 session: Session) -> Updates:
+        ui, a = self.ui, session.analysis
+        if a is None:
+            return {}
+        o = session.options
+        o.layer, o.head = int(layer) - 1, int(head) - 1
+        o.hide_special, o.word_level, o.pair_filter = bool(hide), bool(word), pair_filter or "all"
+        o.head_view_token = None if hv_token in (None, -1) else int(hv_token)
+        single, notes = views.single_head(a, o)
+        out = {ui.session: session, ui.single_plot: plot(single), ui.headview_plot: plot(views.head_view(a, o)),
+               ui.aggregates_plot: plot(views.aggregates(a, o)), ui.notes: notes_text(notes)}
+        c = session.comparison
+        if c is not None and c.baseline.tokens == a.tokens:
+            out[ui.probe_plot] = plot(intervention_views.comparison_figure(c, o))
+            out[ui.offsets_plot] = plot(intervention_views.offsets_figure(c, o.clamp(a).layer))
+        return out
+
+    def toggles(self, layer, head, hide, word, pair_filter, session: Session) -> Updates:
+        out = self.rerender(layer, head, hide, word, pair_filter, -1, session)
+        if session.analysis is not None:
+            choices = [("all tokens", -1)] + views.head_view_choices(session.analysis, session.options)
+            out[self.ui.hv_token] = gr.update(choices=choices, value=-1)
+        return out
+
+    def pick(self, value: str, session: Session) -> Updates:
+        try:
+            layer, head = (int(v) for v in str(value).split(",")[:2])
+        except ValueError:
+            return {}
+        return {self.ui.layer: layer + 1, self.ui.head: head + 1, self.ui.tabs: gr.Tabs(selected="single")}
+
+    def switch_model(self, source: str, device_name: str, session: Session, progress=gr.Progress()) -> Updates:
+        ui = self.ui
+        progress(0.1, desc=f"loading {source or 'default'} on {device_name}")
+        try:
+            lab = self.cache.get(source or "default", device_name)
+        except (CheckpointError, DeviceError) as error:
+            return {ui.message: f"⚠️ Could not load the model: {error}"}
+        session.model, session.device = lab.source, str(lab.device)
+        session.analysis = None
+        return {ui.session: session, ui.message: f"Loaded {lab.name}. Press Run to analyse with it.",
+                ui.status: status_line(lab)}
+
+    def export(self, kind: str, session: Session) -> Updates:
+        if session.analysis is None:
+            return {self.ui.message: "⚠️ Run an analysis first, then export it."}
+        folder = Path(tempfile.mkdtemp(prefix="bertviz-lab-"))
+        path = export_csv(session.analysis, folder) if kind == "csv" else export_npz(session.analysis, folder)
+        return {self.ui.export_file: str(path), self.ui.message: f"Exported {path.name}."}
+
+    def export_csv(self, session: Session) -> Updates:
+        return self.export("csv", session)
+
+    def export_npz(self, session: Session) -> Updates:
+        return self.export("npz", session)
+
+    def attention_api(self, text: str, pair: str = "", top_k: int = 5) -> dict[str, Any]:
+        """Attention (layers x heads x query x key), tokens and masked-word predictions as JSON."""
+        return self.startup.analyze(text, pair=pair or None, top_k=int(top_k), truncate=True).to_json()
+
+    # ---- interventions -------------------------------------------------------------------
+    def run_probe(self, text: str, pair: str, top_k: float, kind: str, picked: list[int], heads: str, shift: float,
+                  seed: float, session: Session) -> Updates:
+        ui = self.ui
+        try:
+            lab = self.lab_of(session)
+            picked = [int(p) for p in picked or []]
+            targets = REGISTRY[kind].targets_picked_tokens if kind in REGISTRY else False
+            intervention = make_intervention(
+                kind, positions=picked if targets else [], shift=int(shift or 0), seed=int(seed or 0),
+                heads=parse_heads(heads, lab.n_layers, lab.n_heads) if kind == "ablate-heads" else [])
+            c = compare(lab, text, intervention, pair=pair or None, mask_positions=[] if targets else picked,
+                        top_k=int(top_k))
+        except (InputError, InterventionError, CheckpointError) as error:
+            return {ui.probe_message: f"⚠️ {error}"}
+        session.comparison = c
+        o = session.options.clamp(c.baseline)
+        message = f"Probe: {intervention.describe()}. Mean JS divergence over heads {float(c.js.mean()):.4f} nats."
+        if c.note:
+            message += f" ({c.note})"
+        return {ui.session: session, ui.probe_message: message,
+                ui.probe_plot: plot(intervention_views.comparison_figure(c, o)),
+                ui.js_plot: plot(intervention_views.js_figure(c)),
+                ui.probe_changes: intervention_views.changes_table(c),
+                ui.offsets_plot: plot(intervention_views.offsets_figure(c, o.layer))}
+
+    def run_directional(self, text: str, pair: str, picked: list[int], session: Session) -> Updates:
+        ui = self.ui
+        try:
+            rows = directional_sweep(self.lab_of(session), text, pair=pair or None,
+                                     mask_positions=[int(p) for p in picked or []])
+        except (InputError, InterventionError) as error:
+            return {ui.probe_message: f"⚠️ {error}"}
+        return {ui.probe_message: f"Directional sweep over {len(rows)} masked position(s).",
+                ui.direction_table: intervention_views.directional_table(rows)}
+
+    def run_ablation(self, text: str, pair: str, picked: list[int], session: Session,
+                     progress=gr.Progress()) -> Updates:
+        ui = self.ui
+        try:
+            drops = ablation_sweep(self.lab_of(session), text, pair=pair or None,
+                                   mask_positions=[int(p) for p in picked or []], chunk=24,
+                                   progress=lambda f, d: progress(f, desc=d))
+        except (InputError, InterventionError) as error:
+            return {ui.probe_message: f"⚠️ {error}"}
+        layer, head = np.unravel_index(int(np.argmax(drops)), drops.shape)
+        return {ui.probe_message: (f"Most important head for this prediction: layer {layer + 1}, head {head + 1} "
+                                   f"(log-probability drops by {drops[layer, head]:.3f} without it)."),
+                ui.ablation_plot: plot(intervention_views.ablation_figure(drops))}
+
+    def run_positions(self, n: float, session: Session) -> Updates:
+        ui = self.ui
+        try:
+            learned, sinusoid = position_similarity(self.lab_of(session), int(n))
+        except InterventionError as error:
+            return {ui.probe_message: f"⚠️ {error}"}
+        return {ui.probe_message: f"Cosine similarity of the first {int(n)} positions.",
+                ui.positions_plot: plot(intervention_views.position_figure(learned, sinusoid))}

@@ -1,0 +1,76 @@
+"""What the app keeps between events: the bounded cache of loaded (read-only) models shared by
+all sessions, and the per-browser-session state (the current Analysis and choices) in
+``gr.State``. Captures never live here: each event runs its own hook context."""
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+from gradio.components.plot import PlotData
+
+from ..bert import DEFAULT_SOURCE, CheckpointError
+from ..figures.analysis import ViewOptions
+from ..figures.base import Figure, to_json
+from ..lab import Analysis, Lab, load
+
+
+class LabCache:
+    """Loaded models keyed by (source, device), loaded once, shared read-only, at most
+    ``capacity`` at a time (least recently used first out; the startup model is pinned)."""
+
+    def __init__(self, allowed: list[str] | None, allow_any: bool, capacity: int = 4) -> None:
+        self.allowed = allowed or [DEFAULT_SOURCE]
+        self.allow_any = allow_any
+        self.capacity = max(1, capacity)
+        self._labs: OrderedDict[tuple[str, str], Lab] = OrderedDict()
+        self._pinned: tuple[str, str] | None = None
+        self._lock = threading.Lock()
+
+    def pin(self, lab: Lab, device: str) -> None:
+        self._pinned = (lab.source, device)
+        self._labs[self._pinned] = lab
+
+    def get(self, source: str, device: str) -> Lab:
+        source = (source or DEFAULT_SOURCE).strip()
+        if not self.allow_any and source not in self.allowed:
+            raise CheckpointError(f"model {source!r} is not enabled on this server; "
+                                  f"choose one of: {', '.join(self.allowed)}")
+        key = (source, device)
+        with self._lock:
+            if key not in self._labs:
+                self._labs[key] = load(source, device=device)
+                evictable = [k for k in self._labs if k not in (key, self._pinned)]
+                while len(self._labs) > self.capacity and evictable:
+                    del self._labs[evictable.pop(0)]
+            self._labs.move_to_end(key)
+            return self._labs[key]
+
+
+@dataclass
+class Session:
+    model: str = DEFAULT_SOURCE
+    device: str = "cpu"
+    analysis: Analysis | None = None
+    options: ViewOptions = field(default_factory=ViewOptions)
+    comparison: Any = None  # interventions.Comparison of the last intervention
+    syntax: Any = None  # syntax.run.SyntaxRun of the last treebank run
+    treebank: list = field(default_factory=list)  # its sentences
+    syntax_model: str = ""  # the weights it scored
+
+
+def plot(fig: Figure) -> PlotData:
+    return PlotData(type="plotly", plot=to_json(fig))
+
+
+def status_line(lab: Lab) -> str:
+    head = "MLM head: yes" if lab.model.has_mlm_head else "no MLM head (no masked-word predictions)"
+    line = (f"**Model:** {lab.name} · {lab.n_layers} layers × {lab.n_heads} heads · {head} · "
+            f"**device:** {lab.device}")
+    if lab.checkpoint.mlm_head_source:
+        line += ("\n\n**Which weights the attention comes from:** this is bertviz-lab's masked-word version of "
+                 "MiniLM (see assets/minilm-mlm/MODEL_CARD.md); the fine-tuned layers differ from the published "
+                 "all-MiniLM-L6-v2. Choose `minilm-original` under *Model and device* for the published weights "
+                 "exactly (attention only, no predictions).")
+    return line

@@ -1,0 +1,111 @@
+"""Handlers of the Syntax tab (mixed into ``Handlers``): scoring a treebank with published
+weights by default, the per-relation views, and one sentence's arcs."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+
+from ..bert import CheckpointError, DeviceError
+from ..figures import syntax as syntax_views
+from ..syntax.parse import spacy_model_name, spacy_parse
+from ..syntax.run import attention_weights_source, run_syntax
+from ..syntax.scoring import sentence_word_attention
+from ..syntax.summary import HELD_OUT_NOTE, Settings
+from ..syntax.treebank import SAMPLE_TREEBANK, TreebankError, read_conllu
+from .state import Session, plot
+from .tabs import MAX_UPLOAD_BYTES
+
+APP_SETTINGS = Settings(resamples=1000, seed=0, select_fraction=0.5, min_arcs=10)
+
+
+def treebank_path(source: str, upload: str | None) -> Path:
+    if source != "upload":
+        return SAMPLE_TREEBANK
+    if not upload:
+        raise TreebankError("upload a CoNLL-U file first")
+    size = Path(upload).stat().st_size
+    if size > MAX_UPLOAD_BYTES:
+        raise TreebankError(f"the file is {size / 1e6:.1f} MB; the app accepts up to {MAX_UPLOAD_BYTES / 1e6:.0f} MB "
+                            "(use the command line for big treebanks)")
+    return Path(upload)
+
+
+class SyntaxHandlers:
+    ui: Any
+    cache: Any
+
+    def syntax_sources(self, session: Session, use_loaded: bool) -> tuple[str, str]:
+        """(weights to score, the other weights): published ones unless the user chose the loaded model."""
+        published = attention_weights_source(session.model)
+        chosen = session.model if use_loaded else published
+        return chosen, (published if chosen != published else session.model)
+
+    def run_syntax(self, source: str, upload: str | None, use_loaded: bool, compare: bool, session: Session,
+                   progress=gr.Progress()) -> dict:
+        ui = self.ui
+        try:
+            path = treebank_path(source, upload)
+            sentences = read_conllu(path)
+            chosen, other = self.syntax_sources(session, bool(use_loaded))
+            lab = self.cache.get(chosen, session.device)
+            other_lab = self.cache.get(other, session.device) if compare and other != chosen else None
+            run = run_syntax(lab, sentences, APP_SETTINGS, compare_lab=other_lab,
+                             progress=lambda f, what: progress(f, desc=what))
+        except (TreebankError, CheckpointError, DeviceError) as error:
+            return {ui.syntax_message: f"⚠️ {error}"}
+        session.syntax, session.treebank, session.syntax_model = run, sentences, chosen
+        summary = run.summary
+        relations = list(summary.best_heads.relation)
+        skipped = f", skipped {summary.sentences_skipped} as too long" if summary.sentences_skipped else ""
+        choices = [(f"{i + 1}: {s.text[:80]}", i) for i, s in enumerate(sentences)]
+        if spacy_model_name() is not None:
+            choices.insert(0, ("the sentence typed above (parsed by spaCy)", -1))
+        weights = f"**Weights scored:** {syntax_views.markdown_text(summary.checkpoint.describe())}"
+        if run.compare is not None:
+            weights += f"  \n**Compared with (B):** {syntax_views.markdown_text(run.compare_name)}"
+        return {ui.session: session, ui.syntax_weights: weights,
+                ui.syntax_message: f"Scored {summary.sentences_used} sentences from {path.name}{skipped}. "
+                                   f"Relations with at least {APP_SETTINGS.min_arcs} arcs are listed. {HELD_OUT_NOTE}",
+                ui.syntax_table: syntax_views.best_heads_table(summary),
+                ui.syntax_bars: plot(syntax_views.best_heads_figure(summary)),
+                ui.syntax_relation: gr.update(choices=relations, value=relations[0]),
+                ui.syntax_plot: plot(syntax_views.relation_heatmap(summary, relations[0], "dep->head")),
+                ui.syntax_uuas: plot(syntax_views.uuas_figure(summary)),
+                ui.syntax_diff: self.difference_plot(session, relations[0], "dep->head"),
+                ui.syntax_sentence: gr.update(choices=choices, value=0)}
+
+    def difference_plot(self, session: Session, relation: str, direction: str):
+        run = session.syntax
+        if run is None or run.compare is None:
+            return None
+        s = run.summary
+        return plot(syntax_views.difference_figure(run.compare, relation, direction, s.layers, s.heads))
+
+    def syntax_relation_view(self, relation: str, direction: str, session: Session) -> dict:
+        ui = self.ui
+        if session.syntax is None or not relation:
+            return {}
+        try:
+            figure = syntax_views.relation_heatmap(session.syntax.summary, relation, direction)
+        except KeyError as error:
+            return {ui.syntax_message: f"⚠️ {error}"}
+        return {ui.syntax_plot: plot(figure), ui.syntax_diff: self.difference_plot(session, relation, direction)}
+
+    def syntax_arcs(self, index: int | None, layer: float, head: float, session: Session, text: str = "") -> dict:
+        ui = self.ui
+        if index == -1:  # the sentence typed above, parsed by spaCy
+            sentence = spacy_parse(text) if text and text.strip() else None
+            if sentence is None:
+                return {ui.syntax_arcs_text: "⚠️ Type a sentence above (spaCy parses it)."}
+        elif not session.treebank or index is None:
+            return {ui.syntax_arcs_text: "⚠️ Run the syntax probe first, then choose a sentence."}
+        else:
+            sentence = session.treebank[int(index)]
+        lab = self.cache.get(session.syntax_model or attention_weights_source(session.model), session.device)
+        words, _ = sentence_word_attention(lab, sentence)
+        layer_index = int(min(max(int(layer) - 1, 0), lab.n_layers - 1))
+        head_index = int(min(max(int(head) - 1, 0), lab.n_heads - 1))
+        fig, summary = syntax_views.arcs_figure(sentence, words, layer_index, head_index)
+        return {ui.syntax_arcs_text: summary, ui.syntax_arcs: plot(fig)}

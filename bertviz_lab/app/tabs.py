@@ -1,0 +1,162 @@
+"""The page, one builder per part. Each builder creates its components inside the current
+``gr.Blocks`` and stores them on the shared ``ui`` namespace under the names the handlers and
+the event table use."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import gradio as gr
+import pandas as pd
+
+from ..attention import PAIR_FILTERS
+from ..bert import available_devices
+from ..figures import analysis as views
+from ..figures import interventions as intervention_views
+from ..interventions import REGISTRY
+from ..lab import Lab
+from .state import Session, status_line
+
+EXAMPLES = [
+    ["The cat sat on the mat because it was tired.", ""],
+    ["The doctor said that [MASK] would see the patient tomorrow.", ""],
+    ["Paris is the [MASK] of France.", ""],
+    ["The man went to the store.", "He bought a gallon of milk."],
+    ["The bank raised the interest rate, and the river bank flooded.", ""],
+]
+MAX_UPLOAD_BYTES = 2_000_000
+
+
+def build_header(ui: SimpleNamespace, lab: Lab, allowed: list[str]) -> None:
+    ui.session = gr.State(Session(model=lab.source, device=str(lab.device)))
+    gr.Markdown("# bertviz-lab\nType a sentence (or a pair), press **Run**, and explore every layer and head "
+                "of BERT's attention and its masked-word predictions.")
+    ui.status = gr.Markdown(status_line(lab), elem_id="status")
+    devices = available_devices()
+    with gr.Accordion("Model and device", open=False):
+        with gr.Row():
+            ui.model_box = gr.Dropdown(choices=allowed, value=lab.source, label="Model", allow_custom_value=True,
+                                       info="'default' = embedded MiniLM-L6; hub ids / folders the operator allows")
+            ui.device_box = gr.Dropdown(choices=devices, value=str(lab.device) if str(lab.device) in devices
+                                        else devices[-1], label="Device")
+            ui.load_btn = gr.Button("Load model")
+
+
+def build_inputs(ui: SimpleNamespace, lab: Lab) -> None:
+    with gr.Row():
+        with gr.Column(scale=3):
+            ui.text = gr.Textbox(label="Sentence A", lines=2, elem_id="text-a",
+                                 placeholder="Type a sentence; write [MASK] to hide a word")
+            ui.pair = gr.Textbox(label="Sentence B (optional)", lines=1, elem_id="text-b")
+        with gr.Column(scale=1):
+            ui.top_k = gr.Slider(1, 20, value=5, step=1, label="Top-k predictions")
+            ui.run_btn = gr.Button("Run", variant="primary", elem_id="run")
+    gr.Examples(EXAMPLES, inputs=[ui.text, ui.pair], cache_examples=False)
+    ui.message = gr.Markdown("", elem_id="message")
+    with gr.Accordion("Mask tokens (pick from the tokenized input)", open=True):
+        ui.picker = gr.CheckboxGroup(choices=[], label="Tokens", elem_id="token-picker")
+        ui.mask_btn = gr.Button("Mask selected and predict", elem_id="mask-btn")
+    with gr.Row():
+        ui.layer = gr.Slider(1, lab.n_layers, value=1, step=1, label="Layer", elem_id="layer")
+        ui.head = gr.Slider(1, lab.n_heads, value=1, step=1, label="Head", elem_id="head")
+        ui.pair_filter = gr.Radio(list(PAIR_FILTERS), value="all", label="Sentence-pair filter")
+    with gr.Row():
+        ui.hide = gr.Checkbox(label="Hide [CLS]/[SEP] (rows renormalised)", value=False)
+        ui.word = gr.Checkbox(label="Word level (merge word pieces)", value=False)
+    ui.notes = gr.Markdown("", elem_classes=["bvl-note"], elem_id="notes")
+
+
+def build_view_tabs(ui: SimpleNamespace) -> None:
+    with gr.Tab("Single head", id="single"):
+        ui.single_plot = gr.Plot(label="Attention of one head", elem_id="single-plot")
+    with gr.Tab("Model overview", id="overview"):
+        gr.Markdown("Click a thumbnail to open that head.")
+        ui.overview_plot = gr.Plot(label="All layers and heads", elem_id="overview-plot")
+        ui.overview_pick = gr.Textbox(visible="hidden", elem_id="overview-pick")
+    with gr.Tab("Head view", id="headview"):
+        ui.hv_token = gr.Dropdown(choices=[("all tokens", -1)], value=-1, label="Only lines from token")
+        ui.headview_plot = gr.Plot(label="Head view", elem_id="headview-plot")
+    with gr.Tab("Aggregates", id="aggregates"):
+        ui.aggregates_plot = gr.Plot(label="Aggregates", elem_id="aggregates-plot")
+    with gr.Tab("Head summary", id="summary"):
+        ui.summary_plot = gr.Plot(label="Per-head statistics", elem_id="summary-plot")
+    with gr.Tab("Masked words", id="predictions"):
+        ui.nsp_md = gr.Markdown("")
+        ui.pred_plot = gr.Plot(label="Predictions", elem_id="pred-plot")
+        ui.pred_table = gr.Dataframe(pd.DataFrame(columns=views.PREDICTION_COLUMNS), label="Top-k predictions",
+                                     interactive=False, elem_id="pred-table")
+
+
+def build_interventions_tab(ui: SimpleNamespace, lab: Lab) -> None:
+    with gr.Tab("Probes", id="probes"):
+        gr.Markdown("Run the input twice — baseline and probed — and compare. Tokens picked above are the "
+                    "targets of *mask*/*hide* probes; for the other probes they are masked in both runs "
+                    "(as are [MASK]s you typed), so their predictions can be compared.")
+        with gr.Row():
+            ui.probe_kind = gr.Dropdown([(cls.label, kind) for kind, cls in REGISTRY.items()], value="left-only",
+                                        label="Probe", elem_id="probe-kind")
+            ui.probe_heads = gr.Textbox(label="Heads to ablate (layer-head, 1-based)", value="1-1",
+                                        placeholder="e.g. 3-5, 6-1")
+            ui.probe_shift = gr.Number(label="Shift k", value=5, precision=0)
+            ui.probe_seed = gr.Number(label="Shuffle seed", value=0, precision=0)
+        with gr.Row():
+            ui.probe_btn = gr.Button("Run probe", variant="primary", elem_id="probe-btn")
+            ui.direction_btn = gr.Button("Directional sweep over masked positions", elem_id="direction-btn")
+            ui.ablation_btn = gr.Button("Head ablation sweep", elem_id="ablation-btn")
+        ui.probe_message = gr.Markdown("", elem_id="probe-message")
+        ui.probe_plot = gr.Plot(label="Baseline, probed and difference", elem_id="probe-plot")
+        ui.probe_changes = gr.Dataframe(pd.DataFrame(columns=intervention_views.CHANGE_COLUMNS), interactive=False,
+                                        label="Masked-word predictions: baseline vs probed", elem_id="probe-changes")
+        ui.js_plot = gr.Plot(label="Per-head divergence", elem_id="js-plot")
+        ui.offsets_plot = gr.Plot(label="Attention by relative offset", elem_id="offsets-plot")
+        ui.direction_table = gr.Dataframe(intervention_views.directional_table([]), label="Directional context",
+                                          interactive=False, elem_id="direction-table")
+        ui.ablation_plot = gr.Plot(label="Head importance", elem_id="ablation-plot")
+        with gr.Accordion("Position embedding inspector", open=False):
+            with gr.Row():
+                ui.positions_n = gr.Slider(2, lab.max_tokens, value=64, step=1, label="First N positions")
+                ui.positions_btn = gr.Button("Show position similarity", elem_id="positions-btn")
+            ui.positions_plot = gr.Plot(label="Position embeddings", elem_id="positions-plot")
+
+
+def build_syntax_tab(ui: SimpleNamespace) -> None:
+    with gr.Tab("Syntax", id="syntax"):
+        gr.Markdown("Which heads track syntax? Each head is scored per dependency relation: the share of "
+                    "arcs where a word's most-attended other word is its gold head (dep->head), or where the "
+                    "word that attends most to it is its gold head (head->dep), at word level (Clark et al. "
+                    "2019). Heads are layer-head, 1-based.")
+        ui.syntax_weights = gr.Markdown("", elem_id="syntax-weights")
+        with gr.Row():
+            ui.syntax_source = gr.Radio([("sample treebank (66 English sentences)", "sample"),
+                                         ("my CoNLL-U file", "upload")], value="sample", label="Treebank")
+            ui.syntax_upload = gr.File(label=f"CoNLL-U file (up to {MAX_UPLOAD_BYTES // 1_000_000} MB)",
+                                       file_types=[".conllu", ".txt"], type="filepath", elem_id="syntax-upload")
+            with gr.Column():
+                ui.syntax_use_loaded = gr.Checkbox(label="Score the loaded model's weights (not the published ones)",
+                                                   value=False, elem_id="syntax-use-loaded")
+                ui.syntax_compare = gr.Checkbox(label="Also score the other weights and show the difference",
+                                                value=False, elem_id="syntax-compare")
+                ui.syntax_btn = gr.Button("Run syntax probe", variant="primary", elem_id="syntax-btn")
+        ui.syntax_message = gr.Markdown("", elem_id="syntax-message")
+        ui.syntax_table = gr.Dataframe(label="Best head per relation", interactive=False, elem_id="syntax-table")
+        ui.syntax_bars = gr.Plot(label="Best head vs baseline and null model", elem_id="syntax-bars")
+        with gr.Row():
+            ui.syntax_relation = gr.Dropdown(choices=[], label="Relation", elem_id="syntax-relation")
+            ui.syntax_direction = gr.Radio(["dep->head", "head->dep"], value="dep->head", label="Direction")
+        ui.syntax_plot = gr.Plot(label="Accuracy per head", elem_id="syntax-plot")
+        ui.syntax_diff = gr.Plot(label="Difference between the two weights (B - A)", elem_id="syntax-diff")
+        ui.syntax_uuas = gr.Plot(label="Tree decoding (UUAS per head)", elem_id="syntax-uuas")
+        gr.Markdown("**One sentence:** gold arcs next to the strongest word-to-word attention of the head "
+                    "chosen with the Layer/Head sliders above.")
+        with gr.Row():
+            ui.syntax_sentence = gr.Dropdown(choices=[], label="Sentence", elem_id="syntax-sentence", scale=4)
+            ui.syntax_arcs_btn = gr.Button("Show arcs for the chosen head", elem_id="syntax-arcs-btn", scale=1)
+        ui.syntax_arcs_text = gr.Markdown("", elem_id="syntax-arcs-text")
+        ui.syntax_arcs = gr.Plot(label="Arcs", elem_id="syntax-arcs")
+
+
+def build_export_tab(ui: SimpleNamespace) -> None:
+    with gr.Tab("Export", id="export"):
+        with gr.Row():
+            ui.csv_btn = gr.Button("Export attention as CSV", elem_id="export-csv")
+            ui.npz_btn = gr.Button("Export attention as .npz", elem_id="export-npz")
+        ui.export_file = gr.File(label="Download", elem_id="export-file")

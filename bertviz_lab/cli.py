@@ -1,0 +1,338 @@
+"""Command line: one argparse tree for every command (``bertviz-lab analyze "TEXT" --json``,
+``probe``, ``compare``, ``sweep``, ``positions``, ``eval-mlm``, ``train-mlm-head``,
+``build-corpus``). Each command is an ``add_*`` function (its options) and a ``run_*``
+function (what it does); heavy imports happen inside ``run_*`` so ``--help`` stays fast.
+
+Errors a person can fix go to stderr as one line with exit status 2, never a traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from .bert import CheckpointError, DeviceError
+from .interventions import KINDS, InterventionError, make_intervention, parse_heads
+from .lab import InputError, InputTooLong, Lab, load
+from .syntax.treebank import TreebankError
+
+USER_ERRORS = (InputError, CheckpointError, DeviceError, FileNotFoundError, InterventionError, TreebankError)
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1 (got {value})")
+    return value
+
+
+def add_model_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", default="default",
+                        help="'default' (embedded MiniLM-L6), a checkpoint folder, or a hub id such as bert-base-uncased")
+    parser.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps (default: auto)")
+    parser.add_argument("--dtype", default=None, help="float32 (default), float16 or bfloat16 (GPU only)")
+    parser.add_argument("--allow-pickle", action="store_true", help="allow loading pytorch_model.bin pickles")
+
+
+def lab_from_args(args: argparse.Namespace, model: str | None = None) -> Lab:
+    """Load the model the --model/--device/--dtype/--allow-pickle options name."""
+    return load(model or args.model, device=args.device, dtype=args.dtype, allow_pickle=args.allow_pickle)
+
+
+# ---- analyze -------------------------------------------------------------------------------
+def add_analyze(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("analyze", help="attention and masked-word predictions for one input")
+    p.add_argument("text")
+    p.add_argument("--pair", default=None, help="second segment (sentence B)")
+    add_model_options(p)
+    p.add_argument("--top-k", type=positive_int, default=5)
+    p.add_argument("--mask", type=int, action="append", help="token position to replace by [MASK] (repeatable)")
+    p.add_argument("--position", type=int, action="append", help="also predict at this position (repeatable)")
+    p.add_argument("--truncate", action="store_true", help="cut inputs longer than the model maximum")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--no-attention", action="store_true", help="leave the attention array out of the JSON")
+    p.set_defaults(func=run_analyze)
+
+
+def run_analyze(args: argparse.Namespace) -> int:
+    lab = lab_from_args(args)
+    try:
+        result = lab.analyze(args.text, pair=args.pair, top_k=args.top_k, positions=args.position or (),
+                             mask_positions=args.mask or (), truncate=args.truncate)
+    except InputTooLong as error:
+        raise InputError(f"the input is {error.n_tokens} tokens long, more than the model maximum of "
+                         f"{error.maximum}; shorten it or pass --truncate") from None
+    if result.truncated:
+        print(f"note: input truncated from {result.n_tokens_before_truncation} to {len(result.tokens)} tokens",
+              file=sys.stderr)
+    if args.json:
+        print(json.dumps(result.to_json(attention=not args.no_attention)))
+        return 0
+    print(f"model: {result.model} on {result.device}")
+    print("tokens:", " ".join(f"{i}:{t}" for i, t in enumerate(result.tokens)))
+    for p in result.mlm:
+        preds = ", ".join(f"{q.token} {q.probability:.3f}" for q in p.predictions)
+        print(f"position {p.position} ({p.original or p.token}): {preds}")
+    for note in (result.mlm_note, result.nsp_note):
+        if note:
+            print("note:", note)
+    if result.nsp is not None:
+        print(f"next-sentence probability: {result.nsp:.3f}")
+    return 0
+
+
+# ---- interventions -------------------------------------------------------------------------
+def add_compare(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("compare", help="run an input baseline vs intervened (masking, context, ablation, positions)")
+    p.add_argument("text")
+    p.add_argument("--pair", default=None)
+    p.add_argument("--probe", required=True, choices=KINDS, help="the intervention")
+    p.add_argument("--positions", type=int, nargs="*", default=[], help="token positions for mask-tokens / hide-keys")
+    p.add_argument("--mask", type=int, nargs="*", default=[], help="positions masked in both runs")
+    p.add_argument("--heads", default="", help="ablate-heads: 1-based layer-head list, e.g. '3-5,6-1'")
+    p.add_argument("--shift", type=int, default=0, help="shift-positions: k")
+    p.add_argument("--seed", type=int, default=0, help="shuffle seed")
+    p.add_argument("--top-k", type=positive_int, default=5)
+    p.add_argument("--json", action="store_true")
+    add_model_options(p)
+    p.set_defaults(func=run_compare)
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    from .interventions import compare
+
+    lab = lab_from_args(args)
+    heads = parse_heads(args.heads, lab.n_layers, lab.n_heads) if args.probe == "ablate-heads" else []
+    intervention = make_intervention(args.probe, positions=args.positions, heads=heads, shift=args.shift,
+                                     seed=args.seed)
+    c = compare(lab, args.text, intervention, pair=args.pair, mask_positions=args.mask, top_k=args.top_k)
+    if args.json:
+        print(json.dumps(c.to_json()))
+        return 0
+    print(f"probe: {intervention.describe()}; mean JS divergence {float(c.js.mean()):.4f} nats")
+    for x in c.changes:
+        print(f"position {x.position} ({x.token}): p({x.baseline_top}) {x.baseline_probability:.4f} -> "
+              f"{x.probed_probability:.4f}; probed top-1 {x.probed_top}")
+    return 0
+
+
+def add_sweep(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("sweep", help="directional-context or single-head-ablation sweep over masked positions")
+    p.add_argument("text")
+    p.add_argument("--kind", required=True, choices=("directional", "ablation"))
+    p.add_argument("--pair", default=None)
+    p.add_argument("--mask", type=int, nargs="*", default=[], help="positions to mask (besides typed [MASK])")
+    p.add_argument("--json", action="store_true")
+    add_model_options(p)
+    p.set_defaults(func=run_sweep)
+
+
+def run_sweep(args: argparse.Namespace) -> int:
+    from .interventions import ablation_sweep, directional_sweep
+
+    lab = lab_from_args(args)
+    if args.kind == "directional":
+        rows = directional_sweep(lab, args.text, pair=args.pair, mask_positions=args.mask)
+        result = {"kind": "directional", "rows": [r.__dict__ for r in rows]}
+    else:
+        drops = ablation_sweep(lab, args.text, pair=args.pair, mask_positions=args.mask)
+        result = {"kind": "ablation", "drop_in_log_probability": drops.tolist(),
+                  "layers": lab.n_layers, "heads": lab.n_heads}
+    print(json.dumps(result) if args.json else json.dumps(result, indent=1))
+    return 0
+
+
+def add_positions(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("positions", help="cosine similarity of learned vs sinusoidal position embeddings")
+    p.add_argument("--n", type=positive_int, default=64)
+    p.add_argument("--json", action="store_true")
+    add_model_options(p)
+    p.set_defaults(func=run_positions)
+
+
+def run_positions(args: argparse.Namespace) -> int:
+    from .interventions import position_similarity
+
+    learned, sinusoid = position_similarity(lab_from_args(args), args.n)
+    print(json.dumps({"n": args.n, "learned": learned.round(5).tolist(), "sinusoidal": sinusoid.round(5).tolist()}))
+    return 0
+
+
+# ---- masked-word head ----------------------------------------------------------------------
+def add_build_corpus(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("build-corpus", help="write the WordNet training/held-out corpus (needs wordnet-base)")
+    p.add_argument("--out", required=True, type=Path)
+    p.add_argument("--heldout", type=positive_int, default=2000)
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=run_build_corpus)
+
+
+def run_build_corpus(args: argparse.Namespace) -> int:
+    from .mlm.corpus import build_corpus
+
+    print(json.dumps(build_corpus(args.out, heldout=args.heldout, seed=args.seed)))
+    return 0
+
+
+def add_train(sub: argparse._SubParsersAction) -> None:
+    from .mlm.train import TrainSettings
+
+    d = TrainSettings()
+    p = sub.add_parser("train-mlm-head", help="train an MLM head for the embedded encoder")
+    p.add_argument("--out", required=True, type=Path)
+    p.add_argument("--corpus", default=d.corpus, help="folder made by build-corpus (train.txt)")
+    p.add_argument("--steps", type=positive_int, default=d.steps)
+    p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument("--device", default=d.device)
+    p.add_argument("--train-layers", type=int, default=d.train_layers, choices=range(0, 7),
+                   help="fine-tune this many top encoder layers (0 = frozen encoder)")
+    p.add_argument("--batch-size", type=positive_int, default=d.batch_size)
+    p.add_argument("--lr", type=float, default=d.lr)
+    p.add_argument("--head-lr", type=float, default=d.head_lr)
+    p.add_argument("--whole-word", action="store_true")
+    p.add_argument("--no-bf16", action="store_true", help="train in float32")
+    p.add_argument("--eval-every", type=positive_int, default=d.eval_every)
+    p.set_defaults(func=run_train)
+
+
+def run_train(args: argparse.Namespace) -> int:
+    from .mlm.evaluate import evaluate
+    from .mlm.model_card import write_model_card
+    from .mlm.train import TrainSettings, train
+
+    settings = TrainSettings(corpus=args.corpus, steps=args.steps, seed=args.seed, device=args.device,
+                             train_layers=args.train_layers, batch_size=args.batch_size, lr=args.lr,
+                             head_lr=args.head_lr, whole_word=args.whole_word, bf16=not args.no_bf16,
+                             eval_every=args.eval_every)
+    record = train(args.out, settings)
+    print(json.dumps({k: record[k] for k in ("steps", "train_seconds", "fine_tuned_layers", "asset_bytes")}))
+    heldout = Path(args.corpus) / "heldout.txt"
+    if heldout.is_file():
+        lab = load("default", device=args.device, mlm_head=args.out)  # float16 weights, as shipped
+        scores = evaluate(lab, heldout.read_text(encoding="utf-8").splitlines(), seed=0, progress=False)
+        record["heldout"] = scores
+        (args.out / "run.json").write_text(json.dumps(record, indent=2))
+        command = " ".join(["python -m bertviz_lab train-mlm-head"] + sys.argv[2:])
+        write_model_card(args.out, scores, f"python -m bertviz_lab eval-mlm --text-file {heldout} --json", command)
+        print(json.dumps({"heldout": scores}))
+    return 0
+
+
+def add_eval(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("eval-mlm", help="masked-word top-1/top-5 accuracy on a text file")
+    p.add_argument("--text-file", required=True, type=Path)
+    add_model_options(p)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--max-sentences", type=positive_int, default=None)
+    p.add_argument("--batch-size", type=positive_int, default=64)
+    p.add_argument("--json", action="store_true", help="print the result as one JSON object (last line)")
+    p.set_defaults(func=run_eval)
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    from .mlm.evaluate import evaluate
+
+    if not args.text_file.is_file():
+        raise FileNotFoundError(f"no such file: {args.text_file}")
+    lab = lab_from_args(args)
+    if not lab.model.has_mlm_head:
+        raise InputError(f"model {args.model!r} has no MLM head; eval-mlm needs one")
+    lines = args.text_file.read_text(encoding="utf-8").splitlines()
+    scores = evaluate(lab, lines, seed=args.seed, max_sentences=args.max_sentences, batch_size=args.batch_size,
+                      progress=sys.stderr.isatty())
+    if args.json:
+        print(json.dumps(scores))
+    else:
+        print(f"top-1 {scores['top1']:.4f}  top-5 {scores['top5']:.4f}  (n={scores['n']})")
+    return 0
+
+
+# ---- syntax --------------------------------------------------------------------------------
+def add_probe(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("probe", help="score every head against a dependency treebank (Clark et al. 2019)")
+    p.add_argument("--conllu", type=Path, default=None,
+                   help="CoNLL-U treebank (default: the sample treebank shipped with bertviz-lab)")
+    p.add_argument("--out", required=True, type=Path,
+                   help="folder for head_scores.csv, best_heads.csv, uuas.csv, report.html")
+    p.add_argument("--batch-size", type=positive_int, default=32)
+    p.add_argument("--max-sentences", type=positive_int, default=None)
+    p.add_argument("--max-length", type=positive_int, default=None, help="skip sentences longer than this (tokens)")
+    p.add_argument("--full-relations", action="store_true", help="keep relation subtypes (nmod:poss, ...)")
+    p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples over sentences (0 = no intervals)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap, the held-out split and the null model")
+    p.add_argument("--select-fraction", type=float, default=0.5,
+                   help="share of sentences the held-out best head is chosen on (the rest report it)")
+    p.add_argument("--min-arcs", type=int, default=50, help="relations listed in best_heads.csv need this many arcs")
+    p.add_argument("--no-null-model", action="store_true", help="skip the random-weights null model")
+    p.add_argument("--compare-model", default=None,
+                   help="also score this checkpoint and write compare_scores.csv (its accuracy minus --model's)")
+    add_model_options(p)
+    p.set_defaults(func=run_probe, model=None)
+    for action in p._actions:
+        if action.dest == "model":
+            action.help = ("weights to score (default: minilm-original, the published MiniLM; pass 'default' for "
+                           "bertviz-lab's fine-tuned masked-word version), a folder or a hub id")
+
+
+def run_probe(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from .syntax.report import write_outputs
+    from .syntax.run import attention_weights_source, run_syntax
+    from .syntax.summary import Settings
+    from .syntax.treebank import SAMPLE_TREEBANK, read_conllu
+
+    if not 0 < args.select_fraction < 1:
+        raise InputError(f"--select-fraction must be between 0 and 1 (got {args.select_fraction})")
+    if args.resamples < 0:
+        raise InputError(f"--resamples must be 0 or more (got {args.resamples})")
+    path = args.conllu or SAMPLE_TREEBANK
+    sentences = read_conllu(path, full_relations=args.full_relations)
+    lab = lab_from_args(args, attention_weights_source(args.model))
+    other = lab_from_args(args, args.compare_model) if args.compare_model else None
+    settings = Settings(args.resamples, args.seed, args.select_fraction, args.min_arcs)
+    with tqdm(total=100, desc="probe", unit="%") as bar:
+        run = run_syntax(lab, sentences, settings, null=not args.no_null_model, compare_lab=other,
+                         batch_size=args.batch_size, max_length=args.max_length, max_sentences=args.max_sentences,
+                         progress=lambda f, what: (bar.set_description(what), bar.update(round(100 * f) - bar.n)))
+    summary = run.summary
+    files = write_outputs(summary, args.out, title=f"Syntax probe: {Path(path).name}", compare=run.compare)
+    print(f"scored {summary.sentences_used} sentences with {summary.checkpoint.describe()}, skipped "
+          f"{summary.sentences_skipped} as too long", file=sys.stderr)
+    print(json.dumps({"sentences": summary.sentences_used, "skipped": summary.sentences_skipped,
+                      "model": summary.checkpoint.describe(), "model_sha256": summary.checkpoint.sha256,
+                      **{k: str(v) for k, v in files.items()}}))
+    return 0
+
+
+COMMANDS = (add_analyze, add_probe, add_compare, add_sweep, add_positions, add_eval, add_train, add_build_corpus)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="bertviz-lab", description="Look inside BERT.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for add in COMMANDS:
+        add(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except USER_ERRORS as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+def main_exit() -> None:
+    """Entry point of the ``bertviz-lab`` console script (``python -m bertviz_lab`` does the same)."""
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Plotly figure builders (plain JSON-ready dicts) and tables; no model code."""

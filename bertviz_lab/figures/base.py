@@ -1,0 +1,141 @@
+"""Plotly figures as plain JSON-ready dicts (data, layout, config), no model code.
+
+Figures are built as dicts rather than ``go.Figure`` objects: validation of large figures
+costs tens of milliseconds per view switch, and the dicts are what Plotly.js receives anyway.
+Numeric arrays travel base64-encoded as float32 (Plotly's typed-array ``bdata`` form).
+"""
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..naming import head_labels, layer_labels
+
+Figure = dict[str, Any]
+HEAD_COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+                "#bcbd22", "#17becf", "#393b79", "#ad494a", "#637939", "#8c6d31", "#843c39", "#7b4173"]
+# Explicit scales (light = little attention, dark = much); Plotly.js's built-in "Blues" runs the other way.
+SEQUENTIAL = [[0.0, "#f7fbff"], [0.125, "#deebf7"], [0.25, "#c6dbef"], [0.375, "#9ecae1"], [0.5, "#6baed6"],
+              [0.625, "#4292c6"], [0.75, "#2171b5"], [0.875, "#08519c"], [1.0, "#08306b"]]
+DIVERGING = [[0.0, "#2166ac"], [0.25, "#92c5de"], [0.5, "#f7f7f7"], [0.75, "#f4a582"], [1.0, "#b2182b"]]
+FONT = {"family": "DejaVu Sans, Arial, sans-serif", "size": 12}
+
+
+def typed(array: np.ndarray) -> dict[str, Any]:
+    """Plotly typed array: base64 float32 with shape (half the bytes of float64, no JSON floats)."""
+    arr = np.ascontiguousarray(array, dtype=np.float32)
+    out: dict[str, Any] = {"dtype": "f4", "bdata": base64.b64encode(arr.tobytes()).decode("ascii")}
+    if arr.ndim > 1:
+        out["shape"] = ", ".join(str(s) for s in arr.shape)
+    return out
+
+
+def figure(data: list[dict[str, Any]], layout: dict[str, Any], filename: str) -> Figure:
+    base_layout = {"font": FONT, "margin": {"l": 90, "r": 30, "t": 60, "b": 90}, "template": "plotly_white",
+                   "paper_bgcolor": "white", "plot_bgcolor": "white"}
+    base_layout.update(layout)
+    config = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "filename": filename, "scale": 2}}
+    return {"data": data, "layout": base_layout, "config": config}
+
+
+def to_json(fig: Figure) -> str:
+    return json.dumps(fig, separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One panel of a subplot grid, in paper coordinates (0..1), with its Plotly axis suffix."""
+
+    index: int
+    row: int
+    column: int
+    rows: int
+    x0: float
+    y1: float
+    width: float
+    height: float
+
+    @property
+    def axis(self) -> str:
+        return "" if self.index == 0 else str(self.index + 1)
+
+
+def grid_domains(n_panels: int, columns: int, gap_x: float, gap_y: float) -> list[Cell]:
+    """Where each of ``n_panels`` panels sits in a grid of ``columns`` columns, row by row."""
+    rows = (n_panels + columns - 1) // columns
+    width = (1 - gap_x * (columns - 1)) / columns
+    height = (1 - gap_y * (rows - 1)) / rows
+    cells = []
+    for i in range(n_panels):
+        r, c = divmod(i, columns)
+        cells.append(Cell(i, r, c, rows, c * (width + gap_x), 1 - r * (height + gap_y), width, height))
+    return cells
+
+
+def heatmap_grid(panels: Sequence[tuple[str, np.ndarray]], x_labels: Sequence[str], y_labels: Sequence[str],
+                 title: str, filename: str, columns: int, zmax_shared: bool = False, height_per_row: int = 320,
+                 hover: str = "query %{y}<br>key %{x}<br>weight %{z:.4f}", x_title: str = "", y_title: str = "",
+                 reverse_y: bool = True) -> Figure:
+    """Several heatmaps side by side, each on its own axes, sharing the category labels."""
+    cells = grid_domains(len(panels), columns, 0.06 if zmax_shared else 0.09, 0.16)
+    data, layout, annotations = [], {}, []
+    shared = max(float(p.max()) for _, p in panels) if zmax_shared else None
+    for cell, (name, z) in zip(cells, panels):
+        i, r, c, rows, ax = cell.index, cell.row, cell.column, cell.rows, cell.axis
+        x0, y1, width, height = cell.x0, cell.y1, cell.width, cell.height
+        data.append({"type": "heatmap", "z": typed(z), "x": list(x_labels), "y": list(y_labels),
+                     "xaxis": f"x{ax}", "yaxis": f"y{ax}", "colorscale": SEQUENTIAL, "zmin": 0,
+                     "zmax": shared if shared is not None else float(max(z.max(), 1e-6)),
+                     "showscale": not zmax_shared or i == len(panels) - 1,
+                     "colorbar": {"thickness": 10} if zmax_shared else
+                     {"thickness": 8, "len": height * 0.9, "y": y1 - height / 2, "yanchor": "middle",
+                      "x": x0 + width + 0.005, "xanchor": "left", "tickfont": {"size": 9}},
+                     "hovertemplate": f"{name}<br>{hover}<extra></extra>"})
+        layout[f"xaxis{ax}"] = {"domain": [x0, x0 + width], "anchor": f"y{ax}", "type": "category",
+                                "tickangle": -60, "tickfont": {"size": 10},
+                                "title": {"text": x_title if r == rows - 1 else ""}}
+        layout[f"yaxis{ax}"] = {"domain": [y1 - height, y1], "anchor": f"x{ax}", "type": "category",
+                                "autorange": "reversed" if reverse_y else True, "tickfont": {"size": 10},
+                                "title": {"text": y_title if c == 0 else ""}}
+        annotations.append({"text": f"<b>{name}</b>", "x": x0 + width / 2, "y": y1 + 0.02, "xref": "paper",
+                            "yref": "paper", "showarrow": False, "xanchor": "center", "yanchor": "bottom"})
+    layout.update({"title": {"text": title}, "annotations": annotations,
+                   "height": 120 + rows * height_per_row, "margin": {"l": 80, "r": 30, "t": 90, "b": 90}})
+    return figure(data, layout, filename)
+
+
+def diverging_scale(values: np.ndarray, fallback: float = 1e-6) -> dict[str, Any]:
+    """Trace settings for a diverging scale centred on 0, symmetric around the largest |value|."""
+    bound = float(np.abs(values).max()) or fallback
+    return {"colorscale": DIVERGING, "zmid": 0, "zmin": -bound, "zmax": bound}
+
+
+def with_diverging(fig: Figure, trace_index: int, values: np.ndarray) -> Figure:
+    """Give one heatmap of a grid (whose z is ``values``) a diverging scale (for differences)."""
+    trace = fig["data"][trace_index]
+    colorbar = dict(trace.get("colorbar") or {})
+    colorbar.setdefault("x", 1.0)
+    trace.update({**diverging_scale(values), "showscale": True, "colorbar": colorbar})
+    return fig
+
+
+def layer_head_figure(values: np.ndarray, title: str, filename: str, diverging: bool = False,
+                      value_label: str = "value") -> Figure:
+    """A layers x heads heatmap with 1-based L/H labels."""
+    layers, heads = values.shape
+    trace = {"type": "heatmap", "z": typed(values), "x": head_labels(heads), "y": layer_labels(layers),
+             "colorbar": {"thickness": 12},
+             "hovertemplate": f"layer %{{y}}, head %{{x}}<br>{value_label} %{{z:.4f}}<extra></extra>"}
+    if diverging:
+        trace.update(diverging_scale(values))
+    else:
+        trace.update({"colorscale": SEQUENTIAL, "zmin": 0})
+    layout = {"title": {"text": title}, "height": 120 + 38 * layers,
+              "xaxis": {"type": "category", "title": {"text": "head"}},
+              "yaxis": {"type": "category", "autorange": "reversed", "title": {"text": "layer"}}}
+    return figure([trace], layout, filename)

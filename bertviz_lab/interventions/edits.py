@@ -1,0 +1,87 @@
+"""The low-level pieces interventions are made of: additive attention masks, hook edits that
+zero or replace activations, and the seed material's sinusoidal position table."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from ..bert import BertLab, Edit, layer_hook
+
+
+def directional_bias(n: int, direction: str) -> torch.Tensor:
+    """Additive mask (1, 1, query, key): left-only sees keys <= query, right-only keys >= query."""
+    q = torch.arange(n)[:, None]
+    k = torch.arange(n)[None, :]
+    allowed = {"left-only": k <= q, "right-only": k >= q}[direction]
+    bias = torch.zeros((n, n))
+    bias[~allowed] = torch.finfo(torch.float32).min
+    return bias[None, None]
+
+
+def hidden_keys_bias(n: int, positions: Sequence[int]) -> torch.Tensor:
+    """Additive mask (1, 1, 1, key) that removes the given keys from every query's attention."""
+    bias = torch.zeros((1, 1, 1, n))
+    bias[..., list(positions)] = torch.finfo(torch.float32).min
+    return bias
+
+
+def ablate_heads_edit(heads_of_layer: Sequence[int]) -> Edit:
+    """Zero the per-head context of the given heads (their contribution to the output)."""
+    heads = list(heads_of_layer)
+
+    def edit(context: torch.Tensor, _name: str) -> torch.Tensor:  # (batch, heads, query, d_head)
+        context = context.clone()
+        context[:, heads] = 0
+        return context
+
+    return edit
+
+
+def batched_ablation_edits(n_layers: int, n_heads: int, rows: Sequence[tuple[int, int] | None],
+                           device: torch.device) -> dict[str, Edit]:
+    """One edit per layer for a batch whose row b ablates head rows[b] (None = nothing ablated)."""
+    keep = torch.ones((n_layers, len(rows), n_heads, 1, 1), device=device)
+    for b, lh in enumerate(rows):
+        if lh is not None:
+            keep[lh[0], b, lh[1]] = 0
+    edits: dict[str, Edit] = {}
+    for layer in range(n_layers):
+        scale = keep[layer]  # (batch, heads, 1, 1)
+
+        def edit(context: torch.Tensor, _name: str, scale=scale) -> torch.Tensor:
+            return context * scale.to(context.dtype)
+
+        edits[layer_hook(layer, "context")] = edit
+    return edits
+
+
+def sinusoidal_table(n_positions: int, d_model: int) -> torch.Tensor:
+    """The fixed encoding of the seed material: PE(pos, 2i) = sin(pos / 10000^(2i/d)),
+    PE(pos, 2i+1) = cos(pos / 10000^(2i/d)). Shape (positions, d_model)."""
+    position = torch.arange(n_positions, dtype=torch.float64)[:, None]
+    two_i = torch.arange(0, d_model, 2, dtype=torch.float64)
+    angle = position / torch.pow(10000.0, two_i / d_model)  # (positions, d_model / 2)
+    table = torch.zeros((n_positions, d_model), dtype=torch.float64)
+    table[:, 0::2] = torch.sin(angle)
+    table[:, 1::2] = torch.cos(angle[:, : d_model // 2])
+    return table.float()
+
+
+def scaled_sinusoidal(model: BertLab, n_positions: int) -> torch.Tensor:
+    """Sinusoidal table rescaled to the learned position embeddings' mean norm."""
+    learned = model.bert.embeddings.position_embeddings.weight.detach().float()
+    table = sinusoidal_table(n_positions, learned.shape[1])
+    return table * (learned.norm(dim=1).mean() / table.norm(dim=1).mean())
+
+
+def replace_positions_edit(replacement: torch.Tensor) -> Edit:
+    def edit(position: torch.Tensor, _name: str) -> torch.Tensor:  # (batch|1, pos, d_model)
+        n = position.shape[-2]
+        return replacement[:n].to(position.device, position.dtype).expand_as(position)
+
+    return edit
+
+
+def zero_edit(x: torch.Tensor, _name: str) -> torch.Tensor:
+    return torch.zeros_like(x)

@@ -1,0 +1,263 @@
+"""Interventions as typed data: each kind is one class that says what it changes in one forward
+pass (token ids, an additive attention bias, position ids, hook edits) and how to describe
+itself. Adding a kind is adding one registered class here; the CLI choices, the app's labels and
+``describe()`` all come from the registry.
+
+Where to intervene (hook names, positions) is kept apart from what to do (the edit), as in
+pyvene; every intervention runs on the same model through the hook mechanism of the core, so
+no second copy of the model exists.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+
+from ..bert import BertLab, Edit, layer_hook
+from ..naming import SPECIAL_TOKENS, head_name
+from .edits import (
+    ablate_heads_edit,
+    directional_bias,
+    hidden_keys_bias,
+    replace_positions_edit,
+    scaled_sinusoidal,
+    zero_edit,
+)
+
+
+class InterventionError(ValueError):
+    """The intervention cannot be applied to this input; the message says why."""
+
+
+@dataclass
+class InterventionInputs:
+    """What an intervention changes for one forward pass, plus how to map the result back."""
+
+    mask_positions: list[int] = field(default_factory=list)
+    attention_bias: torch.Tensor | None = None
+    position_ids: torch.Tensor | None = None
+    edits: dict[str, Edit | list[Edit]] = field(default_factory=dict)
+    token_order: list[int] | None = None  # shuffle-words: input position i holds original token order[i]
+
+
+REGISTRY: dict[str, type[Intervention]] = {}
+
+
+def register(cls: type[Intervention]) -> type[Intervention]:
+    REGISTRY[cls.kind] = cls
+    return cls
+
+
+def movable_positions(tokens: Sequence[str]) -> list[int]:
+    return [i for i, t in enumerate(tokens) if t not in SPECIAL_TOKENS]
+
+
+@dataclass
+class Intervention:
+    """Base class. ``kind`` is the CLI name, ``label`` what the app shows."""
+
+    kind: ClassVar[str] = ""
+    label: ClassVar[str] = ""
+    targets_picked_tokens: ClassVar[bool] = False  # the app's picked tokens are its targets, not masked in both runs
+
+    def describe(self) -> str:
+        return self.kind
+
+    def inputs(self, model: BertLab, tokens: Sequence[str]) -> InterventionInputs:
+        raise NotImplementedError
+
+    @property
+    def targets(self) -> list[int]:
+        """Positions whose predictions the comparison reports even when unmasked."""
+        return []
+
+
+def make_intervention(kind: str, **options: Any) -> Intervention:
+    """Build a registered intervention from generic options (positions, heads, shift, seed);
+    options a kind does not use are ignored, so the CLI and the app pass all they have."""
+    try:
+        cls = REGISTRY[kind]
+    except KeyError:
+        raise InterventionError(f"unknown intervention {kind!r}; choose one of {', '.join(REGISTRY)}") from None
+    used = {f.name for f in fields(cls)}
+    return cls(**{k: v for k, v in options.items() if k in used})
+
+
+def check_positions(positions: Sequence[int], n: int, what: str) -> None:
+    if not positions:
+        raise InterventionError(f"choose the tokens to {what}")
+    for p in positions:
+        if not 0 <= p < n:
+            raise InterventionError(f"position {p} is outside the input (0..{n - 1})")
+
+
+@register
+@dataclass
+class MaskTokens(Intervention):
+    kind: ClassVar[str] = "mask-tokens"
+    label: ClassVar[str] = "Mask the picked tokens ([MASK])"
+    targets_picked_tokens: ClassVar[bool] = True
+    positions: list[int] = field(default_factory=list)
+
+    def describe(self) -> str:
+        return f"{self.kind} positions {self.positions}"
+
+    @property
+    def targets(self) -> list[int]:
+        return list(self.positions)
+
+    def inputs(self, model: BertLab, tokens: Sequence[str]) -> InterventionInputs:
+        check_positions(self.positions, len(tokens), "mask")
+        return InterventionInputs(mask_positions=list(self.positions))
+
+
+@register
+@dataclass
+class HideKeys(Intervention):
+    kind: ClassVar[str] = "hide-keys"
+    label: ClassVar[str] = "Hide the picked tokens from attention (keys)"
+    targets_picked_tokens: ClassVar[bool] = True
+    positions: list[int] = field(default_factory=list)
+
+    def describe(self) -> str:
+        return f"{self.kind} positions {self.positions}"
+
+    def inputs(self, model: BertLab, tokens: Sequence[str]) -> InterventionInputs:
+        n = len(tokens)
+        check_positions(self.positions, n, "hide from attention")
+        if len(set(self.positions)) >= n:
+            raise InterventionError("at least one token must stay visible")
+        return InterventionInputs(attention_bias=hidden_keys_bias(n, self.positions))
+
+
+@register
+@dataclass
+class LeftOnly(Intervention):
+    kind: ClassVar[str] = "left-only"
+    label: ClassVar[str] = "Left context only (every layer)"
+
+    def inputs(self, model: BertLab, tokens: Sequence[str]) -> InterventionInputs:
+        return InterventionInputs(attention_bias=directional_bias(len(tokens), self.kind))
+
+
+@register
+@dataclass
+class RightOnly(LeftOnly):
+    kind: ClassVar[str] = "right-only"
+    label: ClassVar[str] = "Right context only (every layer)"
+
+
+def parse_heads(text: str, n_layers: int, n_heads: int) -> list[tuple[int, int]]:
+    """``"3-5, 6-1"`` (1-based layer-head, as papers write them) -> [(2, 4), (5, 0)]."""
+    heads = []
+    for part in str(text or "").replace(";", ",").split(","):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            layer, head = (int(v) for v in part.replace(":", "-").split("-"))
+        except ValueError:
+            raise InterventionError(f"cannot read head {part!r}: write layer-head, e.g. 3-5") from None
+        if not (1 <= layer <= n_layers and 1 <= head <= n_heads):
+            raise InterventionError(f"head {part} does not exist: layers 1-{n_layers}, heads 1-{n_heads}")
+        heads.append((layer - 1, head - 1))
+    if not heads:
+        raise InterventionError("name at least one head to ablate, e.g. 3-5")
+    return heads
+
+
+@register
+@dataclass
+class AblateHeads(Intervention):
+    kind: ClassVar[str] = "ablate-heads"
+    label: ClassVar[str] = "Ablate heads (zero their output)"
+    heads: list[tuple[int, int]] = field(default_factory=list)  # 0-based (layer, head)
+
+    def describe(self) -> str:
+        return f"{self.kind} heads " + ", ".join(head_name(layer, head) for layer, head in self.heads)
+
+    def inputs(self, model: BertLab, tokens: Sequence[str]) -> InterventionInputs:
+        if not self.heads:
+            raise InterventionError("name at least one head to ablate")
+        by_layer: dict[int, list[int]] = {}
+        for layer, head in self.heads:
+            by_layer.setdefault(layer, []).append(head)
+        return InterventionInputs(edits={layer_hook(layer, "context"): ablate_heads_edit(heads)
+                                         for layer, heads in by_layer.items()})
+
+
+@register
+@dataclass
+class ZeroPositions(Intervention):
+    kind: ClassVar[str] = "zero-positions"
+    label: ClassVar[str] = "Zero the position embeddings"
+
+    def inputs(self, model: BertLab, tokens: Sequence[str]) -> InterventionInputs:
+        return InterventionInputs(edits={"bert.embeddings.hook_position": zero_edit})
+
+
+@register
+@dataclass
+class ShufflePositions(Intervention):
+    kind: ClassVar[str] = "shuffle-positions"
+    label: ClassVar[str] = "Shuffle position ids (tokens kept)"
+    seed: int = 0
+
+    def describe(self) -> str:
+        return f"{self.kind} (seed {self.seed})"
+
+    def inputs(self, model: BertLab, tokens: Sequence[str]) -> InterventionInputs:
+        real = movable_positions(tokens)
+        perm = torch.arange(len(tokens))
+        generator = torch.Generator().manual_seed(self.seed)
+        perm[real] = torch.tensor(real)[torch.randperm(len(real), generator=generator)]
+        return InterventionInputs(position_ids=perm[None])
+
+
+@register
+@dataclass
+class ShuffleWords(ShufflePositions):
+    kind: ClassVar[str] = "shuffle-words"
+    label: ClassVar[str] = "Shuffle the words (positions kept)"
+
+    def inputs(self, model: BertLab, tokens: Sequence[str]) -> InterventionInputs:
+        real = movable_positions(tokens)
+        order = list(range(len(tokens)))
+        moved = np.random.default_rng(self.seed).permutation(real)
+        for slot, source in zip(real, moved):
+            order[slot] = int(source)
+        return InterventionInputs(token_order=order)
+
+
+@register
+@dataclass
+class ShiftPositions(Intervention):
+    kind: ClassVar[str] = "shift-positions"
+    label: ClassVar[str] = "Shift all position ids by k"
+    shift: int = 0
+
+    def describe(self) -> str:
+        return f"{self.kind} by {self.shift}"
+
+    def inputs(self, model: BertLab, tokens: Sequence[str]) -> InterventionInputs:
+        n, limit = len(tokens), model.config.max_position_embeddings
+        if self.shift < 0 or n + self.shift > limit:
+            raise InterventionError(f"shift must be between 0 and {limit - n} for this {n}-token input")
+        return InterventionInputs(position_ids=torch.arange(self.shift, self.shift + n)[None])
+
+
+@register
+@dataclass
+class SinusoidalPositions(Intervention):
+    kind: ClassVar[str] = "sinusoidal-positions"
+    label: ClassVar[str] = "Sinusoidal instead of learned positions"
+
+    def inputs(self, model: BertLab, tokens: Sequence[str]) -> InterventionInputs:
+        table = scaled_sinusoidal(model, model.config.max_position_embeddings)
+        return InterventionInputs(edits={"bert.embeddings.hook_position": replace_positions_edit(table)})
+
+
+KINDS = tuple(REGISTRY)

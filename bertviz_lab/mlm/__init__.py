@@ -1,0 +1,1 @@
+"""Masked-word prediction: BERT's pretraining objective, head training, evaluation, corpus, model card."""

@@ -1,0 +1,20 @@
+"""Where the shipped files are: ``bertviz_lab/assets`` inside an installed wheel (the build maps
+the repository's top-level ``assets/`` there), the top-level ``assets/`` in a source checkout."""
+from __future__ import annotations
+
+from pathlib import Path
+
+_PACKAGE = Path(__file__).resolve().parent
+
+
+def assets_dir() -> Path:
+    for candidate in (_PACKAGE / "assets", _PACKAGE.parent / "assets"):
+        if (candidate / "sample_treebank.conllu").is_file():
+            return candidate
+    raise FileNotFoundError("bertviz-lab's assets are missing: reinstall the package (pip install .)")
+
+
+ASSETS = assets_dir()
+SAMPLE_TREEBANK = ASSETS / "sample_treebank.conllu"
+DEFAULT_MLM_HEAD = ASSETS / "minilm-mlm"
+STATIC = _PACKAGE / "app" / "static"

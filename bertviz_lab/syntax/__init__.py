@@ -1,0 +1,1 @@
+"""Which heads track syntax: treebank reading, head scoring, reports."""

@@ -1,0 +1,90 @@
+"""What ``bertviz-lab probe`` writes: head_scores.csv, best_heads.csv, uuas.csv (and
+compare_scores.csv for two checkpoints), plus an offline report.html with tables, error bars
+and heatmaps. Plotly.js is inlined, so the report opens with no network; everything that comes
+from the treebank or the user is escaped."""
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from ..figures.base import Figure
+from ..figures.syntax import best_heads_figure, best_heads_table, relation_figure, stats_figure, uuas_figure
+from .summary import HELD_OUT_NOTE, SyntaxSummary
+
+METHOD = ("Method: Clark et al. (2019), \"What Does BERT Look At?\", and their released code: word-level attention "
+          "(to a word = sum over its pieces, from a word = mean over its pieces; [CLS]/[SEP] kept for the "
+          "conversion, excluded when scoring). dep->head: a word's predicted head is its most-attended other word; "
+          "head->dep: the other word that attends to it most. 'all' counts every word, root words as misses. "
+          "Intervals: 95% percentile bootstrap over sentences. Tree decoding: undirected maximum spanning tree of "
+          "the symmetrised map, scored as UUAS (after Htut et al. 2019). Heads are 1-based layer-head.")
+
+
+def script_json(value) -> str:
+    """JSON that cannot close the <script> element it sits in."""
+    return json.dumps(value).replace("</", "<\\/").replace("<!--", "<\\!--")
+
+
+def _figure_div(fig: Figure, div_id: str) -> str:
+    return (f'<div id="{div_id}" class="fig"></div><script>Plotly.newPlot("{div_id}", '
+            f'{script_json(fig["data"])}, {script_json(fig["layout"])}, {script_json(fig["config"])});</script>')
+
+
+def report_html(summary: SyntaxSummary, title: str) -> str:
+    from plotly.offline import get_plotlyjs
+
+    relations = list(summary.best_heads["relation"])
+    figures = [_figure_div(relation_figure(summary, rel), f"rel-{i}") for i, rel in enumerate(relations)]
+    table = best_heads_table(summary).to_html(index=False, float_format=lambda v: f"{v:.3f}", classes="best",
+                                              border=0, escape=True)
+    null = (f"<p>Null model: {html.escape(summary.null_checkpoint.describe())}, scored on the same sentences.</p>"
+            if summary.null_checkpoint else "")
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
+<script>{get_plotlyjs()}</script>
+<style>body{{font-family:DejaVu Sans,Arial,sans-serif;margin:2em;max-width:1300px}}
+table.best{{border-collapse:collapse;font-size:0.85em}}
+table.best td,table.best th{{padding:3px 8px;border-bottom:1px solid #ddd}} .fig{{margin:1em 0}}</style></head><body>
+<h1>{html.escape(title)}</h1>
+<p>Weights: <b>{html.escape(summary.checkpoint.describe())}</b>. Sentences scored: {summary.sentences_used};
+skipped as too long: {summary.sentences_skipped}. {html.escape(METHOD)}</p>
+{null}
+<p>{html.escape(HELD_OUT_NOTE)}</p>
+<h2>Best head per relation (relations with at least {summary.settings.min_arcs} arcs)</h2>
+{table}
+{_figure_div(best_heads_figure(summary), "best")}
+<h2>Tree decoding</h2>
+{_figure_div(uuas_figure(summary), "uuas")}
+<h2>Accuracy per head, per relation</h2>
+{''.join(figures)}
+<h2>General head statistics</h2>
+{_figure_div(stats_figure(summary), "stats")}
+</body></html>
+"""
+
+
+def write_outputs(summary: SyntaxSummary, out: Path, title: str = "bertviz-lab syntax probe",
+                  compare: pd.DataFrame | None = None) -> dict[str, Path]:
+    """Every output file, written to temporary names first and renamed at the end, so no partial
+    file ever looks complete."""
+    out.mkdir(parents=True, exist_ok=True)
+    contents = {
+        "head_scores": ("head_scores.csv", summary.head_scores.to_csv(index=False, float_format="%.6f")),
+        "best_heads": ("best_heads.csv", summary.best_heads.to_csv(index=False, float_format="%.6f")),
+        "uuas": ("uuas.csv", summary.uuas.to_csv(index=False, float_format="%.6f")),
+        "report": ("report.html", report_html(summary, title)),
+    }
+    if compare is not None:
+        contents["compare"] = ("compare_scores.csv", compare.to_csv(index=False, float_format="%.6f"))
+    temps = {}
+    for key, (name, text) in contents.items():
+        tmp = out / f".{name}.tmp"
+        tmp.write_text(text, encoding="utf-8")
+        temps[key] = tmp
+    files = {}
+    for key, tmp in temps.items():
+        files[key] = out / contents[key][0]
+        tmp.replace(files[key])
+    return files

@@ -1,0 +1,186 @@
+"""Score every head of a model against a dependency treebank (Clark et al. 2019; tree decoding
+after Htut et al. 2019; see ``predictors.py`` for the exact definitions and citations).
+
+Words are tokenized as the treebank gives them (pre-split). Subword attention becomes word
+level as in the paper: attention *to* a word is the sum over its pieces, *from* a word the mean
+over its pieces ([CLS]/[SEP] kept during the conversion, then dropped). The released pipeline's
+default takes the first piece for "from" (``bpe_utils.make_attn_word_level`` with
+``mode="first"``) although its comment says the paper used the mean; we follow the paper.
+
+The result keeps one row per *word* (every word is an arc to its gold head, root words to 0)
+with whether each head got it right, per sentence, so that every summary — per-relation
+accuracy, bootstrap intervals over sentences, held-out selection, comparisons of two
+checkpoints — is computed from the same additive counts (``statistics.py``).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..attention import batch_head_statistics, to_word_level, word_groups
+from ..lab import CheckpointInfo, Encoded, Lab
+from .predictors import OFFSETS, offset_predictions, predicted_heads, spanning_tree_edges
+from .treebank import Sentence
+
+DIRECTIONS = ("dep->head", "head->dep")
+TREE = "tree"  # undirected maximum spanning tree of the symmetrised map (UUAS)
+ALL = "all"
+ROOT = "root"
+
+
+def word_attention(attention: np.ndarray, enc: Encoded) -> tuple[np.ndarray, list[str]]:
+    """(layers, heads, n_tokens, n_tokens) -> (layers, heads, words, words), [CLS]/[SEP] dropped
+    after the conversion."""
+    groups, labels = word_groups(enc.tokens, enc.word_ids)
+    words = to_word_level(attention, groups)
+    keep = [i for i, g in enumerate(groups) if enc.word_ids[g[0]] is not None]
+    return words[..., keep, :][..., :, keep], [labels[i] for i in keep]
+
+
+@dataclass
+class ArcTable:
+    """One row per scored word: its sentence, relation, gold head, and which heads got it right."""
+
+    layers: int
+    heads: int
+    sentence: np.ndarray  # (arcs,) index of the sentence in the scored list
+    relation: np.ndarray  # (arcs,) index into ``relations``
+    relations: list[str]
+    is_root: np.ndarray  # (arcs,) bool: gold head 0 (never predictable by attention)
+    hits: dict[str, np.ndarray]  # direction or TREE -> (arcs, layers, heads) bool
+    offset_hits: np.ndarray  # (arcs, offsets) bool: Clark's offset baseline
+    chain_hits: np.ndarray  # (arcs,) bool: the right-branching tree contains this (non-root) arc
+
+    def mask(self, relation: str) -> np.ndarray:
+        """Arcs of one relation; ``all`` is every word (root words included, as misses)."""
+        if relation == ALL:
+            return np.ones(len(self.relation), dtype=bool)
+        return self.relation == self.relations.index(relation)
+
+    def subset(self, keep: np.ndarray) -> ArcTable:
+        """The rows where ``keep`` is true (e.g. the arcs of some sentences)."""
+        return ArcTable(self.layers, self.heads, self.sentence[keep], self.relation[keep], self.relations,
+                        self.is_root[keep], {k: v[keep] for k, v in self.hits.items()}, self.offset_hits[keep],
+                        self.chain_hits[keep])
+
+    def of_sentences(self, ids: np.ndarray) -> ArcTable:
+        return self.subset(np.isin(self.sentence, ids))
+
+    def counts(self) -> dict[str, int]:
+        return {name: int((self.relation == i).sum()) for i, name in enumerate(self.relations)}
+
+
+class ArcCollector:
+    """Accumulates per-sentence arc rows and builds the ArcTable once at the end."""
+
+    def __init__(self, layers: int, heads: int) -> None:
+        self.layers, self.heads = layers, heads
+        self.rows: dict[str, list[np.ndarray]] = {k: [] for k in ("sentence", "relation", "root", "offset", "chain",
+                                                                   *DIRECTIONS, TREE)}
+        self.relation_names: list[str] = []
+
+    def add(self, index: int, sentence: Sentence, word_attn: np.ndarray) -> None:
+        """``word_attn`` is (layers, heads, words, words) of the sentence's words."""
+        n = len(sentence.words)
+        gold = np.array(sentence.heads)  # (words,) 1-based, 0 = root
+        root = gold == 0
+        names = self.relation_names
+        for rel in sentence.relations:
+            if rel not in names:
+                names.append(rel)
+        self.rows["sentence"].append(np.full(n, index, dtype=np.int32))
+        self.rows["relation"].append(np.array([names.index(r) for r in sentence.relations], dtype=np.int32))
+        self.rows["root"].append(root)
+        for direction, predicted in predicted_heads(word_attn).items():  # (layers, heads, words)
+            self.rows[direction].append(np.moveaxis(predicted == gold, -1, 0))
+        tree = spanning_tree_edges(word_attn)  # (layers, heads, words, words)
+        partner = np.where(root, 0, gold - 1)
+        self.rows[TREE].append(np.moveaxis(tree[..., np.arange(n), partner], -1, 0) & ~root[:, None, None])
+        self.rows["offset"].append((offset_predictions(n) == gold[None, :]).T)
+        self.rows["chain"].append(~root & (np.abs(np.arange(n) - (gold - 1)) == 1))
+
+    def table(self) -> ArcTable:
+        def cat(key: str, shape: tuple[int, ...], dtype) -> np.ndarray:
+            parts = self.rows[key]
+            return np.concatenate(parts) if parts else np.zeros((0, *shape), dtype=dtype)
+
+        lh = (self.layers, self.heads)
+        return ArcTable(self.layers, self.heads, cat("sentence", (), np.int32), cat("relation", (), np.int32),
+                        list(self.relation_names), cat("root", (), bool),
+                        {k: cat(k, lh, bool) for k in (*DIRECTIONS, TREE)},
+                        cat("offset", (len(OFFSETS),), bool), cat("chain", (), bool))
+
+
+@dataclass
+class TreebankScores:
+    """What scoring a treebank with one checkpoint leaves: the arc table and head statistics."""
+
+    arcs: ArcTable
+    checkpoint: CheckpointInfo
+    sentences_used: int
+    sentences_skipped: int
+    stats_sum: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def model(self) -> str:
+        return self.checkpoint.name
+
+    def general_stats(self) -> dict[str, np.ndarray]:
+        """Per-head statistics (entropy, attention to [CLS]/[SEP]/punctuation ...), mean over sentences."""
+        return {k: (v / max(self.sentences_used, 1)).astype(np.float32) for k, v in self.stats_sum.items()}
+
+
+def encode_sentence(lab: Lab, sentence: Sentence) -> Encoded:
+    return lab.encode_words(sentence.words)
+
+
+def score_treebank(lab: Lab, sentences: Sequence[Sentence], batch_size: int = 32, max_length: int | None = None,
+                   max_sentences: int | None = None,
+                   progress: Callable[[int, int], None] | None = None) -> TreebankScores:
+    """Score every head on a treebank; sentences longer than max_length tokens are skipped and counted.
+
+    Batched with padding (similar lengths together); results equal one sentence at a time.
+    """
+    limit = min(max_length or lab.max_tokens, lab.max_tokens)
+    chosen = list(sentences[:max_sentences] if max_sentences else sentences)
+    encoded, skipped = [], 0
+    for index, s in enumerate(chosen):
+        enc = encode_sentence(lab, s)
+        if len(enc.ids) > limit:
+            skipped += 1
+            continue
+        encoded.append((index, s, enc))
+    collector = ArcCollector(lab.n_layers, lab.n_heads)
+    stats_sum: dict[str, np.ndarray] = {}
+    order = sorted(range(len(encoded)), key=lambda i: len(encoded[i][2].ids))  # similar lengths per batch
+    done = 0
+    for start in range(0, len(order), max(1, batch_size)):
+        batch = [encoded[i] for i in order[start:start + batch_size]]
+        _, cache = lab.run(lab.batch_tensors([e for _, _, e in batch]), compute_mlm=False)
+        attention_t = lab.attention_of(cache).float()  # (batch, layers, heads, query, key)
+        for k, v in batch_head_statistics(attention_t, [e.tokens for _, _, e in batch]).items():
+            stats_sum[k] = stats_sum.get(k, 0) + v.astype(np.float64).sum(0)
+        attention = attention_t.cpu().numpy()
+        for row, (index, sentence, enc) in enumerate(batch):
+            n = len(enc.ids)
+            words, _ = word_attention(attention[row, :, :, :n, :n], enc)
+            collector.add(index, sentence, words)
+        done += len(batch)
+        if progress is not None:
+            progress(done, len(encoded))
+    return TreebankScores(collector.table(), lab.checkpoint_info(), len(encoded), skipped, stats_sum)
+
+
+def live_arcs(word_attn: np.ndarray, layer: int, head: int) -> list[tuple[int, int]]:
+    """For one head: (word, most-attended other word), 0-based."""
+    a = word_attn[layer, head].astype(np.float64, copy=True)
+    np.fill_diagonal(a, -np.inf)
+    return [(i, int(j)) for i, j in enumerate(a.argmax(-1))]
+
+
+def sentence_word_attention(lab: Lab, sentence: Sentence) -> tuple[np.ndarray, list[str]]:
+    enc = encode_sentence(lab, sentence)
+    _, cache = lab.run(lab.batch_tensors([enc]), compute_mlm=False)
+    return word_attention(lab.attention_of(cache)[0].float().cpu().numpy(), enc)

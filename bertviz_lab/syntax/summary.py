@@ -1,0 +1,204 @@
+"""The tables a syntax run publishes: every head's score with its interval (head_scores), the
+best head per relation beside its held-out accuracy, the offset baseline and the null model
+(best_heads), tree decoding (uuas), and the paired difference of two checkpoints (compare).
+Every table names the weights it came from."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..lab import CheckpointInfo
+from ..naming import head_name
+from .scoring import ALL, DIRECTIONS, ROOT, TREE, ArcTable, TreebankScores
+from .statistics import (
+    Estimate,
+    Resampler,
+    best_of,
+    estimate,
+    head_estimates,
+    offset_baseline,
+    percentile_interval,
+    relation_hits,
+    relations_by_count,
+    split_sentences,
+)
+
+HELD_OUT_NOTE = ("The in-sample best head is the maximum over every head and both directions, so it is "
+                 "optimistic; the held-out column chooses the head on one half of the sentences and reports "
+                 "its accuracy on the other half.")
+
+
+@dataclass
+class Settings:
+    resamples: int = 1000
+    seed: int = 0
+    select_fraction: float = 0.5
+    min_arcs: int = 50
+
+
+@dataclass
+class SyntaxSummary:
+    checkpoint: CheckpointInfo
+    sentences_used: int
+    sentences_skipped: int
+    layers: int
+    heads: int
+    head_scores: pd.DataFrame
+    best_heads: pd.DataFrame
+    uuas: pd.DataFrame
+    null_checkpoint: CheckpointInfo | None = None
+    settings: Settings = field(default_factory=Settings)
+    general_stats: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def accuracy_map(self, relation: str, direction: str) -> np.ndarray:
+        """(layers, heads) accuracy of every head for one relation and direction."""
+        rows = self.head_scores[(self.head_scores.relation == relation) & (self.head_scores.direction == direction)]
+        if not len(rows):
+            raise KeyError(f"no {relation} arcs in this treebank")
+        return rows.sort_values(["layer", "head"]).accuracy.to_numpy().reshape(self.layers, self.heads)
+
+    def uuas_map(self) -> np.ndarray:
+        rows = self.uuas[self.uuas.predictor == "head"].sort_values(["layer", "head"])
+        return rows.uuas.to_numpy(dtype=float).reshape(self.layers, self.heads)
+
+
+def _named(frame: pd.DataFrame, info: CheckpointInfo) -> pd.DataFrame:
+    frame.insert(0, "model_sha256", info.sha256)
+    frame.insert(0, "model", info.describe())
+    return frame
+
+
+def _heads(layers: int, heads: int) -> tuple[np.ndarray, np.ndarray]:
+    return np.repeat(np.arange(1, layers + 1), heads), np.tile(np.arange(1, heads + 1), layers)
+
+
+def head_score_rows(arcs: ArcTable, relation: str, ests: dict[str, Estimate]) -> list[pd.DataFrame]:
+    layer, head = _heads(arcs.layers, arcs.heads)
+    frames = []
+    for direction, est in ests.items():
+        lo, hi = est.interval()
+        frames.append(pd.DataFrame({"layer": layer, "head": head, "relation": relation, "direction": direction,
+                                    "correct": est.correct.astype(int), "total": est.total,
+                                    "accuracy": est.accuracy, "ci_low": lo, "ci_high": hi}))
+    return frames
+
+
+def _best(arcs: ArcTable, ests: dict[str, Estimate]) -> tuple[str, int, str]:
+    direction, k = best_of(ests)
+    return direction, k, head_name(*divmod(k, arcs.heads))
+
+
+def heldout_row(arcs: ArcTable, relation: str, select: np.ndarray, report: Resampler) -> dict:
+    """Choose the best head on the selection sentences, score it on the report sentences."""
+    chosen = arcs.of_sentences(select)
+    reported = arcs.of_sentences(report.sentences)
+    if not chosen.mask(relation).any() or not reported.mask(relation).any():
+        return {"heldout_head": "", "heldout_direction": "", "heldout_accuracy": np.nan,
+                "heldout_ci_low": np.nan, "heldout_ci_high": np.nan}
+    no_draws = Resampler.over(chosen.sentence, 0, 0)
+    direction, k, name = _best(arcs, head_estimates(chosen, relation, no_draws))
+    sentences, hits = relation_hits(reported, relation, direction)
+    est = estimate(sentences, hits[:, [k]], report)
+    lo, hi = est.interval()
+    return {"heldout_head": name, "heldout_direction": direction, "heldout_accuracy": float(est.accuracy[0]),
+            "heldout_ci_low": float(lo[0]), "heldout_ci_high": float(hi[0])}
+
+
+def null_row(null: TreebankScores | None, relation: str, settings: Settings) -> dict:
+    if null is None or relation not in (ALL, *null.arcs.relations):
+        return {"null_best_head": "", "null_accuracy": np.nan, "null_ci_low": np.nan, "null_ci_high": np.nan}
+    resampler = Resampler.over(null.arcs.sentence, settings.resamples, settings.seed)
+    ests = head_estimates(null.arcs, relation, resampler)
+    direction, k, name = _best(null.arcs, ests)
+    lo, hi = ests[direction].interval()
+    return {"null_best_head": f"{name} {direction}", "null_accuracy": float(ests[direction].accuracy[k]),
+            "null_ci_low": float(lo[k]), "null_ci_high": float(hi[k])}
+
+
+def best_row(scores: TreebankScores, relation: str, ests: dict[str, Estimate], resampler: Resampler,
+             tree_head: int, null: TreebankScores | None, split: tuple[np.ndarray, Resampler],
+             settings: Settings) -> dict:
+    arcs = scores.arcs
+    direction, k, name = _best(arcs, ests)
+    lo, hi = ests[direction].interval()
+    offset, base = offset_baseline(arcs, relation, resampler)
+    base_lo, base_hi = base.interval()
+    beats = ests[direction].draws[:, k] - base.draws[:, 0]
+    p_value = (np.sum(~(beats > 0)) + 1) / (len(beats) + 1)
+    tree = estimate(*relation_hits(arcs, relation, TREE), resampler)
+    mask = arcs.mask(relation) & ~arcs.is_root
+    return {"relation": relation, "best_head": name, "direction": direction,
+            "accuracy": float(ests[direction].accuracy[k]), "ci_low": float(lo[k]), "ci_high": float(hi[k]),
+            **heldout_row(arcs, relation, split[0], split[1]),
+            "baseline_offset": offset, "baseline_accuracy": float(base.accuracy[0]),
+            "baseline_ci_low": float(base_lo[0]), "baseline_ci_high": float(base_hi[0]), "p_value": float(p_value),
+            **null_row(null, relation, settings),
+            "tree_head": head_name(*divmod(tree_head, arcs.heads)), "tree_recall": float(tree.accuracy[tree_head]),
+            "chain_recall": float(arcs.chain_hits[mask].mean()) if mask.any() else np.nan,
+            "count": int(ests[DIRECTIONS[0]].total)}
+
+
+def uuas_table(arcs: ArcTable, resampler: Resampler) -> tuple[pd.DataFrame, int]:
+    """UUAS of every head's spanning tree and of the right-branching chain; plus the best head's index."""
+    tree = estimate(*relation_hits(arcs, ALL, TREE), resampler)
+    lo, hi = tree.interval()
+    layer, head = _heads(arcs.layers, arcs.heads)
+    frame = pd.DataFrame({"predictor": "head", "layer": layer, "head": head, "correct": tree.correct.astype(int),
+                          "total": tree.total, "uuas": tree.accuracy, "ci_low": lo, "ci_high": hi})
+    mask = ~arcs.is_root
+    chain = estimate(arcs.sentence[mask], arcs.chain_hits[mask][:, None], resampler)
+    c_lo, c_hi = chain.interval()
+    frame.loc[len(frame)] = ["right-branching", 0, 0, int(chain.correct[0]), chain.total, float(chain.accuracy[0]),
+                             float(c_lo[0]), float(c_hi[0])]
+    return frame, int(np.argmax(tree.accuracy)) if tree.total else 0
+
+
+def summarise(scores: TreebankScores, null: TreebankScores | None = None,
+              settings: Settings | None = None) -> SyntaxSummary:
+    """Every table of a syntax run, from one checkpoint's scores (and the null model's)."""
+    settings = settings or Settings()
+    arcs = scores.arcs
+    resampler = Resampler.over(arcs.sentence, settings.resamples, settings.seed)
+    select, report = split_sentences(arcs.sentence, settings.select_fraction, settings.seed)
+    split = (select, Resampler.over(report, settings.resamples, settings.seed + 1))
+    uuas, tree_head = uuas_table(arcs, resampler)
+    frames, rows = [], []
+    listed = set(relations_by_count(arcs, settings.min_arcs))
+    for relation in relations_by_count(arcs) + ([ROOT] if ROOT in arcs.relations else []):
+        ests = head_estimates(arcs, relation, resampler)
+        frames.extend(head_score_rows(arcs, relation, ests))
+        if relation in listed:
+            rows.append(best_row(scores, relation, ests, resampler, tree_head, null, split, settings))
+    best = pd.DataFrame(rows)
+    info = scores.checkpoint
+    return SyntaxSummary(info, scores.sentences_used, scores.sentences_skipped, arcs.layers, arcs.heads,
+                         _named(pd.concat(frames, ignore_index=True), info), _named(best, info), _named(uuas, info),
+                         null.checkpoint if null is not None else None, settings, scores.general_stats())
+
+
+def compare_checkpoints(a: TreebankScores, b: TreebankScores, settings: Settings | None = None) -> pd.DataFrame:
+    """Per head, relation and direction: accuracy of B minus A on the sentences both scored, with a
+    paired bootstrap interval (the same resampled sentences for both checkpoints)."""
+    settings = settings or Settings()
+    common = np.intersect1d(a.arcs.sentence, b.arcs.sentence)
+    arcs_a, arcs_b = a.arcs.of_sentences(common), b.arcs.of_sentences(common)
+    resampler = Resampler.over(common, settings.resamples, settings.seed)
+    layer, head = _heads(arcs_a.layers, arcs_a.heads)
+    frames = []
+    for relation in relations_by_count(arcs_a, settings.min_arcs):
+        if relation != ALL and relation not in arcs_b.relations:
+            continue
+        ests_a, ests_b = head_estimates(arcs_a, relation, resampler), head_estimates(arcs_b, relation, resampler)
+        for direction in DIRECTIONS:
+            ea, eb = ests_a[direction], ests_b[direction]
+            low, high = percentile_interval(eb.draws - ea.draws, ea.correct.shape)
+            frames.append(pd.DataFrame({
+                "relation": relation, "direction": direction, "layer": layer, "head": head, "total": ea.total,
+                "accuracy_a": ea.accuracy, "accuracy_b": eb.accuracy, "difference": eb.accuracy - ea.accuracy,
+                "ci_low": low, "ci_high": high}))
+    frame = pd.concat(frames, ignore_index=True)
+    frame.insert(0, "model_b", b.checkpoint.describe())
+    frame.insert(0, "model_a", a.checkpoint.describe())
+    return frame
