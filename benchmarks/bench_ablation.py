@@ -5,15 +5,11 @@ sentence with one [MASK]: batched (all ablated copies in one forward) vs one for
 """
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
-
-from bertviz_lab.interventions import ablation_sweep
 from common import median_seconds
 
 from bertviz_lab import load
+from bertviz_lab.interventions import ablation_sweep
 
 
 def timed(fn, repeat=5):

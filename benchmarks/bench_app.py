@@ -11,16 +11,12 @@
 from __future__ import annotations
 
 import statistics
-import sys
 import time
-from pathlib import Path
 
 import torch
 
-
-from bertviz_lab.app import Session, build_demo
-
 from bertviz_lab import BertConfig, BertLab, load, plots
+from bertviz_lab.app import Session, build_demo
 
 
 def handler(demo, api_name):

@@ -7,14 +7,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import torch
-
-from bertviz_lab.bert.checkpoints import packaged_default_folder
 from common import interleaved_medians, peak_rss_increase_mib
 
 from bertviz_lab import load
+from bertviz_lab.bert.checkpoints import packaged_default_folder
 
 
 def main() -> None:

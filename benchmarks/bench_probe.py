@@ -10,18 +10,14 @@ sentence's root attached to the first's as parataxis).
 from __future__ import annotations
 
 import statistics
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
 
-
-from bertviz_lab.bert.checkpoints import packaged_default_folder
-from bertviz_lab.attention import head_statistics
-
 from bertviz_lab import load
+from bertviz_lab.attention import head_statistics
+from bertviz_lab.bert.checkpoints import packaged_default_folder
 from bertviz_lab.syntax import SAMPLE_TREEBANK, Counts, Sentence, probe_treebank, read_conllu, word_attention
 
 

@@ -89,3 +89,12 @@ def sharp_lab(tmp_path_factory, sharp_hf):
 
     folder = builders.save_checkpoint(sharp_hf, tmp_path_factory.mktemp("sharp") / "ckpt")
     return bertviz_lab.load(str(folder), device="cpu")
+
+
+def call(client, api_name: str, *args) -> dict:
+    """Call an app event through gradio_client; its results by output name (never by position)."""
+    from bertviz_lab.app.events import api_outputs
+
+    names = api_outputs(api_name)
+    result = client.predict(*args, api_name=f"/{api_name}")
+    return dict(zip(names, result if len(names) > 1 else (result,)))

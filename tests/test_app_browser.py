@@ -1,12 +1,8 @@
 """What a person sees: the app in headless chromium."""
 import time
-from pathlib import Path
 
 import pandas as pd
 from browser import browser  # noqa: F401  (fixture)
-
-ROOT = Path(__file__).resolve().parent.parent
-SCREENSHOT = ROOT / "docs" / "screenshot.png"
 
 
 def open_app(browser, url, width=1400, height=1600):  # noqa: F811
@@ -78,9 +74,6 @@ def test_heatmap_rows_layer_head_switch_csv_and_screenshot(browser, default_app,
         page.locator("#single-plot .modebar-btn[data-title='Download plot as SVG']").click()
     assert svg.value.suggested_filename.endswith(".svg")
 
-    SCREENSHOT.parent.mkdir(exist_ok=True)
-    page.screenshot(path=str(SCREENSHOT), full_page=True)
-
     # overview: clicking a thumbnail opens that head
     page.get_by_role("tab", name="Model overview").click()
     drag = page.locator("#overview-plot .nsewdrag").first
@@ -116,8 +109,14 @@ def test_mask_from_token_picker_shows_predictions(browser, tiny_app, tiny_lab): 
     page.wait_for_function(
         f"document.querySelector('#pred-table') && document.querySelector('#pred-table').innerText.includes('{top}')"
         " && document.querySelector('#pred-table').innerText.includes('cat')", timeout=20000)
-    bars = page.evaluate("document.querySelector('#pred-plot .js-plotly-plot').data[0].y")
-    assert list(bars) == [q.token for q in expected.mlm[0].predictions]
+    # the bars are a separate component: wait for exactly the figure that is read
+    bars_js = ("(() => { const p = document.querySelector('#pred-plot .js-plotly-plot');"
+               " return p && p.data && p.data.length ? Array.from(p.data[0].y) : null; })()")
+    page.wait_for_function(f"{bars_js} !== null && {bars_js}.length === {len(expected.mlm[0].predictions)}",
+                           timeout=20000)
+    assert page.evaluate(bars_js) == [q.token for q in expected.mlm[0].predictions]
+    page.wait_for_function("document.querySelector('#pred-plot').innerText.includes(\"position 2 (was 'cat')\")",
+                           timeout=20000)
     assert "position 2 (was 'cat')" in page.locator("#pred-plot").inner_text()
     page.close()
 

@@ -81,20 +81,8 @@ def length_batches(lengths: list[int], batch_size: int, rng: random.Random) -> l
     return batches
 
 
-def train(out: Path, settings: TrainSettings, progress: bool = True) -> dict:
-    torch.manual_seed(settings.seed)
-    rng = random.Random(settings.seed)
-    generator = torch.Generator().manual_seed(settings.seed)
-    corpus = Path(settings.corpus)
-    if not (corpus / "train.txt").is_file():
-        raise FileNotFoundError(f"{corpus}/train.txt not found: run `python -m bertviz_lab build-corpus --out {corpus}`")
-    lines = [ln for ln in (corpus / "train.txt").read_text(encoding="utf-8").splitlines() if ln.strip()]
-    validation, lines = lines[:settings.validation_lines], lines[settings.validation_lines:]
-
-    encoder = load("default", device=settings.device, mlm_head=None)
-    device = encoder.device
-    model = head_model(encoder).to(device)
-    names = trainable_names(model, settings.train_layers)
+def make_optimizer(model: BertLab, names: list[str], settings: TrainSettings):
+    """AdamW with the head's and the layers' learning rates, warm-up then linear decay."""
     for name, p in model.named_parameters():
         p.requires_grad = name in names
     head_params = [p for n, p in model.named_parameters() if n in names and n.startswith("cls.")]
@@ -108,51 +96,102 @@ def train(out: Path, settings: TrainSettings, progress: bool = True) -> dict:
     def schedule(step: int) -> float:
         return step / warm if step < warm else max(0.0, (settings.steps - step) / max(1, settings.steps - warm))
 
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
+    return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, schedule), head_params + layer_params
 
-    tok = encoder.tokenizer
-    encodings = tok.encode_batch(lines)
-    cut = settings.max_length
+
+@dataclass
+class TokenizedCorpus:
+    ids: list[list[int]]
+    words: list[list[int]]  # word index per token, -1 for specials
+
+    @property
+    def lengths(self) -> list[int]:
+        return [len(i) for i in self.ids]
+
+    def batch(self, rows: list[int]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Right-padded (ids, word ids, attention mask) of the chosen lines."""
+        lengths = [len(self.ids[i]) for i in rows]
+        width = max(lengths)
+        ids = torch.zeros((len(rows), width), dtype=torch.long)
+        words = torch.full((len(rows), width), -1, dtype=torch.long)
+        for row, i in enumerate(rows):
+            ids[row, :lengths[row]] = torch.tensor(self.ids[i])
+            words[row, :lengths[row]] = torch.tensor(self.words[i])
+        attention_mask = (torch.arange(width)[None, :] < torch.tensor(lengths)[:, None]).long()
+        return ids, words, attention_mask
+
+
+def tokenize_corpus(encoder: Lab, lines: list[str], cut: int) -> TokenizedCorpus:
+    encodings = encoder.tokenizer.encode_batch(lines)
     ids_list = [e.ids[:cut - 1] + [e.ids[-1]] if len(e.ids) > cut else e.ids for e in encodings]
     word_list = [[-1 if w is None else w for w in e.word_ids][:len(ids)] for e, ids in zip(encodings, ids_list)]
-    lengths = [len(i) for i in ids_list]
-    special_ids = torch.tensor(sorted(encoder.special_ids | {encoder.mask_id}))
-    vocab = model.config.vocab_size
-    eval_lab = Lab(model, encoder.checkpoint, device, "default")
+    return TokenizedCorpus(ids_list, word_list)
 
-    history, step, started = [], 0, time.time()
+
+def read_lines(settings: TrainSettings) -> tuple[list[str], list[str]]:
+    """(validation lines, training lines) of the corpus's train.txt."""
+    corpus = Path(settings.corpus)
+    if not (corpus / "train.txt").is_file():
+        raise FileNotFoundError(f"{corpus}/train.txt not found: run `bertviz-lab build-corpus --out {corpus}`")
+    lines = [ln for ln in (corpus / "train.txt").read_text(encoding="utf-8").splitlines() if ln.strip()]
+    return lines[:settings.validation_lines], lines[settings.validation_lines:]
+
+
+def save_head(out: Path, model: BertLab, names: list[str], record: dict) -> dict:
+    """The trained parameters as float16 safetensors, and run.json describing the run."""
+    out.mkdir(parents=True, exist_ok=True)
+    state = {n: p.detach().to("cpu", torch.float16).contiguous() for n, p in model.named_parameters() if n in names}
+    save_file(state, str(out / "head.safetensors"), metadata={"format": "pt"})
+    record.update({"trained_parameters": sum(p.numel() for p in state.values()),
+                   "fine_tuned_layers": sorted({int(n.split(".")[3]) for n in names
+                                                if n.startswith("bert.encoder.layer.")}),
+                   "asset_bytes": (out / "head.safetensors").stat().st_size})
+    (out / "run.json").write_text(json.dumps(record, indent=2))
+    return record
+
+
+def set_train_mode(model: BertLab, train_layers: int) -> None:
+    model.train()
+    for i, layer in enumerate(model.bert.encoder.layer):  # frozen layers: no dropout noise
+        layer.train(i >= model.config.num_hidden_layers - train_layers)
+    model.bert.embeddings.eval()
+
+
+def train(out: Path, settings: TrainSettings, progress: bool = True) -> dict:
+    torch.manual_seed(settings.seed)
+    rng = random.Random(settings.seed)
+    generator = torch.Generator().manual_seed(settings.seed)
+    validation, lines = read_lines(settings)
+    encoder = load("default", device=settings.device, mlm_head=None)
+    device = encoder.device
+    model = head_model(encoder).to(device)
+    names = trainable_names(model, settings.train_layers)
+    optimizer, scheduler, params = make_optimizer(model, names, settings)
+    corpus = tokenize_corpus(encoder, lines, settings.max_length)
+    lengths = corpus.lengths
+    special_ids = torch.tensor(sorted(encoder.special_ids | {encoder.mask_id}))
+    eval_lab = Lab(model, encoder.checkpoint, device, "default")
+    history, step, started, running = [], 0, time.time(), None
     batches: list[list[int]] = []
     bar = tqdm(total=settings.steps, desc="train-mlm-head", unit="step", disable=not progress)
-    running = None
     while step < settings.steps:
-        if not batches:
-            batches = length_batches(lengths, settings.batch_size, rng)
-        batch = batches.pop()
-        width = max(lengths[i] for i in batch)
-        ids = torch.zeros((len(batch), width), dtype=torch.long)
-        words = torch.full((len(batch), width), -1, dtype=torch.long)
-        for row, i in enumerate(batch):
-            ids[row, :lengths[i]] = torch.tensor(ids_list[i])
-            words[row, :lengths[i]] = torch.tensor(word_list[i])
-        attention_mask = (torch.arange(width)[None, :] < torch.tensor([lengths[i] for i in batch])[:, None]).long()
+        batches = batches or length_batches(lengths, settings.batch_size, rng)
+        ids, words, attention_mask = corpus.batch(batches.pop())
         special = torch.isin(ids, special_ids) | (attention_mask == 0)
-        inputs, labels = mask_tokens(ids, special, encoder.mask_id, vocab, generator,
+        inputs, labels = mask_tokens(ids, special, encoder.mask_id, model.config.vocab_size, generator,
                                      word_ids=words if settings.whole_word else None,
                                      random_token_low=FIRST_REAL_TOKEN)
         chosen = labels != IGNORE
         if not chosen.any():
             continue
-        model.train()
-        for i, layer in enumerate(model.bert.encoder.layer):  # frozen layers: no dropout noise
-            layer.train(i >= model.config.num_hidden_layers - settings.train_layers)
-        model.bert.embeddings.eval()
+        set_train_mode(model, settings.train_layers)
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=settings.bf16):
             result = model(input_ids=inputs.to(device), attention_mask=attention_mask.to(device),
                            mlm_positions=chosen.to(device))
         loss = mlm_loss(result.mlm_logits.float(), labels.to(device))
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(head_params + layer_params, 1.0)
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
         optimizer.step()
         scheduler.step()
         step += 1
@@ -168,18 +207,9 @@ def train(out: Path, settings: TrainSettings, progress: bool = True) -> dict:
                       f"top5 {scores['top5']:.3f} (n={scores['n']})")
     bar.close()
     model.eval()
-    elapsed = time.time() - started
-    out.mkdir(parents=True, exist_ok=True)
-    state = {n: p.detach().to("cpu", torch.float16).contiguous() for n, p in model.named_parameters() if n in names}
-    save_file(state, str(out / "head.safetensors"), metadata={"format": "pt"})
-    corpus_record = json.loads((corpus / "corpus.json").read_text()) if (corpus / "corpus.json").is_file() else {}
-    record = {
-        "settings": asdict(settings), "corpus": corpus_record, "train_lines": len(lines),
-        "validation_lines": len(validation), "trained_parameters": sum(p.numel() for p in state.values()),
-        "fine_tuned_layers": sorted({int(n.split(".")[3]) for n in names if n.startswith("bert.encoder.layer.")}),
-        "steps": settings.steps, "seed": settings.seed, "train_seconds": round(elapsed, 1),
-        "device": str(device), "torch_threads": torch.get_num_threads(), "history": history,
-        "asset_bytes": (out / "head.safetensors").stat().st_size,
-    }
-    (out / "run.json").write_text(json.dumps(record, indent=2))
-    return record
+    corpus_file = Path(settings.corpus) / "corpus.json"
+    return save_head(out, model, names, {
+        "settings": asdict(settings), "corpus": json.loads(corpus_file.read_text()) if corpus_file.is_file() else {},
+        "train_lines": len(lines), "validation_lines": len(validation), "steps": settings.steps,
+        "seed": settings.seed, "train_seconds": round(time.time() - started, 1), "device": str(device),
+        "torch_threads": torch.get_num_threads(), "history": history})
