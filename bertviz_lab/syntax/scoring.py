@@ -75,8 +75,8 @@ class ArcTable:
 class ArcCollector:
     """Accumulates per-sentence arc rows and builds the ArcTable once at the end."""
 
-    def __init__(self, layers: int, heads: int) -> None:
-        self.layers, self.heads = layers, heads
+    def __init__(self, layers: int, heads: int, trees: bool = True) -> None:
+        self.layers, self.heads, self.trees = layers, heads, trees
         self.rows: dict[str, list[np.ndarray]] = {k: [] for k in ("sentence", "relation", "root", "offset", "chain",
                                                                    *DIRECTIONS, TREE)}
         self.relation_names: list[str] = []
@@ -95,9 +95,12 @@ class ArcCollector:
         self.rows["root"].append(root)
         for direction, predicted in predicted_heads(word_attn).items():  # (layers, heads, words)
             self.rows[direction].append(np.moveaxis(predicted == gold, -1, 0))
-        tree = spanning_tree_edges(word_attn)  # (layers, heads, words, words)
-        partner = np.where(root, 0, gold - 1)
-        self.rows[TREE].append(np.moveaxis(tree[..., np.arange(n), partner], -1, 0) & ~root[:, None, None])
+        if self.trees:
+            tree = spanning_tree_edges(word_attn)  # (layers, heads, words, words)
+            partner = np.where(root, 0, gold - 1)
+            self.rows[TREE].append(np.moveaxis(tree[..., np.arange(n), partner], -1, 0) & ~root[:, None, None])
+        else:  # scoring without tree decoding (the benchmark's reference); UUAS then reads 0
+            self.rows[TREE].append(np.zeros((n, self.layers, self.heads), dtype=bool))
         self.rows["offset"].append((offset_predictions(n) == gold[None, :]).T)
         self.rows["chain"].append(~root & (np.abs(np.arange(n) - (gold - 1)) == 1))
 
@@ -137,8 +140,8 @@ def encode_sentence(lab: Lab, sentence: Sentence) -> Encoded:
 
 
 def score_treebank(lab: Lab, sentences: Sequence[Sentence], batch_size: int = 32, max_length: int | None = None,
-                   max_sentences: int | None = None,
-                   progress: Callable[[int, int], None] | None = None) -> TreebankScores:
+                   max_sentences: int | None = None, progress: Callable[[int, int], None] | None = None,
+                   trees: bool = True) -> TreebankScores:
     """Score every head on a treebank; sentences longer than max_length tokens are skipped and counted.
 
     Batched with padding (similar lengths together); results equal one sentence at a time.
@@ -152,7 +155,7 @@ def score_treebank(lab: Lab, sentences: Sequence[Sentence], batch_size: int = 32
             skipped += 1
             continue
         encoded.append((index, s, enc))
-    collector = ArcCollector(lab.n_layers, lab.n_heads)
+    collector = ArcCollector(lab.n_layers, lab.n_heads, trees=trees)
     stats_sum: dict[str, np.ndarray] = {}
     order = sorted(range(len(encoded)), key=lambda i: len(encoded[i][2].ids))  # similar lengths per batch
     done = 0

@@ -1,0 +1,53 @@
+"""Take the README's screenshot (docs/screenshot.png) from the real app in headless Chromium.
+
+    python scripts/screenshot.py [--out docs/screenshot.png] [--text "..."]
+
+Tests never write tracked files; this explicit command is the only thing that refreshes it.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+from pathlib import Path
+
+from bertviz_lab import load
+from bertviz_lab.app import build_demo, launch_kwargs
+
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run", "--disable-quic"]
+
+
+def main() -> None:
+    from playwright.sync_api import sync_playwright
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent.parent / "docs" / "screenshot.png")
+    parser.add_argument("--text", default="The cat chased the other cat around the garden.")
+    parser.add_argument("--tab", default=None, help="a tab to open before the screenshot, e.g. Syntax")
+    args = parser.parse_args()
+    demo = build_demo(load("default", device="cpu"))
+    demo.queue()
+    _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True, **launch_kwargs())
+    chromium = os.environ.get("CHROMIUM", shutil.which("chromium") or "/usr/bin/chromium")
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=chromium, headless=True, args=ARGS)
+            page = browser.new_page(viewport={"width": 1400, "height": 1600})
+            page.goto(url)
+            page.fill("#text-a textarea", args.text)
+            page.click("#run")
+            page.wait_for_selector("#single-plot .main-svg", timeout=60000)
+            if args.tab:
+                page.get_by_role("tab", name=args.tab).click()
+            page.wait_for_timeout(1000)
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(args.out), full_page=True)
+            browser.close()
+    finally:
+        demo.close()
+    print(args.out)
+
+
+if __name__ == "__main__":
+    main()
