@@ -248,7 +248,14 @@ def run_eval(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(scores))
     else:
-        print(f"top-1 {scores['top1']:.4f}  top-5 {scores['top5']:.4f}  (n={scores['n']})")
+        def line(name: str, r: dict) -> str:
+            return (f"{name}: top-1 {r['top1']:.4f} [{r['top1_ci'][0]:.4f}, {r['top1_ci'][1]:.4f}]  top-5 "
+                    f"{r['top5']:.4f} [{r['top5_ci'][0]:.4f}, {r['top5_ci'][1]:.4f}]  (n={r['n']})")
+
+        print(line("all", scores))
+        print(line("function words", scores["function_words"]))
+        print(line("content words", scores["content_words"]))
+        print(f"masked: {scores['masking']}; intervals: 95% Wilson")
     return 0
 
 

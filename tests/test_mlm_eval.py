@@ -48,6 +48,19 @@ def test_eval_mlm_cli_matches_transformers(tmp_path, tiny_folder, tiny_hf, tiny_
         want = expected_scores(tiny_hf, tiny_lab, seed)
         assert got["n"] == want["n"] == 5  # the empty line and the punctuation-only line are skipped
         assert abs(got["top1"] - want["top1"]) < 1e-9 and abs(got["top5"] - want["top5"]) < 1e-9
+        assert got["top1_ci"][0] <= got["top1"] <= got["top1_ci"][1]
+        assert got["function_words"]["n"] + got["content_words"]["n"] == got["n"]
+        assert "single-WordPiece" in got["masking"]
+
+
+def test_wilson_interval_by_hand():
+    from bertviz_lab.mlm.evaluate import FUNCTION_WORDS, wilson_interval
+
+    # 8 of 10: centre (0.8 + 1.96^2/20) / (1 + 1.96^2/10), the textbook [0.490, 0.943]
+    low, high = wilson_interval(8, 10)
+    assert round(low, 3) == 0.490 and round(high, 3) == 0.943
+    assert wilson_interval(0, 0) == [0.0, 0.0]
+    assert {"the", "of", "and", "was"} <= FUNCTION_WORDS and "cat" not in FUNCTION_WORDS
 
 
 def test_eval_mlm_refuses_a_model_without_mlm_head(tmp_path):

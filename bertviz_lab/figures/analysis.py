@@ -5,6 +5,7 @@ Analysis. The UI calls these functions; so do the tests.
 """
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -77,17 +78,24 @@ def head_view_choices(analysis: Analysis, opts: ViewOptions) -> list[tuple[str, 
     return [(label, i) for i, label in enumerate(view.query_labels)]
 
 
+def weights_subtitle(analysis: Analysis) -> str:
+    """The line under a title that says which weights a figure shows."""
+    return f"<br><sup>weights: {html.escape(analysis.model)}</sup>"
+
+
 def overview(analysis: Analysis, selected: tuple[int, int] | None = None) -> Figure:
-    return overview_figure(analysis.attention, selected=selected)
+    fig = overview_figure(analysis.attention, selected=selected)
+    fig["layout"]["title"]["text"] += weights_subtitle(analysis)
+    return fig
 
 
 def summary(analysis: Analysis) -> Figure:
     stats = head_statistics(analysis.attention, analysis.tokens)
     return heatmap_grid([(name, stats[name]) for name in HEAD_STATS], head_labels(analysis.n_heads),
                         layer_labels(analysis.n_layers),
-                              title="Per-head statistics for this input (layers x heads, mean over query tokens)",
-                              filename="head-summary", columns=4, height_per_row=300,
-                              hover="layer %{y}, head %{x}<br>%{z:.3f}", x_title="head", y_title="layer")
+                        title="Per-head statistics for this input (layers x heads, mean over query tokens)"
+                        + weights_subtitle(analysis), filename="head-summary", columns=4, height_per_row=300,
+                        hover="layer %{y}, head %{x}<br>%{z:.3f}", x_title="head", y_title="layer")
 
 
 PREDICTION_COLUMNS = ["position", "masked token", "rank", "prediction", "probability"]

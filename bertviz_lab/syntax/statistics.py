@@ -73,10 +73,14 @@ class Estimate:
 
 
 def percentile_interval(draws: np.ndarray, shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile interval per column of (resamples, k) draws. A resample without the relation is
+    a NaN row (its denominator is shared by every head), so whole rows are dropped."""
     tail = 100 * (1 - LEVEL) / 2
-    if not draws.shape[0] or np.isnan(draws).all():
+    draws = draws[~np.isnan(draws).any(axis=1)] if draws.ndim == 2 else draws
+    if not draws.shape[0]:
         return np.full(shape, np.nan), np.full(shape, np.nan)
-    return np.nanpercentile(draws, tail, axis=0), np.nanpercentile(draws, 100 - tail, axis=0)
+    low, high = np.percentile(draws, [tail, 100 - tail], axis=0)
+    return low, high
 
 
 def estimate(arc_sentence: np.ndarray, hits: np.ndarray, resampler: Resampler) -> Estimate:

@@ -1,0 +1,100 @@
+"""Uncertainty, held-out selection, null model and checkpoint comparison of syntax scores."""
+import numpy as np
+import pytest
+
+from bertviz_lab.lab import CheckpointInfo, null_model
+from bertviz_lab.syntax.scoring import ALL, TREE, ArcTable, TreebankScores, score_treebank
+from bertviz_lab.syntax.statistics import Resampler, estimate, split_sentences
+from bertviz_lab.syntax.summary import Settings, compare_checkpoints, summarise
+from bertviz_lab.syntax.treebank import SAMPLE_TREEBANK, read_conllu
+
+
+def table(sentence, relation_names, relation, dep_hits, head_hits=None, layers=1, heads=2):
+    arcs = len(sentence)
+    hits = np.asarray(dep_hits, dtype=bool).reshape(arcs, layers, heads)
+    other = np.zeros_like(hits) if head_hits is None else np.asarray(head_hits, dtype=bool).reshape(arcs, layers, heads)
+    return ArcTable(layers, heads, np.asarray(sentence), np.asarray(relation), relation_names, np.zeros(arcs, bool),
+                    {"dep->head": hits, "head->dep": other, TREE: np.zeros_like(hits)},
+                    np.zeros((arcs, 6), bool), np.zeros(arcs, bool))
+
+
+def scores_of(arcs):
+    return TreebankScores(arcs, CheckpointInfo("t", "test", "0" * 64, False), len(np.unique(arcs.sentence)), 0)
+
+
+def test_vectorised_bootstrap_equals_a_loop_over_resamples():
+    rng = np.random.default_rng(1)
+    sentence = rng.integers(0, 30, 400)
+    hits = rng.random((400, 5)) < 0.4
+    resampler = Resampler.over(sentence, 200, seed=7)
+    est = estimate(sentence, hits, resampler)
+    assert est.total == 400 and np.array_equal(est.correct, hits.sum(0))
+    for b in (0, 57, 199):
+        weight = dict(zip(resampler.sentences.tolist(), resampler.weights[b]))
+        w = np.array([weight[s] for s in sentence.tolist()])  # each arc counts as often as its sentence was drawn
+        np.testing.assert_allclose(est.draws[b], (w[:, None] * hits).sum(0) / w.sum())
+    low, high = est.interval()
+    assert np.all(low <= est.accuracy) and np.all(est.accuracy <= high)
+
+
+def test_resampling_is_by_sentence_and_seeded():
+    sentence = np.repeat(np.arange(10), 3)
+    a, b = Resampler.over(sentence, 50, seed=3), Resampler.over(sentence, 50, seed=3)
+    assert np.array_equal(a.weights, b.weights) and a.weights.shape == (50, 10)
+    assert np.all(a.weights.sum(1) == 10)  # each resample draws as many sentences as there are
+    select, report = split_sentences(sentence, 0.5, seed=0)
+    assert len(select) == len(report) == 5 and not set(select) & set(report)
+
+
+def test_held_out_selection_reports_the_chosen_head_on_other_sentences():
+    # 20 sentences, one arc each. Head 0 is right on every "select" sentence and wrong elsewhere;
+    # head 1 is right on 60% of all sentences. In sample, head 0 wins (on half the sentences plus
+    # chance); held out, it must be scored on sentences it did not win on.
+    select, report = split_sentences(np.arange(20), 0.5, seed=0)
+    head0 = np.isin(np.arange(20), select)
+    head1 = np.arange(20) % 5 < 3
+    arcs = table(np.arange(20), ["nsubj"], np.zeros(20, int), np.stack([head0, head1], 1))
+    best = summarise(scores_of(arcs), settings=Settings(resamples=100, min_arcs=1)).best_heads.set_index("relation")
+    row = best.loc["nsubj"]
+    assert row.best_head == "1-2" and row.accuracy == pytest.approx(0.6)  # in sample: 0.6 beats 0.5
+    assert row.heldout_head == "1-1"  # on the select half head 0 is perfect ...
+    assert row.heldout_accuracy == 0.0  # ... and on the report half it is always wrong
+
+
+def test_paired_p_value_when_the_head_wins_in_every_sentence():
+    sentence = np.repeat(np.arange(30), 2)
+    arcs = table(sentence, ["det"], np.zeros(60, int), np.ones((60, 2)))
+    row = summarise(scores_of(arcs), settings=Settings(resamples=99, min_arcs=1)).best_heads.iloc[0]
+    # the offset baseline is never right here, so every resample favours the head: p = 1 / (B + 1)
+    assert row.accuracy == 1.0 and row.baseline_accuracy == 0.0 and row.p_value == pytest.approx(1 / 100)
+
+
+def test_null_model_is_seeded_random_weights_of_the_same_shape(sharp_lab):
+    a, b, c = null_model(sharp_lab, 0), null_model(sharp_lab, 0), null_model(sharp_lab, 1)
+    assert a.n_layers == sharp_lab.n_layers and a.n_heads == sharp_lab.n_heads
+    assert a.checkpoint_info().sha256 == b.checkpoint_info().sha256 != c.checkpoint_info().sha256
+    assert a.checkpoint_info().sha256 != sharp_lab.checkpoint_info().sha256
+    weight = a.model.bert.encoder.layer[0].attention.self.query.weight
+    assert abs(float(weight.detach().std()) - 0.02) < 0.002
+    assert float(a.model.bert.encoder.layer[0].output.LayerNorm.bias.detach().abs().max()) == 0
+
+
+def test_summary_names_weights_and_shows_the_null_model(sharp_lab):
+    sentences = read_conllu(SAMPLE_TREEBANK)[:30]
+    scores = score_treebank(sharp_lab, sentences)
+    summary = summarise(scores, score_treebank(null_model(sharp_lab), sentences),
+                        Settings(resamples=100, min_arcs=5))
+    assert set(summary.head_scores.model_sha256) == {sharp_lab.checkpoint_info().sha256}
+    assert summary.best_heads.relation.iloc[0] == ALL
+    assert summary.best_heads.null_accuracy.notna().all()
+    assert summary.null_checkpoint.name.startswith("random weights")
+
+
+def test_comparing_a_checkpoint_with_itself_gives_zero_difference(sharp_lab, tiny_lab):
+    sentences = read_conllu(SAMPLE_TREEBANK)[:20]
+    a = score_treebank(sharp_lab, sentences)
+    same = compare_checkpoints(a, a, Settings(resamples=50, min_arcs=5))
+    assert (same.difference == 0).all() and (same.ci_low == 0).all() and (same.ci_high == 0).all()
+    other = compare_checkpoints(a, score_treebank(tiny_lab, sentences), Settings(resamples=50, min_arcs=5))
+    assert (other.difference != 0).any()
+    assert ((other.ci_low <= other.difference + 1e-9) | other.ci_low.isna()).all()
