@@ -155,6 +155,14 @@ def test_probe_shows_the_difference_heatmap(browser, sharp_lab):  # noqa: F811
         # difference of a left-only probe: the first query row loses everything but itself
         assert any(abs(v) > 1e-3 for row in z for v in row)
         assert "Mean JS divergence" in page.locator("#probe-message").inner_text()
+
+        # Syntax tab: the best heads with their intervals drawn as error bars, and the weights named
+        page.get_by_role("tab", name="Syntax").click()
+        page.click("#syntax-btn")
+        page.wait_for_function("document.querySelector('#syntax-message').innerText.includes('Scored 66 sentences')",
+                               timeout=60000)
+        page.wait_for_selector("#syntax-bars .errorbar", timeout=20000)
+        assert sharp_lab.checkpoint_info().sha256[:12] in page.locator("#syntax-weights").inner_text()
         page.close()
     finally:
         demo.close()

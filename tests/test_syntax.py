@@ -219,3 +219,18 @@ def test_cli_malformed_file_writes_nothing(tmp_path):
                          capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert run.returncode == 2 and f"{bad}:1:" in run.stderr and "Traceback" not in run.stderr
     assert not out.exists()
+
+
+def test_cli_compares_two_checkpoints_on_the_same_sentences(tmp_path, default_lab, minilm_lab):
+    out = tmp_path / "compare"
+    run = subprocess.run([sys.executable, "-m", "bertviz_lab", "probe", "--out", str(out), "--device", "cpu",
+                          "--max-sentences", "30", "--resamples", "50", "--min-arcs", "10", "--no-null-model",
+                          "--compare-model", "default"], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert run.returncode == 0, run.stderr
+    diff = pd.read_csv(out / "compare_scores.csv")
+    assert diff.model_a.str.contains(minilm_lab.checkpoint_info().sha256[:12]).all()
+    assert diff.model_b.str.contains(default_lab.checkpoint_info().sha256[:12]).all()
+    assert "fine-tuned by bertviz-lab" in diff.model_b.iloc[0]
+    np.testing.assert_allclose(diff.difference, diff.accuracy_b - diff.accuracy_a, atol=1e-9)
+    # layers 1-2 of `default` are the published weights exactly: their heads score the same
+    assert (diff[diff.layer <= 2].difference.abs() < 1e-9).all() and (diff[diff.layer > 2].difference != 0).any()
