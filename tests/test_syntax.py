@@ -231,6 +231,6 @@ def test_cli_compares_two_checkpoints_on_the_same_sentences(tmp_path, default_la
     assert diff.model_a.str.contains(minilm_lab.checkpoint_info().sha256[:12]).all()
     assert diff.model_b.str.contains(default_lab.checkpoint_info().sha256[:12]).all()
     assert "fine-tuned by bertviz-lab" in diff.model_b.iloc[0]
-    np.testing.assert_allclose(diff.difference, diff.accuracy_b - diff.accuracy_a, atol=1e-9)
+    np.testing.assert_allclose(diff.difference, diff.accuracy_b - diff.accuracy_a, atol=2e-6)  # CSV keeps 6 decimals
     # layers 1-2 of `default` are the published weights exactly: their heads score the same
-    assert (diff[diff.layer <= 2].difference.abs() < 1e-9).all() and (diff[diff.layer > 2].difference != 0).any()
+    assert (diff[diff.layer <= 2].difference == 0).all() and (diff[diff.layer > 2].difference != 0).any()
