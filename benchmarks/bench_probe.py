@@ -13,11 +13,10 @@ sample-treebank sentences (the second root attached to the first as parataxis).
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 
 import numpy as np
 import torch
+from common import median_seconds
 
 from bertviz_lab import load
 from bertviz_lab.attention import head_statistics
@@ -66,12 +65,7 @@ def accuracies(arcs):
 
 
 def seconds(fn, repeat=3):
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return median_seconds(fn, repeat=repeat, warmup=0)
 
 
 def main() -> None:
