@@ -15,8 +15,11 @@ import time
 
 import torch
 
-from bertviz_lab import BertConfig, BertLab, load, plots
-from bertviz_lab.app import Session, build_demo
+from bertviz_lab import BertConfig, BertLab, load
+from bertviz_lab.app import build_demo
+from bertviz_lab.app.state import Session
+from bertviz_lab.figures.attention import overview_figure
+from bertviz_lab.figures.base import to_json
 
 
 def handler(demo, api_name):
@@ -29,7 +32,7 @@ def handler(demo, api_name):
 def serialise(outputs) -> int:
     """Force every figure to its wire form (what Gradio sends) and count the bytes."""
     total = 0
-    for out in outputs:
+    for out in outputs.values():  # handlers return {component: value}
         plot = getattr(out, "plot", None)
         if isinstance(plot, str):
             total += len(plot)
@@ -82,7 +85,7 @@ def overview_bytes() -> None:
     attention = torch.stack(attn, 1)[0].numpy()  # (layers, heads, query, key)
     tokens = ["[CLS]"] + [f"tok{i}" for i in range(126)] + ["[SEP]"]
     start = time.perf_counter()
-    ours = len(plots.to_json(plots.overview_figure(attention)))
+    ours = len(to_json(overview_figure(attention)))
     ours_ms = (time.perf_counter() - start) * 1e3
     from bertviz import model_view
 
