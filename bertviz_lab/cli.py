@@ -308,7 +308,7 @@ def run_probe(args: argparse.Namespace) -> int:
                          batch_size=args.batch_size, max_length=args.max_length, max_sentences=args.max_sentences,
                          progress=lambda f, what: (bar.set_description(what), bar.update(round(100 * f) - bar.n)))
     summary = run.summary
-    files = write_outputs(summary, args.out, title=f"Syntax probe: {Path(path).name}", compare=run.compare)
+    files = write_outputs(summary, args.out, title=f"Syntax scores: {Path(path).name}", compare=run.compare)
     print(f"scored {summary.sentences_used} sentences with {summary.checkpoint.describe()}, skipped "
           f"{summary.sentences_skipped} as too long", file=sys.stderr)
     print(json.dumps({"sentences": summary.sentences_used, "skipped": summary.sentences_skipped,

@@ -47,7 +47,7 @@ EVENTS = (
           ("session", "message", "status"), "load_model"),
     Event("csv_btn", "click", "export_csv", STATE, ("export_file", "message"), "export_csv"),
     Event("npz_btn", "click", "export_npz", STATE, ("export_file", "message"), "export_npz"),
-    Event("probe_btn", "click", "run_probe", ("text", "pair", "top_k", "probe_kind", "picker", "probe_heads",
+    Event("probe_btn", "click", "run_intervention", ("text", "pair", "top_k", "probe_kind", "picker", "probe_heads",
                                               "probe_shift", "probe_seed", "session"), PROBE_OUTPUTS, "probe"),
     Event("direction_btn", "click", "run_directional", ("text", "pair", "picker", "session"),
           ("probe_message", "direction_table"), "directional_sweep"),

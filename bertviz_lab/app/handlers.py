@@ -144,7 +144,7 @@ class Handlers(SyntaxHandlers):
         return self.startup.analyze(text, pair=pair or None, top_k=int(top_k), truncate=True).to_json()
 
     # ---- interventions -------------------------------------------------------------------
-    def run_probe(self, text: str, pair: str, top_k: float, kind: str, picked: list[int], heads: str, shift: float,
+    def run_intervention(self, text: str, pair: str, top_k: float, kind: str, picked: list[int], heads: str, shift: float,
                   seed: float, session: Session) -> Updates:
         ui = self.ui
         try:

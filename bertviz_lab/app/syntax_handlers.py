@@ -100,7 +100,7 @@ class SyntaxHandlers:
             if sentence is None:
                 return {ui.syntax_arcs_text: "⚠️ Type a sentence above (spaCy parses it)."}
         elif not session.treebank or index is None:
-            return {ui.syntax_arcs_text: "⚠️ Run the syntax probe first, then choose a sentence."}
+            return {ui.syntax_arcs_text: "⚠️ Score the treebank first, then choose a sentence."}
         else:
             sentence = session.treebank[int(index)]
         lab = self.cache.get(session.syntax_model or attention_weights_source(session.model), session.device)

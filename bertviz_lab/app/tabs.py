@@ -135,7 +135,7 @@ def build_syntax_tab(ui: SimpleNamespace) -> None:
                                                    value=False, elem_id="syntax-use-loaded")
                 ui.syntax_compare = gr.Checkbox(label="Also score the other weights and show the difference",
                                                 value=False, elem_id="syntax-compare")
-                ui.syntax_btn = gr.Button("Run syntax probe", variant="primary", elem_id="syntax-btn")
+                ui.syntax_btn = gr.Button("Score every head on the treebank", variant="primary", elem_id="syntax-btn")
         ui.syntax_message = gr.Markdown("", elem_id="syntax-message")
         ui.syntax_table = gr.Dataframe(label="Best head per relation", interactive=False, elem_id="syntax-table")
         ui.syntax_bars = gr.Plot(label="Best head vs baseline and null model", elem_id="syntax-bars")
