@@ -10,7 +10,7 @@ import argparse
 import os
 import sys
 
-from bertviz_lab.app import build_demo, env_list, launch_kwargs
+from bertviz_lab.app import build_demo, env_list, launch_kwargs, queue_kwargs
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -51,7 +51,7 @@ def main(argv=None) -> None:
     print(f"model: {lab.name} on {lab.device}")
     models = [m for m in args.models.split(",") if m.strip()]
     demo = build_demo(lab, allowed_models=models, allow_any_model=args.allow_any_model)
-    demo.queue(default_concurrency_limit=4).launch(server_name=args.host, server_port=args.port, share=args.share,
+    demo.queue(**queue_kwargs()).launch(server_name=args.host, server_port=args.port, share=args.share,
                                                    **launch_kwargs())
 
 

@@ -197,6 +197,9 @@ def add_train(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--whole-word", action="store_true")
     p.add_argument("--no-bf16", action="store_true", help="train in float32")
     p.add_argument("--eval-every", type=positive_int, default=d.eval_every)
+    p.add_argument("--checkpoint-every", type=positive_int, default=d.checkpoint_every,
+                   help="steps between resumable checkpoints in --out")
+    p.add_argument("--resume", action="store_true", help="continue from --out/checkpoint.pt (same settings)")
     p.set_defaults(func=run_train)
 
 
@@ -208,8 +211,11 @@ def run_train(args: argparse.Namespace) -> int:
     settings = TrainSettings(corpus=args.corpus, steps=args.steps, seed=args.seed, device=args.device,
                              train_layers=args.train_layers, batch_size=args.batch_size, lr=args.lr,
                              head_lr=args.head_lr, whole_word=args.whole_word, bf16=not args.no_bf16,
-                             eval_every=args.eval_every)
-    record = train(args.out, settings)
+                             eval_every=args.eval_every, checkpoint_every=args.checkpoint_every)
+    try:
+        record = train(args.out, settings, resume=args.resume)
+    except ValueError as error:  # a checkpoint written with other settings
+        raise InputError(str(error)) from None
     print(json.dumps({k: record[k] for k in ("steps", "train_seconds", "fine_tuned_layers", "asset_bytes")}))
     heldout = Path(args.corpus) / "heldout.txt"
     if heldout.is_file():
@@ -242,9 +248,15 @@ def run_eval(args: argparse.Namespace) -> int:
     lab = lab_from_args(args)
     if not lab.model.has_mlm_head:
         raise InputError(f"model {args.model!r} has no MLM head; eval-mlm needs one")
-    lines = args.text_file.read_text(encoding="utf-8").splitlines()
+    try:
+        lines = args.text_file.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as error:
+        raise InputError(f"{args.text_file} is not UTF-8 text (byte {error.start}); eval-mlm reads one sentence "
+                         "per line") from None
     scores = evaluate(lab, lines, seed=args.seed, max_sentences=args.max_sentences, batch_size=args.batch_size,
                       progress=sys.stderr.isatty())
+    if not scores["n"]:
+        raise InputError(f"{args.text_file} has no line with a whole word to mask; nothing was scored")
     if args.json:
         print(json.dumps(scores))
     else:
@@ -289,7 +301,7 @@ def add_probe(sub: argparse._SubParsersAction) -> None:
 def run_probe(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from .syntax.report import write_outputs
+    from .syntax.report import check_writable, write_outputs
     from .syntax.run import attention_weights_source, run_syntax
     from .syntax.summary import Settings
     from .syntax.treebank import SAMPLE_TREEBANK, read_conllu
@@ -300,6 +312,7 @@ def run_probe(args: argparse.Namespace) -> int:
         raise InputError(f"--resamples must be 0 or more (got {args.resamples})")
     path = args.conllu or SAMPLE_TREEBANK
     sentences = read_conllu(path, full_relations=args.full_relations)
+    check_writable(args.out)
     lab = lab_from_args(args, attention_weights_source(args.model))
     other = lab_from_args(args, args.compare_model) if args.compare_model else None
     settings = Settings(args.resamples, args.seed, args.select_fraction, args.min_arcs)
@@ -334,6 +347,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args.func(args)
     except USER_ERRORS as error:
         print(f"error: {error}", file=sys.stderr)
+        return 2
+    except OSError as error:  # unwritable --out, a full disk, a name the file system refuses
+        where = f" {error.filename}" if error.filename else ""
+        print(f"error: cannot read or write{where}: {error.strerror or error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

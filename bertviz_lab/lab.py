@@ -30,6 +30,23 @@ class InputTooLong(InputError):
                          "shorten it or allow truncation")
 
 
+MAX_TEXT_CHARACTERS = 100_000
+
+
+def checked_text(value: object, what: str) -> str:
+    """Text the tokenizer can take, or an InputError saying what is wrong with it."""
+    if not isinstance(value, str):
+        raise InputError(f"{what} must be text, not {type(value).__name__}")
+    if len(value) > MAX_TEXT_CHARACTERS:
+        raise InputError(f"{what} is {len(value):,} characters long; the limit is {MAX_TEXT_CHARACTERS:,}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise InputError(f"{what} contains a character that is not valid Unicode at position {error.start} "
+                         f"(a lone surrogate such as {value[error.start]!r}); remove it") from None
+    return value
+
+
 @dataclass(frozen=True)
 class CheckpointInfo:
     """Which weights a result came from, for every table, CSV and report that publishes one."""
@@ -167,7 +184,8 @@ class Lab:
     def encode(self, text: str, pair: str | None = None, truncate: bool = False) -> Encoded:
         if text is None or not str(text).strip():
             raise InputError("the text is empty: type a sentence to analyse")
-        pair = pair if pair is not None and str(pair).strip() else None
+        text = checked_text(text, "the text")
+        pair = checked_text(pair, "sentence B") if pair is not None and str(pair).strip() else None
         enc = self.tokenizer.encode(text, pair) if pair is not None else self.tokenizer.encode(text)
         n = len(enc.ids)
         if n > self.max_tokens:
@@ -179,7 +197,7 @@ class Lab:
 
     def encode_words(self, words: Sequence[str]) -> Encoded:
         """Tokenize pre-split words (a treebank's), so every piece maps back to its word."""
-        enc = self.tokenizer.encode(list(words), is_pretokenized=True)
+        enc = self.tokenizer.encode([checked_text(w, "a word") for w in words], is_pretokenized=True)
         return self._encoded_from(enc, len(enc.ids))
 
     def _encoded_from(self, enc, n_before: int) -> Encoded:

@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 
 from bertviz_lab import load
-from bertviz_lab.app import build_demo, launch_kwargs
+from bertviz_lab.app import build_demo, launch_kwargs, queue_kwargs
 
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", "--no-first-run", "--disable-quic"]
@@ -27,7 +27,7 @@ def main() -> None:
     parser.add_argument("--tab", default=None, help="a tab to open before the screenshot, e.g. Syntax")
     args = parser.parse_args()
     demo = build_demo(load("default", device="cpu"))
-    demo.queue()
+    demo.queue(**queue_kwargs())
     _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True, **launch_kwargs())
     chromium = os.environ.get("CHROMIUM", shutil.which("chromium") or "/usr/bin/chromium")
     try:

@@ -41,13 +41,13 @@ def minilm_lab():
     return bertviz_lab.load("default", device="cpu", mlm_head=None)
 
 
-def launch(demo):
-    """Start a Blocks app in this process on a free loopback port; returns its URL."""
-    from bertviz_lab.app import launch_kwargs
+def launch(demo, limits=None):
+    """Start a Blocks app in this process on a free loopback port, with the app's limits; returns its URL."""
+    from bertviz_lab.app import LIMITS, launch_kwargs, queue_kwargs
 
-    demo.queue(default_concurrency_limit=4)
+    demo.queue(**queue_kwargs(limits or LIMITS))
     _, url, _ = demo.launch(server_name="127.0.0.1", server_port=None, prevent_thread_lock=True, quiet=True,
-                            **launch_kwargs())
+                            **launch_kwargs(limits or LIMITS))
     return url
 
 

@@ -31,6 +31,7 @@ class Event:
 
 
 FAST = {"show_progress": "hidden", "trigger_mode": "always_last"}
+ONE_TREEBANK_AT_A_TIME = {"concurrency_id": "syntax", "concurrency_limit": 1}
 EVENTS = (
     Event("run_btn", "click", "analyze", ("text", "pair", "top_k", "session"), RUN_OUTPUTS, "analyze"),
     Event("text", "submit", "analyze", ("text", "pair", "top_k", "session"), RUN_OUTPUTS, "analyze_submit"),
@@ -56,7 +57,8 @@ EVENTS = (
     Event("positions_btn", "click", "run_positions", ("positions_n", "session"), ("probe_message", "positions_plot"),
           "position_embeddings"),
     Event("syntax_btn", "click", "run_syntax", ("syntax_source", "syntax_upload", "syntax_use_loaded",
-                                                "syntax_compare", "session"), SYNTAX_OUTPUTS, "syntax_probe"),
+                                                "syntax_compare", "session"), SYNTAX_OUTPUTS, "syntax_probe",
+          ONE_TREEBANK_AT_A_TIME),
     Event("syntax_relation", "input", "syntax_relation_view", ("syntax_relation", "syntax_direction", "session"),
           ("syntax_plot", "syntax_diff", "syntax_message"), "syntax_relation"),
     Event("syntax_direction", "input", "syntax_relation_view", ("syntax_relation", "syntax_direction", "session"),

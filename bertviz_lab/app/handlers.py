@@ -2,16 +2,16 @@
 components it changes (Gradio leaves the others alone), never a padded tuple."""
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
+import math
 from types import SimpleNamespace
 from typing import Any
 
 import gradio as gr
 import numpy as np
 
+from ..attention import PAIR_FILTERS
 from ..bert import CheckpointError, DeviceError
-from ..export import export_csv, export_npz
+from ..export import CSV_MAX_ROWS, csv_rows, export_csv, export_npz
 from ..figures import analysis as views
 from ..figures import interventions as intervention_views
 from ..interventions import (
@@ -25,7 +25,7 @@ from ..interventions import (
     position_similarity,
 )
 from ..lab import InputError, Lab
-from .state import LabCache, Session, plot, status_line
+from .state import ExportFolder, LabCache, Limits, Session, plot, status_line
 from .syntax_handlers import SyntaxHandlers
 
 Updates = dict[Any, Any]
@@ -35,11 +35,27 @@ def notes_text(notes: list[str]) -> str:
     return "\n".join(f"- {n}" for n in notes)
 
 
+def whole(value: Any, name: str, low: int, high: int) -> int:
+    """A whole number from the page or the API, or an InputError a person can act on."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise InputError(f"{name} must be a number (got {value!r})") from None
+    if not math.isfinite(number) or number != int(number) or not low <= number <= high:
+        raise InputError(f"{name} must be a whole number from {low} to {high} (got {value!r})")
+    return int(number)
+
+
+def positions(values: Any) -> list[int]:
+    return [whole(v, "a token position", 0, 10_000) for v in (values or [])]
+
+
 class Handlers(SyntaxHandlers):
     """Every UI event's handler, bound to the page's components and the shared model cache."""
 
-    def __init__(self, ui: SimpleNamespace, cache: LabCache, startup: Lab) -> None:
-        self.ui, self.cache, self.startup = ui, cache, startup
+    def __init__(self, ui: SimpleNamespace, cache: LabCache, startup: Lab, limits: Limits) -> None:
+        self.ui, self.cache, self.startup, self.limits = ui, cache, startup, limits
+        self.exports = ExportFolder(limits.export_age)
 
     def lab_of(self, session: Session) -> Lab:
         return self.cache.get(session.model, session.device)
@@ -65,8 +81,8 @@ class Handlers(SyntaxHandlers):
     def analyze(self, text: str, pair: str, top_k: float, session: Session,
                 mask_positions: list[int] | None = None) -> Updates:
         try:
-            a = self.lab_of(session).analyze(text, pair=pair or None, top_k=int(top_k), truncate=True,
-                                             mask_positions=mask_positions or ())
+            a = self.lab_of(session).analyze(text, pair=pair or None, top_k=whole(top_k, "top-k", 1, 50),
+                                             truncate=True, mask_positions=mask_positions or ())
         except (InputError, CheckpointError, DeviceError) as error:
             return {self.ui.message: f"⚠️ {error}"}
         session.analysis = a
@@ -77,10 +93,14 @@ class Handlers(SyntaxHandlers):
                        f"{len(a.tokens)}, so it was truncated to {len(a.tokens)} tokens.")
         return self.render_all(session, message)
 
-    def mask(self, text: str, pair: str, top_k: float, positions: list[int], session: Session) -> Updates:
-        if not positions:
+    def mask(self, text: str, pair: str, top_k: float, chosen: list[int], session: Session) -> Updates:
+        try:
+            picked = positions(chosen)
+        except InputError as error:
+            return {self.ui.message: f"⚠️ {error}"}
+        if not picked:
             return {self.ui.message: "⚠️ choose one or more tokens to mask first"}
-        return self.analyze(text, pair, top_k, session, mask_positions=[int(p) for p in positions])
+        return self.analyze(text, pair, top_k, session, mask_positions=picked)
 
     def rerender(self, layer: float, head: float, hide: bool, word: bool, pair_filter: str, hv_token: int | None,
                  session: Session) -> Updates:
@@ -88,9 +108,14 @@ class Handlers(SyntaxHandlers):
         if a is None:
             return {}
         o = session.options
-        o.layer, o.head = int(layer) - 1, int(head) - 1
-        o.hide_special, o.word_level, o.pair_filter = bool(hide), bool(word), pair_filter or "all"
-        o.head_view_token = None if hv_token in (None, -1) else int(hv_token)
+        try:
+            o.layer, o.head = whole(layer, "layer", 1, a.n_layers) - 1, whole(head, "head", 1, a.n_heads) - 1
+            token = None if hv_token in (None, -1) else whole(hv_token, "token", 0, len(a.tokens) - 1)
+        except InputError as error:
+            return {ui.notes: f"⚠️ {error}"}
+        o.hide_special, o.word_level = bool(hide), bool(word)
+        o.pair_filter = pair_filter if pair_filter in PAIR_FILTERS else "all"
+        o.head_view_token = token
         single, notes = views.single_head(a, o)
         out = {ui.session: session, ui.single_plot: plot(single), ui.headview_plot: plot(views.head_view(a, o)),
                ui.aggregates_plot: plot(views.aggregates(a, o)), ui.notes: notes_text(notes)}
@@ -127,10 +152,14 @@ class Handlers(SyntaxHandlers):
                 ui.status: status_line(lab)}
 
     def export(self, kind: str, session: Session) -> Updates:
-        if session.analysis is None:
+        a = session.analysis
+        if a is None:
             return {self.ui.message: "⚠️ Run an analysis first, then export it."}
-        folder = Path(tempfile.mkdtemp(prefix="bertviz-lab-"))
-        path = export_csv(session.analysis, folder) if kind == "csv" else export_npz(session.analysis, folder)
+        if kind == "csv" and csv_rows(a) > CSV_MAX_ROWS:
+            return {self.ui.message: f"⚠️ As CSV this analysis would be {csv_rows(a):,} rows (the app writes up to "
+                                     f"{CSV_MAX_ROWS:,}); export .npz instead (the same numbers, compressed)."}
+        folder = self.exports.new()
+        path = export_csv(a, folder) if kind == "csv" else export_npz(a, folder)
         return {self.ui.export_file: str(path), self.ui.message: f"Exported {path.name}."}
 
     def export_csv(self, session: Session) -> Updates:
@@ -141,7 +170,11 @@ class Handlers(SyntaxHandlers):
 
     def attention_api(self, text: str, pair: str = "", top_k: int = 5) -> dict[str, Any]:
         """Attention (layers x heads x query x key), tokens and masked-word predictions as JSON."""
-        return self.startup.analyze(text, pair=pair or None, top_k=int(top_k), truncate=True).to_json()
+        try:
+            return self.startup.analyze(text, pair=pair or None, top_k=whole(top_k, "top-k", 1, 50),
+                                        truncate=True).to_json()
+        except InputError as error:
+            raise gr.Error(str(error)) from None
 
     # ---- interventions -------------------------------------------------------------------
     def run_intervention(self, text: str, pair: str, top_k: float, kind: str, picked: list[int], heads: str, shift: float,
@@ -149,13 +182,14 @@ class Handlers(SyntaxHandlers):
         ui = self.ui
         try:
             lab = self.lab_of(session)
-            picked = [int(p) for p in picked or []]
+            picked = positions(picked)
             targets = REGISTRY[kind].targets_picked_tokens if kind in REGISTRY else False
             intervention = make_intervention(
-                kind, positions=picked if targets else [], shift=int(shift or 0), seed=int(seed or 0),
+                kind, positions=picked if targets else [], shift=whole(shift or 0, "shift k", 0, lab.max_tokens),
+                seed=whole(seed or 0, "the shuffle seed", 0, 2**32 - 1),
                 heads=parse_heads(heads, lab.n_layers, lab.n_heads) if kind == "ablate-heads" else [])
             c = compare(lab, text, intervention, pair=pair or None, mask_positions=[] if targets else picked,
-                        top_k=int(top_k))
+                        top_k=whole(top_k, "top-k", 1, 50))
         except (InputError, InterventionError, CheckpointError) as error:
             return {ui.probe_message: f"⚠️ {error}"}
         session.comparison = c
@@ -172,8 +206,7 @@ class Handlers(SyntaxHandlers):
     def run_directional(self, text: str, pair: str, picked: list[int], session: Session) -> Updates:
         ui = self.ui
         try:
-            rows = directional_sweep(self.lab_of(session), text, pair=pair or None,
-                                     mask_positions=[int(p) for p in picked or []])
+            rows = directional_sweep(self.lab_of(session), text, pair=pair or None, mask_positions=positions(picked))
         except (InputError, InterventionError) as error:
             return {ui.probe_message: f"⚠️ {error}"}
         return {ui.probe_message: f"Directional sweep over {len(rows)} masked position(s).",
@@ -183,8 +216,8 @@ class Handlers(SyntaxHandlers):
                      progress=gr.Progress()) -> Updates:
         ui = self.ui
         try:
-            drops = ablation_sweep(self.lab_of(session), text, pair=pair or None,
-                                   mask_positions=[int(p) for p in picked or []], chunk=24,
+            drops = ablation_sweep(self.lab_of(session), text, pair=pair or None, mask_positions=positions(picked),
+                                   chunk=24,
                                    progress=lambda f, d: progress(f, desc=d))
         except (InputError, InterventionError) as error:
             return {ui.probe_message: f"⚠️ {error}"}
@@ -196,8 +229,10 @@ class Handlers(SyntaxHandlers):
     def run_positions(self, n: float, session: Session) -> Updates:
         ui = self.ui
         try:
-            learned, sinusoid = position_similarity(self.lab_of(session), int(n))
-        except InterventionError as error:
+            learned, sinusoid = position_similarity(self.lab_of(session), whole(n, "the number of positions", 2,
+                                                                                  self.lab_of(session).max_tokens))
+            n = int(n)
+        except (InterventionError, InputError) as error:
             return {ui.probe_message: f"⚠️ {error}"}
         return {ui.probe_message: f"Cosine similarity of the first {int(n)} positions.",
                 ui.positions_plot: plot(intervention_views.position_figure(learned, sinusoid))}

@@ -3,9 +3,14 @@ all sessions, and the per-browser-session state (the current Analysis and choice
 ``gr.State``. Captures never live here: each event runs its own hook context."""
 from __future__ import annotations
 
+import atexit
+import shutil
+import tempfile
 import threading
+import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from gradio.components.plot import PlotData
@@ -46,6 +51,38 @@ class LabCache:
                     del self._labs[evictable.pop(0)]
             self._labs.move_to_end(key)
             return self._labs[key]
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one server holds and accepts, so no visitor can exhaust memory, disk or workers."""
+
+    sessions: int = 64  # sessions whose state is kept (least recently used dropped first)
+    session_ttl: float = 3600  # seconds a session's state lives after its last use
+    upload: str = "2mb"  # largest upload Gradio accepts (it rejects larger ones before they land)
+    upload_bytes: int = 2_000_000
+    queue: int = 64  # events waiting; more get "busy, try again"
+    syntax_words: int = 10_000  # words one treebank request may score in the app (the CLI has no limit)
+    export_age: float = 120  # seconds an export file stays in our temp folder (Gradio keeps its own copy)
+
+
+class ExportFolder:
+    """A temp folder per server for exports; each export gets a subfolder, old ones are deleted."""
+
+    def __init__(self, max_age: float) -> None:
+        self.root = Path(tempfile.mkdtemp(prefix="bertviz-lab-exports-"))
+        self.max_age = max_age
+        atexit.register(self.remove)
+
+    def new(self) -> Path:
+        now = time.time()
+        for old in self.root.iterdir():
+            if now - old.stat().st_mtime > self.max_age:
+                shutil.rmtree(old, ignore_errors=True)
+        return Path(tempfile.mkdtemp(dir=self.root))
+
+    def remove(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
 
 
 @dataclass

@@ -9,32 +9,46 @@ import gradio as gr
 
 from ..bert import CheckpointError, DeviceError
 from ..figures import syntax as syntax_views
+from ..lab import InputError
 from ..syntax.parse import spacy_model_name, spacy_parse
 from ..syntax.run import attention_weights_source, run_syntax
 from ..syntax.scoring import sentence_word_attention
 from ..syntax.summary import HELD_OUT_NOTE, Settings
 from ..syntax.treebank import SAMPLE_TREEBANK, TreebankError, read_conllu
-from .state import Session, plot
-from .tabs import MAX_UPLOAD_BYTES
+from .state import Limits, Session, plot
 
 APP_SETTINGS = Settings(resamples=1000, seed=0, select_fraction=0.5, min_arcs=10)
 
 
-def treebank_path(source: str, upload: str | None) -> Path:
+def treebank_path(source: str, upload: str | None, limits: Limits) -> Path:
     if source != "upload":
         return SAMPLE_TREEBANK
     if not upload:
         raise TreebankError("upload a CoNLL-U file first")
     size = Path(upload).stat().st_size
-    if size > MAX_UPLOAD_BYTES:
-        raise TreebankError(f"the file is {size / 1e6:.1f} MB; the app accepts up to {MAX_UPLOAD_BYTES / 1e6:.0f} MB "
-                            "(use the command line for big treebanks)")
+    if size > limits.upload_bytes:
+        raise TreebankError(f"the file is {size / 1e6:.1f} MB; the app accepts up to {limits.upload_bytes / 1e6:.0f} "
+                            "MB (use the command line for big treebanks)")
     return Path(upload)
+
+
+def read_treebank(path: Path, limits: Limits) -> list:
+    """The sentences of a treebank the app may score; messages name the file, not the server's cache path."""
+    try:
+        sentences = read_conllu(path)
+    except TreebankError as error:
+        raise TreebankError(str(error).replace(str(path), path.name)) from None
+    words = sum(len(s.words) for s in sentences)
+    if words > limits.syntax_words:
+        raise TreebankError(f"{path.name} has {words:,} words; the app scores up to {limits.syntax_words:,} per "
+                            "request (use `bertviz-lab probe --conllu FILE` for whole treebanks)")
+    return sentences
 
 
 class SyntaxHandlers:
     ui: Any
     cache: Any
+    limits: Limits
 
     def syntax_sources(self, session: Session, use_loaded: bool) -> tuple[str, str]:
         """(weights to score, the other weights): published ones unless the user chose the loaded model."""
@@ -46,27 +60,28 @@ class SyntaxHandlers:
                    progress=gr.Progress()) -> dict:
         ui = self.ui
         try:
-            path = treebank_path(source, upload)
-            sentences = read_conllu(path)
+            path = treebank_path(source, upload, self.limits)
+            sentences = read_treebank(path, self.limits)
             chosen, other = self.syntax_sources(session, bool(use_loaded))
             lab = self.cache.get(chosen, session.device)
             other_lab = self.cache.get(other, session.device) if compare and other != chosen else None
             run = run_syntax(lab, sentences, APP_SETTINGS, compare_lab=other_lab,
                              progress=lambda f, what: progress(f, desc=what))
-        except (TreebankError, CheckpointError, DeviceError) as error:
-            return {ui.syntax_message: f"⚠️ {error}"}
+        except (TreebankError, CheckpointError, DeviceError, InputError) as error:
+            return {ui.syntax_message: f"⚠️ {syntax_views.markdown_text(error)}"}
         session.syntax, session.treebank, session.syntax_model = run, sentences, chosen
         summary = run.summary
         relations = list(summary.best_heads.relation)
         skipped = f", skipped {summary.sentences_skipped} as too long" if summary.sentences_skipped else ""
-        choices = [(f"{i + 1}: {s.text[:80]}", i) for i, s in enumerate(sentences)]
+        choices = [(f"{i + 1}: {s.text[:80]}", i) for i, s in enumerate(sentences[:2000])]
         if spacy_model_name() is not None:
             choices.insert(0, ("the sentence typed above (parsed by spaCy)", -1))
         weights = f"**Weights scored:** {syntax_views.markdown_text(summary.checkpoint.describe())}"
         if run.compare is not None:
             weights += f"  \n**Compared with (B):** {syntax_views.markdown_text(run.compare_name)}"
         return {ui.session: session, ui.syntax_weights: weights,
-                ui.syntax_message: f"Scored {summary.sentences_used} sentences from {path.name}{skipped}. "
+                ui.syntax_message: f"Scored {summary.sentences_used} sentences from "
+                                   f"{syntax_views.markdown_text(path.name)}{skipped}. "
                                    f"Relations with at least {APP_SETTINGS.min_arcs} arcs are listed. {HELD_OUT_NOTE}",
                 ui.syntax_table: syntax_views.best_heads_table(summary),
                 ui.syntax_bars: plot(syntax_views.best_heads_figure(summary)),
@@ -102,7 +117,10 @@ class SyntaxHandlers:
         elif not session.treebank or index is None:
             return {ui.syntax_arcs_text: "⚠️ Score the treebank first, then choose a sentence."}
         else:
-            sentence = session.treebank[int(index)]
+            try:
+                sentence = session.treebank[int(index)]
+            except (TypeError, ValueError, IndexError):
+                return {ui.syntax_arcs_text: f"⚠️ No sentence {index!r}: choose one from the list."}
         lab = self.cache.get(session.syntax_model or attention_weights_source(session.model), session.device)
         words, _ = sentence_word_attention(lab, sentence)
         layer_index = int(min(max(int(layer) - 1, 0), lab.n_layers - 1))

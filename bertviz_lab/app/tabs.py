@@ -23,11 +23,10 @@ EXAMPLES = [
     ["The man went to the store.", "He bought a gallon of milk."],
     ["The bank raised the interest rate, and the river bank flooded.", ""],
 ]
-MAX_UPLOAD_BYTES = 2_000_000
 
 
-def build_header(ui: SimpleNamespace, lab: Lab, allowed: list[str]) -> None:
-    ui.session = gr.State(Session(model=lab.source, device=str(lab.device)))
+def build_header(ui: SimpleNamespace, lab: Lab, allowed: list[str], session_ttl: float) -> None:
+    ui.session = gr.State(Session(model=lab.source, device=str(lab.device)), time_to_live=session_ttl)
     gr.Markdown("# bertviz-lab\nType a sentence (or a pair), press **Run**, and explore every layer and head "
                 "of BERT's attention and its masked-word predictions.")
     ui.status = gr.Markdown(status_line(lab), elem_id="status")
@@ -128,7 +127,7 @@ def build_syntax_tab(ui: SimpleNamespace) -> None:
         with gr.Row():
             ui.syntax_source = gr.Radio([("sample treebank (66 English sentences)", "sample"),
                                          ("my CoNLL-U file", "upload")], value="sample", label="Treebank")
-            ui.syntax_upload = gr.File(label=f"CoNLL-U file (up to {MAX_UPLOAD_BYTES // 1_000_000} MB)",
+            ui.syntax_upload = gr.File(label="CoNLL-U file (up to 2 MB and 10,000 words; the CLI takes any size)",
                                        file_types=[".conllu", ".txt"], type="filepath", elem_id="syntax-upload")
             with gr.Column():
                 ui.syntax_use_loaded = gr.Checkbox(label="Score the loaded model's weights (not the published ones)",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,10 +63,16 @@ def locate(source: str, cache_dir: str | Path | None = None, allow_download: boo
     source = (source or DEFAULT_SOURCE).strip()
     if source in (DEFAULT_SOURCE, ORIGINAL_SOURCE):
         return DEFAULT_NAME, packaged_default_folder()
+    if len(source) > 1000 or "\x00" in source:
+        raise CheckpointError(f"model name of {len(source)} characters: not a folder, and not a valid hub id")
     path = Path(source).expanduser()
-    if path.is_dir():
+    try:
+        is_folder = path.is_dir()
+    except (OSError, ValueError):  # a name too long for the file system, or one it cannot encode
+        is_folder = False
+    if is_folder:
         return str(path), path
-    if source.startswith((".", "/", "~")) or "\\" in source or not HUB_ID.match(source):
+    if source.startswith((".", "/", "~")) or "\\" in source or not HUB_ID.match(source) or len(source) > 200:
         raise CheckpointError(f"model {source!r}: no such folder, and it is not a valid hub id")
     from huggingface_hub import snapshot_download
 
@@ -112,7 +119,12 @@ def read_weights(folder: Path, allow_pickle: bool = False) -> dict[str, torch.Te
                 f"{folder}: only pytorch_model.bin (a pickle) is present; pickles can run code, so they "
                 "are refused unless you allow them explicitly (allow_pickle=True / --allow-pickle)"
             )
-        return torch.load(pickled, map_location="cpu", weights_only=True)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # torch warns about pickle protocols before refusing
+                return torch.load(pickled, map_location="cpu", weights_only=True)
+        except Exception as error:  # UnpicklingError and whatever a hostile pickle raises on the safe loader
+            raise CheckpointError(f"{pickled}: refused to load: {str(error).splitlines()[0][:200]}") from None
     raise CheckpointError(f"{folder}: no model.safetensors (or pytorch_model.bin) found")
 
 

@@ -23,8 +23,14 @@ TABLE_COLUMNS = ["relation", "count", "best_head", "direction", "accuracy", "ci_
 
 
 def markdown_text(text: str) -> str:
-    """User text (a treebank's words and labels) made inert in Markdown and HTML."""
-    return re.sub(r"([\\`*_{}\[\]()#+\-.!|~>])", r"\\\1", html.escape(str(text)))
+    """User text (a treebank's words and labels, file names) made inert in Markdown and HTML: tags
+    become entities, and the characters that open emphasis, code, links, images and tables are escaped."""
+    return re.sub(r"([\\`*_\[\]|~])", r"\\\1", html.escape(str(text), quote=False))
+
+
+def plotly_text(text: str) -> str:
+    """User text for a Plotly label: its tags (<b>, <a href>) shown as text, not rendered."""
+    return html.escape(str(text), quote=False)
 
 
 def relation_heatmap(summary: SyntaxSummary, relation: str, direction: str) -> Figure:
@@ -33,7 +39,7 @@ def relation_heatmap(summary: SyntaxSummary, relation: str, direction: str) -> F
     base = f"; best fixed offset {int(row.baseline_offset.iloc[0]):+d} scores {row.baseline_accuracy.iloc[0]:.2f}" \
         if len(row) else ""
     total = int(summary.head_scores[(summary.head_scores.relation == relation)].total.iloc[0])
-    return layer_head_figure(values, f"{relation} ({direction}, n={total}): accuracy per head{base}",
+    return layer_head_figure(values, f"{plotly_text(relation)} ({direction}, n={total}): accuracy per head{base}",
                              f"syntax-{relation}-{direction.replace('->', '-')}", value_label="accuracy")
 
 
@@ -62,7 +68,7 @@ def best_heads_figure(summary: SyntaxSummary) -> Figure:
         if best[col].isna().all():
             continue
         y = best[col].to_numpy(dtype=float)
-        data.append({"type": "bar", "name": name, "x": list(best.relation), "y": y.tolist(),
+        data.append({"type": "bar", "name": name, "x": [plotly_text(r) for r in best.relation], "y": y.tolist(),
                      "marker": {"color": colour},
                      "error_y": {"type": "data", "symmetric": False, "array": (best[hi] - y).tolist(),
                                  "arrayminus": (y - best[lo]).tolist(), "thickness": 1.2, "width": 3},
@@ -76,7 +82,8 @@ def best_heads_figure(summary: SyntaxSummary) -> Figure:
 def difference_figure(compare: pd.DataFrame, relation: str, direction: str, layers: int, heads: int) -> Figure:
     rows = compare[(compare.relation == relation) & (compare.direction == direction)].sort_values(["layer", "head"])
     values = rows.difference.to_numpy().reshape(layers, heads)
-    fig = layer_head_figure(values, f"{relation} ({direction}): accuracy of B minus A per head", "syntax-difference",
+    fig = layer_head_figure(values, f"{plotly_text(relation)} ({direction}): accuracy of B minus A per head",
+                            "syntax-difference",
                             diverging=True, value_label="B - A")
     fig["data"][0]["colorscale"] = DIVERGING
     return fig
@@ -101,7 +108,8 @@ def arcs_figure(sentence: Sentence, word_attn: np.ndarray, layer: int, head: int
     shapes, annotations, lines = [], [], []
     for (d, h), rel in gold.items():
         shapes.append(_arc(d, h, True, "#2b6cb0", 2))
-        annotations.append({"x": (d + h) / 2, "y": 0.35 + 0.22 * abs(d - h) + 0.05, "text": rel, "showarrow": False,
+        annotations.append({"x": (d + h) / 2, "y": 0.35 + 0.22 * abs(d - h) + 0.05, "text": plotly_text(rel),
+                            "showarrow": False,
                             "font": {"size": 11, "color": "#2b6cb0"}, "yanchor": "bottom"})
     for src, dst in predicted:
         hit = frozenset((src, dst)) in undirected
@@ -117,7 +125,7 @@ def arcs_figure(sentence: Sentence, word_attn: np.ndarray, layer: int, head: int
     recovered = sum(1 for x in lines if x.startswith("- ✓"))
     span = max(0.35 + 0.22 * (n - 1), 1.0) * 2
     data = [{"type": "scatter", "mode": "text+markers", "x": list(range(n)), "y": [0] * n,
-             "text": sentence.words, "textposition": "middle center", "marker": {"size": 1, "color": "white"},
+             "text": [plotly_text(w) for w in sentence.words], "textposition": "middle center", "marker": {"size": 1, "color": "white"},
              "textfont": {"size": 14, "color": "#111"}, "hoverinfo": "text", "showlegend": False}]
     layout = {"title": {"text": f"Gold arcs (above) vs layer {layer + 1}, head {head + 1}: each word's most-attended "
                                 "word (below; green = a gold arc)"},
@@ -135,7 +143,7 @@ def relation_figure(summary: SyntaxSummary, relation: str) -> Figure:
     base = f" (best fixed offset {int(row.baseline_offset.iloc[0]):+d}: {row.baseline_accuracy.iloc[0]:.2f})" \
         if len(row) else ""
     return heatmap_grid(panels, head_labels(summary.heads), layer_labels(summary.layers),
-                        title=f"{relation}: accuracy per head{base}", filename=f"syntax-{relation}", columns=2,
+                        title=f"{plotly_text(relation)}: accuracy per head{base}", filename="syntax-relation", columns=2,
                         height_per_row=40 * summary.layers + 60, hover="layer %{y}, head %{x}<br>accuracy %{z:.3f}",
                         x_title="head", y_title="layer", zmax_shared=True)
 

@@ -206,6 +206,10 @@ class ShufflePositions(Intervention):
     label: ClassVar[str] = "Shuffle position ids (tokens kept)"
     seed: int = 0
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.seed, int) or not 0 <= self.seed < 2**32:
+            raise InterventionError(f"the shuffle seed must be a whole number from 0 to {2**32 - 1} (got {self.seed!r})")
+
     def describe(self) -> str:
         return f"{self.kind} (seed {self.seed})"
 

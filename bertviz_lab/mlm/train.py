@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import random
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import torch
@@ -40,6 +40,8 @@ class TrainSettings:
     bf16: bool = True
     eval_every: int = 500
     validation_lines: int = 1000
+    checkpoint_every: int = 250  # steps between resumable checkpoints (out/checkpoint.pt)
+    model: str = "default"  # the encoder to train a head for (tests use a tiny one)
 
 
 def head_model(encoder: Lab) -> BertLab:
@@ -47,7 +49,8 @@ def head_model(encoder: Lab) -> BertLab:
     cfg = BertConfig.from_dict(encoder.model.config.to_dict())
     cfg.has_mlm_head, cfg.has_nsp_head = True, False
     model = BertLab(cfg)
-    missing, unexpected = model.load_state_dict(encoder.model.state_dict(), strict=False)
+    encoder_state = {k: v for k, v in encoder.model.state_dict().items() if not k.startswith("cls.")}
+    missing, unexpected = model.load_state_dict(encoder_state, strict=False)
     assert not unexpected and all(k.startswith("cls.predictions.") for k in missing), (missing, unexpected)
     head = model.cls.predictions
     torch.nn.init.normal_(head.transform.dense.weight, std=0.02)
@@ -157,30 +160,86 @@ def set_train_mode(model: BertLab, train_layers: int) -> None:
     model.bert.embeddings.eval()
 
 
-def train(out: Path, settings: TrainSettings, progress: bool = True) -> dict:
+CHECKPOINT = "checkpoint.pt"
+
+
+@dataclass
+class Progress:
+    """Everything that moves during training besides the weights, so a resumed run continues exactly."""
+
+    step: int = 0
+    running: float | None = None
+    history: list = field(default_factory=list)
+    batches: list = field(default_factory=list)
+    elapsed: float = 0.0
+
+
+def save_checkpoint(out: Path, model: BertLab, names: list[str], optimizer, scheduler, rng: random.Random,
+                    generator: torch.Generator, state: Progress, settings: TrainSettings) -> None:
+    """Weights being trained, optimizer, scheduler, every random state and the progress, written to a
+    temporary file and renamed: a kill at any moment leaves the previous checkpoint intact."""
+    out.mkdir(parents=True, exist_ok=True)
+    version, internal, gauss = rng.getstate()
+    payload = {"settings": json.dumps(asdict(settings)), "progress": json.dumps(asdict(state)),
+               "weights": {n: p.detach().cpu().clone() for n, p in model.named_parameters() if n in names},
+               "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
+               "python_random": [version, list(internal), gauss], "mask_generator": generator.get_state(),
+               "torch_random": torch.get_rng_state()}
+    tmp = out / f".{CHECKPOINT}.partial"
+    torch.save(payload, tmp)
+    tmp.replace(out / CHECKPOINT)
+
+
+def load_checkpoint(out: Path, model: BertLab, optimizer, scheduler, rng: random.Random,
+                    generator: torch.Generator, settings: TrainSettings) -> Progress:
+    path = out / CHECKPOINT
+    if not path.is_file():
+        raise FileNotFoundError(f"no checkpoint to resume from: {path} does not exist")
+    payload = torch.load(path, map_location="cpu", weights_only=True)
+    saved = json.loads(payload["settings"])
+    if saved != json.loads(json.dumps(asdict(settings))):
+        changed = sorted(k for k in saved if saved[k] != asdict(settings).get(k))
+        raise ValueError(f"{path} was written with other settings ({', '.join(changed)}); resume with the same ones")
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if name in payload["weights"]:
+                param.copy_(payload["weights"][name])
+    optimizer.load_state_dict(payload["optimizer"])
+    scheduler.load_state_dict(payload["scheduler"])
+    version, internal, gauss = payload["python_random"]
+    rng.setstate((version, tuple(internal), gauss))
+    generator.set_state(payload["mask_generator"])
+    torch.set_rng_state(payload["torch_random"])
+    return Progress(**json.loads(payload["progress"]))
+
+
+def train(out: Path, settings: TrainSettings, progress: bool = True, resume: bool = False,
+          stop_after: int | None = None) -> dict | None:
+    """Train (or with ``resume`` continue) a head; checkpoints every ``settings.checkpoint_every`` steps.
+    ``stop_after`` ends the run after that step as an interruption would (tests use it)."""
     torch.manual_seed(settings.seed)
     rng = random.Random(settings.seed)
     generator = torch.Generator().manual_seed(settings.seed)
     validation, lines = read_lines(settings)
-    encoder = load("default", device=settings.device, mlm_head=None)
+    encoder = load(settings.model, device=settings.device, mlm_head=None)
     device = encoder.device
     model = head_model(encoder).to(device)
     names = trainable_names(model, settings.train_layers)
     optimizer, scheduler, params = make_optimizer(model, names, settings)
+    state = load_checkpoint(out, model, optimizer, scheduler, rng, generator, settings) if resume else Progress()
     corpus = tokenize_corpus(encoder, lines, settings.max_length)
-    lengths = corpus.lengths
     special_ids = torch.tensor(sorted(encoder.special_ids | {encoder.mask_id}))
-    eval_lab = Lab(model, encoder.checkpoint, device, "default")
-    history, step, started, running = [], 0, time.time(), None
-    batches: list[list[int]] = []
-    bar = tqdm(total=settings.steps, desc="train-mlm-head", unit="step", disable=not progress)
-    while step < settings.steps:
-        batches = batches or length_batches(lengths, settings.batch_size, rng)
-        ids, words, attention_mask = corpus.batch(batches.pop())
+    vocab = model.config.vocab_size
+    random_low = FIRST_REAL_TOKEN if vocab > 10 * FIRST_REAL_TOKEN else 0  # tiny test vocabularies
+    eval_lab = Lab(model, encoder.checkpoint, device, settings.model)
+    started = time.time() - state.elapsed
+    bar = tqdm(total=settings.steps, initial=state.step, desc="train-mlm-head", unit="step", disable=not progress)
+    while state.step < settings.steps:
+        state.batches = state.batches or length_batches(corpus.lengths, settings.batch_size, rng)
+        ids, words, attention_mask = corpus.batch(state.batches.pop())
         special = torch.isin(ids, special_ids) | (attention_mask == 0)
-        inputs, labels = mask_tokens(ids, special, encoder.mask_id, model.config.vocab_size, generator,
-                                     word_ids=words if settings.whole_word else None,
-                                     random_token_low=FIRST_REAL_TOKEN)
+        inputs, labels = mask_tokens(ids, special, encoder.mask_id, vocab, generator,
+                                     word_ids=words if settings.whole_word else None, random_token_low=random_low)
         chosen = labels != IGNORE
         if not chosen.any():
             continue
@@ -194,22 +253,31 @@ def train(out: Path, settings: TrainSettings, progress: bool = True) -> dict:
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         optimizer.step()
         scheduler.step()
-        step += 1
-        running = loss.item() if running is None else 0.98 * running + 0.02 * loss.item()
-        bar.set_postfix(loss=f"{running:.3f}")
+        state.step += 1
+        state.running = loss.item() if state.running is None else 0.98 * state.running + 0.02 * loss.item()
+        bar.set_postfix(loss=f"{state.running:.3f}")
         bar.update(1)
-        if step % settings.eval_every == 0 or step == settings.steps:
+        if state.step % settings.eval_every == 0 or state.step == settings.steps:
             model.eval()
             scores = evaluate(eval_lab, validation, seed=settings.seed, progress=False)
-            history.append({"step": step, "loss": round(running, 4), "elapsed_s": round(time.time() - started, 1),
-                            **{k: round(v, 4) if isinstance(v, float) else v for k, v in scores.items()}})
-            bar.write(f"step {step}: loss {running:.3f}, validation top1 {scores['top1']:.3f} "
+            state.history.append({"step": state.step, "loss": round(state.running, 4),
+                                  "elapsed_s": round(time.time() - started, 1),
+                                  **{k: round(v, 4) for k, v in scores.items() if k in ("top1", "top5", "n")}})
+            bar.write(f"step {state.step}: loss {state.running:.3f}, validation top1 {scores['top1']:.3f} "
                       f"top5 {scores['top5']:.3f} (n={scores['n']})")
+        if state.step % settings.checkpoint_every == 0 or state.step == stop_after:
+            state.elapsed = time.time() - started
+            save_checkpoint(out, model, names, optimizer, scheduler, rng, generator, state, settings)
+        if state.step == stop_after:
+            bar.close()
+            return None
     bar.close()
     model.eval()
     corpus_file = Path(settings.corpus) / "corpus.json"
-    return save_head(out, model, names, {
+    record = save_head(out, model, names, {
         "settings": asdict(settings), "corpus": json.loads(corpus_file.read_text()) if corpus_file.is_file() else {},
         "train_lines": len(lines), "validation_lines": len(validation), "steps": settings.steps,
         "seed": settings.seed, "train_seconds": round(time.time() - started, 1), "device": str(device),
-        "torch_threads": torch.get_num_threads(), "history": history})
+        "torch_threads": torch.get_num_threads(), "history": state.history})
+    (out / CHECKPOINT).unlink(missing_ok=True)
+    return record

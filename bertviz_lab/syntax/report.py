@@ -78,13 +78,25 @@ def write_outputs(summary: SyntaxSummary, out: Path, title: str = "bertviz-lab s
     }
     if compare is not None:
         contents["compare"] = ("compare_scores.csv", compare.to_csv(index=False, float_format="%.6f"))
-    temps = {}
-    for key, (name, text) in contents.items():
-        tmp = out / f".{name}.tmp"
-        tmp.write_text(text, encoding="utf-8")
-        temps[key] = tmp
+    temps: dict[str, Path] = {}
+    try:
+        for key, (name, text) in contents.items():
+            temps[key] = out / f".{name}.tmp"
+            temps[key].write_text(text, encoding="utf-8")
+    except OSError:
+        for tmp in temps.values():
+            tmp.unlink(missing_ok=True)
+        raise
     files = {}
     for key, tmp in temps.items():
         files[key] = out / contents[key][0]
         tmp.replace(files[key])
     return files
+
+
+def check_writable(out: Path) -> None:
+    """Fail before hours of work, not after: the folder must exist (or be creatable) and take a file."""
+    out.mkdir(parents=True, exist_ok=True)
+    trial = out / ".bertviz-lab-write-test"
+    trial.write_text("ok", encoding="utf-8")
+    trial.unlink()

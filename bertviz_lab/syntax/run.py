@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ..bert import DEFAULT_SOURCE, ORIGINAL_SOURCE
-from ..lab import Lab, null_model
+from ..lab import InputError, Lab, null_model
 from .scoring import score_treebank
 from .summary import Settings, SyntaxSummary, compare_checkpoints, summarise
 from .treebank import Sentence
@@ -42,6 +42,9 @@ def run_syntax(lab: Lab, sentences: Sequence[Sentence], settings: Settings | Non
 
     kwargs = {"batch_size": batch_size, "max_length": max_length, "max_sentences": max_sentences}
     scores = score_treebank(lab, sentences, progress=stage(0, "scoring heads"), **kwargs)
+    if not scores.sentences_used:
+        raise InputError(f"no sentence could be scored: all {scores.sentences_skipped} are longer than "
+                         f"{min(max_length or lab.max_tokens, lab.max_tokens)} tokens")
     null_scores = score_treebank(null_model(lab, settings.seed), sentences, progress=stage(1, "null model"),
                                  **kwargs) if null else None
     summary = summarise(scores, null_scores, settings)

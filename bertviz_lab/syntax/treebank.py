@@ -42,6 +42,23 @@ def _blocks(text: str) -> Iterable[tuple[int, list[str]]]:
         yield start, block
 
 
+def find_cycle(heads: list[int]) -> list[int]:
+    """Words (1-based) on a cycle of head links that never reaches the root, or [] for a tree."""
+    state = [0] * (len(heads) + 1)  # 0 unvisited, 1 on the current path, 2 reaches the root
+    state[0] = 2
+    for start in range(1, len(heads) + 1):
+        path, word = [], start
+        while state[word] == 0:
+            state[word] = 1
+            path.append(word)
+            word = heads[word - 1]
+        if state[word] == 1:
+            return path[path.index(word):]
+        for w in path:
+            state[w] = 2
+    return []
+
+
 def read_conllu(path: str | Path, full_relations: bool = False) -> list[Sentence]:
     """Read a CoNLL-U file strictly: multiword ranges and empty nodes are skipped; anything
     malformed is an error naming the file and line, and nothing is returned."""
@@ -81,6 +98,10 @@ def read_conllu(path: str | Path, full_relations: bool = False) -> list[Sentence
                     raise TreebankError(f"{path}:{start}: word {i} ({words[i - 1]!r}) has invalid head {h!r}")
             if heads.count(0) != 1:
                 raise TreebankError(f"{path}:{start}: sentence must have exactly one root (has {heads.count(0)})")
+            cycle = find_cycle(heads)
+            if cycle:
+                raise TreebankError(f"{path}:{start}: the heads of words {', '.join(map(str, cycle))} form a cycle, "
+                                    "so they are not a tree")
             sentences.append(Sentence(words, heads, rels, upos, tokens.metadata.get("text", " ".join(words)),
                                       tokens.metadata.get("sent_id", ""), start))
     if not sentences:
