@@ -84,6 +84,18 @@ def test_cli_answers_one_line_never_a_traceback(case, tmp_path, tiny_folder):
         assert not list(tmp_path.rglob("*.tmp"))
 
 
+def test_export_folders_are_deleted_when_old():
+    from bertviz_lab.app.state import ExportFolder
+
+    exports = ExportFolder(max_age=0)
+    first = exports.new()
+    (first / "attention.npz").write_bytes(b"x" * 1000)
+    second = exports.new()  # the first, older than max_age, goes
+    assert not first.exists() and second.exists()
+    exports.remove()
+    assert not exports.root.exists()
+
+
 def test_atomic_export_leaves_nothing_when_interrupted(tiny_lab, tmp_path, monkeypatch):
     from bertviz_lab import export
 
@@ -146,6 +158,11 @@ def test_syntax_uploads_are_capped_and_named(tiny_lab, tmp_path):
         message = call(client, "syntax_probe", "upload", gradio_client.handle_file(str(big)), False, False)
         assert "big.conllu has" in message["syntax_message"] and "up to 50" in message["syntax_message"]
         assert "/tmp/gradio" not in message["syntax_message"]
+        huge = tmp_path / "huge.conllu"
+        huge.write_bytes(b"#" * 2_500_000)  # over the upload limit: Gradio refuses it before it lands
+        with pytest.raises(Exception, match="(?i)size|large|limit"):
+            call(client, "syntax_probe", "upload", gradio_client.handle_file(str(huge)), False, False)
+        assert demo._queue.max_size == 64  # a bounded queue: more waiting events get "busy"
     finally:
         demo.close()
 

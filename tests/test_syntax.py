@@ -42,6 +42,9 @@ def test_reader_skips_ranges_and_empty_nodes_and_strips_subtypes(tmp_path):
     (SMALL.replace("1\tI\tI\tPRON\t_\t_\t4\tnsubj\t_\t_", "1\tI\tI\tPRON"), ":3:"),  # too few fields
     (SMALL.replace("5\tit\tit\tPRON\t_\t_\t4", "5\tit\tit\tPRON\t_\t_\t9"), "invalid head"),
     (SMALL.replace("4\tknow\tknow\tVERB\t_\t_\t0", "4\tknow\tknow\tVERB\t_\t_\t5"), "root"),
+    # one root, but "I" and "it" point at each other: a cycle, not a tree
+    (SMALL.replace("1\tI\tI\tPRON\t_\t_\t4", "1\tI\tI\tPRON\t_\t_\t5").replace(
+        "5\tit\tit\tPRON\t_\t_\t4", "5\tit\tit\tPRON\t_\t_\t1"), "form a cycle"),
 ])
 def test_malformed_treebanks_name_file_and_line(tmp_path, bad, where):
     path = tmp_path / "bad.conllu"

@@ -57,7 +57,7 @@ class LabCache:
 class Limits:
     """What one server holds and accepts, so no visitor can exhaust memory, disk or workers."""
 
-    sessions: int = 64  # sessions whose state is kept (least recently used dropped first)
+    sessions: int = 32  # sessions whose state is kept (least recently used dropped first): <= 32 x 75 MB at 512 tokens
     session_ttl: float = 3600  # seconds a session's state lives after its last use
     upload: str = "2mb"  # largest upload Gradio accepts (it rejects larger ones before they land)
     upload_bytes: int = 2_000_000
