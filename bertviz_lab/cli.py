@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .bert import CheckpointError, DeviceError
+from .bert.norms import SOURCES
 from .interventions import KINDS, InterventionError, make_intervention, parse_heads
 from .lab import InputError, InputTooLong, Lab, load
 from .syntax.treebank import TreebankError
@@ -56,6 +57,8 @@ def add_analyze(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--truncate", action="store_true", help="cut inputs longer than the model maximum")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--no-attention", action="store_true", help="leave the attention array out of the JSON")
+    p.add_argument("--source", choices=SOURCES, default="attention",
+                   help="what the attention array holds: softmax weights, or norm-based weights (raw norms)")
     p.set_defaults(func=run_analyze)
 
 
@@ -67,6 +70,10 @@ def run_analyze(args: argparse.Namespace) -> int:
     except InputTooLong as error:
         raise InputError(f"the input is {error.n_tokens} tokens long, more than the model maximum of "
                          f"{error.maximum}; shorten it or pass --truncate") from None
+    if args.source != "attention":
+        from .sources import with_source
+
+        result = with_source(lab, result, args.source)
     if result.truncated:
         print(f"note: input truncated from {result.n_tokens_before_truncation} to {len(result.tokens)} tokens",
               file=sys.stderr)
@@ -288,6 +295,8 @@ def add_probe(sub: argparse._SubParsersAction) -> None:
                    help="share of sentences the held-out best head is chosen on (the rest report it)")
     p.add_argument("--min-arcs", type=int, default=50, help="relations listed in best_heads.csv need this many arcs")
     p.add_argument("--no-null-model", action="store_true", help="skip the random-weights null model")
+    p.add_argument("--source", choices=SOURCES, default="attention",
+                   help="score heads on softmax attention or on norm-based weights (Kobayashi et al. 2020)")
     p.add_argument("--compare-model", default=None,
                    help="also score this checkpoint and write compare_scores.csv (its accuracy minus --model's)")
     add_model_options(p)
@@ -319,7 +328,7 @@ def run_probe(args: argparse.Namespace) -> int:
     with tqdm(total=100, desc="probe", unit="%") as bar:
         run = run_syntax(lab, sentences, settings, null=not args.no_null_model, compare_lab=other,
                          batch_size=args.batch_size, max_length=args.max_length, max_sentences=args.max_sentences,
-                         progress=lambda f, what: (bar.set_description(what), bar.update(round(100 * f) - bar.n)))
+                         source=args.source, progress=lambda f, what: (bar.set_description(what), bar.update(round(100 * f) - bar.n)))
     summary = run.summary
     files = write_outputs(summary, args.out, title=f"Syntax scores: {Path(path).name}", compare=run.compare)
     print(f"scored {summary.sentences_used} sentences with {summary.checkpoint.describe()}, skipped "

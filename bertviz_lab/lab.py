@@ -16,6 +16,7 @@ from tokenizers import Tokenizer
 
 from .bert import DEFAULT_SOURCE, BertConfig, BertLab, Edit, LoadedCheckpoint, layer_hook, load_model
 from .bert.model import init_weights
+from .bert.norms import NORM_CAPTURES, SOURCES, source_from_cache
 from .naming import SPECIAL_TOKENS
 
 
@@ -121,6 +122,7 @@ class Analysis:
     masked_positions: list[int] = field(default_factory=list)
     # Full predicted distributions (n_predicted, vocab) in the order of ``mlm``, when asked for.
     mlm_probabilities: np.ndarray | None = None
+    source: str = "attention"  # what ``attention`` holds: softmax weights, or a norm-based source
 
     @property
     def truncated(self) -> bool:
@@ -145,7 +147,7 @@ class Analysis:
                      "predictions": [{"token": q.token, "probability": q.probability} for q in p.predictions]}
                     for p in self.mlm],
             "mlm_note": self.mlm_note, "nsp": self.nsp, "nsp_note": self.nsp_note,
-            "attention_shape": list(self.attention.shape),
+            "attention_shape": list(self.attention.shape), "source": self.source,
         }
         if attention:
             out["attention"] = self.attention.tolist()
@@ -254,12 +256,16 @@ class Lab:
         position_ids: torch.Tensor | None = None,
         encoded: Encoded | None = None,
         keep_probabilities: bool = False,
+        source: str = "attention",
     ) -> Analysis:
         """Run one input and collect attention, MLM top-k and NSP.
 
         ``mask_positions`` replaces those tokens by [MASK] (the token picker in the app);
-        ``positions`` asks for predictions at unmasked positions too.
+        ``positions`` asks for predictions at unmasked positions too. ``source`` chooses what
+        ``attention`` holds: softmax weights, or norm-based weights computed in the same pass.
         """
+        if source not in SOURCES:
+            raise InputError(f"unknown attention source {source!r}; choose one of {', '.join(SOURCES)}")
         if int(top_k) < 1:
             raise InputError(f"top-k must be at least 1 (got {top_k})")
         enc = encoded if encoded is not None else self.encode(text, pair, truncate=truncate)
@@ -279,8 +285,12 @@ class Lab:
             kwargs["attention_bias"] = attention_bias.to(self.device)
         if position_ids is not None:
             kwargs["position_ids"] = position_ids.to(self.device)
-        out, cache = self.run(tensors, edits=edits, **kwargs)
-        attention = self.attention_of(cache)[0].float().cpu().numpy()  # (layers, heads, query, key)
+        out, cache = self.run(tensors, capture=("*hook_pattern",) if source == "attention" else NORM_CAPTURES,
+                              edits=edits, **kwargs)
+        if source == "attention":
+            attention = self.attention_of(cache)[0].float().cpu().numpy()  # (layers, heads, query, key)
+        else:
+            attention = source_from_cache(self.model, cache, source, 0, n)
         mlm, mlm_note, kept = self._predictions(out, enc, predict_at, originals, int(top_k), keep_probabilities)
 
         nsp, nsp_note = None, None
@@ -294,7 +304,7 @@ class Lab:
             tokens=list(enc.tokens), token_ids=list(enc.ids), segment_ids=list(enc.segment_ids), word_ids=list(enc.word_ids),
             offsets=list(enc.offsets), attention=attention, mlm=mlm, mlm_note=mlm_note, nsp=nsp,
             nsp_note=nsp_note, n_tokens_before_truncation=enc.n_tokens_before_truncation,
-            masked_positions=sorted(originals), mlm_probabilities=kept)
+            masked_positions=sorted(originals), mlm_probabilities=kept, source=source)
 
 
     def _masked(self, enc: Encoded, mask_positions: Sequence[int]) -> tuple[Encoded, dict[int, str]]:

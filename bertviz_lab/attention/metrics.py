@@ -9,23 +9,15 @@ import numpy as np
 import torch
 
 from ..naming import is_punctuation
+from .flow import rollout as flow_rollout
 
 HEAD_STATS = ("entropy", "to [CLS]", "to [SEP]", "to punctuation", "to previous", "to next", "to itself")
 
 
 def rollout(attention: np.ndarray) -> np.ndarray:
-    """Abnar & Zuidema (2020): per layer 0.5*mean-over-heads + 0.5*I, rows renormalised,
+    """Abnar & Zuidema (2020) on attention: per layer 0.5*mean-over-heads + 0.5*I, rows renormalised,
     multiplied from the bottom layer up. Returns (layers, query, key): rollout up to each layer."""
-    layers, _, n, _ = attention.shape
-    eye = np.eye(n, dtype=np.float64)
-    joint = eye
-    out = np.empty((layers, n, n), dtype=np.float32)
-    for layer in range(layers):
-        a = 0.5 * attention[layer].mean(axis=0).astype(np.float64) + 0.5 * eye
-        a /= a.sum(axis=-1, keepdims=True)
-        joint = a @ joint
-        out[layer] = joint
-    return out
+    return flow_rollout(attention.mean(axis=1))
 
 
 def head_statistics(attention: np.ndarray, tokens: Sequence[str]) -> dict[str, np.ndarray]:

@@ -48,7 +48,8 @@ def report_html(summary: SyntaxSummary, title: str) -> str:
 table.best{{border-collapse:collapse;font-size:0.85em}}
 table.best td,table.best th{{padding:3px 8px;border-bottom:1px solid #ddd}} .fig{{margin:1em 0}}</style></head><body>
 <h1>{html.escape(title)}</h1>
-<p>Weights: <b>{html.escape(summary.checkpoint.describe())}</b>. Sentences scored: {summary.sentences_used};
+<p>Weights: <b>{html.escape(summary.checkpoint.describe())}</b>; heads scored on
+<b>{html.escape(summary.source)}</b>. Sentences scored: {summary.sentences_used};
 skipped as too long: {summary.sentences_skipped}. {html.escape(METHOD)}</p>
 {null}
 <p>{html.escape(HELD_OUT_NOTE)}</p>

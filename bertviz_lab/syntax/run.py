@@ -31,7 +31,8 @@ class SyntaxRun:
 
 def run_syntax(lab: Lab, sentences: Sequence[Sentence], settings: Settings | None = None, null: bool = True,
                compare_lab: Lab | None = None, batch_size: int = 32, max_length: int | None = None,
-               max_sentences: int | None = None, progress: Progress | None = None) -> SyntaxRun:
+               max_sentences: int | None = None, progress: Progress | None = None,
+               source: str = "attention") -> SyntaxRun:
     settings = settings or Settings()
     steps = 1 + int(null) + int(compare_lab is not None)
 
@@ -40,7 +41,7 @@ def run_syntax(lab: Lab, sentences: Sequence[Sentence], settings: Settings | Non
             return None
         return lambda done, total: progress((i + done / max(total, 1)) / steps, f"{what}: {done}/{total} sentences")
 
-    kwargs = {"batch_size": batch_size, "max_length": max_length, "max_sentences": max_sentences}
+    kwargs = {"batch_size": batch_size, "max_length": max_length, "max_sentences": max_sentences, "source": source}
     scores = score_treebank(lab, sentences, progress=stage(0, "scoring heads"), **kwargs)
     if not scores.sentences_used:
         raise InputError(f"no sentence could be scored: all {scores.sentences_skipped} are longer than "

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..attention import batch_head_statistics, to_word_level, word_groups
+from ..bert.norms import NORM_CAPTURES, check_source, source_from_cache
 from ..lab import CheckpointInfo, Encoded, Lab
 from .predictors import OFFSETS, offset_predictions, predicted_heads, spanning_tree_edges
 from .treebank import Sentence
@@ -125,6 +126,7 @@ class TreebankScores:
     sentences_used: int
     sentences_skipped: int
     stats_sum: dict[str, np.ndarray] = field(default_factory=dict)
+    source: str = "attention"  # the weights heads were scored on (attention or a norm-based source)
 
     @property
     def model(self) -> str:
@@ -141,11 +143,13 @@ def encode_sentence(lab: Lab, sentence: Sentence) -> Encoded:
 
 def score_treebank(lab: Lab, sentences: Sequence[Sentence], batch_size: int = 32, max_length: int | None = None,
                    max_sentences: int | None = None, progress: Callable[[int, int], None] | None = None,
-                   trees: bool = True) -> TreebankScores:
+                   trees: bool = True, source: str = "attention") -> TreebankScores:
     """Score every head on a treebank; sentences longer than max_length tokens are skipped and counted.
 
     Batched with padding (similar lengths together); results equal one sentence at a time.
+    ``source`` scores heads on softmax weights or on norm-based weights (Kobayashi et al. 2020).
     """
+    check_source(source)
     limit = min(max_length or lab.max_tokens, lab.max_tokens)
     chosen = list(sentences[:max_sentences] if max_sentences else sentences)
     encoded, skipped = [], 0
@@ -161,19 +165,22 @@ def score_treebank(lab: Lab, sentences: Sequence[Sentence], batch_size: int = 32
     done = 0
     for start in range(0, len(order), max(1, batch_size)):
         batch = [encoded[i] for i in order[start:start + batch_size]]
-        _, cache = lab.run(lab.batch_tensors([e for _, _, e in batch]), compute_mlm=False)
+        captures = ("*hook_pattern",) if source == "attention" else NORM_CAPTURES
+        _, cache = lab.run(lab.batch_tensors([e for _, _, e in batch]), capture=captures, compute_mlm=False)
         attention_t = lab.attention_of(cache).float()  # (batch, layers, heads, query, key)
         for k, v in batch_head_statistics(attention_t, [e.tokens for _, _, e in batch]).items():
             stats_sum[k] = stats_sum.get(k, 0) + v.astype(np.float64).sum(0)
         attention = attention_t.cpu().numpy()
         for row, (index, sentence, enc) in enumerate(batch):
             n = len(enc.ids)
-            words, _ = word_attention(attention[row, :, :, :n, :n], enc)
+            weights = attention[row, :, :, :n, :n] if source == "attention" else \
+                source_from_cache(lab.model, cache, source, row, n)
+            words, _ = word_attention(weights, enc)
             collector.add(index, sentence, words)
         done += len(batch)
         if progress is not None:
             progress(done, len(encoded))
-    return TreebankScores(collector.table(), lab.checkpoint_info(), len(encoded), skipped, stats_sum)
+    return TreebankScores(collector.table(), lab.checkpoint_info(), len(encoded), skipped, stats_sum, source)
 
 
 def live_arcs(word_attn: np.ndarray, layer: int, head: int) -> list[tuple[int, int]]:

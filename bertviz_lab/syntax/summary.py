@@ -51,6 +51,7 @@ class SyntaxSummary:
     null_checkpoint: CheckpointInfo | None = None
     settings: Settings = field(default_factory=Settings)
     general_stats: dict[str, np.ndarray] = field(default_factory=dict)
+    source: str = "attention"
 
     def accuracy_map(self, relation: str, direction: str) -> np.ndarray:
         """(layers, heads) accuracy of every head for one relation and direction."""
@@ -64,7 +65,8 @@ class SyntaxSummary:
         return rows.uuas.to_numpy(dtype=float).reshape(self.layers, self.heads)
 
 
-def _named(frame: pd.DataFrame, info: CheckpointInfo) -> pd.DataFrame:
+def _named(frame: pd.DataFrame, info: CheckpointInfo, source: str) -> pd.DataFrame:
+    frame.insert(0, "source", source)
     frame.insert(0, "model_sha256", info.sha256)
     frame.insert(0, "model", info.describe())
     return frame
@@ -174,8 +176,9 @@ def summarise(scores: TreebankScores, null: TreebankScores | None = None,
     best = pd.DataFrame(rows)
     info = scores.checkpoint
     return SyntaxSummary(info, scores.sentences_used, scores.sentences_skipped, arcs.layers, arcs.heads,
-                         _named(pd.concat(frames, ignore_index=True), info), _named(best, info), _named(uuas, info),
-                         null.checkpoint if null is not None else None, settings, scores.general_stats())
+                         _named(pd.concat(frames, ignore_index=True), info, scores.source),
+                         _named(best, info, scores.source), _named(uuas, info, scores.source),
+                         null.checkpoint if null is not None else None, settings, scores.general_stats(), scores.source)
 
 
 def compare_checkpoints(a: TreebankScores, b: TreebankScores, settings: Settings | None = None) -> pd.DataFrame:
