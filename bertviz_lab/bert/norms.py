@@ -44,30 +44,38 @@ def head_norms(pattern: torch.Tensor, transformed: torch.Tensor) -> torch.Tensor
 
 
 def layer_norms(pattern: torch.Tensor, transformed: torch.Tensor, residual: torch.Tensor | None = None,
-                gamma: torch.Tensor | None = None, eps: float = 1e-12, pre_ln_bias: torch.Tensor | None = None,
-                chunk: int = 64) -> torch.Tensor:
+                gamma: torch.Tensor | None = None, eps: float = 1e-12, pre_ln_bias: torch.Tensor | None = None
+                ) -> torch.Tensor:
     """||sum_h alpha_ij^h f_h(x_j)|| per (query, key); with ``residual`` (the block's input x) and
     ``gamma`` (its LayerNorm weight) the residual-aware variant ||g_ij|| of Kobayashi et al. 2021.
 
-    Chunked over queries: the summed vectors are (query, key, d_model).
+    Without materialising the (query, key, d_model) vectors: centring is linear per term, so
+    ||gamma * (z_ij - mean z_ij)||^2 is a quadratic form of alpha_ij over heads with a per-key
+    Gram matrix G_j[h, h'] = <gamma f~_h(x_j), gamma f~_h'(x_j)> (f~ centred). Only the diagonal,
+    where the residual x_i joins, is summed as vectors.
     """
-    n = pattern.shape[-1]
-    out = torch.empty((n, n), dtype=torch.float32)
-    std = None
+    a = pattern.float()  # (heads, query, key)
+    f = transformed.float()  # (heads, key, d_model)
+    n = a.shape[-1]
+    scale = torch.ones(f.shape[-1]) if gamma is None else gamma.float()
     if residual is not None:
-        total = torch.einsum("hqk,hkm->qm", pattern, transformed) + residual  # (query, d_model) before LN
-        if pre_ln_bias is not None:
-            total = total + pre_ln_bias
-        std = torch.sqrt(total.var(dim=-1, unbiased=False) + eps)  # (query,) s_i of the whole LN input
-    for start in range(0, n, chunk):
-        q = slice(start, min(n, start + chunk))
-        z = torch.einsum("hqk,hkm->qkm", pattern[:, q], transformed)  # (chunk, key, d_model)
-        if residual is not None:
-            rows = torch.arange(q.start, q.stop)
-            z[rows - q.start, rows] += residual[rows]  # the residual moves x_i to itself
-            z = (z - z.mean(dim=-1, keepdim=True)) / std[q, None, None] * gamma
-        out[q] = z.norm(dim=-1).float()
-    return out
+        f = f - f.mean(dim=-1, keepdim=True)
+    fg = f * scale  # (heads, key, d_model)
+    gram = torch.bmm(fg.transpose(0, 1), fg.permute(1, 2, 0))  # (key, heads, heads)
+    per_key = a.permute(2, 1, 0)  # (key, query, heads)
+    squared = (torch.bmm(per_key, gram) * per_key).sum(-1).T  # (query, key): alpha^T G_j alpha
+    norms = squared.clamp(min=0).sqrt()
+    if residual is None:
+        return norms.float()
+    x = residual.float()
+    total = torch.bmm(a, transformed.float()).sum(0) + x  # (query, d_model) before LN
+    if pre_ln_bias is not None:
+        total = total + pre_ln_bias.float()
+    std = torch.sqrt(total.var(dim=-1, unbiased=False) + eps)  # (query,) s_i of the whole LN input
+    idx = torch.arange(n)
+    diagonal = torch.einsum("hi,hid->id", a[:, idx, idx], f) + (x - x.mean(dim=-1, keepdim=True))  # z_ii centred
+    norms[idx, idx] = (diagonal * scale).norm(dim=-1)
+    return (norms / std[:, None]).float()
 
 
 def layer_input_hook(layer: int) -> str:
