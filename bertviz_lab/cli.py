@@ -339,7 +339,46 @@ def run_probe(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = (add_analyze, add_probe, add_compare, add_sweep, add_positions, add_eval, add_train, add_build_corpus)
+def add_faithfulness(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("faithfulness", help="which attention-based explanation to trust: hide each source's top-k "
+                                            "tokens and measure the drop in log P(gold word) (AOPC)")
+    p.add_argument("--text-file", type=Path, default=None,
+                   help="one sentence per line (default: the shipped held-out lines)")
+    p.add_argument("--max-sentences", type=positive_int, default=200)
+    p.add_argument("--k", type=positive_int, default=5, help="hide the top 1..k tokens")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--resamples", type=int, default=1000)
+    p.add_argument("--json", action="store_true")
+    add_model_options(p)
+    p.set_defaults(func=run_faithfulness)
+
+
+def run_faithfulness(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from .interventions.faithfulness import faithfulness
+    from .resources import DEFAULT_MLM_HEAD
+
+    path = args.text_file or DEFAULT_MLM_HEAD / "heldout.txt"
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as error:
+        raise InputError(f"{path} is not UTF-8 text (byte {error.start})") from None
+    lab = lab_from_args(args)
+    with tqdm(total=min(len(lines), args.max_sentences), desc="faithfulness", unit="sent") as bar:
+        result = faithfulness(lab, lines, k_max=args.k, seed=args.seed, max_sentences=args.max_sentences,
+                              progress=lambda done, total: (setattr(bar, "total", total), bar.update(done - bar.n)))
+    table = result.table(resamples=args.resamples, seed=args.seed)
+    if args.json:
+        print(json.dumps({"model": result.model, "k": args.k, "text_file": str(path), "sources": table}))
+        return 0
+    print(f"model: {result.model}; AOPC over k = 0..{args.k} (higher = more faithful), 95% bootstrap interval")
+    for row in sorted(table, key=lambda r: -r["aopc"]):
+        print(f"{row['source']:<28} {row['aopc']:6.3f} [{row['ci_low']:.3f}, {row['ci_high']:.3f}]  n={row['n']}")
+    return 0
+
+
+COMMANDS = (add_analyze, add_probe, add_faithfulness, add_compare, add_sweep, add_positions, add_eval, add_train, add_build_corpus)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -41,28 +41,30 @@ def rollout(layers: np.ndarray, residual: bool = True) -> np.ndarray:
     return out
 
 
-def attention_flow(layers: np.ndarray, up_to: int | None = None, residual: bool = True) -> np.ndarray:
+def attention_flow(layers: np.ndarray, up_to: int | None = None, residual: bool = True,
+                   rows: list[int] | None = None) -> np.ndarray:
     """Flow from each token at the output of layer ``up_to`` (0-based; default the last) to each
-    input token: (query, key), rows normalised to 1."""
+    input token: (query, key), rows normalised to 1. ``rows`` computes only those output tokens
+    (the others stay 0): n max-flows instead of n^2."""
     from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import maximum_flow
 
     a = residual_augmented(layers, residual)
     top = a.shape[0] - 1 if up_to is None else int(up_to)
     n = a.shape[-1]
-    if n > FLOW_MAX_TOKENS:
+    if n > FLOW_MAX_TOKENS and (rows is None or len(rows) * n > FLOW_MAX_TOKENS ** 2):
         raise ValueError(f"attention flow needs n^2 max-flows; it is limited to {FLOW_MAX_TOKENS} tokens "
                          f"(this input has {n}); use rollout, or a shorter input")
-    rows, cols, caps = [], [], []
+    starts, ends, caps = [], [], []
     for layer in range(top + 1):  # edges from (layer + 1, i) down to (layer, j)
         i, j = np.nonzero(a[layer] > 0)
-        rows.append((layer + 1) * n + i)
-        cols.append(layer * n + j)
+        starts.append((layer + 1) * n + i)
+        ends.append(layer * n + j)
         caps.append(np.round(a[layer][i, j] * SCALE).astype(np.int32))
     size = (top + 2) * n
-    graph = csr_matrix((np.concatenate(caps), (np.concatenate(rows), np.concatenate(cols))), shape=(size, size))
+    graph = csr_matrix((np.concatenate(caps), (np.concatenate(starts), np.concatenate(ends))), shape=(size, size))
     flows = np.zeros((n, n))
-    for i in range(n):
+    for i in range(n) if rows is None else rows:
         for j in range(n):
             flows[i, j] = maximum_flow(graph, (top + 1) * n + i, j).flow_value / SCALE
     return row_normalised(flows).astype(np.float32)
