@@ -125,3 +125,35 @@ def test_syntax_probe_and_sentence_arcs_through_the_api(sharp_app, sharp_lab, tm
     bad.write_text("this is not a treebank\n")
     message = call(client, "syntax_probe", "upload", gradio_client.handle_file(str(bad)), False, False)["syntax_message"]
     assert message.startswith("⚠️") and "bad.conllu:1:" in message
+
+
+def test_views_switch_to_norm_based_attention(tiny_app, tiny_lab):
+    import base64
+    import json
+
+    from bertviz_lab.sources import with_source
+
+    client = gradio_client.Client(tiny_app, verbose=False)
+    text = "the big cat sat on the mat"
+    assert call(client, "analyze", text, "", 5)["source"] == "attention"
+    out = call(client, "attention_source", 2, 3, False, False, "all", "norm")
+    single = json.loads(out["single_plot"]["plot"])
+    assert single["layout"]["title"]["text"] == "Layer 2, head 3 (norm)"
+    z = np.frombuffer(base64.b64decode(single["data"][0]["z"]["bdata"]), dtype=np.float32)
+    expected = with_source(tiny_lab, tiny_lab.analyze(text), "norm").attention[1, 2]
+    np.testing.assert_allclose(z.reshape(expected.shape), expected, rtol=1e-5)
+    assert "Kobayashi" in out["notes"]
+    aggregates = json.loads(out["aggregates_plot"]["plot"])
+    names = [a["text"] for a in aggregates["layout"]["annotations"]]
+    assert any("norm of layer 2" in n for n in names) and any("flow up to layer 2" in n for n in names)
+    # a new Run goes back to softmax attention
+    assert call(client, "analyze", text, "", 5)["source"] == "attention"
+
+
+def test_faithfulness_panel_through_the_api(tiny_app):
+    client = gradio_client.Client(tiny_app, verbose=False)
+    out = call(client, "faithfulness", 10)
+    table = out["faith_table"]
+    sources = [row[table["headers"].index("source")] for row in table["data"]]
+    assert set(sources) >= {"random", "rollout", "flow", "norm (last layer)"}
+    assert "Faithfulness of each explanation" in out["probe_message"]

@@ -8,10 +8,12 @@ from types import SimpleNamespace
 from typing import Any
 
 RUN_OUTPUTS = ("session", "message", "picker", "layer", "head", "hv_token", "single_plot", "overview_plot",
-               "headview_plot", "aggregates_plot", "summary_plot", "pred_plot", "pred_table", "nsp_md", "notes")
-VIEW_INPUTS = ("layer", "head", "hide", "word", "pair_filter", "hv_token", "session")
+               "headview_plot", "aggregates_plot", "summary_plot", "pred_plot", "pred_table", "nsp_md", "notes", "source")
+VIEW_INPUTS = ("layer", "head", "hide", "word", "pair_filter", "hv_token", "session", "source")
 VIEW_OUTPUTS = ("session", "single_plot", "headview_plot", "aggregates_plot", "notes", "probe_plot", "offsets_plot")
-TOGGLE_INPUTS = ("layer", "head", "hide", "word", "pair_filter", "session")
+TOGGLE_INPUTS = ("layer", "head", "hide", "word", "pair_filter", "session", "source")
+SOURCE_OUTPUTS = ("session", "single_plot", "overview_plot", "headview_plot", "aggregates_plot", "summary_plot",
+                  "notes", "hv_token")
 SYNTAX_OUTPUTS = ("session", "syntax_message", "syntax_weights", "syntax_table", "syntax_bars", "syntax_relation",
                   "syntax_plot", "syntax_uuas", "syntax_diff", "syntax_sentence")
 PROBE_OUTPUTS = ("session", "probe_message", "probe_plot", "js_plot", "probe_changes", "offsets_plot")
@@ -31,7 +33,7 @@ class Event:
 
 
 FAST = {"show_progress": "hidden", "trigger_mode": "always_last"}
-ONE_TREEBANK_AT_A_TIME = {"concurrency_id": "syntax", "concurrency_limit": 1}
+ONE_TREEBANK_AT_A_TIME = {"concurrency_id": "syntax", "concurrency_limit": 1}  # corpus-sized work, one at a time
 EVENTS = (
     Event("run_btn", "click", "analyze", ("text", "pair", "top_k", "session"), RUN_OUTPUTS, "analyze"),
     Event("text", "submit", "analyze", ("text", "pair", "top_k", "session"), RUN_OUTPUTS, "analyze_submit"),
@@ -42,6 +44,7 @@ EVENTS = (
     Event("hide", "input", "toggles", TOGGLE_INPUTS, VIEW_OUTPUTS + ("hv_token",), "hide_special"),
     Event("word", "input", "toggles", TOGGLE_INPUTS, VIEW_OUTPUTS + ("hv_token",), "word_level"),
     Event("pair_filter", "input", "toggles", TOGGLE_INPUTS, VIEW_OUTPUTS + ("hv_token",), "pair_filter"),
+    Event("source", "input", "switch_source", TOGGLE_INPUTS, SOURCE_OUTPUTS, "attention_source"),
     Event("overview_pick", "change", "pick", ("overview_pick", "session"), ("layer", "head", "tabs"), "pick_head",
           then=Event("", "then", "rerender", VIEW_INPUTS, VIEW_OUTPUTS, "pick_head_render")),
     Event("load_btn", "click", "switch_model", ("model_box", "device_box", "session"),
@@ -56,8 +59,11 @@ EVENTS = (
           ("probe_message", "ablation_plot"), "ablation_sweep"),
     Event("positions_btn", "click", "run_positions", ("positions_n", "session"), ("probe_message", "positions_plot"),
           "position_embeddings"),
+    Event("faith_btn", "click", "run_faithfulness", ("faith_n", "session"), ("probe_message", "faith_table"),
+          "faithfulness", ONE_TREEBANK_AT_A_TIME),
     Event("syntax_btn", "click", "run_syntax", ("syntax_source", "syntax_upload", "syntax_use_loaded",
-                                                "syntax_compare", "session"), SYNTAX_OUTPUTS, "syntax_probe",
+                                                "syntax_compare", "session", "syntax_score_source"), SYNTAX_OUTPUTS,
+          "syntax_probe",
           ONE_TREEBANK_AT_A_TIME),
     Event("syntax_relation", "input", "syntax_relation_view", ("syntax_relation", "syntax_direction", "session"),
           ("syntax_plot", "syntax_diff", "syntax_message"), "syntax_relation"),

@@ -8,9 +8,11 @@ from typing import Any
 
 import gradio as gr
 import numpy as np
+import pandas as pd
 
 from ..attention import PAIR_FILTERS
 from ..bert import CheckpointError, DeviceError
+from ..bert.norms import SOURCE_NOTES, SOURCES
 from ..export import CSV_MAX_ROWS, csv_rows, export_csv, export_npz
 from ..figures import analysis as views
 from ..figures import interventions as intervention_views
@@ -24,7 +26,10 @@ from ..interventions import (
     parse_heads,
     position_similarity,
 )
+from ..interventions.faithfulness import faithfulness
 from ..lab import InputError, Lab
+from ..resources import DEFAULT_MLM_HEAD
+from ..sources import layer_matrices, with_source
 from .state import ExportFolder, LabCache, Limits, Session, plot, status_line
 from .syntax_handlers import SyntaxHandlers
 
@@ -61,6 +66,20 @@ class Handlers(SyntaxHandlers):
         return self.cache.get(session.model, session.device)
 
     # ---- analysis ------------------------------------------------------------------------
+    def shown(self, session: Session):
+        """(the analysis in the chosen source, its per-layer matrices or None), computed once per source."""
+        if session.source == "attention":
+            return session.analysis, None
+        if session.source not in session.by_source:
+            lab = self.lab_of(session)
+            session.by_source[session.source] = (with_source(lab, session.analysis, session.source),
+                                                 layer_matrices(lab, session.analysis, session.source))
+        return session.by_source[session.source]
+
+    def view_notes(self, session: Session, notes: list[str]) -> str:
+        extra = [] if session.source == "attention" else [f"{session.source}: {SOURCE_NOTES[session.source]}"]
+        return notes_text(extra + notes)
+
     def render_all(self, session: Session, message: str) -> Updates:
         ui, a, o = self.ui, session.analysis, session.options
         lab = self.lab_of(session)
@@ -75,7 +94,7 @@ class Handlers(SyntaxHandlers):
             ui.single_plot: plot(single), ui.overview_plot: plot(views.overview(a)),
             ui.headview_plot: plot(views.head_view(a, o)), ui.aggregates_plot: plot(views.aggregates(a, o)),
             ui.summary_plot: plot(views.summary(a)), ui.pred_plot: plot(pred_fig), ui.pred_table: table,
-            ui.nsp_md: nsp_text, ui.notes: notes_text(notes),
+            ui.nsp_md: nsp_text, ui.notes: notes_text(notes), ui.source: "attention",
         }
 
     def analyze(self, text: str, pair: str, top_k: float, session: Session,
@@ -85,7 +104,7 @@ class Handlers(SyntaxHandlers):
                                              truncate=True, mask_positions=mask_positions or ())
         except (InputError, CheckpointError, DeviceError) as error:
             return {self.ui.message: f"⚠️ {error}"}
-        session.analysis = a
+        session.analysis, session.source, session.by_source = a, "attention", {}
         session.options.head_view_token = None
         message = f"{len(a.tokens)} tokens."
         if a.truncated:
@@ -103,10 +122,12 @@ class Handlers(SyntaxHandlers):
         return self.analyze(text, pair, top_k, session, mask_positions=picked)
 
     def rerender(self, layer: float, head: float, hide: bool, word: bool, pair_filter: str, hv_token: int | None,
-                 session: Session) -> Updates:
-        ui, a = self.ui, session.analysis
-        if a is None:
+                 session: Session, source: str = "attention") -> Updates:
+        ui = self.ui
+        if session.analysis is None:
             return {}
+        session.source = source if source in SOURCES else "attention"
+        a, layers = self.shown(session)
         o = session.options
         try:
             o.layer, o.head = whole(layer, "layer", 1, a.n_layers) - 1, whole(head, "head", 1, a.n_heads) - 1
@@ -118,18 +139,27 @@ class Handlers(SyntaxHandlers):
         o.head_view_token = token
         single, notes = views.single_head(a, o)
         out = {ui.session: session, ui.single_plot: plot(single), ui.headview_plot: plot(views.head_view(a, o)),
-               ui.aggregates_plot: plot(views.aggregates(a, o)), ui.notes: notes_text(notes)}
+               ui.aggregates_plot: plot(views.aggregates(a, o, layers)), ui.notes: self.view_notes(session, notes)}
         c = session.comparison
-        if c is not None and c.baseline.tokens == a.tokens:
+        if c is not None and c.baseline.tokens == session.analysis.tokens:
             out[ui.probe_plot] = plot(intervention_views.comparison_figure(c, o))
             out[ui.offsets_plot] = plot(intervention_views.offsets_figure(c, o.clamp(a).layer))
         return out
 
-    def toggles(self, layer, head, hide, word, pair_filter, session: Session) -> Updates:
-        out = self.rerender(layer, head, hide, word, pair_filter, -1, session)
+    def toggles(self, layer, head, hide, word, pair_filter, session: Session, source: str = "attention") -> Updates:
+        out = self.rerender(layer, head, hide, word, pair_filter, -1, session, source)
         if session.analysis is not None:
             choices = [("all tokens", -1)] + views.head_view_choices(session.analysis, session.options)
             out[self.ui.hv_token] = gr.update(choices=choices, value=-1)
+        return out
+
+    def switch_source(self, layer, head, hide, word, pair_filter, session: Session, source: str) -> Updates:
+        """Every view in the chosen source (one extra forward pass the first time per analysis)."""
+        out = self.toggles(layer, head, hide, word, pair_filter, session, source)
+        if session.analysis is not None:
+            a, _ = self.shown(session)
+            out[self.ui.overview_plot] = plot(views.overview(a))
+            out[self.ui.summary_plot] = plot(views.summary(a))
         return out
 
     def pick(self, value: str, session: Session) -> Updates:
@@ -225,6 +255,19 @@ class Handlers(SyntaxHandlers):
         return {ui.probe_message: (f"Most important head for this prediction: layer {layer + 1}, head {head + 1} "
                                    f"(log-probability drops by {drops[layer, head]:.3f} without it)."),
                 ui.ablation_plot: plot(intervention_views.ablation_figure(drops))}
+
+    def run_faithfulness(self, n: float, session: Session, progress=gr.Progress()) -> Updates:
+        ui = self.ui
+        try:
+            lab = self.lab_of(session)
+            lines = (DEFAULT_MLM_HEAD / "heldout.txt").read_text(encoding="utf-8").splitlines()
+            result = faithfulness(lab, lines, max_sentences=whole(n, "the number of sentences", 1, 100),
+                                  progress=lambda done, total: progress(done / total, desc="faithfulness"))
+        except (InputError, CheckpointError) as error:
+            return {ui.probe_message: f"⚠️ {error}"}
+        table = pd.DataFrame(result.table()).drop(columns=["drop_by_k"]).sort_values("aopc", ascending=False)
+        return {ui.probe_message: f"Faithfulness of each explanation on {int(table.n.max())} held-out sentences "
+                                  f"({result.model}).", ui.faith_table: table.round(3)}
 
     def run_positions(self, n: float, session: Session) -> Updates:
         ui = self.ui

@@ -91,6 +91,8 @@ class Session:
     device: str = "cpu"
     analysis: Analysis | None = None
     options: ViewOptions = field(default_factory=ViewOptions)
+    source: str = "attention"  # what the views show: softmax attention or a norm-based source
+    by_source: dict = field(default_factory=dict)  # source -> (Analysis of that source, per-layer matrices)
     comparison: Any = None  # interventions.Comparison of the last intervention
     syntax: Any = None  # syntax.run.SyntaxRun of the last treebank run
     treebank: list = field(default_factory=list)  # its sentences

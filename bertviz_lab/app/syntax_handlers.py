@@ -57,7 +57,7 @@ class SyntaxHandlers:
         return chosen, (published if chosen != published else session.model)
 
     def run_syntax(self, source: str, upload: str | None, use_loaded: bool, compare: bool, session: Session,
-                   progress=gr.Progress()) -> dict:
+                   score_source: str = "attention", progress=gr.Progress()) -> dict:
         ui = self.ui
         try:
             path = treebank_path(source, upload, self.limits)
@@ -66,6 +66,7 @@ class SyntaxHandlers:
             lab = self.cache.get(chosen, session.device)
             other_lab = self.cache.get(other, session.device) if compare and other != chosen else None
             run = run_syntax(lab, sentences, APP_SETTINGS, compare_lab=other_lab,
+                             source=score_source if score_source in ("attention", "norm") else "attention",
                              progress=lambda f, what: progress(f, desc=what))
         except (TreebankError, CheckpointError, DeviceError, InputError) as error:
             return {ui.syntax_message: f"⚠️ {syntax_views.markdown_text(error)}"}
@@ -76,7 +77,8 @@ class SyntaxHandlers:
         choices = [(f"{i + 1}: {s.text[:80]}", i) for i, s in enumerate(sentences[:2000])]
         if spacy_model_name() is not None:
             choices.insert(0, ("the sentence typed above (parsed by spaCy)", -1))
-        weights = f"**Weights scored:** {syntax_views.markdown_text(summary.checkpoint.describe())}"
+        weights = (f"**Weights scored:** {syntax_views.markdown_text(summary.checkpoint.describe())}; heads scored "
+                   f"on **{summary.source}**")
         if run.compare is not None:
             weights += f"  \n**Compared with (B):** {syntax_views.markdown_text(run.compare_name)}"
         return {ui.session: session, ui.syntax_weights: weights,

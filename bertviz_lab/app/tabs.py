@@ -61,6 +61,9 @@ def build_inputs(ui: SimpleNamespace, lab: Lab) -> None:
     with gr.Row():
         ui.hide = gr.Checkbox(label="Hide [CLS]/[SEP] (rows renormalised)", value=False)
         ui.word = gr.Checkbox(label="Word level (merge word pieces)", value=False)
+        ui.source = gr.Radio([("attention weights", "attention"), ("norm ||αf(x)||", "norm"),
+                              ("norm + residual + LayerNorm", "norm-residual")], value="attention",
+                             label="What the views show (Kobayashi et al. 2020, 2021)", elem_id="source")
     ui.notes = gr.Markdown("", elem_classes=["bvl-note"], elem_id="notes")
 
 
@@ -115,6 +118,15 @@ def build_interventions_tab(ui: SimpleNamespace, lab: Lab) -> None:
                 ui.positions_n = gr.Slider(2, lab.max_tokens, value=64, step=1, label="First N positions")
                 ui.positions_btn = gr.Button("Show position similarity", elem_id="positions-btn")
             ui.positions_plot = gr.Plot(label="Position embeddings", elem_id="positions-plot")
+        with gr.Accordion("Which explanation to trust? (faithfulness check)", open=False):
+            gr.Markdown("For held-out sentences with one masked word, each source ranks the context tokens; hiding "
+                        "its top 1-5 tokens from attention should hurt the prediction if the source is faithful. "
+                        "Higher AOPC (mean drop in log P(gold)) = more faithful; *random* is the control.")
+            with gr.Row():
+                ui.faith_n = gr.Slider(10, 100, value=40, step=10, label="Held-out sentences")
+                ui.faith_btn = gr.Button("Run the faithfulness check", elem_id="faith-btn")
+            ui.faith_table = gr.Dataframe(label="AOPC per source (95% bootstrap interval)", interactive=False,
+                                          elem_id="faith-table")
 
 
 def build_syntax_tab(ui: SimpleNamespace) -> None:
@@ -134,6 +146,9 @@ def build_syntax_tab(ui: SimpleNamespace) -> None:
                                                    value=False, elem_id="syntax-use-loaded")
                 ui.syntax_compare = gr.Checkbox(label="Also score the other weights and show the difference",
                                                 value=False, elem_id="syntax-compare")
+                ui.syntax_score_source = gr.Radio([("attention weights", "attention"), ("norm ||αf(x)||", "norm")],
+                                                  value="attention", label="Score heads on",
+                                                  elem_id="syntax-score-source")
                 ui.syntax_btn = gr.Button("Score every head on the treebank", variant="primary", elem_id="syntax-btn")
         ui.syntax_message = gr.Markdown("", elem_id="syntax-message")
         ui.syntax_table = gr.Dataframe(label="Best head per relation", interactive=False, elem_id="syntax-table")

@@ -11,7 +11,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from ..attention import HEAD_STATS, attention_view, head_statistics, rollout
+from ..attention import HEAD_STATS, attention_view, head_statistics
+from ..attention.flow import attention_flow, rollout, row_normalised
 from ..lab import Analysis
 from ..naming import SPECIAL_TOKENS, head_labels, layer_labels
 from .attention import head_view_figure, heatmap_figure, overview_figure, predictions_figure
@@ -41,26 +42,46 @@ def _view(analysis: Analysis, weights: np.ndarray, opts: ViewOptions):
 def single_head(analysis: Analysis, opts: ViewOptions) -> tuple[Figure, list[str]]:
     opts = opts.clamp(analysis)
     view = _view(analysis, analysis.attention[opts.layer, opts.head], opts)
-    title = f"Layer {opts.layer + 1}, head {opts.head + 1}"
+    title = f"Layer {opts.layer + 1}, head {opts.head + 1}{source_label(analysis)}"
     return heatmap_figure(view, title, filename=f"attention-L{opts.layer + 1}-H{opts.head + 1}"), view.notes
 
 
-def aggregates(analysis: Analysis, opts: ViewOptions) -> Figure:
-    """Raw head next to the layer mean, the mean over all heads, and rollout up to this layer."""
+FLOW_VIEW_TOKENS = 24  # flow up to the chosen layer is recomputed on every switch: keep it under ~0.1 s
+
+
+def source_label(analysis: Analysis) -> str:
+    return "" if analysis.source == "attention" else f" ({analysis.source})"
+
+
+def aggregates(analysis: Analysis, opts: ViewOptions, layers: np.ndarray | None = None) -> Figure:
+    """Raw head next to its layer's matrix, the mean over layers, rollout and flow up to this layer.
+
+    ``layers`` (layers, q, k) is the per-layer matrix of the analysis's source (the head mean for
+    softmax attention, ||sum_h alpha f|| or the residual-aware norms otherwise); rollout and flow
+    run on it (Abnar & Zuidema 2020), with the identity added except for norm-residual, which
+    already includes the residual.
+    """
     opts = opts.clamp(analysis)
     a = analysis.attention
+    layers = a.mean(1) if layers is None else layers
+    residual = analysis.source != "norm-residual"
+    layer_name = "mean of layer" if analysis.source == "attention" else "norm of layer"
     panels = [
-        (f"L{opts.layer + 1} H{opts.head + 1} (raw)", a[opts.layer, opts.head]),
-        (f"mean of layer {opts.layer + 1}", a[opts.layer].mean(0)),
-        ("mean of all layers and heads", a.mean((0, 1))),
-        (f"rollout up to layer {opts.layer + 1}", rollout(a)[opts.layer]),
+        (f"L{opts.layer + 1} H{opts.head + 1}{source_label(analysis)}", a[opts.layer, opts.head]),
+        (f"{layer_name} {opts.layer + 1}", layers[opts.layer]),
+        ("mean over layers", layers.mean(0)),
+        (f"rollout up to layer {opts.layer + 1}", rollout(layers, residual=residual)[opts.layer]),
     ]
+    if len(analysis.tokens) <= FLOW_VIEW_TOKENS:
+        panels.append((f"flow up to layer {opts.layer + 1}", attention_flow(layers, up_to=opts.layer,
+                                                                             residual=residual)))
     views = [_view(analysis, z, opts) for _, z in panels]
     labels_x, labels_y = views[0].key_labels, views[0].query_labels
+    flow = "flow shown up to 24 tokens" if len(panels) == 4 else "rollout and flow rows sum to 1"
     return heatmap_grid([(name, v.weights) for (name, _), v in zip(panels, views)], labels_x, labels_y,
-                              title="Raw attention vs aggregates (rollout: Abnar & Zuidema 2020)",
-                              filename=f"aggregates-L{opts.layer + 1}", columns=2, height_per_row=420,
-                              zmax_shared=True)
+                        title=f"Raw{source_label(analysis)} vs aggregates (rollout and flow: Abnar & Zuidema 2020; "
+                              f"{flow})", filename=f"aggregates-L{opts.layer + 1}", columns=2, height_per_row=420,
+                        zmax_shared=analysis.source == "attention")
 
 
 def head_view(analysis: Analysis, opts: ViewOptions) -> Figure:
@@ -90,11 +111,14 @@ def overview(analysis: Analysis, selected: tuple[int, int] | None = None) -> Fig
 
 
 def summary(analysis: Analysis) -> Figure:
-    stats = head_statistics(analysis.attention, analysis.tokens)
+    """Per-head statistics; norm-based sources are first renormalised so each row sums to 1."""
+    weights = analysis.attention if analysis.source == "attention" else row_normalised(analysis.attention)
+    stats = head_statistics(weights, analysis.tokens)
     return heatmap_grid([(name, stats[name]) for name in HEAD_STATS], head_labels(analysis.n_heads),
                         layer_labels(analysis.n_layers),
-                        title="Per-head statistics for this input (layers x heads, mean over query tokens)"
-                        + weights_subtitle(analysis), filename="head-summary", columns=4, height_per_row=300,
+                        title=f"Per-head statistics for this input{source_label(analysis)} (layers x heads, mean over "
+                        "query tokens" + ("" if analysis.source == "attention" else "; rows renormalised to sum to 1")
+                        + "; entropy in nats)" + weights_subtitle(analysis), filename="head-summary", columns=4, height_per_row=300,
                         hover="layer %{y}, head %{x}<br>%{z:.3f}", x_title="head", y_title="layer")
 
 
