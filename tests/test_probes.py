@@ -21,15 +21,63 @@ from bertviz_lab.interventions.edits import directional_bias, scaled_sinusoidal,
 TEXT = "the big cat [MASK] on the red mat and slept"
 
 
-def test_left_only_gives_zero_attention_to_later_keys(sharp_lab):
-    c = compare(sharp_lab, TEXT, make_intervention("left-only"))
+def test_strict_left_only_gives_zero_attention_to_later_keys(sharp_lab):
+    c = compare(sharp_lab, TEXT, make_intervention("left-only", sinks="strict"))
     a = c.probed.attention  # (layers, heads, query, key)
     later = np.triu(np.ones(a.shape[-2:], dtype=bool), k=1)
     assert np.all(a[..., later] == 0.0)
     np.testing.assert_allclose(a.sum(-1), 1.0, atol=1e-5)
-    right = compare(sharp_lab, TEXT, make_intervention("right-only")).probed.attention
+    right = compare(sharp_lab, TEXT, make_intervention("right-only", sinks="strict")).probed.attention
     assert np.all(right[..., np.tril(np.ones(a.shape[-2:], dtype=bool), k=-1)] == 0.0)
     assert float(c.js.min()) > 0.0  # every head changes
+
+
+def test_symmetric_sinks_by_hand():
+    # [CLS] a b c [SEP]: a query sees its side plus both sinks; a sink sees only itself
+    from bertviz_lab.interventions.kinds import LeftOnly, RightOnly
+
+    tokens = ["[CLS]", "a", "b", "c", "[SEP]"]
+    left = LeftOnly().allowed(tokens).int().tolist()
+    assert left == [[1, 0, 0, 0, 0],
+                    [1, 1, 0, 0, 1],
+                    [1, 1, 1, 0, 1],
+                    [1, 1, 1, 1, 1],
+                    [0, 0, 0, 0, 1]]
+    right = RightOnly().allowed(tokens).int().tolist()
+    assert right == [[1, 0, 0, 0, 0],
+                     [1, 1, 1, 1, 1],
+                     [1, 0, 1, 1, 1],
+                     [1, 0, 0, 1, 1],
+                     [0, 0, 0, 0, 1]]
+
+
+def test_matched_control_hides_as_many_random_keys(sharp_lab):
+    from bertviz_lab.interventions.kinds import LeftOnly, LeftOnlyControl
+
+    tokens = sharp_lab.encode(TEXT).tokens
+    direction = LeftOnly().allowed(tokens)
+    control = LeftOnlyControl(seed=3)
+    bias = control.inputs(sharp_lab.model, tokens).attention_bias[0, 0]
+    hidden = bias < 0  # (query, key)
+    assert hidden.sum(1).tolist() == (~direction).sum(1).tolist()  # same count per query
+    words = slice(1, len(tokens) - 1)
+    assert torch.equal(hidden[[0, -1]], ~direction[[0, -1]])  # sink queries: as in the directional mask
+    assert not hidden[words][:, [0, len(tokens) - 1]].any() and not hidden.diagonal().any()  # sinks and self stay
+    assert not torch.equal(hidden, ~direction)  # random, not the directional mask
+
+
+def test_word_shuffle_keeps_pieces_together():
+    from bertviz_lab.interventions.kinds import ShuffleWords
+
+    tokens = ["[CLS]", "it", "was", "un", "##bel", "##ie", "##va", "##bly", "good", "[SEP]"]
+    for seed in range(5):
+        order = ShuffleWords(seed=seed).inputs(None, tokens).token_order
+        shown = [tokens[i] for i in order]
+        start = shown.index("un")
+        assert shown[start:start + 5] == ["un", "##bel", "##ie", "##va", "##bly"]
+        assert shown[0] == "[CLS]" and shown[-1] == "[SEP]"
+    pieces = [ShuffleWords(seed=s, unit="tokens").inputs(None, tokens).token_order for s in range(5)]
+    assert any([tokens[i] for i in o].index("##bel") != [tokens[i] for i in o].index("un") + 1 for o in pieces)
 
 
 def test_hidden_key_gets_zero_attention_from_every_query(sharp_lab):

@@ -55,11 +55,17 @@ def changes_table(c: Comparison) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=CHANGE_COLUMNS)
 
 
+DIRECTIONAL_COLUMNS = ["position", "token", "scored", "target", "p both", "p left only", "p right only",
+                       "p left control", "p right control"]
+
+
 def directional_table(rows: list[DirectionalRow]) -> pd.DataFrame:
-    return pd.DataFrame([{"position": r.position, "token": r.token, "top-1 (both sides)": r.baseline_top,
+    """P(target) per condition; the controls hide as many random keys as the directional masks."""
+    return pd.DataFrame([{"position": r.position, "token": r.token, "scored": r.scored, "target": r.target,
                           "p both": round(r.both, 4), "p left only": round(r.left_only, 4),
-                          "p right only": round(r.right_only, 4)} for r in rows],
-                        columns=["position", "token", "top-1 (both sides)", "p both", "p left only", "p right only"])
+                          "p right only": round(r.right_only, 4), "p left control": round(r.left_control, 4),
+                          "p right control": round(r.right_control, 4)} for r in rows],
+                        columns=DIRECTIONAL_COLUMNS)
 
 
 def ablation_figure(drops: np.ndarray) -> Figure:

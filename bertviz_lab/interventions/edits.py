@@ -9,14 +9,51 @@ import torch
 from ..bert import BertLab, Edit, layer_hook
 
 
-def directional_bias(n: int, direction: str) -> torch.Tensor:
-    """Additive mask (1, 1, query, key): left-only sees keys <= query, right-only keys >= query."""
+def directional_allowed(n: int, direction: str, sinks: Sequence[int] = ()) -> torch.Tensor:
+    """(query, key) bool: which keys each query may see. left-only: keys <= query; right-only:
+    keys >= query. With ``sinks`` (the [CLS]/[SEP] positions) the masks are symmetric: every query
+    may also see every sink, and a sink query sees only itself, so neither direction keeps an
+    attention sink the other loses."""
     q = torch.arange(n)[:, None]
     k = torch.arange(n)[None, :]
-    allowed = {"left-only": k <= q, "right-only": k >= q}[direction]
-    bias = torch.zeros((n, n))
+    allowed = {"left-only": k <= q, "right-only": k >= q}[direction].clone()
+    if len(sinks):
+        sink = torch.zeros(n, dtype=torch.bool)
+        sink[list(sinks)] = True
+        allowed |= sink[None, :]
+        allowed[sink] = torch.eye(n, dtype=torch.bool)[sink]
+    return allowed
+
+
+def bias_from_allowed(allowed: torch.Tensor) -> torch.Tensor:
+    """(query, key) bool -> additive mask (1, 1, query, key)."""
+    bias = torch.zeros(allowed.shape)
     bias[~allowed] = torch.finfo(torch.float32).min
     return bias[None, None]
+
+
+def directional_bias(n: int, direction: str, sinks: Sequence[int] = ()) -> torch.Tensor:
+    """Additive mask (1, 1, query, key) of ``directional_allowed``."""
+    return bias_from_allowed(directional_allowed(n, direction, sinks))
+
+
+def matched_random_allowed(allowed: torch.Tensor, sinks: Sequence[int], seed: int) -> torch.Tensor:
+    """The control of a directional mask: each query hides as many keys as ``allowed`` hides, but
+    chosen at random among the non-sink keys other than itself (seeded). Sink queries keep their
+    row of ``allowed`` (with symmetric sinks they see only themselves in every condition)."""
+    n = allowed.shape[0]
+    generator = torch.Generator().manual_seed(seed)
+    sink = set(sinks)
+    out = torch.ones((n, n), dtype=torch.bool)
+    for query in range(n):
+        if query in sink:
+            out[query] = allowed[query]
+            continue
+        hidden = int((~allowed[query]).sum())
+        options = torch.tensor([k for k in range(n) if k != query and k not in sink], dtype=torch.long)
+        if hidden and len(options):
+            out[query, options[torch.randperm(len(options), generator=generator)[:hidden]]] = False
+    return out
 
 
 def hidden_keys_bias(n: int, positions: Sequence[int]) -> torch.Tensor:
@@ -26,13 +63,21 @@ def hidden_keys_bias(n: int, positions: Sequence[int]) -> torch.Tensor:
     return bias
 
 
-def ablate_heads_edit(heads_of_layer: Sequence[int]) -> Edit:
-    """Zero the per-head context of the given heads (their contribution to the output)."""
+def ablate_heads_edit(heads_of_layer: Sequence[int], reference: torch.Tensor | None = None) -> Edit:
+    """Replace the per-head context of the given heads (their contribution to the output): by zero,
+    by ``reference`` (heads, d_head) — a mean output — or (heads, positions, d_head) — another input's
+    output, position i taking the reference's position i mod its length."""
     heads = list(heads_of_layer)
 
     def edit(context: torch.Tensor, _name: str) -> torch.Tensor:  # (batch, heads, query, d_head)
         context = context.clone()
-        context[:, heads] = 0
+        if reference is None:
+            context[:, heads] = 0
+        elif reference.dim() == 2:
+            context[:, heads] = reference[heads][:, None, :].to(context)
+        else:
+            rows = torch.arange(context.shape[2]) % reference.shape[1]
+            context[:, heads] = reference[heads][:, rows].to(context)
         return context
 
     return edit
@@ -69,10 +114,18 @@ def sinusoidal_table(n_positions: int, d_model: int) -> torch.Tensor:
 
 
 def scaled_sinusoidal(model: BertLab, n_positions: int) -> torch.Tensor:
-    """Sinusoidal table rescaled to the learned position embeddings' mean norm."""
-    learned = model.bert.embeddings.position_embeddings.weight.detach().float()
+    """Sinusoidal table for the first n positions, rescaled to the mean norm of the learned rows
+    those positions actually use."""
+    learned = model.bert.embeddings.position_embeddings.weight[:n_positions].detach().float()
     table = sinusoidal_table(n_positions, learned.shape[1])
     return table * (learned.norm(dim=1).mean() / table.norm(dim=1).mean())
+
+
+def random_positions(model: BertLab, n_positions: int, seed: int) -> torch.Tensor:
+    """The control for replaced positions: random directions with each learned row's own norm."""
+    learned = model.bert.embeddings.position_embeddings.weight[:n_positions].detach().float()
+    random = torch.randn(learned.shape, generator=torch.Generator().manual_seed(seed))
+    return random / random.norm(dim=1, keepdim=True) * learned.norm(dim=1, keepdim=True)
 
 
 def replace_positions_edit(replacement: torch.Tensor) -> Edit:

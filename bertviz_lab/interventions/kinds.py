@@ -20,8 +20,11 @@ from ..bert import BertLab, Edit, layer_hook
 from ..naming import SPECIAL_TOKENS, head_name
 from .edits import (
     ablate_heads_edit,
-    directional_bias,
+    bias_from_allowed,
+    directional_allowed,
     hidden_keys_bias,
+    matched_random_allowed,
+    random_positions,
     replace_positions_edit,
     scaled_sinusoidal,
     zero_edit,
@@ -133,14 +136,33 @@ class HideKeys(Intervention):
         return InterventionInputs(attention_bias=hidden_keys_bias(n, self.positions))
 
 
+def sink_positions(tokens: Sequence[str]) -> list[int]:
+    return [i for i, t in enumerate(tokens) if t in ("[CLS]", "[SEP]")]
+
+
 @register
 @dataclass
 class LeftOnly(Intervention):
+    """Every layer sees only the left context. ``sinks="symmetric"`` (default) lets every query see
+    [CLS] and [SEP] (which see only themselves), so left-only and right-only differ in context, not
+    in which attention sink they keep; ``sinks="strict"`` is the plain triangular mask."""
+
     kind: ClassVar[str] = "left-only"
     label: ClassVar[str] = "Left context only (every layer)"
+    direction: ClassVar[str] = "left-only"
+    sinks: str = "symmetric"
+
+    def describe(self) -> str:
+        return self.kind + ("" if self.sinks == "symmetric" else f" ({self.sinks} sinks)")
+
+    def allowed(self, tokens: Sequence[str]) -> torch.Tensor:
+        if self.sinks not in ("symmetric", "strict"):
+            raise InterventionError(f"sinks must be symmetric or strict (got {self.sinks!r})")
+        return directional_allowed(len(tokens), self.direction,
+                                   sink_positions(tokens) if self.sinks == "symmetric" else ())
 
     def inputs(self, model: BertLab, tokens: Sequence[str]) -> InterventionInputs:
-        return InterventionInputs(attention_bias=directional_bias(len(tokens), self.kind))
+        return InterventionInputs(attention_bias=bias_from_allowed(self.allowed(tokens)))
 
 
 @register
@@ -148,6 +170,29 @@ class LeftOnly(Intervention):
 class RightOnly(LeftOnly):
     kind: ClassVar[str] = "right-only"
     label: ClassVar[str] = "Right context only (every layer)"
+    direction: ClassVar[str] = "right-only"
+
+
+@register
+@dataclass
+class LeftOnlyControl(LeftOnly):
+    """The matched control of left-only: each query loses as many keys, chosen at random."""
+
+    kind: ClassVar[str] = "left-only-control"
+    label: ClassVar[str] = "Control: hide as many random keys as left-only"
+    seed: int = 0
+
+    def inputs(self, model: BertLab, tokens: Sequence[str]) -> InterventionInputs:
+        allowed = matched_random_allowed(super().allowed(tokens), sink_positions(tokens), self.seed)
+        return InterventionInputs(attention_bias=bias_from_allowed(allowed))
+
+
+@register
+@dataclass
+class RightOnlyControl(LeftOnlyControl):
+    kind: ClassVar[str] = "right-only-control"
+    label: ClassVar[str] = "Control: hide as many random keys as right-only"
+    direction: ClassVar[str] = "right-only"
 
 
 def parse_heads(text: str, n_layers: int, n_heads: int) -> list[tuple[int, int]]:
@@ -169,23 +214,38 @@ def parse_heads(text: str, n_layers: int, n_heads: int) -> list[tuple[int, int]]
     return heads
 
 
+ABLATIONS = ("zero", "mean", "resample")
+
+
 @register
 @dataclass
 class AblateHeads(Intervention):
+    """Replace chosen heads' outputs: by zeros, by their mean output over a reference set
+    (``reference`` (layers, heads, d_head)), or by their output on another input (``reference``
+    (layers, heads, positions, d_head); position i takes the other input's position i mod its length)."""
+
     kind: ClassVar[str] = "ablate-heads"
-    label: ClassVar[str] = "Ablate heads (zero their output)"
+    label: ClassVar[str] = "Ablate heads (zero, mean or resampled output)"
     heads: list[tuple[int, int]] = field(default_factory=list)  # 0-based (layer, head)
+    mode: str = "zero"
+    reference: torch.Tensor | None = None
 
     def describe(self) -> str:
-        return f"{self.kind} heads " + ", ".join(head_name(layer, head) for layer, head in self.heads)
+        return f"{self.kind} heads " + ", ".join(head_name(layer, head) for layer, head in self.heads) + \
+            ("" if self.mode == "zero" else f" ({self.mode})")
 
     def inputs(self, model: BertLab, tokens: Sequence[str]) -> InterventionInputs:
         if not self.heads:
             raise InterventionError("name at least one head to ablate")
+        if self.mode not in ABLATIONS:
+            raise InterventionError(f"ablation must be one of {', '.join(ABLATIONS)} (got {self.mode!r})")
+        if self.mode != "zero" and self.reference is None:
+            raise InterventionError(f"{self.mode} ablation needs reference head outputs")
         by_layer: dict[int, list[int]] = {}
         for layer, head in self.heads:
             by_layer.setdefault(layer, []).append(head)
-        return InterventionInputs(edits={layer_hook(layer, "context"): ablate_heads_edit(heads)
+        reference = (lambda layer: None) if self.mode == "zero" else (lambda layer: self.reference[layer])
+        return InterventionInputs(edits={layer_hook(layer, "context"): ablate_heads_edit(heads, reference(layer))
                                          for layer, heads in by_layer.items()})
 
 
@@ -224,14 +284,32 @@ class ShufflePositions(Intervention):
 @register
 @dataclass
 class ShuffleWords(ShufflePositions):
+    """Shuffle the input with positions kept: whole words (a word's pieces stay together and in
+    order; ``unit="words"``, the default) or single WordPieces (``unit="tokens"``). For attention
+    alone, shuffling tokens with positions kept is the same experiment as shuffling position ids
+    with tokens kept: self-attention is permutation-equivariant, so only the pairing of tokens with
+    positions matters."""
+
     kind: ClassVar[str] = "shuffle-words"
     label: ClassVar[str] = "Shuffle the words (positions kept)"
+    unit: str = "words"
+
+    def describe(self) -> str:
+        return f"{self.kind} (seed {self.seed}, unit {self.unit})"
 
     def inputs(self, model: BertLab, tokens: Sequence[str]) -> InterventionInputs:
+        if self.unit not in ("words", "tokens"):
+            raise InterventionError(f"shuffle unit must be words or tokens (got {self.unit!r})")
         real = movable_positions(tokens)
+        groups: list[list[int]] = []
+        for i in real:  # a word: a piece and the ## continuations after it
+            if self.unit == "words" and groups and tokens[i].startswith("##") and groups[-1][-1] == i - 1:
+                groups[-1].append(i)
+            else:
+                groups.append([i])
+        moved = [groups[g] for g in np.random.default_rng(self.seed).permutation(len(groups))]
         order = list(range(len(tokens)))
-        moved = np.random.default_rng(self.seed).permutation(real)
-        for slot, source in zip(real, moved):
+        for slot, source in zip(real, [i for group in moved for i in group]):
             order[slot] = int(source)
         return InterventionInputs(token_order=order)
 
@@ -260,7 +338,21 @@ class SinusoidalPositions(Intervention):
     label: ClassVar[str] = "Sinusoidal instead of learned positions"
 
     def inputs(self, model: BertLab, tokens: Sequence[str]) -> InterventionInputs:
-        table = scaled_sinusoidal(model, model.config.max_position_embeddings)
+        table = scaled_sinusoidal(model, len(tokens))
+        return InterventionInputs(edits={"bert.embeddings.hook_position": replace_positions_edit(table)})
+
+
+@register
+@dataclass
+class RandomPositions(Intervention):
+    """The control of the sinusoidal probe: random vectors with each learned row's norm."""
+
+    kind: ClassVar[str] = "random-positions"
+    label: ClassVar[str] = "Control: random position vectors of the same norms"
+    seed: int = 0
+
+    def inputs(self, model: BertLab, tokens: Sequence[str]) -> InterventionInputs:
+        table = random_positions(model, len(tokens), self.seed)
         return InterventionInputs(edits={"bert.embeddings.hook_position": replace_positions_edit(table)})
 
 

@@ -12,38 +12,56 @@ import torch
 from ..attention import cosine_matrix
 from ..lab import Encoded, InputError, Lab
 from .compare import probability_of
-from .edits import batched_ablation_edits, directional_bias, scaled_sinusoidal
-from .kinds import InterventionError
+from .edits import batched_ablation_edits, scaled_sinusoidal
+from .kinds import InterventionError, make_intervention
 
 Progress = Callable[[float, str], None]
+
+
+CONDITIONS = ("both", "left-only", "right-only", "left-only-control", "right-only-control")
 
 
 @dataclass
 class DirectionalRow:
     position: int
-    token: str
+    token: str  # the word at this position before masking ([MASK] when it was typed)
     baseline_top: str
     both: float
     left_only: float
     right_only: float
+    left_control: float = float("nan")  # as many random keys hidden as left-only hides
+    right_control: float = float("nan")
+    target: str = ""  # the token scored: the gold word when known, else the full-context top-1
+    scored: str = "top-1"  # "gold" or "top-1"
 
 
-def directional_sweep(lab: Lab, text: str, pair: str | None = None, mask_positions: Sequence[int] = ()) -> list[DirectionalRow]:
-    """For every masked position: probability of the full-context top-1 token when the model sees
-    both sides, only the left context, only the right context (masks on every layer)."""
+def condition_bias(tokens: Sequence[str], condition: str, sinks: str, seed: int) -> torch.Tensor | None:
+    if condition == "both":
+        return None
+    options = {"sinks": sinks, "seed": seed} if condition.endswith("control") else {"sinks": sinks}
+    return make_intervention(condition, **options).inputs(None, tokens).attention_bias
+
+
+def directional_sweep(lab: Lab, text: str, pair: str | None = None, mask_positions: Sequence[int] = (),
+                      sinks: str = "symmetric", seed: int = 0) -> list[DirectionalRow]:
+    """For every masked position: probability of the gold word (when the user masked a known word;
+    else the full-context top-1) when every layer sees both sides, only the left context, only the
+    right context, and the matched random controls (symmetric sinks by default)."""
     if not lab.model.has_mlm_head:
         raise InputError("this checkpoint has no MLM head, so the directional sweep cannot score predictions")
     base = lab.analyze(text, pair=pair, mask_positions=mask_positions, truncate=True, keep_probabilities=True)
     if not base.mlm:
         raise InputError("mask at least one token (type [MASK] or pick tokens) to run the directional sweep")
-    runs = {d: lab.analyze(text, pair=pair, mask_positions=mask_positions, truncate=True, keep_probabilities=True,
-                           attention_bias=directional_bias(len(base.tokens), d)) for d in ("left-only", "right-only")}
+    runs = {c: lab.analyze(text, pair=pair, mask_positions=mask_positions, truncate=True, keep_probabilities=True,
+                           attention_bias=condition_bias(base.tokens, c, sinks, seed)) for c in CONDITIONS[1:]}
     rows = []
     for p in base.mlm:
-        top = p.predictions[0]
-        rows.append(DirectionalRow(p.position, p.original or p.token, top.token, top.probability,
-                                   probability_of(runs["left-only"], p.position, top.token, lab),
-                                   probability_of(runs["right-only"], p.position, top.token, lab)))
+        target = p.original or p.predictions[0].token
+        value = {c: probability_of(runs[c], p.position, target, lab) for c in CONDITIONS[1:]}
+        rows.append(DirectionalRow(p.position, p.original or p.token, p.predictions[0].token,
+                                   probability_of(base, p.position, target, lab), value["left-only"],
+                                   value["right-only"], value["left-only-control"], value["right-only-control"],
+                                   target, "gold" if p.original else "top-1"))
     return rows
 
 
