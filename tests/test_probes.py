@@ -203,3 +203,59 @@ def test_mask_probe_baseline_is_a_plain_analyze_on_the_embedded_model(minilm_lab
     assert float(c.js.max()) > 0
     dir_bias = directional_bias(3, "left-only")
     assert dir_bias[0, 0, 0, 1] == torch.finfo(torch.float32).min and dir_bias[0, 0, 1, 0] == 0
+
+
+def test_patching_by_construction(sharp_lab):
+    from bertviz_lab.interventions.sweeps import patching_sweep
+
+    target, source = "the big cat [MASK] on the red mat", "the big dog [MASK] on the red mat"
+    same = patching_sweep(sharp_lab, target, target, "the", "mat")
+    assert np.abs(same.heads).max() < 1e-5 and np.abs(same.residual).max() < 1e-5  # from itself: nothing changes
+    p = patching_sweep(sharp_lab, target, source, "the", "mat")
+    # the last layer's residual stream at the [MASK] is all the MLM head reads: patching it gives the source's value
+    assert p.residual[-1] == pytest.approx(p.source - p.baseline, abs=1e-4)
+    assert np.abs(p.heads).max() > 1e-4
+    from bertviz_lab import InputError
+
+    with pytest.raises(InputError, match="same number of tokens"):
+        patching_sweep(sharp_lab, target, "a [MASK] b", "the", "mat")
+
+
+def test_mean_ablation_paths_agree(sharp_lab):
+    from bertviz_lab.interventions.sweeps import ablation_drops, mean_head_outputs
+
+    reference = mean_head_outputs(sharp_lab, ["the red mat was big", "a cat sat"])  # (layers, heads, d_head)
+    enc = sharp_lab.encode(TEXT)
+    position = enc.tokens.index("[MASK]")
+    target = [sharp_lab.tokenizer.token_to_id("the")]
+    mean = ablation_drops(sharp_lab, enc, [position], target, reference)
+    as_resample = ablation_drops(sharp_lab, enc, [position], target,
+                                 reference[:, :, None, :].expand(-1, -1, len(enc.ids), -1))
+    np.testing.assert_allclose(mean, as_resample, atol=1e-5)
+    single = compare(sharp_lab, TEXT, make_intervention("ablate-heads", heads=[(1, 2)], mode="mean",
+                                                        reference=reference))
+    logp = np.log(single.probed.mlm_probabilities[0, target[0]]) - np.log(single.baseline.mlm_probabilities[0, target[0]])
+    assert -logp == pytest.approx(mean[1, 2], abs=1e-4)  # the typed intervention equals the batched sweep
+
+
+def test_sets_carry_intervals():
+    from bertviz_lab.interventions.sets import mean_interval
+
+    constant = mean_interval(np.ones((12, 3)) * 0.5)
+    assert np.all(constant.ci_low == 0.5) and np.all(constant.ci_high == 0.5) and constant.n == 12
+    varied = mean_interval(np.arange(20.0))
+    assert varied.ci_low < 9.5 < varied.ci_high
+
+
+def test_directional_set_matches_single_runs(sharp_lab):
+    from bertviz_lab.interventions.sets import directional_set
+    from bertviz_lab.mlm.evaluate import masked_items
+
+    lines = ["the big cat sat on the red mat", "a small dog ran to the park"]
+    effects = directional_set(sharp_lab, lines, resamples=20)
+    assert effects["both"].n == 2
+    both = []
+    for enc, position, gold in masked_items(sharp_lab, lines, 0, None):
+        a = sharp_lab.analyze("", encoded=enc, keep_probabilities=True)
+        both.append(a.mlm_probabilities[[p.position for p in a.mlm].index(position), gold])
+    assert float(effects["both"].mean) == pytest.approx(float(np.mean(both)), rel=1e-4)

@@ -84,8 +84,10 @@ def ablate_heads_edit(heads_of_layer: Sequence[int], reference: torch.Tensor | N
 
 
 def batched_ablation_edits(n_layers: int, n_heads: int, rows: Sequence[tuple[int, int] | None],
-                           device: torch.device) -> dict[str, Edit]:
-    """One edit per layer for a batch whose row b ablates head rows[b] (None = nothing ablated)."""
+                           device: torch.device, reference: torch.Tensor | None = None) -> dict[str, Edit]:
+    """One edit per layer for a batch whose row b replaces head rows[b]'s output (None = nothing):
+    by zero, by ``reference[layer]`` (heads, d_head) — a mean output — or (heads, positions, d_head) —
+    another input's outputs (resample ablation, or activation patching from a source input)."""
     keep = torch.ones((n_layers, len(rows), n_heads, 1, 1), device=device)
     for b, lh in enumerate(rows):
         if lh is not None:
@@ -93,9 +95,17 @@ def batched_ablation_edits(n_layers: int, n_heads: int, rows: Sequence[tuple[int
     edits: dict[str, Edit] = {}
     for layer in range(n_layers):
         scale = keep[layer]  # (batch, heads, 1, 1)
+        other = None if reference is None else reference[layer].to(device)
 
-        def edit(context: torch.Tensor, _name: str, scale=scale) -> torch.Tensor:
-            return context * scale.to(context.dtype)
+        def edit(context: torch.Tensor, _name: str, scale=scale, other=other) -> torch.Tensor:
+            kept = context * scale.to(context.dtype)  # (batch, heads, query, d_head)
+            if other is None:
+                return kept
+            if other.dim() == 2:  # (heads, d_head): the same vector at every position
+                replacement = other[None, :, None, :]
+            else:  # (heads, positions, d_head)
+                replacement = other[None][:, :, torch.arange(context.shape[2]) % other.shape[1]]
+            return kept + (1 - scale.to(context.dtype)) * replacement.to(context.dtype)
 
         edits[layer_hook(layer, "context")] = edit
     return edits

@@ -10,8 +10,9 @@ import numpy as np
 import torch
 
 from ..attention import cosine_matrix
-from ..lab import Encoded, InputError, Lab
-from .compare import probability_of
+from ..bert import layer_hook
+from ..lab import Analysis, Encoded, InputError, Lab
+from .compare import compare, probability_of
 from .edits import batched_ablation_edits, scaled_sinusoidal
 from .kinds import InterventionError, make_intervention
 
@@ -65,35 +66,153 @@ def directional_sweep(lab: Lab, text: str, pair: str | None = None, mask_positio
     return rows
 
 
-def ablation_sweep(lab: Lab, text: str, pair: str | None = None, mask_positions: Sequence[int] = (),
-                   batched: bool = True, chunk: int = 72, progress: Progress | None = None) -> np.ndarray:
-    """Drop in log-probability of the baseline's top token (mean over masked positions) when each
-    head alone is zeroed: (layers, heads). Positive = the head helped this prediction."""
-    if not lab.model.has_mlm_head:
-        raise InputError("this checkpoint has no MLM head, so head importance for predictions cannot be measured")
-    base = lab.analyze(text, pair=pair, mask_positions=mask_positions, truncate=True)
-    if not base.mlm:
-        raise InputError("mask at least one token (type [MASK] or pick tokens) to run the ablation sweep")
-    positions = [p.position for p in base.mlm]
-    targets = torch.tensor([lab.tokenizer.token_to_id(p.predictions[0].token) for p in base.mlm])
-    enc = Encoded(base.tokens, base.token_ids, base.segment_ids, base.word_ids, base.offsets, len(base.tokens))
+def head_outputs(lab: Lab, enc: Encoded) -> torch.Tensor:
+    """Every head's output (context) on one input: (layers, heads, positions, d_head)."""
+    _, cache = lab.run(lab.batch_tensors([enc]), capture=("*hook_context",), compute_mlm=False)
+    return torch.stack([cache[layer_hook(layer, "context")][0] for layer in range(lab.n_layers)]).float().cpu()
+
+
+def mean_head_outputs(lab: Lab, texts: Sequence[str], batch_size: int = 32) -> torch.Tensor:
+    """Each head's mean output over the word tokens of a reference set: (layers, heads, d_head)."""
+    total, count = None, 0
+    encoded = [lab.encode(t, truncate=True) for t in texts if t.strip()]
+    for start in range(0, len(encoded), batch_size):
+        batch = encoded[start:start + batch_size]
+        tensors = lab.batch_tensors(batch)
+        _, cache = lab.run(tensors, capture=("*hook_context",), compute_mlm=False)
+        real = tensors["attention_mask"].bool() & ~torch.isin(tensors["input_ids"], torch.tensor(
+            sorted(lab.special_ids), device=lab.device))  # (batch, positions): word tokens only
+        sums = torch.stack([(cache[layer_hook(layer, "context")] * real[:, None, :, None]).sum((0, 2))
+                            for layer in range(lab.n_layers)]).float().cpu()  # (layers, heads, d_head)
+        total = sums if total is None else total + sums
+        count += int(real.sum())
+    if not count:
+        raise InputError("the reference set has no words to average head outputs over")
+    return total / count
+
+
+def scored_tokens(lab: Lab, base: Analysis) -> tuple[list[int], str]:
+    """Token ids scored at each masked position: the gold words when the user masked known words,
+    otherwise the full-context top-1 predictions; and which of the two."""
+    if all(p.original for p in base.mlm):
+        return [lab.tokenizer.token_to_id(p.original) for p in base.mlm], "gold"
+    return [lab.tokenizer.token_to_id(p.predictions[0].token) for p in base.mlm], "top-1"
+
+
+def ablation_drops(lab: Lab, enc: Encoded, positions: Sequence[int], targets: Sequence[int],
+                   reference: torch.Tensor | None = None, batched: bool = True, chunk: int = 72,
+                   progress: Progress | None = None, measure=None) -> np.ndarray:
+    """Drop in the mean log-probability of ``targets`` at ``positions`` when each head alone is
+    replaced (zero, or ``reference`` outputs): (layers, heads). ``measure`` maps the (rows, masked,
+    vocab) log-probabilities to one number per row (default: the targets' mean log-probability)."""
     layers, heads = lab.n_layers, lab.n_heads
     rows: list[tuple[int, int] | None] = [None] + [(l, h) for l in range(layers) for h in range(heads)]
-    logp = torch.empty(len(rows))
+    value = torch.empty(len(rows))
+    target = torch.tensor(list(targets))
     size = chunk if batched else 1
     for start in range(0, len(rows), size):
         part = rows[start:start + size]
         tensors = lab.batch_tensors([enc] * len(part))
         select = torch.zeros_like(tensors["input_ids"], dtype=torch.bool)
-        select[:, positions] = True
-        edits = batched_ablation_edits(layers, heads, part, lab.device)
+        select[:, list(positions)] = True
+        edits = batched_ablation_edits(layers, heads, part, lab.device, reference)
         out, _ = lab.run(tensors, capture=(), edits=edits, mlm_positions=select)
         scores = torch.log_softmax(out.mlm_logits.float(), -1).view(len(part), len(positions), -1)  # (rows, masked, vocab)
-        picked = scores.gather(2, targets.to(scores.device)[None, :, None].expand(len(part), -1, 1))[..., 0]
-        logp[start:start + len(part)] = picked.mean(1).cpu()
+        if measure is None:
+            picked = scores.gather(2, target.to(scores.device)[None, :, None].expand(len(part), -1, 1))[..., 0]
+            value[start:start + len(part)] = picked.mean(1).cpu()
+        else:
+            value[start:start + len(part)] = measure(scores).cpu()
         if progress is not None:
             progress(min(1.0, (start + len(part)) / len(rows)), f"ablated {start + len(part) - 1} of {len(rows) - 1} heads")
-    return (logp[0] - logp[1:]).view(layers, heads).numpy()
+    return (value[0] - value[1:]).view(layers, heads).numpy()
+
+
+def ablation_sweep(lab: Lab, text: str, pair: str | None = None, mask_positions: Sequence[int] = (),
+                   batched: bool = True, chunk: int = 72, progress: Progress | None = None,
+                   reference: torch.Tensor | None = None) -> np.ndarray:
+    """Drop in log-probability of the gold word (when the user masked known words; else of the
+    baseline's top-1; see ``scored_tokens``), mean over masked positions, when each head alone is
+    zeroed — or replaced by ``reference`` outputs (mean or resample ablation): (layers, heads).
+    Positive = the head helped this prediction."""
+    if not lab.model.has_mlm_head:
+        raise InputError("this checkpoint has no MLM head, so head importance for predictions cannot be measured")
+    base = lab.analyze(text, pair=pair, mask_positions=mask_positions, truncate=True)
+    if not base.mlm:
+        raise InputError("mask at least one token (type [MASK] or pick tokens) to run the ablation sweep")
+    targets, _ = scored_tokens(lab, base)
+    enc = Encoded(base.tokens, base.token_ids, base.segment_ids, base.word_ids, base.offsets, len(base.tokens))
+    return ablation_drops(lab, enc, [p.position for p in base.mlm], targets, reference, batched, chunk, progress)
+
+
+@dataclass
+class Patching:
+    """Change in the logit difference (correct - wrong) at the target's [MASK] when one head's output
+    (every position) or one layer's residual stream at the [MASK] comes from the source input."""
+
+    heads: np.ndarray  # (layers, heads)
+    residual: np.ndarray  # (layers,)
+    baseline: float  # logit difference in the target run
+    source: float  # logit difference in the source run
+
+
+def patching_sweep(lab: Lab, target: str, source: str, correct: str, wrong: str) -> Patching:
+    """Activation patching on a minimal pair (e.g. "The keys to the cabinet [MASK] on the table." vs
+    "The key to the cabinet [MASK] on the table.", correct "are", wrong "is")."""
+    if not lab.model.has_mlm_head:
+        raise InputError("this checkpoint has no MLM head, so logit differences cannot be measured")
+    enc_t, enc_s = lab.encode(target), lab.encode(source)
+    if len(enc_t.ids) != len(enc_s.ids):
+        raise InputError(f"the two inputs must have the same number of tokens ({len(enc_t.ids)} vs {len(enc_s.ids)})")
+    masks = [i for i, t in enumerate(enc_t.ids) if t == lab.mask_id]
+    if len(masks) != 1 or enc_s.ids[masks[0]] != lab.mask_id:
+        raise InputError("write exactly one [MASK], at the same position in both inputs")
+    ids = [lab.tokenizer.token_to_id(w) for w in (correct, wrong)]
+    if None in ids:
+        raise InputError(f"{correct!r} and {wrong!r} must each be one token of the vocabulary")
+    position = masks[0]
+
+    def difference(scores: torch.Tensor) -> torch.Tensor:  # (rows, 1, vocab) log-probabilities
+        return scores[:, 0, ids[0]] - scores[:, 0, ids[1]]
+
+    heads = -ablation_drops(lab, enc_t, [position], [ids[0]], head_outputs(lab, enc_s), measure=difference)
+    _, cache = lab.run(lab.batch_tensors([enc_s]), capture=("*layer.*.hook_out",), compute_mlm=False)
+    rows = lab.n_layers + 1
+    edits = {}
+    for layer in range(lab.n_layers):
+        patched = cache[layer_hook(layer, "out")][0, position]
+
+        def edit(hidden: torch.Tensor, _name: str, layer=layer, patched=patched) -> torch.Tensor:
+            hidden = hidden.clone()  # (rows, positions, d_model): row layer + 1 patches this layer
+            hidden[layer + 1, position] = patched
+            return hidden
+
+        edits[layer_hook(layer, "out")] = edit
+    tensors = lab.batch_tensors([enc_t] * rows)
+    select = torch.zeros_like(tensors["input_ids"], dtype=torch.bool)
+    select[:, position] = True
+    out, _ = lab.run(tensors, capture=(), edits=edits, mlm_positions=select)
+    diffs = difference(torch.log_softmax(out.mlm_logits.float(), -1)[:, None, :]).cpu().numpy()
+    out_s, _ = lab.run(lab.batch_tensors([enc_s]), capture=(), mlm_positions=select[:1])
+    source_diff = float(difference(torch.log_softmax(out_s.mlm_logits.float(), -1)[:, None, :])[0])
+    return Patching(heads, diffs[1:] - diffs[0], float(diffs[0]), source_diff)
+
+
+POSITION_KINDS = ("zero-positions", "sinusoidal-positions", "random-positions", "shift-positions", "shuffle-positions")
+
+
+def position_controls(lab: Lab, text: str, pair: str | None = None, mask_positions: Sequence[int] = (),
+                      shift: int = 10, seed: int = 0) -> list[dict]:
+    """Every positional probe with its controls on the same input, side by side: mean JS divergence
+    of attention and the mean change in P(baseline top-1) at the masked positions."""
+    rows = []
+    for kind in POSITION_KINDS:
+        c = compare(lab, text, make_intervention(kind, shift=shift, seed=seed), pair=pair,
+                    mask_positions=mask_positions)
+        change = float(np.mean([x.change for x in c.changes])) if c.changes else float("nan")
+        rows.append({"probe": c.intervention.describe(), "mean JS (nats)": float(c.js.mean()),
+                     "change in P(top-1)": change})
+    return rows
 
 
 def position_similarity(lab: Lab, n: int) -> tuple[np.ndarray, np.ndarray]:

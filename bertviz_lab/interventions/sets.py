@@ -1,0 +1,77 @@
+"""Interventions over a set of sentences, with intervals: one masked word per line (seeded, the
+gold word known), the effect averaged over sentences with a 95% percentile bootstrap interval
+over sentences. A single sentence shows what happens; a set with an interval supports a claim."""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from ..lab import InputError, Lab
+from ..mlm.evaluate import masked_items
+from .sweeps import CONDITIONS, ablation_drops, condition_bias
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass
+class Effect:
+    mean: np.ndarray | float
+    ci_low: np.ndarray | float
+    ci_high: np.ndarray | float
+    n: int
+
+
+def mean_interval(values: np.ndarray, resamples: int = 1000, seed: int = 0) -> Effect:
+    """Mean over the first axis (sentences) with a percentile bootstrap interval over sentences."""
+    values = np.asarray(values, dtype=np.float64)
+    n = len(values)
+    if not n:
+        raise InputError("no sentence to average over")
+    draws = values[np.random.default_rng(seed).integers(0, n, size=(resamples, n))].mean(1)
+    low, high = np.percentile(draws, [2.5, 97.5], axis=0)
+    return Effect(values.mean(0), low, high, n)
+
+
+def items_of(lab: Lab, lines: Sequence[str], seed: int, max_sentences: int | None):
+    if not lab.model.has_mlm_head:
+        raise InputError("this checkpoint has no MLM head, so effects on masked words cannot be measured")
+    items = masked_items(lab, lines, seed, max_sentences)
+    if not items:
+        raise InputError("no line has a whole word to mask")
+    return items
+
+
+def directional_set(lab: Lab, lines: Sequence[str], sinks: str = "symmetric", seed: int = 0,
+                    max_sentences: int | None = 500, resamples: int = 1000,
+                    progress: Progress | None = None) -> dict[str, Effect]:
+    """Mean P(gold) with both sides, left only, right only and the matched random controls."""
+    items = items_of(lab, lines, seed, max_sentences)
+    values = np.empty((len(items), len(CONDITIONS)))
+    for row, (enc, position, gold) in enumerate(items):
+        n = len(enc.ids)
+        biases = [condition_bias(enc.tokens, c, sinks, seed + row) for c in CONDITIONS]
+        bias = torch.stack([torch.zeros((1, n, n)) if b is None else b[0].expand(1, n, n) for b in biases])
+        tensors = lab.batch_tensors([enc] * len(CONDITIONS))
+        select = torch.zeros_like(tensors["input_ids"], dtype=torch.bool)
+        select[:, position] = True
+        out, _ = lab.run(tensors, capture=(), attention_bias=bias.to(lab.device), mlm_positions=select)
+        values[row] = torch.softmax(out.mlm_logits.float(), -1)[:, gold].cpu().numpy()
+        if progress is not None:
+            progress(row + 1, len(items))
+    return {c: mean_interval(values[:, i], resamples, seed) for i, c in enumerate(CONDITIONS)}
+
+
+def ablation_set(lab: Lab, lines: Sequence[str], reference: torch.Tensor | None = None, seed: int = 0,
+                 max_sentences: int | None = 200, resamples: int = 1000,
+                 progress: Progress | None = None) -> Effect:
+    """Mean drop in log P(gold) per head when it alone is ablated: (layers, heads) with intervals."""
+    items = items_of(lab, lines, seed, max_sentences)
+    drops = np.empty((len(items), lab.n_layers, lab.n_heads))
+    for row, (enc, position, gold) in enumerate(items):
+        drops[row] = ablation_drops(lab, enc, [position], [gold], reference)
+        if progress is not None:
+            progress(row + 1, len(items))
+    return mean_interval(drops, resamples, seed)
