@@ -103,11 +103,42 @@ def add_compare(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--mask", type=int, nargs="*", default=[], help="positions masked in both runs")
     p.add_argument("--heads", default="", help="ablate-heads: 1-based layer-head list, e.g. '3-5,6-1'")
     p.add_argument("--shift", type=int, default=0, help="shift-positions: k")
-    p.add_argument("--seed", type=int, default=0, help="shuffle seed")
+    p.add_argument("--seed", type=int, default=0, help="shuffle / control seed")
+    p.add_argument("--sinks", choices=("symmetric", "strict"), default="symmetric",
+                   help="left-only/right-only: every query may see [CLS]/[SEP] (symmetric) or not (strict)")
+    p.add_argument("--unit", choices=("words", "tokens"), default="words", help="shuffle-words: what is shuffled")
+    add_ablation_options(p)
     p.add_argument("--top-k", type=positive_int, default=5)
     p.add_argument("--json", action="store_true")
     add_model_options(p)
     p.set_defaults(func=run_compare)
+
+
+def add_ablation_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--ablation", choices=("zero", "mean", "resample"), default="zero",
+                   help="replace a head's output by zeros, its mean over --reference-file, or its output on "
+                        "--resample-text")
+    p.add_argument("--reference-file", type=Path, default=None,
+                   help="mean ablation: lines to average head outputs over (default: the sample treebank)")
+    p.add_argument("--resample-text", default=None, help="resample ablation: the other input")
+
+
+def ablation_reference(lab: Lab, args: argparse.Namespace):
+    """The reference head outputs an ablation mode needs (None for zero ablation)."""
+    from .interventions.sweeps import head_outputs, mean_head_outputs
+    from .syntax.treebank import SAMPLE_TREEBANK, read_conllu
+
+    if args.ablation == "zero":
+        return None
+    if args.ablation == "resample":
+        if not args.resample_text:
+            raise InputError("resample ablation needs --resample-text (the input whose head outputs replace them)")
+        return head_outputs(lab, lab.encode(args.resample_text, truncate=True))
+    if args.reference_file:
+        lines = args.reference_file.read_text(encoding="utf-8").splitlines()
+    else:
+        lines = [s.text for s in read_conllu(SAMPLE_TREEBANK)]
+    return mean_head_outputs(lab, lines)
 
 
 def run_compare(args: argparse.Namespace) -> int:
@@ -115,8 +146,10 @@ def run_compare(args: argparse.Namespace) -> int:
 
     lab = lab_from_args(args)
     heads = parse_heads(args.heads, lab.n_layers, lab.n_heads) if args.probe == "ablate-heads" else []
+    reference = ablation_reference(lab, args) if args.probe == "ablate-heads" else None
     intervention = make_intervention(args.probe, positions=args.positions, heads=heads, shift=args.shift,
-                                     seed=args.seed)
+                                     seed=args.seed, sinks=args.sinks, unit=args.unit, mode=args.ablation,
+                                     reference=reference)
     c = compare(lab, args.text, intervention, pair=args.pair, mask_positions=args.mask, top_k=args.top_k)
     if args.json:
         print(json.dumps(c.to_json()))
@@ -129,28 +162,102 @@ def run_compare(args: argparse.Namespace) -> int:
 
 
 def add_sweep(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("sweep", help="directional-context or single-head-ablation sweep over masked positions")
-    p.add_argument("text")
-    p.add_argument("--kind", required=True, choices=("directional", "ablation"))
+    p = sub.add_parser("sweep", help="directional-context, head-ablation or positional sweep; over one input or, "
+                                     "with --text-file, over many sentences with 95%% intervals")
+    p.add_argument("text", nargs="?", default=None, help="the input (with [MASK]s), unless --text-file is given")
+    p.add_argument("--kind", required=True, choices=("directional", "ablation", "positions"))
     p.add_argument("--pair", default=None)
     p.add_argument("--mask", type=int, nargs="*", default=[], help="positions to mask (besides typed [MASK])")
+    p.add_argument("--text-file", type=Path, default=None,
+                   help="one sentence per line: one seeded masked word each, mean effect with a 95%% interval")
+    p.add_argument("--max-sentences", type=positive_int, default=500)
+    p.add_argument("--sinks", choices=("symmetric", "strict"), default="symmetric")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--shift", type=int, default=10, help="positions: shift-positions by k")
+    add_ablation_options(p)
     p.add_argument("--json", action="store_true")
     add_model_options(p)
     p.set_defaults(func=run_sweep)
 
 
+def effect_json(effect) -> dict:
+    def plain(value):
+        return value.tolist() if hasattr(value, "tolist") else value
+
+    return {"mean": plain(effect.mean), "ci_low": plain(effect.ci_low), "ci_high": plain(effect.ci_high),
+            "n": effect.n}
+
+
+def run_sweep_set(args: argparse.Namespace, lab: Lab) -> dict:
+    from tqdm import tqdm
+
+    from .interventions.sets import ablation_set, directional_set
+
+    lines = args.text_file.read_text(encoding="utf-8").splitlines()
+    with tqdm(total=min(len(lines), args.max_sentences), desc=f"{args.kind} sweep", unit="sent") as bar:
+        def progress(done: int, total: int) -> None:
+            bar.total = total
+            bar.update(done - bar.n)
+
+        if args.kind == "directional":
+            effects = directional_set(lab, lines, sinks=args.sinks, seed=args.seed,
+                                      max_sentences=args.max_sentences, progress=progress)
+            return {"kind": "directional", "sinks": args.sinks, "scored": "gold",
+                    "p_gold": {c: effect_json(e) for c, e in effects.items()}}
+        if args.kind == "ablation":
+            effect = ablation_set(lab, lines, ablation_reference(lab, args), seed=args.seed,
+                                  max_sentences=args.max_sentences, progress=progress)
+            return {"kind": "ablation", "ablation": args.ablation, "scored": "gold",
+                    "drop_in_log_probability": effect_json(effect)}
+    raise InputError("--text-file works with --kind directional or ablation")
+
+
 def run_sweep(args: argparse.Namespace) -> int:
     from .interventions import ablation_sweep, directional_sweep
+    from .interventions.sweeps import position_controls
 
     lab = lab_from_args(args)
-    if args.kind == "directional":
-        rows = directional_sweep(lab, args.text, pair=args.pair, mask_positions=args.mask)
-        result = {"kind": "directional", "rows": [r.__dict__ for r in rows]}
-    else:
-        drops = ablation_sweep(lab, args.text, pair=args.pair, mask_positions=args.mask)
-        result = {"kind": "ablation", "drop_in_log_probability": drops.tolist(),
+    if args.text_file is not None:
+        result = run_sweep_set(args, lab)
+    elif not args.text:
+        raise InputError("give the input text, or --text-file for a set of sentences")
+    elif args.kind == "directional":
+        rows = directional_sweep(lab, args.text, pair=args.pair, mask_positions=args.mask, sinks=args.sinks,
+                                 seed=args.seed)
+        result = {"kind": "directional", "sinks": args.sinks, "rows": [r.__dict__ for r in rows]}
+    elif args.kind == "ablation":
+        drops = ablation_sweep(lab, args.text, pair=args.pair, mask_positions=args.mask,
+                               reference=ablation_reference(lab, args))
+        result = {"kind": "ablation", "ablation": args.ablation, "drop_in_log_probability": drops.tolist(),
                   "layers": lab.n_layers, "heads": lab.n_heads}
+    else:
+        result = {"kind": "positions", "rows": position_controls(lab, args.text, pair=args.pair,
+                                                                 mask_positions=args.mask, shift=args.shift,
+                                                                 seed=args.seed)}
     print(json.dumps(result) if args.json else json.dumps(result, indent=1))
+    return 0
+
+
+def add_patch(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("patch", help="activation patching on a minimal pair: each head's output (and each layer's "
+                                     "residual at the [MASK]) from --source into TEXT; change in the logit "
+                                     "difference of --correct minus --wrong")
+    p.add_argument("text", help="the target input, with one [MASK]")
+    p.add_argument("--source", required=True, help="the source input: the same number of tokens, [MASK] in place")
+    p.add_argument("--correct", required=True)
+    p.add_argument("--wrong", required=True)
+    p.add_argument("--json", action="store_true")
+    add_model_options(p)
+    p.set_defaults(func=run_patch)
+
+
+def run_patch(args: argparse.Namespace) -> int:
+    from .interventions.sweeps import patching_sweep
+
+    result = patching_sweep(lab_from_args(args), args.text, args.source, args.correct, args.wrong)
+    out = {"baseline_logit_difference": result.baseline, "source_logit_difference": result.source,
+           "heads": result.heads.tolist(), "residual": result.residual.tolist()}
+    print(json.dumps(out) if args.json else json.dumps(out, indent=1))
     return 0
 
 
@@ -378,7 +485,8 @@ def run_faithfulness(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = (add_analyze, add_probe, add_faithfulness, add_compare, add_sweep, add_positions, add_eval, add_train, add_build_corpus)
+COMMANDS = (add_analyze, add_probe, add_faithfulness, add_compare, add_sweep, add_patch, add_positions, add_eval,
+            add_train, add_build_corpus)
 
 
 def build_parser() -> argparse.ArgumentParser:
