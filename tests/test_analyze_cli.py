@@ -91,3 +91,21 @@ def test_cli_errors_exit_2_without_traceback(args, message):
     assert run.returncode == 2
     assert message in run.stderr
     assert "Traceback" not in run.stderr
+
+
+def test_sweep_over_a_sentence_set_and_patch(tmp_path, tiny_folder):
+    lines = tmp_path / "lines.txt"
+    lines.write_text("the big cat sat on the red mat\na small dog ran to the park\nthe bird sang in a tree\n")
+    run = cli("sweep", "--kind", "directional", "--text-file", str(lines), "--model", str(tiny_folder), "--json")
+    assert run.returncode == 0, run.stderr
+    result = json.loads(run.stdout.strip().splitlines()[-1])
+    both = result["p_gold"]["both"]
+    assert result["sinks"] == "symmetric" and both["n"] == 3 and both["ci_low"] <= both["mean"] <= both["ci_high"]
+    assert set(result["p_gold"]) == {"both", "left-only", "right-only", "left-only-control", "right-only-control"}
+    run = cli("patch", "the big cat [MASK] on the mat", "--source", "the big dog [MASK] on the mat", "--correct",
+              "the", "--wrong", "mat", "--model", str(tiny_folder), "--json")
+    assert run.returncode == 0, run.stderr
+    result = json.loads(run.stdout.strip().splitlines()[-1])
+    assert len(result["heads"]) == 2 and len(result["residual"]) == 2
+    assert result["residual"][-1] == pytest.approx(result["source_logit_difference"] -
+                                                   result["baseline_logit_difference"], abs=1e-4)

@@ -159,3 +159,20 @@ def test_faithfulness_panel_through_the_api(tiny_app):
     sources = [row[table["headers"].index("source")] for row in table["data"]]
     assert set(sources) >= {"random", "rollout", "flow", "norm (last layer)"}
     assert "Faithfulness of each explanation" in out["probe_message"]
+
+
+def test_probe_tab_controls_sets_and_patching(sharp_app, sharp_lab):
+    from bertviz_lab.interventions.sweeps import patching_sweep
+
+    client = gradio_client.Client(sharp_app, verbose=False)
+    text = "the big cat [MASK] on the red mat"
+    controls = call(client, "position_controls", text, "", [], 5)
+    probes = [row[0] for row in controls["set_table"]["data"]]
+    assert probes[:3] == ["zero-positions", "sinusoidal-positions", "random-positions"]
+    assert "strict masks" in call(client, "directional_sweep", text, "", [], "strict")["probe_message"]
+    assert "symmetric sinks" in call(client, "directional_sweep", text, "", [], "symmetric")["probe_message"]
+    patched = call(client, "patching", text, "the big dog [MASK] on the red mat", "the", "mat")
+    expected = patching_sweep(sharp_lab, text, "the big dog [MASK] on the red mat", "the", "mat")
+    assert f"target {expected.baseline:+.2f}, source {expected.source:+.2f}" in patched["probe_message"]
+    ablation = call(client, "probe", text, "", 5, "ablate-heads", [], "1-1", 0, 0, "symmetric", "words", "mean")
+    assert "ablate-heads heads 1-1 (mean)" in ablation["probe_message"]

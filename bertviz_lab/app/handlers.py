@@ -2,13 +2,10 @@
 components it changes (Gradio leaves the others alone), never a padded tuple."""
 from __future__ import annotations
 
-import math
 from types import SimpleNamespace
 from typing import Any
 
 import gradio as gr
-import numpy as np
-import pandas as pd
 
 from ..attention import PAIR_FILTERS
 from ..bert import CheckpointError, DeviceError
@@ -16,22 +13,12 @@ from ..bert.norms import SOURCE_NOTES, SOURCES
 from ..export import CSV_MAX_ROWS, csv_rows, export_csv, export_npz
 from ..figures import analysis as views
 from ..figures import interventions as intervention_views
-from ..interventions import (
-    REGISTRY,
-    InterventionError,
-    ablation_sweep,
-    compare,
-    directional_sweep,
-    make_intervention,
-    parse_heads,
-    position_similarity,
-)
-from ..interventions.faithfulness import faithfulness
 from ..lab import InputError, Lab
-from ..resources import DEFAULT_MLM_HEAD
 from ..sources import layer_matrices, with_source
+from .intervention_handlers import InterventionHandlers
 from .state import ExportFolder, LabCache, Limits, Session, plot, status_line
 from .syntax_handlers import SyntaxHandlers
+from .validation import positions, whole
 
 Updates = dict[Any, Any]
 
@@ -40,22 +27,7 @@ def notes_text(notes: list[str]) -> str:
     return "\n".join(f"- {n}" for n in notes)
 
 
-def whole(value: Any, name: str, low: int, high: int) -> int:
-    """A whole number from the page or the API, or an InputError a person can act on."""
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise InputError(f"{name} must be a number (got {value!r})") from None
-    if not math.isfinite(number) or number != int(number) or not low <= number <= high:
-        raise InputError(f"{name} must be a whole number from {low} to {high} (got {value!r})")
-    return int(number)
-
-
-def positions(values: Any) -> list[int]:
-    return [whole(v, "a token position", 0, 10_000) for v in (values or [])]
-
-
-class Handlers(SyntaxHandlers):
+class Handlers(InterventionHandlers, SyntaxHandlers):
     """Every UI event's handler, bound to the page's components and the shared model cache."""
 
     def __init__(self, ui: SimpleNamespace, cache: LabCache, startup: Lab, limits: Limits) -> None:
@@ -205,77 +177,3 @@ class Handlers(SyntaxHandlers):
                                         truncate=True).to_json()
         except InputError as error:
             raise gr.Error(str(error)) from None
-
-    # ---- interventions -------------------------------------------------------------------
-    def run_intervention(self, text: str, pair: str, top_k: float, kind: str, picked: list[int], heads: str, shift: float,
-                  seed: float, session: Session) -> Updates:
-        ui = self.ui
-        try:
-            lab = self.lab_of(session)
-            picked = positions(picked)
-            targets = REGISTRY[kind].targets_picked_tokens if kind in REGISTRY else False
-            intervention = make_intervention(
-                kind, positions=picked if targets else [], shift=whole(shift or 0, "shift k", 0, lab.max_tokens),
-                seed=whole(seed or 0, "the shuffle seed", 0, 2**32 - 1),
-                heads=parse_heads(heads, lab.n_layers, lab.n_heads) if kind == "ablate-heads" else [])
-            c = compare(lab, text, intervention, pair=pair or None, mask_positions=[] if targets else picked,
-                        top_k=whole(top_k, "top-k", 1, 50))
-        except (InputError, InterventionError, CheckpointError) as error:
-            return {ui.probe_message: f"⚠️ {error}"}
-        session.comparison = c
-        o = session.options.clamp(c.baseline)
-        message = f"Probe: {intervention.describe()}. Mean JS divergence over heads {float(c.js.mean()):.4f} nats."
-        if c.note:
-            message += f" ({c.note})"
-        return {ui.session: session, ui.probe_message: message,
-                ui.probe_plot: plot(intervention_views.comparison_figure(c, o)),
-                ui.js_plot: plot(intervention_views.js_figure(c)),
-                ui.probe_changes: intervention_views.changes_table(c),
-                ui.offsets_plot: plot(intervention_views.offsets_figure(c, o.layer))}
-
-    def run_directional(self, text: str, pair: str, picked: list[int], session: Session) -> Updates:
-        ui = self.ui
-        try:
-            rows = directional_sweep(self.lab_of(session), text, pair=pair or None, mask_positions=positions(picked))
-        except (InputError, InterventionError) as error:
-            return {ui.probe_message: f"⚠️ {error}"}
-        return {ui.probe_message: f"Directional sweep over {len(rows)} masked position(s).",
-                ui.direction_table: intervention_views.directional_table(rows)}
-
-    def run_ablation(self, text: str, pair: str, picked: list[int], session: Session,
-                     progress=gr.Progress()) -> Updates:
-        ui = self.ui
-        try:
-            drops = ablation_sweep(self.lab_of(session), text, pair=pair or None, mask_positions=positions(picked),
-                                   chunk=24,
-                                   progress=lambda f, d: progress(f, desc=d))
-        except (InputError, InterventionError) as error:
-            return {ui.probe_message: f"⚠️ {error}"}
-        layer, head = np.unravel_index(int(np.argmax(drops)), drops.shape)
-        return {ui.probe_message: (f"Most important head for this prediction: layer {layer + 1}, head {head + 1} "
-                                   f"(log-probability drops by {drops[layer, head]:.3f} without it)."),
-                ui.ablation_plot: plot(intervention_views.ablation_figure(drops))}
-
-    def run_faithfulness(self, n: float, session: Session, progress=gr.Progress()) -> Updates:
-        ui = self.ui
-        try:
-            lab = self.lab_of(session)
-            lines = (DEFAULT_MLM_HEAD / "heldout.txt").read_text(encoding="utf-8").splitlines()
-            result = faithfulness(lab, lines, max_sentences=whole(n, "the number of sentences", 1, 100),
-                                  progress=lambda done, total: progress(done / total, desc="faithfulness"))
-        except (InputError, CheckpointError) as error:
-            return {ui.probe_message: f"⚠️ {error}"}
-        table = pd.DataFrame(result.table()).drop(columns=["drop_by_k"]).sort_values("aopc", ascending=False)
-        return {ui.probe_message: f"Faithfulness of each explanation on {int(table.n.max())} held-out sentences "
-                                  f"({result.model}).", ui.faith_table: table.round(3)}
-
-    def run_positions(self, n: float, session: Session) -> Updates:
-        ui = self.ui
-        try:
-            learned, sinusoid = position_similarity(self.lab_of(session), whole(n, "the number of positions", 2,
-                                                                                  self.lab_of(session).max_tokens))
-            n = int(n)
-        except (InterventionError, InputError) as error:
-            return {ui.probe_message: f"⚠️ {error}"}
-        return {ui.probe_message: f"Cosine similarity of the first {int(n)} positions.",
-                ui.positions_plot: plot(intervention_views.position_figure(learned, sinusoid))}

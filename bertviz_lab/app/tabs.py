@@ -101,6 +101,15 @@ def build_interventions_tab(ui: SimpleNamespace, lab: Lab) -> None:
             ui.probe_shift = gr.Number(label="Shift k", value=5, precision=0)
             ui.probe_seed = gr.Number(label="Shuffle seed", value=0, precision=0)
         with gr.Row():
+            ui.probe_sinks = gr.Radio([("symmetric: every query sees [CLS]/[SEP]", "symmetric"),
+                                       ("strict triangular masks", "strict")], value="symmetric",
+                                      label="Directional masks", elem_id="probe-sinks")
+            ui.probe_unit = gr.Radio(["words", "tokens"], value="words", label="Shuffle unit",
+                                     info="shuffling tokens with positions kept = shuffling positions: "
+                                          "self-attention is permutation-equivariant")
+            ui.probe_ablation = gr.Radio(["zero", "mean"], value="zero", label="Ablation",
+                                         info="mean: the head's mean output over the sample treebank")
+        with gr.Row():
             ui.probe_btn = gr.Button("Run probe", variant="primary", elem_id="probe-btn")
             ui.direction_btn = gr.Button("Directional sweep over masked positions", elem_id="direction-btn")
             ui.ablation_btn = gr.Button("Head ablation sweep", elem_id="ablation-btn")
@@ -113,6 +122,22 @@ def build_interventions_tab(ui: SimpleNamespace, lab: Lab) -> None:
         ui.direction_table = gr.Dataframe(intervention_views.directional_table([]), label="Directional context",
                                           interactive=False, elem_id="direction-table")
         ui.ablation_plot = gr.Plot(label="Head importance", elem_id="ablation-plot")
+        with gr.Row():
+            ui.positions_table_btn = gr.Button("Positional probes and their controls side by side",
+                                               elem_id="positions-table-btn")
+            ui.set_n = gr.Slider(20, 300, value=100, step=20, label="Held-out sentences for the set sweeps")
+            ui.direction_set_btn = gr.Button("Directional sweep over sentences (95% intervals)",
+                                             elem_id="direction-set-btn")
+        ui.set_table = gr.Dataframe(label="Positional controls / sentence-set results", interactive=False,
+                                    elem_id="set-table")
+        with gr.Accordion("Activation patching (minimal pairs)", open=False):
+            with gr.Row():
+                ui.patch_source = gr.Textbox(label="Source sentence (same number of tokens, [MASK] in place)",
+                                             value="The key to the cabinet [MASK] on the table.", scale=3)
+                ui.patch_correct = gr.Textbox(label="Correct word", value="are", scale=1)
+                ui.patch_wrong = gr.Textbox(label="Wrong word", value="is", scale=1)
+                ui.patch_btn = gr.Button("Patch every head from the source", elem_id="patch-btn", scale=1)
+            ui.patch_plot = gr.Plot(label="Change in logit difference per head", elem_id="patch-plot")
         with gr.Accordion("Position embedding inspector", open=False):
             with gr.Row():
                 ui.positions_n = gr.Slider(2, lab.max_tokens, value=64, step=1, label="First N positions")

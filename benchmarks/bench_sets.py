@@ -1,0 +1,58 @@
+"""Interventions over sentence sets (issue 12), embedded model, CPU, one run:
+
+1. the directional sweep with symmetric sinks and its matched random controls over 500 held-out
+   lines (P(gold) both / left / right / controls, each with its 95% interval; target <= 60 s),
+   and the strict masks for comparison;
+2. the head-ablation sweep (72 heads) with zero and mean ablation over 200 sentences
+   (target <= 60 s each), batched vs one forward per head (target >= 3x).
+
+    python benchmarks/bench_sets.py
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from bertviz_lab import load
+from bertviz_lab.interventions.sets import ablation_set, directional_set
+from bertviz_lab.interventions.sweeps import ablation_drops, mean_head_outputs
+from bertviz_lab.mlm.evaluate import masked_items
+from bertviz_lab.resources import DEFAULT_MLM_HEAD, SAMPLE_TREEBANK
+from bertviz_lab.syntax.treebank import read_conllu
+
+
+def main() -> None:
+    lab = load("default", device="cpu")
+    lines = (DEFAULT_MLM_HEAD / "heldout.txt").read_text().splitlines()
+    for sinks in ("symmetric", "strict"):
+        start = time.perf_counter()
+        effects = directional_set(lab, lines, sinks=sinks, max_sentences=500)
+        seconds = time.perf_counter() - start
+        cells = ", ".join(f"{c} {float(e.mean):.3f} [{float(e.ci_low):.3f}, {float(e.ci_high):.3f}]"
+                          for c, e in effects.items())
+        print(f"directional, {sinks} sinks, n={effects['both'].n}, {seconds:.1f} s: {cells}")
+    reference = mean_head_outputs(lab, [s.text for s in read_conllu(SAMPLE_TREEBANK)])
+    for name, ref in (("zero", None), ("mean", reference)):
+        start = time.perf_counter()
+        effect = ablation_set(lab, lines, ref, max_sentences=200)
+        seconds = time.perf_counter() - start
+        layer, head = np.unravel_index(int(np.argmax(effect.mean)), effect.mean.shape)
+        print(f"ablation ({name}), 72 heads x {effect.n} sentences: {seconds:.1f} s; most important head "
+              f"{layer + 1}-{head + 1}: drop {effect.mean[layer, head]:.3f} [{effect.ci_low[layer, head]:.3f}, "
+              f"{effect.ci_high[layer, head]:.3f}]")
+    items = masked_items(lab, lines, 0, 20)
+    start = time.perf_counter()
+    for enc, position, gold in items:
+        ablation_drops(lab, enc, [position], [gold])
+    batched = time.perf_counter() - start
+    start = time.perf_counter()
+    for enc, position, gold in items:
+        ablation_drops(lab, enc, [position], [gold], batched=False)
+    loop = time.perf_counter() - start
+    print(f"ablation over {len(items)} sentences: batched {batched:.1f} s, one forward per head {loop:.1f} s, "
+          f"ratio {loop / batched:.1f}x (target >= 3x)")
+
+
+if __name__ == "__main__":
+    main()

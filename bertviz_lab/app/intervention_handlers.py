@@ -1,0 +1,175 @@
+"""Handlers of the Probes tab (mixed into ``Handlers``): one intervention, sweeps, positional
+controls, sentence sets with intervals, activation patching and the faithfulness check."""
+from __future__ import annotations
+
+from typing import Any
+
+import gradio as gr
+import numpy as np
+import pandas as pd
+
+from ..bert import CheckpointError
+from ..figures import interventions as intervention_views
+from ..figures.base import layer_head_figure
+from ..interventions import (
+    REGISTRY,
+    InterventionError,
+    ablation_sweep,
+    compare,
+    directional_sweep,
+    make_intervention,
+    parse_heads,
+    position_similarity,
+)
+from ..interventions.faithfulness import faithfulness
+from ..interventions.sets import directional_set
+from ..interventions.sweeps import mean_head_outputs, patching_sweep, position_controls
+from ..lab import InputError, Lab
+from ..resources import DEFAULT_MLM_HEAD, SAMPLE_TREEBANK
+from ..syntax.treebank import read_conllu
+from .state import Session, plot
+from .validation import positions, whole
+
+Updates = dict[Any, Any]
+
+
+def heldout_lines() -> list[str]:
+    return (DEFAULT_MLM_HEAD / "heldout.txt").read_text(encoding="utf-8").splitlines()
+
+
+class InterventionHandlers:
+    ui: Any
+    _references: dict
+
+    def lab_of(self, session: Session) -> Lab:
+        raise NotImplementedError
+
+    def reference(self, lab: Lab, ablation: str):
+        """Mean head outputs over the sample treebank for mean ablation (once per model), else None."""
+        if ablation != "mean":
+            return None
+        key = (lab.source, str(lab.device))
+        cache = self.__dict__.setdefault("_references", {})
+        if key not in cache:
+            cache[key] = mean_head_outputs(lab, [s.text for s in read_conllu(SAMPLE_TREEBANK)])
+        return cache[key]
+
+    def run_intervention(self, text: str, pair: str, top_k: float, kind: str, picked: list[int], heads: str,
+                         shift: float, seed: float, session: Session, sinks: str = "symmetric", unit: str = "words",
+                         ablation: str = "zero") -> Updates:
+        ui = self.ui
+        try:
+            lab = self.lab_of(session)
+            picked = positions(picked)
+            targets = REGISTRY[kind].targets_picked_tokens if kind in REGISTRY else False
+            intervention = make_intervention(
+                kind, positions=picked if targets else [], shift=whole(shift or 0, "shift k", 0, lab.max_tokens),
+                seed=whole(seed or 0, "the shuffle seed", 0, 2**32 - 1), sinks=sinks, unit=unit,
+                mode=ablation, reference=self.reference(lab, ablation) if kind == "ablate-heads" else None,
+                heads=parse_heads(heads, lab.n_layers, lab.n_heads) if kind == "ablate-heads" else [])
+            c = compare(lab, text, intervention, pair=pair or None, mask_positions=[] if targets else picked,
+                        top_k=whole(top_k, "top-k", 1, 50))
+        except (InputError, InterventionError, CheckpointError) as error:
+            return {ui.probe_message: f"⚠️ {error}"}
+        session.comparison = c
+        o = session.options.clamp(c.baseline)
+        message = f"Probe: {intervention.describe()}. Mean JS divergence over heads {float(c.js.mean()):.4f} nats."
+        if c.note:
+            message += f" ({c.note})"
+        return {ui.session: session, ui.probe_message: message,
+                ui.probe_plot: plot(intervention_views.comparison_figure(c, o)),
+                ui.js_plot: plot(intervention_views.js_figure(c)),
+                ui.probe_changes: intervention_views.changes_table(c),
+                ui.offsets_plot: plot(intervention_views.offsets_figure(c, o.layer))}
+
+    def run_directional(self, text: str, pair: str, picked: list[int], session: Session,
+                        sinks: str = "symmetric") -> Updates:
+        ui = self.ui
+        try:
+            rows = directional_sweep(self.lab_of(session), text, pair=pair or None, mask_positions=positions(picked),
+                                     sinks=sinks if sinks in ("symmetric", "strict") else "symmetric")
+        except (InputError, InterventionError) as error:
+            return {ui.probe_message: f"⚠️ {error}"}
+        kind = "symmetric sinks: every query sees [CLS]/[SEP]" if sinks != "strict" else "strict masks"
+        return {ui.probe_message: f"Directional sweep over {len(rows)} masked position(s) ({kind}); the controls "
+                                  "hide as many random keys as the directional masks.",
+                ui.direction_table: intervention_views.directional_table(rows)}
+
+    def run_ablation(self, text: str, pair: str, picked: list[int], session: Session, ablation: str = "zero",
+                     progress=gr.Progress()) -> Updates:
+        ui = self.ui
+        try:
+            lab = self.lab_of(session)
+            drops = ablation_sweep(lab, text, pair=pair or None, mask_positions=positions(picked), chunk=24,
+                                   reference=self.reference(lab, ablation), progress=lambda f, d: progress(f, desc=d))
+        except (InputError, InterventionError) as error:
+            return {ui.probe_message: f"⚠️ {error}"}
+        layer, head = np.unravel_index(int(np.argmax(drops)), drops.shape)
+        return {ui.probe_message: (f"Most important head for this prediction: layer {layer + 1}, head {head + 1} "
+                                   f"(log-probability drops by {drops[layer, head]:.3f} without it)."),
+                ui.ablation_plot: plot(intervention_views.ablation_figure(drops))}
+
+    def run_faithfulness(self, n: float, session: Session, progress=gr.Progress()) -> Updates:
+        ui = self.ui
+        try:
+            lab = self.lab_of(session)
+            lines = (DEFAULT_MLM_HEAD / "heldout.txt").read_text(encoding="utf-8").splitlines()
+            result = faithfulness(lab, lines, max_sentences=whole(n, "the number of sentences", 1, 100),
+                                  progress=lambda done, total: progress(done / total, desc="faithfulness"))
+        except (InputError, CheckpointError) as error:
+            return {ui.probe_message: f"⚠️ {error}"}
+        table = pd.DataFrame(result.table()).drop(columns=["drop_by_k"]).sort_values("aopc", ascending=False)
+        return {ui.probe_message: f"Faithfulness of each explanation on {int(table.n.max())} held-out sentences "
+                                  f"({result.model}).", ui.faith_table: table.round(3)}
+
+    def run_positions(self, n: float, session: Session) -> Updates:
+        ui = self.ui
+        try:
+            learned, sinusoid = position_similarity(self.lab_of(session), whole(n, "the number of positions", 2,
+                                                                                  self.lab_of(session).max_tokens))
+            n = int(n)
+        except (InterventionError, InputError) as error:
+            return {ui.probe_message: f"⚠️ {error}"}
+        return {ui.probe_message: f"Cosine similarity of the first {int(n)} positions.",
+                ui.positions_plot: plot(intervention_views.position_figure(learned, sinusoid))}
+
+    def run_position_controls(self, text: str, pair: str, picked: list[int], shift: float, session: Session
+                              ) -> Updates:
+        ui = self.ui
+        try:
+            lab = self.lab_of(session)
+            rows = position_controls(lab, text, pair=pair or None, mask_positions=positions(picked),
+                                     shift=whole(shift or 0, "shift k", 0, lab.max_tokens))
+        except (InputError, InterventionError) as error:
+            return {ui.probe_message: f"⚠️ {error}"}
+        return {ui.probe_message: "Positional probes with their controls on this input: what is specific to "
+                                  "sinusoidal positions is what differs from zeroed and random ones.",
+                ui.set_table: pd.DataFrame(rows).round(4)}
+
+    def run_directional_set(self, n: float, sinks: str, session: Session, progress=gr.Progress()) -> Updates:
+        ui = self.ui
+        try:
+            effects = directional_set(self.lab_of(session), heldout_lines(), sinks=sinks if sinks == "strict"
+                                      else "symmetric", max_sentences=whole(n, "the number of sentences", 1, 500),
+                                      progress=lambda done, total: progress(done / total, desc="directional set"))
+        except (InputError, CheckpointError) as error:
+            return {ui.probe_message: f"⚠️ {error}"}
+        table = pd.DataFrame([{"condition": c, "mean P(gold)": float(e.mean), "ci_low": float(e.ci_low),
+                               "ci_high": float(e.ci_high), "n": e.n} for c, e in effects.items()]).round(4)
+        return {ui.probe_message: f"P(gold word) over {effects['both'].n} held-out sentences, one masked word each "
+                                  f"({sinks} sinks); the controls hide as many random keys as the directional masks.",
+                ui.set_table: table}
+
+    def run_patching(self, text: str, source: str, correct: str, wrong: str, session: Session) -> Updates:
+        ui = self.ui
+        try:
+            result = patching_sweep(self.lab_of(session), text, source, str(correct).strip(), str(wrong).strip())
+        except (InputError, InterventionError) as error:
+            return {ui.probe_message: f"⚠️ {error}"}
+        residual = ", ".join(f"L{i + 1} {v:+.2f}" for i, v in enumerate(result.residual))
+        figure = layer_head_figure(result.heads, "Activation patching: change in logit difference "
+                                   f"({correct} - {wrong}) when one head's output comes from the source",
+                                   "patching", diverging=True, value_label="change")
+        return {ui.probe_message: f"Logit difference {correct} - {wrong}: target {result.baseline:+.2f}, source "
+                                  f"{result.source:+.2f}. Patching the residual stream at the [MASK]: {residual}.",
+                ui.patch_plot: plot(figure)}
