@@ -229,6 +229,7 @@ def run_sweep(args: argparse.Namespace) -> int:
         drops = ablation_sweep(lab, args.text, pair=args.pair, mask_positions=args.mask,
                                reference=ablation_reference(lab, args))
         result = {"kind": "ablation", "ablation": args.ablation, "drop_in_log_probability": drops.tolist(),
+                  "scored": "gold" if args.mask and "[MASK]" not in args.text.upper() else "top-1",
                   "layers": lab.n_layers, "heads": lab.n_heads}
     else:
         result = {"kind": "positions", "rows": position_controls(lab, args.text, pair=args.pair,

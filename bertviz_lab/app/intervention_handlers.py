@@ -68,12 +68,14 @@ class InterventionHandlers:
                 mode=ablation, reference=self.reference(lab, ablation) if kind == "ablate-heads" else None,
                 heads=parse_heads(heads, lab.n_layers, lab.n_heads) if kind == "ablate-heads" else [])
             c = compare(lab, text, intervention, pair=pair or None, mask_positions=[] if targets else picked,
-                        top_k=whole(top_k, "top-k", 1, 50))
+                        top_k=whole(top_k, "top-k", 1, 50), source=session.source)
         except (InputError, InterventionError, CheckpointError) as error:
             return {ui.probe_message: f"⚠️ {error}"}
         session.comparison = c
         o = session.options.clamp(c.baseline)
-        message = f"Probe: {intervention.describe()}. Mean JS divergence over heads {float(c.js.mean()):.4f} nats."
+        shown = "" if session.source == "attention" else f" Comparing {session.source} (rows renormalised for JS)."
+        message = (f"Probe: {intervention.describe()}. Mean JS divergence over heads {float(c.js.mean()):.4f} nats."
+                   + shown)
         if c.note:
             message += f" ({c.note})"
         return {ui.session: session, ui.probe_message: message,
@@ -105,8 +107,11 @@ class InterventionHandlers:
         except (InputError, InterventionError) as error:
             return {ui.probe_message: f"⚠️ {error}"}
         layer, head = np.unravel_index(int(np.argmax(drops)), drops.shape)
+        gold = bool(picked) and "[MASK]" not in str(text).upper()
+        scored = "the gold word" if gold else "the full-context top-1 (pick tokens instead of typing [MASK] to score gold)"
         return {ui.probe_message: (f"Most important head for this prediction: layer {layer + 1}, head {head + 1} "
-                                   f"(log-probability drops by {drops[layer, head]:.3f} without it)."),
+                                   f"(log-probability of {scored} drops by {drops[layer, head]:.3f} without it; "
+                                   f"{ablation} ablation)."),
                 ui.ablation_plot: plot(intervention_views.ablation_figure(drops))}
 
     def run_faithfulness(self, n: float, session: Session, progress=gr.Progress()) -> Updates:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ..attention import js_divergence, relative_offset_profile
+from ..attention.flow import row_normalised
 from ..lab import Analysis, Encoded, Lab
 from .kinds import Intervention
 
@@ -69,11 +70,13 @@ def _reorder(analysis: Analysis, order: list[int]) -> Analysis:
 
 
 def compare(lab: Lab, text: str, intervention: Intervention, pair: str | None = None,
-            mask_positions: Sequence[int] = (), top_k: int = 5) -> Comparison:
-    """Baseline vs intervened run of one input. ``mask_positions`` are masked in both runs."""
+            mask_positions: Sequence[int] = (), top_k: int = 5, source: str = "attention") -> Comparison:
+    """Baseline vs intervened run of one input. ``mask_positions`` are masked in both runs.
+    ``source`` compares softmax attention or norm-based weights (Kobayashi et al.); for norms the
+    JS divergence is taken between rows renormalised to sum to 1."""
     predict_at = intervention.targets
     base = lab.analyze(text, pair=pair, top_k=top_k, mask_positions=mask_positions, positions=predict_at,
-                       truncate=True, keep_probabilities=True)
+                       truncate=True, keep_probabilities=True, source=source)
     inputs = intervention.inputs(lab.model, base.tokens)
     masks = sorted(set(mask_positions) | set(inputs.mask_positions))
     if inputs.token_order is not None:
@@ -82,12 +85,12 @@ def compare(lab: Lab, text: str, intervention: Intervention, pair: str | None = 
                       [base.word_ids[i] for i in order], [base.offsets[i] for i in order], len(order))
         inverse = [int(i) for i in np.argsort(order)]
         probed = lab.analyze(text, pair=pair, top_k=top_k, encoded=enc, keep_probabilities=True,
-                             positions=[inverse[p.position] for p in base.mlm])
+                             positions=[inverse[p.position] for p in base.mlm], source=source)
         probed = _reorder(probed, order)
     else:
         probed = lab.analyze(text, pair=pair, top_k=top_k, mask_positions=masks, positions=predict_at,
                              truncate=True, attention_bias=inputs.attention_bias, position_ids=inputs.position_ids,
-                             edits=inputs.edits or None, keep_probabilities=True)
+                             edits=inputs.edits or None, keep_probabilities=True, source=source)
     changes = []
     probed_by_pos = {p.position: p for p in probed.mlm}
     for p in base.mlm:
@@ -98,6 +101,8 @@ def compare(lab: Lab, text: str, intervention: Intervention, pair: str | None = 
         changes.append(PredictionChange(p.position, p.original or lab.tokenizer.id_to_token(base.token_ids[p.position]),
                                         top.token, top.probability, probability_of(probed, p.position, top.token, lab),
                                         after.predictions[0].token, after.predictions[0].probability))
-    return Comparison(intervention, base, probed, js_divergence(base.attention, probed.attention), changes,
+    as_rows = (lambda a: a) if source == "attention" else row_normalised
+    return Comparison(intervention, base, probed, js_divergence(as_rows(base.attention), as_rows(probed.attention)),
+                      changes,
                       relative_offset_profile(base.attention), relative_offset_profile(probed.attention),
                       note="" if lab.model.has_mlm_head else "this checkpoint has no MLM head: only attention changes")

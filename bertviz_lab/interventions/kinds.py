@@ -97,16 +97,22 @@ def check_positions(positions: Sequence[int], n: int, what: str) -> None:
             raise InterventionError(f"position {p} is outside the input (0..{n - 1})")
 
 
-@register
 @dataclass
-class MaskTokens(Intervention):
-    kind: ClassVar[str] = "mask-tokens"
-    label: ClassVar[str] = "Mask the picked tokens ([MASK])"
+class PickedTokens(Intervention):
+    """An intervention on the tokens the user picked (not registered itself)."""
+
     targets_picked_tokens: ClassVar[bool] = True
     positions: list[int] = field(default_factory=list)
 
     def describe(self) -> str:
         return f"{self.kind} positions {self.positions}"
+
+
+@register
+@dataclass
+class MaskTokens(PickedTokens):
+    kind: ClassVar[str] = "mask-tokens"
+    label: ClassVar[str] = "Mask the picked tokens ([MASK])"
 
     @property
     def targets(self) -> list[int]:
@@ -119,14 +125,9 @@ class MaskTokens(Intervention):
 
 @register
 @dataclass
-class HideKeys(Intervention):
+class HideKeys(PickedTokens):
     kind: ClassVar[str] = "hide-keys"
     label: ClassVar[str] = "Hide the picked tokens from attention (keys)"
-    targets_picked_tokens: ClassVar[bool] = True
-    positions: list[int] = field(default_factory=list)
-
-    def describe(self) -> str:
-        return f"{self.kind} positions {self.positions}"
 
     def inputs(self, model: BertLab, tokens: Sequence[str]) -> InterventionInputs:
         n = len(tokens)
