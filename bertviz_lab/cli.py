@@ -95,8 +95,10 @@ def run_analyze(args: argparse.Namespace) -> int:
 
 # ---- interventions -------------------------------------------------------------------------
 def add_compare(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("compare", help="run an input baseline vs intervened (masking, context, ablation, positions)")
-    p.add_argument("text")
+    p = sub.add_parser("compare", help="run an input baseline vs intervened (masking, context, ablation, positions); "
+                                       "with --text-file or --conllu over many sentences with 95%% intervals")
+    p.add_argument("text", nargs="?", default=None, help="the input, unless a sentence set is given")
+    add_set_options(p)
     p.add_argument("--pair", default=None)
     p.add_argument("--probe", required=True, choices=KINDS, help="the intervention")
     p.add_argument("--positions", type=int, nargs="*", default=[], help="token positions for mask-tokens / hide-keys")
@@ -112,6 +114,13 @@ def add_compare(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true")
     add_model_options(p)
     p.set_defaults(func=run_compare)
+
+
+def add_set_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--text-file", type=Path, default=None,
+                   help="a sentence set, one per line: one seeded masked word each, mean effect with a 95%% interval")
+    p.add_argument("--conllu", type=Path, default=None, help="a sentence set from a CoNLL-U file's sentences")
+    p.add_argument("--max-sentences", type=positive_int, default=500)
 
 
 def add_ablation_options(p: argparse.ArgumentParser) -> None:
@@ -150,6 +159,16 @@ def run_compare(args: argparse.Namespace) -> int:
     intervention = make_intervention(args.probe, positions=args.positions, heads=heads, shift=args.shift,
                                      seed=args.seed, sinks=args.sinks, unit=args.unit, mode=args.ablation,
                                      reference=reference)
+    if args.text_file is not None or args.conllu is not None:
+        from .interventions.sets import compare_set, sentence_lines
+
+        effects = compare_set(lab, sentence_lines(args.text_file, args.conllu), intervention, seed=args.seed,
+                              max_sentences=args.max_sentences)
+        print(json.dumps({"probe": intervention.describe(), "scored": "gold",
+                          **{name: effect_json(e) for name, e in effects.items()}}))
+        return 0
+    if not args.text:
+        raise InputError("give the input text, or --text-file / --conllu for a set of sentences")
     c = compare(lab, args.text, intervention, pair=args.pair, mask_positions=args.mask, top_k=args.top_k)
     if args.json:
         print(json.dumps(c.to_json()))
@@ -168,9 +187,7 @@ def add_sweep(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--kind", required=True, choices=("directional", "ablation", "positions"))
     p.add_argument("--pair", default=None)
     p.add_argument("--mask", type=int, nargs="*", default=[], help="positions to mask (besides typed [MASK])")
-    p.add_argument("--text-file", type=Path, default=None,
-                   help="one sentence per line: one seeded masked word each, mean effect with a 95%% interval")
-    p.add_argument("--max-sentences", type=positive_int, default=500)
+    add_set_options(p)
     p.add_argument("--sinks", choices=("symmetric", "strict"), default="symmetric")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--shift", type=int, default=10, help="positions: shift-positions by k")
@@ -191,9 +208,9 @@ def effect_json(effect) -> dict:
 def run_sweep_set(args: argparse.Namespace, lab: Lab) -> dict:
     from tqdm import tqdm
 
-    from .interventions.sets import ablation_set, directional_set
+    from .interventions.sets import ablation_set, directional_set, sentence_lines
 
-    lines = args.text_file.read_text(encoding="utf-8").splitlines()
+    lines = sentence_lines(args.text_file, args.conllu)
     with tqdm(total=min(len(lines), args.max_sentences), desc=f"{args.kind} sweep", unit="sent") as bar:
         def progress(done: int, total: int) -> None:
             bar.total = total
@@ -209,7 +226,7 @@ def run_sweep_set(args: argparse.Namespace, lab: Lab) -> dict:
                                   max_sentences=args.max_sentences, progress=progress)
             return {"kind": "ablation", "ablation": args.ablation, "scored": "gold",
                     "drop_in_log_probability": effect_json(effect)}
-    raise InputError("--text-file works with --kind directional or ablation")
+    raise InputError("sentence sets work with --kind directional or ablation (positions: use compare --text-file)")
 
 
 def run_sweep(args: argparse.Namespace) -> int:
@@ -217,7 +234,7 @@ def run_sweep(args: argparse.Namespace) -> int:
     from .interventions.sweeps import position_controls
 
     lab = lab_from_args(args)
-    if args.text_file is not None:
+    if args.text_file is not None or args.conllu is not None:
         result = run_sweep_set(args, lab)
     elif not args.text:
         raise InputError("give the input text, or --text-file for a set of sentences")
@@ -243,10 +260,12 @@ def add_patch(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("patch", help="activation patching on a minimal pair: each head's output (and each layer's "
                                      "residual at the [MASK]) from --source into TEXT; change in the logit "
                                      "difference of --correct minus --wrong")
-    p.add_argument("text", help="the target input, with one [MASK]")
-    p.add_argument("--source", required=True, help="the source input: the same number of tokens, [MASK] in place")
-    p.add_argument("--correct", required=True)
-    p.add_argument("--wrong", required=True)
+    p.add_argument("text", nargs="?", default=None, help="the target input, with one [MASK]")
+    p.add_argument("--source", default=None, help="the source input: the same number of tokens, [MASK] in place")
+    p.add_argument("--correct", default=None)
+    p.add_argument("--wrong", default=None)
+    p.add_argument("--pairs-file", type=Path, default=None,
+                   help="many minimal pairs, one per line: target | source | correct | wrong (mean with 95%% CI)")
     p.add_argument("--json", action="store_true")
     add_model_options(p)
     p.set_defaults(func=run_patch)
@@ -255,6 +274,14 @@ def add_patch(sub: argparse._SubParsersAction) -> None:
 def run_patch(args: argparse.Namespace) -> int:
     from .interventions.sweeps import patching_sweep
 
+    if args.pairs_file is not None:
+        from .interventions.sets import patching_set, read_pairs
+
+        heads, residual = patching_set(lab_from_args(args), read_pairs(args.pairs_file))
+        print(json.dumps({"pairs": heads.n, "heads": effect_json(heads), "residual": effect_json(residual)}))
+        return 0
+    if not (args.text and args.source and args.correct and args.wrong):
+        raise InputError("give TEXT --source --correct --wrong, or --pairs-file")
     result = patching_sweep(lab_from_args(args), args.text, args.source, args.correct, args.wrong)
     out = {"baseline_logit_difference": result.baseline, "source_logit_difference": result.source,
            "heads": result.heads.tolist(), "residual": result.residual.tolist()}

@@ -109,3 +109,22 @@ def test_sweep_over_a_sentence_set_and_patch(tmp_path, tiny_folder):
     assert len(result["heads"]) == 2 and len(result["residual"]) == 2
     assert result["residual"][-1] == pytest.approx(result["source_logit_difference"] -
                                                    result["baseline_logit_difference"], abs=1e-4)
+
+
+def test_compare_over_a_conllu_set_and_patch_pairs(tmp_path, tiny_folder):
+    run = cli("compare", "--probe", "left-only", "--conllu", str(ROOT / "assets" / "sample_treebank.conllu"),
+              "--max-sentences", "8", "--model", str(tiny_folder))
+    assert run.returncode == 0, run.stderr
+    result = json.loads(run.stdout.strip().splitlines()[-1])
+    assert result["probe"] == "left-only" and result["change in P(gold)"]["n"] == 8
+    pairs = tmp_path / "pairs.txt"
+    pairs.write_text("the big cat [MASK] on the mat | the big dog [MASK] on the mat | the | mat\n"
+                     "a red cat [MASK] here | a red dog [MASK] here | the | mat\n")
+    run = cli("patch", "--pairs-file", str(pairs), "--model", str(tiny_folder))
+    assert run.returncode == 0, run.stderr
+    result = json.loads(run.stdout.strip().splitlines()[-1])
+    assert result["pairs"] == 2 and len(result["heads"]["mean"]) == 2 and len(result["residual"]["ci_low"]) == 2
+    bad = tmp_path / "bad.txt"
+    bad.write_text("only | three | fields\n")
+    run = cli("patch", "--pairs-file", str(bad), "--model", str(tiny_folder))
+    assert run.returncode == 2 and "expected 4 fields" in run.stderr

@@ -176,3 +176,23 @@ def test_probe_tab_controls_sets_and_patching(sharp_app, sharp_lab):
     assert f"target {expected.baseline:+.2f}, source {expected.source:+.2f}" in patched["probe_message"]
     ablation = call(client, "probe", text, "", 5, "ablate-heads", [], "1-1", 0, 0, "symmetric", "words", "mean")
     assert "ablate-heads heads 1-1 (mean)" in ablation["probe_message"]
+
+
+def test_sets_through_the_api(sharp_app, sharp_lab, tmp_path):
+    from bertviz_lab.interventions import make_intervention
+    from bertviz_lab.interventions.sets import compare_set, sentence_lines
+
+    client = gradio_client.Client(sharp_app, verbose=False)
+    uploaded = tmp_path / "mine.txt"
+    uploaded.write_text("the big cat sat on the red mat\na small dog ran to the park\nthe bird sang in a tree\n")
+    out = call(client, "directional_set", 20, "symmetric", "upload", gradio_client.handle_file(str(uploaded)))
+    rows = {row[0]: row for row in out["set_table"]["data"]}
+    assert set(rows) == {"both", "left-only", "right-only", "left-only-control", "right-only-control"}
+    assert rows["both"][-1] == 3  # n: every uploaded sentence
+    out = call(client, "probe_set", "sinusoidal-positions", "1-1", 0, 0, "symmetric", "words", "zero", 20, "sample",
+               None)
+    expected = compare_set(sharp_lab, sentence_lines(), make_intervention("sinusoidal-positions"), max_sentences=20)
+    table = {row[0]: row for row in out["set_table"]["data"]}
+    assert table["mean JS (nats)"][1] == pytest.approx(round(float(expected["mean JS (nats)"].mean), 4))
+    ablation = call(client, "ablation_set", 20, "mean", "sample", None)
+    assert "mean ablation, gold word scored" in ablation["probe_message"]

@@ -2,6 +2,7 @@
 controls, sentence sets with intervals, activation patching and the faithfulness check."""
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import gradio as gr
@@ -22,7 +23,7 @@ from ..interventions import (
     position_similarity,
 )
 from ..interventions.faithfulness import faithfulness
-from ..interventions.sets import directional_set
+from ..interventions.sets import ablation_set, compare_set, directional_set, sentence_lines
 from ..interventions.sweeps import mean_head_outputs, patching_sweep, position_controls
 from ..lab import InputError, Lab
 from ..resources import DEFAULT_MLM_HEAD, SAMPLE_TREEBANK
@@ -39,6 +40,7 @@ def heldout_lines() -> list[str]:
 
 class InterventionHandlers:
     ui: Any
+    limits: Any
     _references: dict
 
     def lab_of(self, session: Session) -> Lab:
@@ -151,18 +153,77 @@ class InterventionHandlers:
                                   "sinusoidal positions is what differs from zeroed and random ones.",
                 ui.set_table: pd.DataFrame(rows).round(4)}
 
-    def run_directional_set(self, n: float, sinks: str, session: Session, progress=gr.Progress()) -> Updates:
+    def set_lines(self, source: str, upload: str | None) -> list[str]:
+        """The sentences of a set the page chose: shipped held-out lines, the sample treebank, or an upload."""
+        if source == "sample":
+            return sentence_lines()
+        if source != "upload":
+            return heldout_lines()
+        if not upload:
+            raise InputError("upload a text file first (one sentence per line)")
+        if Path(upload).stat().st_size > self.limits.upload_bytes:
+            raise InputError(f"the file is over {self.limits.upload_bytes / 1e6:.0f} MB")
+        try:
+            return sentence_lines(upload)
+        except InputError as error:
+            raise InputError(str(error).replace(str(upload), Path(upload).name)) from None
+
+    def run_directional_set(self, n: float, sinks: str, session: Session, source: str = "heldout",
+                            upload: str | None = None, progress=gr.Progress()) -> Updates:
         ui = self.ui
         try:
-            effects = directional_set(self.lab_of(session), heldout_lines(), sinks=sinks if sinks == "strict"
-                                      else "symmetric", max_sentences=whole(n, "the number of sentences", 1, 500),
+            effects = directional_set(self.lab_of(session), self.set_lines(source, upload),
+                                      sinks=sinks if sinks == "strict" else "symmetric",
+                                      max_sentences=whole(n, "the number of sentences", 1, 500),
                                       progress=lambda done, total: progress(done / total, desc="directional set"))
         except (InputError, CheckpointError) as error:
             return {ui.probe_message: f"⚠️ {error}"}
         table = pd.DataFrame([{"condition": c, "mean P(gold)": float(e.mean), "ci_low": float(e.ci_low),
                                "ci_high": float(e.ci_high), "n": e.n} for c, e in effects.items()]).round(4)
-        return {ui.probe_message: f"P(gold word) over {effects['both'].n} held-out sentences, one masked word each "
+        return {ui.probe_message: f"P(gold word) over {effects['both'].n} sentences, one masked word each "
                                   f"({sinks} sinks); the controls hide as many random keys as the directional masks.",
+                ui.set_table: table}
+
+    def run_ablation_set(self, n: float, ablation: str, session: Session, source: str = "heldout",
+                         upload: str | None = None, progress=gr.Progress()) -> Updates:
+        ui = self.ui
+        try:
+            lab = self.lab_of(session)
+            effect = ablation_set(lab, self.set_lines(source, upload), self.reference(lab, ablation),
+                                  max_sentences=whole(n, "the number of sentences", 1, 500),
+                                  progress=lambda done, total: progress(done / total, desc="ablation set"))
+        except (InputError, CheckpointError) as error:
+            return {ui.probe_message: f"⚠️ {error}"}
+        layer, head = np.unravel_index(int(np.argmax(effect.mean)), effect.mean.shape)
+        figure = intervention_views.ablation_figure(effect.mean)
+        figure["layout"]["title"]["text"] = (f"Mean drop in log P(gold) over {effect.n} sentences when each head "
+                                             f"alone is ablated ({ablation})")
+        return {ui.probe_message: f"Most important head over {effect.n} sentences: {layer + 1}-{head + 1}, mean drop "
+                                  f"{effect.mean[layer, head]:.3f} [{effect.ci_low[layer, head]:.3f}, "
+                                  f"{effect.ci_high[layer, head]:.3f}] ({ablation} ablation, gold word scored).",
+                ui.ablation_plot: plot(figure)}
+
+    def run_probe_set(self, kind: str, heads: str, shift: float, seed: float, sinks: str, unit: str, ablation: str,
+                      n: float, session: Session, source: str = "heldout", upload: str | None = None,
+                      progress=gr.Progress()) -> Updates:
+        ui = self.ui
+        try:
+            lab = self.lab_of(session)
+            if REGISTRY.get(kind) is not None and REGISTRY[kind].targets_picked_tokens:
+                raise InputError("mask and hide probes need picked tokens; over a set, choose another probe")
+            intervention = make_intervention(
+                kind, shift=whole(shift or 0, "shift k", 0, lab.max_tokens), sinks=sinks, unit=unit, mode=ablation,
+                seed=whole(seed or 0, "the shuffle seed", 0, 2**32 - 1),
+                reference=self.reference(lab, ablation) if kind == "ablate-heads" else None,
+                heads=parse_heads(heads, lab.n_layers, lab.n_heads) if kind == "ablate-heads" else [])
+            effects = compare_set(lab, self.set_lines(source, upload), intervention,
+                                  max_sentences=whole(n, "the number of sentences", 1, 500),
+                                  progress=lambda done, total: progress(done / total, desc="probe over the set"))
+        except (InputError, InterventionError, CheckpointError) as error:
+            return {ui.probe_message: f"⚠️ {error}"}
+        table = pd.DataFrame([{"measure": name, "mean": float(e.mean), "ci_low": float(e.ci_low),
+                               "ci_high": float(e.ci_high), "n": e.n} for name, e in effects.items()]).round(4)
+        return {ui.probe_message: f"{intervention.describe()} over {table.n.iloc[0]} sentences (gold word scored).",
                 ui.set_table: table}
 
     def run_patching(self, text: str, source: str, correct: str, wrong: str, session: Session) -> Updates:

@@ -122,12 +122,20 @@ def build_interventions_tab(ui: SimpleNamespace, lab: Lab) -> None:
         ui.direction_table = gr.Dataframe(intervention_views.directional_table([]), label="Directional context",
                                           interactive=False, elem_id="direction-table")
         ui.ablation_plot = gr.Plot(label="Head importance", elem_id="ablation-plot")
-        with gr.Row():
-            ui.positions_table_btn = gr.Button("Positional probes and their controls side by side",
-                                               elem_id="positions-table-btn")
-            ui.set_n = gr.Slider(20, 300, value=100, step=20, label="Held-out sentences for the set sweeps")
-            ui.direction_set_btn = gr.Button("Directional sweep over sentences (95% intervals)",
-                                             elem_id="direction-set-btn")
+        ui.positions_table_btn = gr.Button("Positional probes and their controls side by side (this input)",
+                                           elem_id="positions-table-btn")
+        with gr.Accordion("Over a set of sentences, with 95% intervals (one seeded masked word each)", open=False):
+            with gr.Row():
+                ui.set_source = gr.Radio([("held-out lines (shipped)", "heldout"), ("sample treebank", "sample"),
+                                          ("my text file (one sentence per line)", "upload")], value="heldout",
+                                         label="Sentences", elem_id="set-source")
+                ui.set_upload = gr.File(label="Text file (up to 2 MB)", file_types=[".txt"], type="filepath",
+                                        elem_id="set-upload")
+                ui.set_n = gr.Slider(20, 300, value=100, step=20, label="At most this many sentences")
+            with gr.Row():
+                ui.direction_set_btn = gr.Button("Directional sweep", elem_id="direction-set-btn")
+                ui.ablation_set_btn = gr.Button("Head ablation sweep", elem_id="ablation-set-btn")
+                ui.probe_set_btn = gr.Button("The probe chosen above", elem_id="probe-set-btn")
         ui.set_table = gr.Dataframe(label="Positional controls / sentence-set results", interactive=False,
                                     elem_id="set-table")
         with gr.Accordion("Activation patching (minimal pairs)", open=False):

@@ -70,13 +70,15 @@ def _reorder(analysis: Analysis, order: list[int]) -> Analysis:
 
 
 def compare(lab: Lab, text: str, intervention: Intervention, pair: str | None = None,
-            mask_positions: Sequence[int] = (), top_k: int = 5, source: str = "attention") -> Comparison:
-    """Baseline vs intervened run of one input. ``mask_positions`` are masked in both runs.
+            mask_positions: Sequence[int] = (), top_k: int = 5, source: str = "attention",
+            encoded: Encoded | None = None) -> Comparison:
+    """Baseline vs intervened run of one input (``text``, or an already ``encoded`` one).
+    ``mask_positions`` are masked in both runs.
     ``source`` compares softmax attention or norm-based weights (Kobayashi et al.); for norms the
     JS divergence is taken between rows renormalised to sum to 1."""
     predict_at = intervention.targets
     base = lab.analyze(text, pair=pair, top_k=top_k, mask_positions=mask_positions, positions=predict_at,
-                       truncate=True, keep_probabilities=True, source=source)
+                       truncate=True, keep_probabilities=True, source=source, encoded=encoded)
     inputs = intervention.inputs(lab.model, base.tokens)
     masks = sorted(set(mask_positions) | set(inputs.mask_positions))
     if inputs.token_order is not None:
@@ -90,7 +92,7 @@ def compare(lab: Lab, text: str, intervention: Intervention, pair: str | None = 
     else:
         probed = lab.analyze(text, pair=pair, top_k=top_k, mask_positions=masks, positions=predict_at,
                              truncate=True, attention_bias=inputs.attention_bias, position_ids=inputs.position_ids,
-                             edits=inputs.edits or None, keep_probabilities=True, source=source)
+                             edits=inputs.edits or None, keep_probabilities=True, source=source, encoded=encoded)
     changes = []
     probed_by_pos = {p.position: p for p in probed.mlm}
     for p in base.mlm:

@@ -75,3 +75,72 @@ def ablation_set(lab: Lab, lines: Sequence[str], reference: torch.Tensor | None 
         if progress is not None:
             progress(row + 1, len(items))
     return mean_interval(drops, resamples, seed)
+
+
+def sentence_lines(text_file: str | None = None, conllu: str | None = None) -> list[str]:
+    """The sentences of a set: a text file (one per line), a CoNLL-U file (its sentences' text), or
+    by default the shipped sample treebank."""
+    from pathlib import Path
+
+    from ..resources import SAMPLE_TREEBANK
+    from ..syntax.treebank import read_conllu
+
+    if text_file is not None:
+        try:
+            return Path(text_file).read_text(encoding="utf-8").splitlines()
+        except UnicodeDecodeError as error:
+            raise InputError(f"{text_file} is not UTF-8 text (byte {error.start})") from None
+    return [s.text for s in read_conllu(conllu or SAMPLE_TREEBANK)]
+
+
+def compare_set(lab: Lab, lines: Sequence[str], intervention, seed: int = 0, max_sentences: int | None = 200,
+                resamples: int = 1000, progress: Progress | None = None) -> dict[str, Effect]:
+    """Any intervention over sentences (one seeded masked word each, the gold word known): the mean
+    JS divergence of attention (nats) and the mean change in P(gold), each with its interval."""
+    from .compare import compare, probability_of
+
+    items = items_of(lab, lines, seed, max_sentences)
+    js, change = np.empty(len(items)), np.empty(len(items))
+    for row, (enc, position, gold) in enumerate(items):
+        c = compare(lab, "", intervention, encoded=enc)
+        token = lab.tokenizer.id_to_token(gold)
+        js[row] = float(c.js.mean())
+        change[row] = probability_of(c.probed, position, token, lab) - probability_of(c.baseline, position, token, lab)
+        if progress is not None:
+            progress(row + 1, len(items))
+    return {"mean JS (nats)": mean_interval(js, resamples, seed), "change in P(gold)": mean_interval(change, resamples,
+                                                                                                     seed)}
+
+
+def patching_set(lab: Lab, pairs: Sequence[tuple[str, str, str, str]], resamples: int = 1000, seed: int = 0,
+                 progress: Progress | None = None) -> tuple[Effect, Effect]:
+    """Activation patching over minimal pairs (target, source, correct, wrong): the mean change in
+    the logit difference per head (layers, heads) and per layer's residual stream, with intervals."""
+    from .sweeps import patching_sweep
+
+    if not pairs:
+        raise InputError("no minimal pair to patch")
+    heads, residual = [], []
+    for row, (target, source, correct, wrong) in enumerate(pairs):
+        result = patching_sweep(lab, target, source, correct, wrong)
+        heads.append(result.heads)
+        residual.append(result.residual)
+        if progress is not None:
+            progress(row + 1, len(pairs))
+    return mean_interval(np.stack(heads), resamples, seed), mean_interval(np.stack(residual), resamples, seed)
+
+
+def read_pairs(path: str) -> list[tuple[str, str, str, str]]:
+    """Minimal pairs, one per line: ``target | source | correct | wrong`` (tab or " | " separated)."""
+    from pathlib import Path
+
+    pairs = []
+    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        parts = [p.strip() for p in (line.split("\t") if "\t" in line else line.split(" | "))]
+        if len(parts) != 4:
+            raise InputError(f"{path}:{number}: expected 4 fields (target | source | correct | wrong), "
+                             f"found {len(parts)}")
+        pairs.append(tuple(parts))
+    return pairs
