@@ -120,7 +120,12 @@ def add_set_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--text-file", type=Path, default=None,
                    help="a sentence set, one per line: one seeded masked word each, mean effect with a 95%% interval")
     p.add_argument("--conllu", type=Path, default=None, help="a sentence set from a CoNLL-U file's sentences")
+    p.add_argument("--sample", action="store_true", help="the sentence set of the shipped sample treebank")
     p.add_argument("--max-sentences", type=positive_int, default=500)
+
+
+def wants_set(args: argparse.Namespace) -> bool:
+    return args.text_file is not None or args.conllu is not None or args.sample
 
 
 def add_ablation_options(p: argparse.ArgumentParser) -> None:
@@ -159,7 +164,7 @@ def run_compare(args: argparse.Namespace) -> int:
     intervention = make_intervention(args.probe, positions=args.positions, heads=heads, shift=args.shift,
                                      seed=args.seed, sinks=args.sinks, unit=args.unit, mode=args.ablation,
                                      reference=reference)
-    if args.text_file is not None or args.conllu is not None:
+    if wants_set(args):
         from .interventions.sets import compare_set, sentence_lines
 
         effects = compare_set(lab, sentence_lines(args.text_file, args.conllu), intervention, seed=args.seed,
@@ -234,7 +239,7 @@ def run_sweep(args: argparse.Namespace) -> int:
     from .interventions.sweeps import position_controls
 
     lab = lab_from_args(args)
-    if args.text_file is not None or args.conllu is not None:
+    if wants_set(args):
         result = run_sweep_set(args, lab)
     elif not args.text:
         raise InputError("give the input text, or --text-file for a set of sentences")
