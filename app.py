@@ -10,7 +10,8 @@ import argparse
 import os
 import sys
 
-from bertviz_lab.app import build_demo, env_list, launch_kwargs, queue_kwargs
+from bertviz_lab.app import LIMITS, build_demo, env_list, launch_kwargs, queue_kwargs
+from bertviz_lab.app.state import Limits
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -26,6 +27,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--host", default=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"))
     p.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", "7860")))
     p.add_argument("--share", action="store_true", help="create a public gradio.live link")
+    p.add_argument("--public", action="store_true",
+                   default=os.environ.get("BERTVIZ_LAB_PUBLIC", "1" if os.environ.get("SPACE_ID") else "") in
+                   ("1", "true", "yes"),
+                   help="public mode (on by default on a Hugging Face Space): 256 tokens per request, compact "
+                        "/attention replies up to 8 MB, fewer session states, the model allow-list only")
     p.add_argument("--no-keep-freed-memory", action="store_true",
                    help="leave glibc's allocator settings alone (by default the app keeps freed attention buffers "
                         "for reuse; see BENCHMARKS.md)")
@@ -50,9 +56,13 @@ def main(argv=None) -> None:
         bar.update(1)
     print(f"model: {lab.name} on {lab.device}")
     models = [m for m in args.models.split(",") if m.strip()]
-    demo = build_demo(lab, allowed_models=models, allow_any_model=args.allow_any_model)
-    demo.queue(**queue_kwargs()).launch(server_name=args.host, server_port=args.port, share=args.share,
-                                                   **launch_kwargs())
+    limits = Limits.public() if args.public else LIMITS
+    if args.public and args.allow_any_model:
+        print("public mode: --allow-any-model ignored; users choose from --models only", file=sys.stderr)
+    demo = build_demo(lab, allowed_models=models, allow_any_model=args.allow_any_model and not args.public,
+                      limits=limits)
+    demo.queue(**queue_kwargs(limits)).launch(server_name=args.host, server_port=args.port, share=args.share,
+                                                   **launch_kwargs(limits))
 
 
 if __name__ == "__main__":

@@ -200,3 +200,33 @@ def test_two_hundred_new_sessions_leave_memory_bounded(default_lab):
         assert memory[1] - memory[0] < 150, memory
     finally:
         demo.close()
+
+
+def test_public_mode_limits_tokens_and_reply_size(tiny_lab):
+    import base64
+
+    from conftest import launch
+
+    from bertviz_lab.app import build_demo
+    from bertviz_lab.app.state import Limits
+
+    limits = Limits.public()
+    limits = Limits(**{**limits.__dict__, "max_tokens": 40, "api_bytes": 20_000})
+    demo = build_demo(tiny_lab, limits=limits)
+    url = launch(demo, limits)
+    try:
+        client = gradio_client.Client(url, verbose=False)
+        long = " ".join(["cat"] * 60)
+        assert "up to 40 tokens per request" in call(client, "analyze", long, "", 5)["message"]
+        with pytest.raises(Exception, match="up to 40 tokens"):
+            client.predict(long, "", 5, api_name="/attention")
+        small = client.predict("the cat sat", "", 5, api_name="/attention")
+        assert "attention" in small and "attention_f16" not in small  # small replies stay plain JSON
+        text = " ".join(["cat"] * 20)  # 2 x 4 x 22 x 22 weights: over 20 kB as JSON, under it as float16
+        packed = client.predict(text, "", 5, api_name="/attention")
+        assert "attention" not in packed
+        f16 = packed["attention_f16"]
+        weights = np.frombuffer(base64.b64decode(f16["base64"]), dtype=np.float16).reshape(f16["shape"])
+        np.testing.assert_allclose(weights, tiny_lab.analyze(text).attention, atol=1e-3)
+    finally:
+        demo.close()

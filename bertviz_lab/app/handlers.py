@@ -2,10 +2,12 @@
 components it changes (Gradio leaves the others alone), never a padded tuple."""
 from __future__ import annotations
 
+import base64
 from types import SimpleNamespace
 from typing import Any
 
 import gradio as gr
+import numpy as np
 
 from ..attention import PAIR_FILTERS
 from ..bert import CheckpointError, DeviceError
@@ -21,6 +23,23 @@ from .syntax_handlers import SyntaxHandlers
 from .validation import positions, whole
 
 Updates = dict[Any, Any]
+
+
+JSON_BYTES_PER_WEIGHT = 12  # a float written as JSON text, with its separator
+
+
+def compact_reply(result, limit: int | None) -> dict[str, Any]:
+    """The analysis as JSON; above ``limit`` bytes the attention is base64 float16 with its shape, and
+    above the limit even then, the reply says how to ask for less."""
+    if limit is None or result.attention.size * JSON_BYTES_PER_WEIGHT <= limit:
+        return result.to_json()
+    packed = base64.b64encode(np.ascontiguousarray(result.attention, dtype=np.float16).tobytes()).decode("ascii")
+    if len(packed) > limit:
+        raise InputError(f"the attention of {len(result.tokens)} tokens is {len(packed) / 1e6:.1f} MB even as float16; "
+                         f"this server replies with up to {limit / 1e6:.0f} MB: send a shorter input")
+    reply = result.to_json(attention=False)
+    reply["attention_f16"] = {"dtype": "float16", "shape": list(result.attention.shape), "base64": packed}
+    return reply
 
 
 def notes_text(notes: list[str]) -> str:
@@ -72,8 +91,10 @@ class Handlers(InterventionHandlers, SyntaxHandlers):
     def analyze(self, text: str, pair: str, top_k: float, session: Session,
                 mask_positions: list[int] | None = None) -> Updates:
         try:
-            a = self.lab_of(session).analyze(text, pair=pair or None, top_k=whole(top_k, "top-k", 1, 50),
-                                             truncate=True, mask_positions=mask_positions or ())
+            lab = self.lab_of(session)
+            self.check_length(lab, text, pair)
+            a = lab.analyze(text, pair=pair or None, top_k=whole(top_k, "top-k", 1, 50), truncate=True,
+                            mask_positions=mask_positions or ())
         except (InputError, CheckpointError, DeviceError) as error:
             return {self.ui.message: f"⚠️ {error}"}
         session.analysis, session.source, session.by_source = a, "attention", {}
@@ -170,10 +191,21 @@ class Handlers(InterventionHandlers, SyntaxHandlers):
     def export_npz(self, session: Session) -> Updates:
         return self.export("npz", session)
 
+    def check_length(self, lab: Lab, text: str, pair: str | None) -> None:
+        """Public mode: refuse inputs over the token limit instead of spending minutes on them."""
+        if self.limits.max_tokens is None or not isinstance(text, str):
+            return
+        n = len(lab.encode(text, pair or None, truncate=True).ids) if text.strip() else 0
+        if n > self.limits.max_tokens:
+            raise InputError(f"this server takes up to {self.limits.max_tokens} tokens per request; the input has {n} "
+                             "(run bertviz-lab locally for longer inputs)")
+
     def attention_api(self, text: str, pair: str = "", top_k: int = 5) -> dict[str, Any]:
-        """Attention (layers x heads x query x key), tokens and masked-word predictions as JSON."""
+        """Attention (layers x heads x query x key), tokens and masked-word predictions as JSON; on a
+        server with a reply limit, large attention travels as base64 float16 (``attention_f16``)."""
         try:
-            return self.startup.analyze(text, pair=pair or None, top_k=whole(top_k, "top-k", 1, 50),
-                                        truncate=True).to_json()
+            self.check_length(self.startup, text, pair)
+            result = self.startup.analyze(text, pair=pair or None, top_k=whole(top_k, "top-k", 1, 50), truncate=True)
+            return compact_reply(result, self.limits.api_bytes)
         except InputError as error:
             raise gr.Error(str(error)) from None

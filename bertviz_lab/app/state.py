@@ -64,6 +64,13 @@ class Limits:
     queue: int = 64  # events waiting; more get "busy, try again"
     syntax_words: int = 10_000  # words one treebank request may score in the app (the CLI has no limit)
     export_age: float = 120  # seconds an export file stays in our temp folder (Gradio keeps its own copy)
+    max_tokens: int | None = None  # tokens per request (None: the model maximum)
+    api_bytes: int | None = None  # largest /attention reply; above it attention travels as float16 base64 or is refused
+
+    @classmethod
+    def public(cls) -> Limits:
+        """For a hosted Space or any public server: small requests, compact replies, fewer states."""
+        return cls(sessions=32, queue=32, syntax_words=5_000, max_tokens=256, api_bytes=8_000_000)
 
 
 class ExportFolder:
