@@ -166,3 +166,15 @@ def test_probe_shows_the_difference_heatmap(browser, sharp_lab):  # noqa: F811
         page.close()
     finally:
         demo.close()
+
+
+def test_shareable_link_restores_input_and_view(browser, default_app, default_lab):  # noqa: F811
+    page = browser.new_page(viewport={"width": 1400, "height": 1600})
+    page.goto(default_app.rstrip("/") + "/?text=The%20cat%20sat%20on%20the%20mat.&layer=2&head=3")
+    page.wait_for_function("document.querySelector('#single-plot .gtitle') && "
+                           "document.querySelector('#single-plot .gtitle').textContent === 'Layer 2, head 3'",
+                           timeout=30000)
+    assert page.input_value("#text-a textarea") == "The cat sat on the mat."
+    expected = [f"{i} {t}" for i, t in enumerate(default_lab.analyze("The cat sat on the mat.").tokens)]
+    wait_for_labels(page, expected)
+    page.close()

@@ -13,7 +13,7 @@ from ..bert import DEFAULT_SOURCE, ORIGINAL_SOURCE
 from ..lab import Lab, load
 from ..resources import STATIC
 from . import tabs
-from .events import wire
+from .events import URL_OUTPUTS, handler_of, wire
 from .handlers import Handlers
 from .state import LabCache, Limits
 
@@ -49,6 +49,8 @@ def build_demo(lab: Lab | None = None, allowed_models: list[str] | None = None, 
                     elem_classes=["bvl-note"])
         handlers = Handlers(ui, cache, lab, limits)
         wire(ui, handlers)
+        demo.load(handler_of(handlers, "from_url"), [ui.session], [getattr(ui, n) for n in URL_OUTPUTS],
+                  api_name="from_url")
         gr.api(handlers.attention_api, api_name="attention")
     demo.bvl_lab = lab  # for tests and the launcher
     return demo

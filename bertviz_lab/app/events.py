@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
+from .zerogpu import on_gpu
+
 RUN_OUTPUTS = ("session", "message", "picker", "layer", "head", "hv_token", "single_plot", "overview_plot",
                "headview_plot", "aggregates_plot", "summary_plot", "pred_plot", "pred_table", "nsp_md", "notes", "source")
 VIEW_INPUTS = ("layer", "head", "hide", "word", "pair_filter", "hv_token", "session", "source")
@@ -18,6 +20,7 @@ SYNTAX_OUTPUTS = ("session", "syntax_message", "syntax_weights", "syntax_table",
                   "syntax_plot", "syntax_uuas", "syntax_diff", "syntax_sentence")
 PROBE_OUTPUTS = ("session", "probe_message", "probe_plot", "js_plot", "probe_changes", "offsets_plot")
 STATE = ("session",)
+URL_OUTPUTS = RUN_OUTPUTS + ("text", "pair")
 
 
 @dataclass(frozen=True)
@@ -109,15 +112,26 @@ def api_outputs(api_name: str) -> tuple[str, ...]:
     raise KeyError(f"no event with api_name {api_name!r}")
 
 
+# Handlers that run the model (the others re-render cached results): these get a GPU on ZeroGPU.
+MODEL_HANDLERS = {"analyze", "mask", "switch_source", "run_intervention", "run_directional", "run_ablation",
+                  "run_positions", "run_position_controls", "run_directional_set", "run_ablation_set", "run_probe_set",
+                  "run_patching", "run_faithfulness", "run_syntax", "syntax_arcs", "from_url"}
+
+
+def handler_of(handlers: Any, name: str):
+    fn = getattr(handlers, name)
+    return on_gpu(fn) if name in MODEL_HANDLERS else fn
+
+
 def wire(ui: SimpleNamespace, handlers: Any) -> None:
     """Attach every event of EVENTS to its component and handler."""
     for event in EVENTS:
         listener = getattr(getattr(ui, event.trigger), event.kind)(
-            getattr(handlers, event.handler), [getattr(ui, n) for n in event.inputs],
+            handler_of(handlers, event.handler), [getattr(ui, n) for n in event.inputs],
             [getattr(ui, n) for n in event.outputs], api_name=event.api_name, **event.options)
         follow = event.then
         while follow is not None:
-            listener = listener.then(getattr(handlers, follow.handler), [getattr(ui, n) for n in follow.inputs],
+            listener = listener.then(handler_of(handlers, follow.handler), [getattr(ui, n) for n in follow.inputs],
                                      [getattr(ui, n) for n in follow.outputs], api_name=follow.api_name,
                                      **follow.options)
             follow = follow.then

@@ -98,12 +98,27 @@ class Handlers(InterventionHandlers, SyntaxHandlers):
         except (InputError, CheckpointError, DeviceError) as error:
             return {self.ui.message: f"⚠️ {error}"}
         session.analysis, session.source, session.by_source = a, "attention", {}
+        session.options = session.options.clamp(a)
         session.options.head_view_token = None
         message = f"{len(a.tokens)} tokens."
         if a.truncated:
             message = (f"⚠️ The input was {a.n_tokens_before_truncation} tokens long; the model takes at most "
                        f"{len(a.tokens)}, so it was truncated to {len(a.tokens)} tokens.")
         return self.render_all(session, message)
+
+    def from_url(self, session: Session, request: gr.Request) -> Updates:
+        """Shareable links: ``?text=...&pair=...&layer=2&head=5`` restores the input and the view."""
+        params = dict(request.query_params) if request is not None else {}
+        text = params.get("text", "")
+        if not text.strip():
+            return {}
+        try:
+            session.options.layer = whole(params.get("layer", 1), "layer", 1, 1000) - 1
+            session.options.head = whole(params.get("head", 1), "head", 1, 1000) - 1
+        except InputError as error:
+            return {self.ui.message: f"⚠️ {error}"}
+        out = self.analyze(text, params.get("pair", ""), 5, session)
+        return {**out, self.ui.text: text, self.ui.pair: params.get("pair", "")}
 
     def mask(self, text: str, pair: str, top_k: float, chosen: list[int], session: Session) -> Updates:
         try:

@@ -1,0 +1,69 @@
+"""The app launcher behind ``python app.py`` (and a Space's app.py): options, limits, launch.
+
+Every option also reads an environment variable (for a hosted Hugging Face Space):
+BERTVIZ_LAB_MODEL, BERTVIZ_LAB_DEVICE, BERTVIZ_LAB_MODELS (comma-separated models users may
+switch to), BERTVIZ_LAB_ALLOW_ANY_MODEL=1, GRADIO_SERVER_NAME, GRADIO_SERVER_PORT.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from bertviz_lab.app import LIMITS, build_demo, env_list, launch_kwargs, queue_kwargs
+from bertviz_lab.app.state import Limits
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description="bertviz-lab: look inside BERT in the browser")
+    p.add_argument("--model", default=os.environ.get("BERTVIZ_LAB_MODEL", "default"),
+                   help="'default' (embedded MiniLM-L6), a checkpoint folder or a hub id")
+    p.add_argument("--device", default=os.environ.get("BERTVIZ_LAB_DEVICE", "auto"), help="auto, cpu, cuda[:N], mps")
+    p.add_argument("--models", default=",".join(env_list("BERTVIZ_LAB_MODELS")),
+                   help="comma-separated extra models users may switch to")
+    p.add_argument("--allow-any-model", action="store_true",
+                   default=os.environ.get("BERTVIZ_LAB_ALLOW_ANY_MODEL", "") in ("1", "true", "yes"),
+                   help="let users load any hub id or folder")
+    p.add_argument("--host", default=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"))
+    p.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", "7860")))
+    p.add_argument("--share", action="store_true", help="create a public gradio.live link")
+    p.add_argument("--public", action="store_true",
+                   default=os.environ.get("BERTVIZ_LAB_PUBLIC", "1" if os.environ.get("SPACE_ID") else "") in
+                   ("1", "true", "yes"),
+                   help="public mode (on by default on a Hugging Face Space): 256 tokens per request, compact "
+                        "/attention replies up to 8 MB, fewer session states, the model allow-list only")
+    p.add_argument("--no-keep-freed-memory", action="store_true",
+                   help="leave glibc's allocator settings alone (by default the app keeps freed attention buffers "
+                        "for reuse; see BENCHMARKS.md)")
+    return p.parse_args(argv)
+
+
+def main(argv=None) -> None:
+    from tqdm import tqdm
+
+    from bertviz_lab import CheckpointError, DeviceError, load
+
+    args = parse_args(argv)
+    if not args.no_keep_freed_memory:
+        from bertviz_lab.bert.allocator import keep_freed_memory
+
+        keep_freed_memory()  # process-wide, so only the app (a process of its own) opts in
+    with tqdm(total=1, desc=f"loading model {args.model}", unit="model") as bar:
+        try:
+            lab = load(args.model, device=args.device)
+        except (CheckpointError, DeviceError) as error:
+            sys.exit(f"error: {error}")
+        bar.update(1)
+    print(f"model: {lab.name} on {lab.device}")
+    models = [m for m in args.models.split(",") if m.strip()]
+    limits = Limits.public() if args.public else LIMITS
+    if args.public and args.allow_any_model:
+        print("public mode: --allow-any-model ignored; users choose from --models only", file=sys.stderr)
+    demo = build_demo(lab, allowed_models=models, allow_any_model=args.allow_any_model and not args.public,
+                      limits=limits)
+    demo.queue(**queue_kwargs(limits)).launch(server_name=args.host, server_port=args.port, share=args.share,
+                                                   **launch_kwargs(limits))
+
+
+if __name__ == "__main__":
+    main()
