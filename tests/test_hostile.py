@@ -230,3 +230,19 @@ def test_public_mode_limits_tokens_and_reply_size(tiny_lab):
         np.testing.assert_allclose(weights, tiny_lab.analyze(text).attention, atol=1e-3)
     finally:
         demo.close()
+
+
+def test_every_bad_input_class_gets_a_message(tiny_app):
+    """The table in tests/hostile_inputs.py, through gradio_client: a message, never a bare error."""
+    from hostile_inputs import BAD_INPUTS
+
+    client = gradio_client.Client(tiny_app, verbose=False)
+    for api, args, word in BAD_INPUTS:
+        try:
+            out = client.predict(*args, api_name=f"/{api}")
+        except Exception as error:  # raised errors must carry the message (gr.Error or Gradio's own)
+            text = str(error)
+        else:
+            text = " ".join(str(v) for v in (out if isinstance(out, (list, tuple)) else [out]))
+        assert word.lower() in text.lower(), (api, args, text[:300])
+        assert "upstream Gradio app has raised an exception" not in text

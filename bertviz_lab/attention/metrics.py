@@ -38,17 +38,17 @@ def batch_head_statistics(attention: torch.Tensor, token_lists: Sequence[Sequenc
     b, _, _, t, _ = attention.shape
     lengths = torch.tensor([len(tokens) for tokens in token_lists])
     real = torch.arange(t)[None, :] < lengths[:, None]  # (batch, query)
-    key_mask = {name: torch.zeros((b, t), dtype=torch.float64) for name in ("[CLS]", "[SEP]", "punct")}
+    key_mask = {name: torch.zeros((b, t), dtype=torch.float32) for name in ("[CLS]", "[SEP]", "punct")}
     for row, tokens in enumerate(token_lists):
         for pos, tok in enumerate(tokens):
             if tok in ("[CLS]", "[SEP]"):
                 key_mask[tok][row, pos] = 1.0
             elif is_punctuation(tok):
                 key_mask["punct"][row, pos] = 1.0
-    a = attention.double()
+    a = attention.float()  # float32: the statistics are means of at most 512 values per row
 
     def mean_over(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        mask = mask[:, None, None, :].double()  # (batch, 1, 1, query)
+        mask = mask[:, None, None, :].float()  # (batch, 1, 1, query)
         return (values * mask).sum(-1) / mask.sum(-1).clamp(min=1)
 
     entropy = -(a * torch.log(a.clamp(min=1e-12))).sum(-1)  # (batch, layers, heads, query)

@@ -84,7 +84,7 @@ def overview_png(attention: np.ndarray, tile: int = 48, gap: int = 2) -> tuple[b
             y, x = layer * (t + gap), head * (t + gap)
             canvas[y:y + t, x:x + t] = rgb[layer, head]
     buffer = io.BytesIO()
-    Image.fromarray(canvas).save(buffer, format="PNG", optimize=False, compress_level=6)
+    Image.fromarray(canvas).save(buffer, format="PNG", optimize=False, compress_level=1)  # speed over bytes
     return buffer.getvalue(), width, height
 
 

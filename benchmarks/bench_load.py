@@ -1,0 +1,189 @@
+"""The app under load and faults (issue 13), the server in its own process in public mode:
+
+1. 16 gradio_client clients running the Run action (/analyze) at 128 tokens for 60 s: errors,
+   throughput, p50/p95 (target: 0 errors, p95 <= 2 s on this 2-core CPU);
+2. a soak of 2,000 requests mixing good /attention calls (each reply checked against its own
+   request: cross-talk) with every bad-input class of tests/hostile_inputs.py: unhandled errors,
+   memory after the soak vs after warm-up (target: 0 unhandled, growth <= 10%), largest reply;
+3. kill -9 in the middle of a request, restart, and a request that works.
+
+    python benchmarks/bench_load.py [--seconds 60] [--requests 2000]
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from gradio_client import Client
+
+from bertviz_lab import load
+
+ROOT = Path(__file__).resolve().parent.parent
+WORDS = "the cat dog sat ran on under a red big small mat park house tree near quickly slowly".split()
+
+
+def bad_inputs() -> list:
+    spec = importlib.util.spec_from_file_location("hostile_inputs", ROOT / "tests" / "hostile_inputs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.BAD_INPUTS
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start(port: int) -> subprocess.Popen:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "GRADIO_ANALYTICS_ENABLED": "False"}
+    server = subprocess.Popen([sys.executable, str(ROOT / "app.py"), "--public", "--port", str(port)], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        try:
+            return server if Client(f"http://127.0.0.1:{port}/", verbose=False) else server
+        except Exception:
+            time.sleep(0.5)
+    raise RuntimeError("the server did not start")
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def percentile(values: list[float], q: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(q * len(values)))]
+
+
+def load_test(url: str, clients: int, seconds: float) -> None:
+    text = " ".join(["word"] * 126)
+    times, errors, stop = [], [], time.time() + seconds
+
+    def worker():
+        client = Client(url, verbose=False)
+        while time.time() < stop:
+            start = time.perf_counter()
+            try:
+                out = client.predict(text, "", 5, api_name="/analyze")
+                if out[0] != "128 tokens.":
+                    errors.append(out[0])
+            except Exception as error:
+                errors.append(str(error)[:100])
+            times.append(time.perf_counter() - start)
+
+    threads = [threading.Thread(target=worker) for _ in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    print(f"{clients} clients x {seconds:.0f} s at 128 tokens: {len(times)} Runs, {len(times) / seconds:.1f}/s, "
+          f"errors {len(errors)}, p50 {statistics.median(times):.2f} s, p95 {percentile(times, 0.95):.2f} s")
+
+
+def soak(url: str, total: int, tokenizer) -> tuple[int, int, int]:
+    bad = bad_inputs()
+    rng = random.Random(0)
+    jobs = []
+    for i in range(total):
+        if i % 3 == 0:
+            jobs.append(("bad", bad[i // 3 % len(bad)]))
+        else:
+            jobs.append(("good", " ".join(rng.choices(WORDS, k=rng.randint(3, 40))) + f" {i}"))
+    unhandled, crosstalk, largest = [], [], [0]
+    lock = threading.Lock()
+
+    def worker(part):
+        client = Client(url, verbose=False)
+        for kind, job in part:
+            if kind == "good":
+                out = client.predict(job, "", 5, api_name="/attention")
+                largest[0] = max(largest[0], len(json.dumps(out)))
+                if out["tokens"] != tokenizer.encode(job).tokens:
+                    with lock:
+                        crosstalk.append(job)
+                continue
+            api, args, word = job
+            try:
+                out = client.predict(*args, api_name=f"/{api}")
+                text = " ".join(str(v) for v in (out if isinstance(out, (list, tuple)) else [out]))
+            except Exception as error:
+                text = str(error)
+            if word.lower() not in text.lower():
+                with lock:
+                    unhandled.append((api, text[:100]))
+
+    threads = [threading.Thread(target=worker, args=(jobs[k::8],)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return len(unhandled), len(crosstalk), largest[0]
+
+
+def kill_and_restart(port: int) -> None:
+    server = start(port)
+    url = f"http://127.0.0.1:{port}/"
+    client = Client(url, verbose=False)
+    worker = threading.Thread(target=lambda: _ignore(lambda: client.predict("sample", None, False, False,
+                                                                             api_name="/syntax_probe")))
+    worker.start()
+    time.sleep(1.0)
+    server.kill()  # SIGKILL mid-request
+    server.wait()
+    worker.join(timeout=30)
+    server = start(port)
+    try:
+        out = Client(url, verbose=False).predict("The cat sat on the mat.", "", 5, api_name="/attention")
+        print(f"kill -9 mid-request, restart: the next request works ({len(out['tokens'])} tokens)")
+    finally:
+        server.kill()
+        server.wait()
+
+
+def _ignore(fn):
+    try:
+        fn()
+    except Exception:
+        pass
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seconds", type=float, default=60)
+    parser.add_argument("--requests", type=int, default=2000)
+    args = parser.parse_args()
+    tokenizer = load("default", device="cpu")
+    port = free_port()
+    server = start(port)
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        load_test(url, 16, args.seconds)
+        warm = rss_mb(server.pid)
+        unhandled, crosstalk, largest = soak(url, args.requests, tokenizer)
+        after = rss_mb(server.pid)
+        print(f"soak of {args.requests} requests (1 in 3 bad, {len(bad_inputs())} bad-input classes): unhandled "
+              f"{unhandled}, cross-talk {crosstalk}, largest reply {largest / 1e6:.2f} MB, server RSS after "
+              f"warm-up {warm:.0f} MB, after the soak {after:.0f} MB ({100 * (after / warm - 1):+.1f}%)")
+    finally:
+        server.kill()
+        server.wait()
+    kill_and_restart(free_port())
+
+
+if __name__ == "__main__":
+    main()
