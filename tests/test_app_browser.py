@@ -178,3 +178,14 @@ def test_shareable_link_restores_input_and_view(browser, default_app, default_la
     expected = [f"{i} {t}" for i, t in enumerate(default_lab.analyze("The cat sat on the mat.").tokens)]
     wait_for_labels(page, expected)
     page.close()
+
+
+def test_page_opens_and_controls_work_before_any_run_without_errors(browser, tiny_app):  # noqa: F811
+    """No error toast on page load (the shareable-link handler runs then) nor when a slider, the
+    attention source or a syntax relation is moved before anything was analysed."""
+    page = open_app(browser, tiny_app)
+    set_slider(page, "layer", 2)
+    page.locator("#source label", has_text="norm ||").first.click()
+    page.wait_for_timeout(1500)  # give any error toast the time to appear
+    assert page.locator(".toast-body").count() == 0, page.locator(".toast-body").all_inner_texts()
+    page.close()

@@ -111,7 +111,7 @@ class Handlers(InterventionHandlers, SyntaxHandlers):
         params = dict(request.query_params) if request is not None else {}
         text = params.get("text", "")
         if not text.strip():
-            return {}
+            return {self.ui.message: gr.skip()}  # an empty dict would read as one output value
         try:
             session.options.layer = whole(params.get("layer", 1), "layer", 1, 1000) - 1
             session.options.head = whole(params.get("head", 1), "head", 1, 1000) - 1
@@ -133,7 +133,7 @@ class Handlers(InterventionHandlers, SyntaxHandlers):
                  session: Session, source: str = "attention") -> Updates:
         ui = self.ui
         if session.analysis is None:
-            return {}
+            return {ui.notes: gr.skip()}
         session.source = source if source in SOURCES else "attention"
         a, layers = self.shown(session)
         o = session.options
@@ -174,7 +174,7 @@ class Handlers(InterventionHandlers, SyntaxHandlers):
         try:
             layer, head = (int(v) for v in str(value).split(",")[:2])
         except ValueError:
-            return {}
+            return {self.ui.layer: gr.skip()}
         return {self.ui.layer: layer + 1, self.ui.head: head + 1, self.ui.tabs: gr.Tabs(selected="single")}
 
     def switch_model(self, source: str, device_name: str, session: Session, progress=gr.Progress()) -> Updates:

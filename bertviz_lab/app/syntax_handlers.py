@@ -103,7 +103,7 @@ class SyntaxHandlers:
     def syntax_relation_view(self, relation: str, direction: str, session: Session) -> dict:
         ui = self.ui
         if session.syntax is None or not relation:
-            return {}
+            return {ui.syntax_message: gr.skip()}
         try:
             figure = syntax_views.relation_heatmap(session.syntax.summary, relation, direction)
         except KeyError as error:
