@@ -3,6 +3,7 @@
 the event table use."""
 from __future__ import annotations
 
+import os
 from types import SimpleNamespace
 
 import gradio as gr
@@ -30,7 +31,7 @@ def build_header(ui: SimpleNamespace, lab: Lab, allowed: list[str], session_ttl:
     gr.Markdown("# bertviz-lab\nType a sentence (or a pair), press **Run**, and explore every layer and head "
                 "of BERT's attention and its masked-word predictions.")
     ui.status = gr.Markdown(status_line(lab), elem_id="status")
-    gr.DuplicateButton("Duplicate this Space", size="sm")  # shown only on a Hugging Face Space
+    gr.DuplicateButton("Duplicate this Space", size="sm", visible=bool(os.environ.get("SPACE_ID")))  # Spaces only
     devices = available_devices()
     with gr.Accordion("Model and device", open=False):
         with gr.Row():
