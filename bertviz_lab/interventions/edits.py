@@ -63,21 +63,26 @@ def hidden_keys_bias(n: int, positions: Sequence[int]) -> torch.Tensor:
     return bias
 
 
+def replacement_context(reference: torch.Tensor, n_positions: int) -> torch.Tensor:
+    """The head outputs that replace a layer's real ones, (heads, positions, d_head): a mean output
+    (heads, d_head) at every position, or another input's outputs (heads, positions', d_head), position
+    i taking that input's position i mod its length."""
+    if reference.dim() == 2:
+        return reference[:, None, :].expand(-1, n_positions, -1)
+    return reference[:, torch.arange(n_positions) % reference.shape[1]]
+
+
 def ablate_heads_edit(heads_of_layer: Sequence[int], reference: torch.Tensor | None = None) -> Edit:
     """Replace the per-head context of the given heads (their contribution to the output): by zero,
-    by ``reference`` (heads, d_head) — a mean output — or (heads, positions, d_head) — another input's
-    output, position i taking the reference's position i mod its length."""
+    or by ``reference`` (see ``replacement_context``)."""
     heads = list(heads_of_layer)
 
     def edit(context: torch.Tensor, _name: str) -> torch.Tensor:  # (batch, heads, query, d_head)
         context = context.clone()
         if reference is None:
             context[:, heads] = 0
-        elif reference.dim() == 2:
-            context[:, heads] = reference[heads][:, None, :].to(context)
         else:
-            rows = torch.arange(context.shape[2]) % reference.shape[1]
-            context[:, heads] = reference[heads][:, rows].to(context)
+            context[:, heads] = replacement_context(reference, context.shape[2])[heads].to(context)
         return context
 
     return edit
@@ -101,10 +106,7 @@ def batched_ablation_edits(n_layers: int, n_heads: int, rows: Sequence[tuple[int
             kept = context * scale.to(context.dtype)  # (batch, heads, query, d_head)
             if other is None:
                 return kept
-            if other.dim() == 2:  # (heads, d_head): the same vector at every position
-                replacement = other[None, :, None, :]
-            else:  # (heads, positions, d_head)
-                replacement = other[None][:, :, torch.arange(context.shape[2]) % other.shape[1]]
+            replacement = replacement_context(other, context.shape[2])[None]  # (1, heads, query, d_head)
             return kept + (1 - scale.to(context.dtype)) * replacement.to(context.dtype)
 
         edits[layer_hook(layer, "context")] = edit

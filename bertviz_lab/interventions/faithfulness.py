@@ -24,6 +24,7 @@ from ..bert.norms import NORM_CAPTURES, layer_source_from_cache
 from ..lab import Encoded, InputError, Lab
 from ..mlm.evaluate import masked_items
 from ..naming import SPECIAL_TOKENS
+from .sets import mean_interval
 
 RANKINGS = ("attention (last layer)", "attention (all layers)", "rollout", "flow", "norm (last layer)",
             "norm-residual (last layer)", "random")
@@ -40,7 +41,6 @@ class FaithfulnessResult:
         return self.drops.mean(-1)
 
     def table(self, resamples: int = 1000, seed: int = 0) -> list[dict]:
-        rng = np.random.default_rng(seed)
         rows = []
         for s, name in enumerate(self.sources):
             values = self.aopc[:, s]
@@ -49,10 +49,10 @@ class FaithfulnessResult:
                 rows.append({"source": name, "aopc": float("nan"), "ci_low": float("nan"), "ci_high": float("nan"),
                              "n": 0, "drop_by_k": []})
                 continue
-            draws = rng.choice(values, size=(resamples, len(values))).mean(1) if resamples else values[None]
-            low, high = np.percentile(draws, [2.5, 97.5])
-            rows.append({"source": name, "aopc": float(values.mean()), "ci_low": float(low), "ci_high": float(high),
-                         "n": int(len(values)), "drop_by_k": np.nanmean(self.drops[:, s], 0).round(4).tolist()})
+            effect = mean_interval(values, resamples, seed)
+            rows.append({"source": name, "aopc": float(effect.mean), "ci_low": float(effect.ci_low),
+                         "ci_high": float(effect.ci_high), "n": effect.n,
+                         "drop_by_k": np.nanmean(self.drops[:, s], 0).round(4).tolist()})
         return rows
 
 

@@ -30,6 +30,8 @@ def mean_interval(values: np.ndarray, resamples: int = 1000, seed: int = 0) -> E
     n = len(values)
     if not n:
         raise InputError("no sentence to average over")
+    if not resamples:  # no interval asked for: it collapses onto the mean
+        return Effect(values.mean(0), values.mean(0), values.mean(0), n)
     draws = values[np.random.default_rng(seed).integers(0, n, size=(resamples, n))].mean(1)
     low, high = np.percentile(draws, [2.5, 97.5], axis=0)
     return Effect(values.mean(0), low, high, n)
