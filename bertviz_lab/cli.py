@@ -388,6 +388,7 @@ def add_eval(sub: argparse._SubParsersAction) -> None:
 
 
 def run_eval(args: argparse.Namespace) -> int:
+    from .interventions.sets import sentence_lines
     from .mlm.evaluate import evaluate
 
     if not args.text_file.is_file():
@@ -395,11 +396,7 @@ def run_eval(args: argparse.Namespace) -> int:
     lab = lab_from_args(args)
     if not lab.model.has_mlm_head:
         raise InputError(f"model {args.model!r} has no MLM head; eval-mlm needs one")
-    try:
-        lines = args.text_file.read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError as error:
-        raise InputError(f"{args.text_file} is not UTF-8 text (byte {error.start}); eval-mlm reads one sentence "
-                         "per line") from None
+    lines = sentence_lines(args.text_file)
     scores = evaluate(lab, lines, seed=args.seed, max_sentences=args.max_sentences, batch_size=args.batch_size,
                       progress=sys.stderr.isatty())
     if not scores["n"]:
@@ -497,13 +494,11 @@ def run_faithfulness(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from .interventions.faithfulness import faithfulness
+    from .interventions.sets import sentence_lines
     from .resources import DEFAULT_MLM_HEAD
 
     path = args.text_file or DEFAULT_MLM_HEAD / "heldout.txt"
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError as error:
-        raise InputError(f"{path} is not UTF-8 text (byte {error.start})") from None
+    lines = sentence_lines(path)
     lab = lab_from_args(args)
     with tqdm(total=min(len(lines), args.max_sentences), desc="faithfulness", unit="sent") as bar:
         result = faithfulness(lab, lines, k_max=args.k, seed=args.seed, max_sentences=args.max_sentences,

@@ -65,7 +65,7 @@ def launch_kwargs(limits: Limits = LIMITS) -> dict[str, Any]:
     """Styling plus the server's limits: session states kept, upload size, readable error messages."""
     head = f"<script>{(STATIC / 'figure_tools.js').read_text()}</script>"
     return {"css": CSS, "head": head, "theme": gr.themes.Soft(), "state_session_capacity": limits.sessions,
-            "max_file_size": limits.upload, "show_error": True}
+            "max_file_size": limits.upload_bytes, "show_error": True}
 
 
 def env_list(name: str) -> list[str]:

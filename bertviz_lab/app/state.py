@@ -59,8 +59,7 @@ class Limits:
 
     sessions: int = 32  # sessions whose state is kept (least recently used dropped first): <= 32 x 75 MB at 512 tokens
     session_ttl: float = 3600  # seconds a session's state lives after its last use
-    upload: str = "2mb"  # largest upload Gradio accepts (it rejects larger ones before they land)
-    upload_bytes: int = 2_000_000
+    upload_bytes: int = 2_000_000  # largest upload Gradio accepts (it rejects larger ones before they land)
     queue: int = 64  # events waiting; more get "busy, try again"
     syntax_words: int = 10_000  # words one treebank request may score in the app (the CLI has no limit)
     export_age: float = 120  # seconds an export file stays in our temp folder (Gradio keeps its own copy)
