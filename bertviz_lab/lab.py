@@ -6,6 +6,7 @@ the browser is exactly what the API returns.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -32,6 +33,15 @@ class InputTooLong(InputError):
 
 
 MAX_TEXT_CHARACTERS = 100_000
+
+
+TYPED_MASK = re.compile(r"\[mask\]", re.IGNORECASE)
+
+
+def typed_masks(text: str) -> str:
+    """``[mask]`` in any case is BERT's mask token: an uncased tokenizer would split a lower-case one
+    into '[', 'mask', ']' (same length, so character offsets stay valid)."""
+    return TYPED_MASK.sub("[MASK]", text)
 
 
 def checked_text(value: object, what: str) -> str:
@@ -186,8 +196,8 @@ class Lab:
     def encode(self, text: str, pair: str | None = None, truncate: bool = False) -> Encoded:
         if text is None or not str(text).strip():
             raise InputError("the text is empty: type a sentence to analyse")
-        text = checked_text(text, "the text")
-        pair = checked_text(pair, "sentence B") if pair is not None and str(pair).strip() else None
+        text = typed_masks(checked_text(text, "the text"))
+        pair = typed_masks(checked_text(pair, "sentence B")) if pair is not None and str(pair).strip() else None
         enc = self.tokenizer.encode(text, pair) if pair is not None else self.tokenizer.encode(text)
         n = len(enc.ids)
         if n > self.max_tokens:

@@ -4,10 +4,12 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import gradio as gr
+import plotly
 
 from ..bert import DEFAULT_SOURCE, ORIGINAL_SOURCE
 from ..lab import Lab, load
@@ -18,13 +20,29 @@ from .handlers import Handlers
 from .state import LabCache, Limits
 
 CSS = """
-#status {font-size: 0.9em; color: #444}
+#header {align-items: center}
+#title h2 {margin: 0; font-size: 1.25em}
+#status {font-size: 0.85em; color: #444}
+#status p {margin: 0}
 #message p {margin: 0.2em 0}
 .bvl-note {color: #555; font-size: 0.9em}
+.bvl-caption {min-height: 1.2em; padding: 0 8px}
+.bvl-headview {font-family: DejaVu Sans, Arial, sans-serif}
+.bvl-hv-bar {display: flex; flex-wrap: wrap; gap: 4px; align-items: center; margin: 4px 0}
+.bvl-hv-head {width: 26px; height: 22px; border: 2px solid; border-radius: 4px; font-size: 11px; cursor: pointer}
+.bvl-hv-head.on {color: white; font-weight: bold}
+.bvl-hv-set {border: 1px solid #bbb; border-radius: 4px; padding: 0 6px; font-size: 12px; cursor: pointer}
+.bvl-hv-range input {width: 5em}
+.bvl-hv-note {color: #555; font-size: 0.85em; margin-bottom: 4px}
+.bvl-hv-body {position: relative; margin: 0 auto}
+.bvl-hv-token {white-space: nowrap; overflow: hidden; text-overflow: ellipsis; cursor: pointer; color: #111}
+.bvl-hv-token:hover, .bvl-hv-token.focus {background: #e8eef8; font-weight: bold}
 """
 
 
 LIMITS = Limits()
+PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"  # the plotly.js the Python package ships
+gr.set_static_paths([str(PLOTLY_JS)])
 
 
 def build_demo(lab: Lab | None = None, allowed_models: list[str] | None = None, allow_any_model: bool = False,
@@ -38,9 +56,13 @@ def build_demo(lab: Lab | None = None, allowed_models: list[str] | None = None, 
     # Gradio's own copies of uploads and exports are deleted after an hour (checked every 10 minutes).
     with gr.Blocks(title="bertviz-lab", fill_width=True, delete_cache=(600, 3600)) as demo:
         tabs.build_header(ui, lab, cache.allowed, limits.session_ttl)
-        tabs.build_inputs(ui, lab)
-        with gr.Tabs(selected="single") as ui.tabs:
-            tabs.build_view_tabs(ui)
+        with gr.Row(equal_height=False):
+            with gr.Column(scale=2, min_width=340, elem_id="controls"):
+                tabs.build_inputs(ui, lab, cache.allowed)
+            with gr.Column(scale=3, min_width=480, elem_id="views"):
+                with gr.Tabs(selected="single") as ui.tabs:
+                    tabs.build_view_tabs(ui)
+        with gr.Tabs(selected="probes", elem_id="work-tabs") as ui.work_tabs:  # longer work, full width
             tabs.build_interventions_tab(ui, lab)
             tabs.build_syntax_tab(ui)
             tabs.build_export_tab(ui)
@@ -63,7 +85,8 @@ def queue_kwargs(limits: Limits = LIMITS) -> dict[str, Any]:
 
 def launch_kwargs(limits: Limits = LIMITS) -> dict[str, Any]:
     """Styling plus the server's limits: session states kept, upload size, readable error messages."""
-    head = f"<script>{(STATIC / 'figure_tools.js').read_text()}</script>"
+    head = "".join(f"<script>{(STATIC / name).read_text()}</script>" for name in ("figure_tools.js", "views.js"))
+    head += f'<script src="gradio_api/file={PLOTLY_JS}" defer></script>'  # views.js draws with it
     return {"css": CSS, "head": head, "theme": gr.themes.Soft(), "state_session_capacity": limits.sessions,
             "max_file_size": limits.upload_bytes, "show_error": True}
 

@@ -9,49 +9,70 @@ from typing import Any
 
 from .zerogpu import on_gpu
 
-RUN_OUTPUTS = ("session", "message", "picker", "layer", "head", "hv_token", "single_plot", "overview_plot",
-               "headview_plot", "aggregates_plot", "summary_plot", "pred_plot", "pred_table", "nsp_md", "notes", "source")
-VIEW_INPUTS = ("layer", "head", "hide", "word", "pair_filter", "hv_token", "session", "source")
-VIEW_OUTPUTS = ("session", "single_plot", "headview_plot", "aggregates_plot", "notes", "probe_plot", "offsets_plot")
-TOGGLE_INPUTS = ("layer", "head", "hide", "word", "pair_filter", "session", "source")
-SOURCE_OUTPUTS = ("session", "single_plot", "overview_plot", "headview_plot", "aggregates_plot", "summary_plot",
-                  "notes", "hv_token")
+SERVER_PLOTS = ("overview_plot", "aggregates_plot", "summary_plot", "pred_plot", "probe_plot", "offsets_plot")
+RUN_INPUTS = ("text", "pair", "top_k", "session", "layer", "head", "hide", "word", "pair_filter")
+RUN_OUTPUTS = ("session", "message", "payload", "picker", "layer", "head", "pred_table", "nsp_md", "notes",
+               "source") + SERVER_PLOTS
+CONTROLS = ("layer", "head", "hide", "word", "pair_filter", "session", "source")
+TAB_OUTPUTS = ("session", "notes") + SERVER_PLOTS
+TOGGLE_OUTPUTS = ("session", "payload", "notes") + SERVER_PLOTS
 SYNTAX_OUTPUTS = ("session", "syntax_message", "syntax_weights", "syntax_table", "syntax_bars", "syntax_relation",
                   "syntax_plot", "syntax_uuas", "syntax_diff", "syntax_sentence")
 PROBE_OUTPUTS = ("session", "probe_message", "probe_plot", "js_plot", "probe_changes", "offsets_plot")
 STATE = ("session",)
 URL_OUTPUTS = RUN_OUTPUTS + ("text", "pair")
+MODEL_OUTPUTS = ("session", "message", "status", "weights_note", "payload", "picker", "pred_table") + SERVER_PLOTS
+
+
+@dataclass(frozen=True)
+class ClientEvent:
+    """An event the page handles by itself (static/views.js): no server round trip, so no api_name;
+    the server-side equivalent is ``sync_view`` / the ``payload`` every Run returns."""
+
+    trigger: str
+    kind: str
+    inputs: tuple[str, ...]
+    js: str
+
+
+SELECT_JS = "(layer, head) => window.bvl ? window.bvl.select(layer - 1, head - 1) : []"
+CLIENT_EVENTS = (
+    ClientEvent("layer", "input", ("layer", "head"), SELECT_JS),
+    ClientEvent("head", "input", ("layer", "head"), SELECT_JS),
+    ClientEvent("pair_filter", "input", ("pair_filter",), "(value) => window.bvl ? window.bvl.filter(value) : []"),
+    ClientEvent("payload", "change", ("payload",), "(p) => window.bvl ? window.bvl.load(p) : []"),
+)
 
 
 @dataclass(frozen=True)
 class Event:
     trigger: str  # component name on ``ui``
-    kind: str  # click, submit, input, change
+    kind: str  # click, submit, input, change, or a path such as load_input_event.then
     handler: str  # method name on Handlers
     inputs: tuple[str, ...]
     outputs: tuple[str, ...]
     api_name: str
     options: dict[str, Any] = field(default_factory=dict)
-    then: Event | None = None  # a follow-up event chained with .then()
+    client_then: ClientEvent | None = None  # the page's follow-up once the server answered
 
 
 FAST = {"show_progress": "hidden", "trigger_mode": "always_last"}
 ONE_TREEBANK_AT_A_TIME = {"concurrency_id": "syntax", "concurrency_limit": 1}  # corpus-sized work, one at a time
 EVENTS = (
-    Event("run_btn", "click", "analyze", ("text", "pair", "top_k", "session"), RUN_OUTPUTS, "analyze"),
-    Event("text", "submit", "analyze", ("text", "pair", "top_k", "session"), RUN_OUTPUTS, "analyze_submit"),
-    Event("mask_btn", "click", "mask", ("text", "pair", "top_k", "picker", "session"), RUN_OUTPUTS, "mask_tokens"),
-    Event("layer", "input", "rerender", VIEW_INPUTS, VIEW_OUTPUTS, "set_layer", FAST),
-    Event("head", "input", "rerender", VIEW_INPUTS, VIEW_OUTPUTS, "set_head", FAST),
-    Event("hv_token", "input", "rerender", VIEW_INPUTS, VIEW_OUTPUTS, "head_view_token"),
-    Event("hide", "input", "toggles", TOGGLE_INPUTS, VIEW_OUTPUTS + ("hv_token",), "hide_special"),
-    Event("word", "input", "toggles", TOGGLE_INPUTS, VIEW_OUTPUTS + ("hv_token",), "word_level"),
-    Event("pair_filter", "input", "toggles", TOGGLE_INPUTS, VIEW_OUTPUTS + ("hv_token",), "pair_filter"),
-    Event("source", "input", "switch_source", TOGGLE_INPUTS, SOURCE_OUTPUTS, "attention_source"),
-    Event("overview_pick", "change", "pick", ("overview_pick", "session"), ("layer", "head", "tabs"), "pick_head",
-          then=Event("", "then", "rerender", VIEW_INPUTS, VIEW_OUTPUTS, "pick_head_render")),
-    Event("load_btn", "click", "switch_model", ("model_box", "device_box", "session"),
-          ("session", "message", "status"), "load_model"),
+    Event("run_btn", "click", "analyze", RUN_INPUTS, RUN_OUTPUTS, "analyze"),
+    Event("text", "submit", "analyze", RUN_INPUTS, RUN_OUTPUTS, "analyze_submit"),
+    Event("examples", "load_input_event.then", "analyze", RUN_INPUTS, RUN_OUTPUTS, "analyze_example"),
+    Event("mask_btn", "click", "mask", ("text", "pair", "top_k", "picker", "session", "layer", "head", "hide", "word",
+                                        "pair_filter"), RUN_OUTPUTS, "mask_tokens"),
+    Event("sync_btn", "click", "sync_view", CONTROLS + ("view_tab",), TAB_OUTPUTS, "sync_view", FAST),
+    Event("tabs", "select", "select_tab", CONTROLS, TAB_OUTPUTS, "select_tab"),
+    Event("work_tabs", "select", "select_tab", CONTROLS, TAB_OUTPUTS, "select_work_tab"),
+    Event("hide", "input", "toggles", CONTROLS, TOGGLE_OUTPUTS, "hide_special"),
+    Event("word", "input", "toggles", CONTROLS, TOGGLE_OUTPUTS, "word_level"),
+    Event("source", "input", "switch_source", CONTROLS, TOGGLE_OUTPUTS, "attention_source"),
+    Event("overview_pick", "change", "pick", ("overview_pick", "session"), ("layer", "head", "tabs", "session"),
+          "pick_head", client_then=ClientEvent("", "", ("layer", "head"), SELECT_JS)),
+    Event("load_btn", "click", "switch_model", ("model_box", "device_box", "session"), MODEL_OUTPUTS, "load_model"),
     Event("csv_btn", "click", "export_csv", STATE, ("export_file", "message"), "export_csv"),
     Event("npz_btn", "click", "export_npz", STATE, ("export_file", "message"), "export_npz"),
     Event("probe_btn", "click", "run_intervention", ("text", "pair", "top_k", "probe_kind", "picker", "probe_heads",
@@ -95,18 +116,9 @@ EVENTS = (
 )
 
 
-def all_events() -> list[Event]:
-    out = []
-    for event in EVENTS:
-        while event is not None:
-            out.append(event)
-            event = event.then
-    return out
-
-
 def api_outputs(api_name: str) -> tuple[str, ...]:
     """Names of the values an API client gets back from ``api_name`` (state is never returned)."""
-    for event in all_events():
+    for event in EVENTS:
         if event.api_name == api_name:
             return tuple(name for name in event.outputs if name not in STATE)
     raise KeyError(f"no event with api_name {api_name!r}")
@@ -115,7 +127,8 @@ def api_outputs(api_name: str) -> tuple[str, ...]:
 # Handlers that run the model (the others re-render cached results): these get a GPU on ZeroGPU.
 MODEL_HANDLERS = {"analyze", "mask", "switch_source", "run_intervention", "run_directional", "run_ablation",
                   "run_positions", "run_position_controls", "run_directional_set", "run_ablation_set", "run_probe_set",
-                  "run_patching", "run_faithfulness", "run_syntax", "syntax_arcs", "from_url"}
+                  "run_patching", "run_faithfulness", "run_syntax", "syntax_arcs", "from_url", "toggles", "sync_view",
+                  "select_tab"}
 
 
 def handler_of(handlers: Any, name: str):
@@ -123,15 +136,21 @@ def handler_of(handlers: Any, name: str):
     return on_gpu(fn) if name in MODEL_HANDLERS else fn
 
 
+def listener(ui: SimpleNamespace, trigger: str, kind: str):
+    """The event method, e.g. ``ui.run_btn.click`` or ``ui.examples.load_input_event.then``."""
+    target = getattr(ui, trigger)
+    for part in kind.split("."):
+        target = getattr(target, part)
+    return target
+
+
 def wire(ui: SimpleNamespace, handlers: Any) -> None:
-    """Attach every event of EVENTS to its component and handler."""
+    """Attach every event of EVENTS to its component and handler, and CLIENT_EVENTS to the page's JS."""
     for event in EVENTS:
-        listener = getattr(getattr(ui, event.trigger), event.kind)(
+        dependency = listener(ui, event.trigger, event.kind)(
             handler_of(handlers, event.handler), [getattr(ui, n) for n in event.inputs],
             [getattr(ui, n) for n in event.outputs], api_name=event.api_name, **event.options)
-        follow = event.then
-        while follow is not None:
-            listener = listener.then(handler_of(handlers, follow.handler), [getattr(ui, n) for n in follow.inputs],
-                                     [getattr(ui, n) for n in follow.outputs], api_name=follow.api_name,
-                                     **follow.options)
-            follow = follow.then
+        if event.client_then is not None:
+            dependency.then(None, [getattr(ui, n) for n in event.client_then.inputs], None, js=event.client_then.js)
+    for client in CLIENT_EVENTS:
+        listener(ui, client.trigger, client.kind)(None, [getattr(ui, n) for n in client.inputs], None, js=client.js)

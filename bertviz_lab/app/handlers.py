@@ -15,11 +15,14 @@ from ..bert.norms import SOURCE_NOTES, SOURCES
 from ..export import CSV_MAX_ROWS, csv_rows, export_csv, export_npz
 from ..figures import analysis as views
 from ..figures import interventions as intervention_views
+from ..figures.base import empty_figure
+from ..figures.payload import view_payload
 from ..lab import InputError, Lab
 from ..sources import layer_matrices, with_source
 from .intervention_handlers import InterventionHandlers
-from .state import ExportFolder, LabCache, Limits, Session, plot, status_line
+from .state import ExportFolder, LabCache, Limits, Session, plot, status_line, weights_note
 from .syntax_handlers import SyntaxHandlers
+from .tabs import EXAMPLES, SERVER_PLOTS, SERVER_TABS, TABS, WORK_TABS
 from .validation import positions, whole
 
 Updates = dict[Any, Any]
@@ -40,10 +43,6 @@ def compact_reply(result, limit: int | None) -> dict[str, Any]:
     reply = result.to_json(attention=False)
     reply["attention_f16"] = {"dtype": "float16", "shape": list(result.attention.shape), "base64": packed}
     return reply
-
-
-def notes_text(notes: list[str]) -> str:
-    return "\n".join(f"- {n}" for n in notes)
 
 
 class Handlers(InterventionHandlers, SyntaxHandlers):
@@ -67,115 +66,170 @@ class Handlers(InterventionHandlers, SyntaxHandlers):
                                                  layer_matrices(lab, session.analysis, session.source))
         return session.by_source[session.source]
 
-    def view_notes(self, session: Session, notes: list[str]) -> str:
-        extra = [] if session.source == "attention" else [f"{session.source}: {SOURCE_NOTES[session.source]}"]
-        return notes_text(extra + notes)
+    # ---- what the page draws ---------------------------------------------------------------
+    def payload(self, session: Session) -> dict[str, Any]:
+        """The analysis as views.js draws it (single head and head view switch in the browser)."""
+        a, _ = self.shown(session)
+        o = session.options.clamp(a)
+        view_notes = [] if session.source == "attention" else [f"{session.source}: {SOURCE_NOTES[session.source]}"]
+        return view_payload(a, o.layer, o.head, o.hide_special, o.word_level, o.pair_filter, extra_notes=view_notes,
+                            source_label=views.source_label(a))
 
-    def render_all(self, session: Session, message: str) -> Updates:
-        ui, a, o = self.ui, session.analysis, session.options
+    def drawn_from(self, session: Session, tab: str) -> tuple:
+        """What a server-drawn tab's figure depends on: it is redrawn only when this changes."""
+        o = session.options
+        key: tuple = (session.generation, session.source)
+        if tab in ("aggregates", "probes"):
+            key += (o.layer, o.head, o.hide_special, o.word_level, o.pair_filter, id(session.comparison))
+        return key
+
+    def tab_figures(self, session: Session) -> Updates:
+        """The open tabs' figures, for those the server draws and that are out of date; nothing else."""
+        out: Updates = {}
+        for tab in (session.tab, session.work_tab):
+            if session.analysis is not None and tab in SERVER_TABS and \
+                    session.drawn.get(tab) != self.drawn_from(session, tab):
+                out.update(self.draw_tab(session, tab))
+                session.drawn[tab] = self.drawn_from(session, tab)
+        return out
+
+    def draw_tab(self, session: Session, tab: str) -> Updates:
+        ui, a = self.ui, session.analysis
+        shown, layers = self.shown(session)
+        o = session.options.clamp(a)
+        if tab == "overview":
+            return {ui.overview_plot: plot(views.overview(shown, selected=(o.layer, o.head)))}
+        if tab == "summary":
+            return {ui.summary_plot: plot(views.summary(shown))}
+        if tab == "aggregates":
+            return {ui.aggregates_plot: plot(views.aggregates(shown, o, layers))}
+        if tab == "predictions":
+            return {ui.pred_plot: plot(views.predictions_figure(a.mlm, a.mlm_note))}
+        c = session.comparison
+        if c is None or c.baseline.tokens != a.tokens:
+            return {}
+        return {ui.probe_plot: plot(intervention_views.comparison_figure(c, o)),
+                ui.offsets_plot: plot(intervention_views.offsets_figure(c, o.layer))}
+
+    def new_view(self, session: Session) -> None:
+        """The analysis or its source changed: every drawn figure is out of date."""
+        session.generation += 1
+        session.drawn = {}
+
+    def read_options(self, session: Session, layer, head, hide, word, pair_filter) -> None:
+        """The controls' values into the session's options (checked; the browser may send anything)."""
+        a, o = session.analysis, session.options
+        o.layer = whole(layer, "layer", 1, a.n_layers if a is not None else 1000) - 1
+        o.head = whole(head, "head", 1, a.n_heads if a is not None else 1000) - 1
+        o.hide_special, o.word_level = bool(hide), bool(word)
+        o.pair_filter = pair_filter if pair_filter in PAIR_FILTERS else "all"
+
+    def run_outputs(self, session: Session, message: str) -> Updates:
+        ui, a = self.ui, session.analysis
         lab = self.lab_of(session)
-        single, notes = views.single_head(a, o)
-        pred_fig, table, nsp_text = views.predictions(a)
+        o = session.options = session.options.clamp(a)
         return {
-            ui.session: session, ui.message: message,
-            ui.picker: gr.update(choices=views.token_choices(a), value=[]),
+            ui.session: session, ui.message: message, ui.payload: self.payload(session),
+            ui.picker: gr.update(choices=views.token_choices(a), value=list(a.masked_positions)),
             ui.layer: gr.update(maximum=lab.n_layers, value=o.layer + 1),
             ui.head: gr.update(maximum=lab.n_heads, value=o.head + 1),
-            ui.hv_token: gr.update(choices=[("all tokens", -1)] + views.head_view_choices(a, o), value=-1),
-            ui.single_plot: plot(single), ui.overview_plot: plot(views.overview(a)),
-            ui.headview_plot: plot(views.head_view(a, o)), ui.aggregates_plot: plot(views.aggregates(a, o)),
-            ui.summary_plot: plot(views.summary(a)), ui.pred_plot: plot(pred_fig), ui.pred_table: table,
-            ui.nsp_md: nsp_text, ui.notes: notes_text(notes), ui.source: "attention",
+            ui.pred_table: views.predictions_table(a), ui.nsp_md: views.prediction_notes(a), ui.notes: "", ui.source: "attention",
+            **self.tab_figures(session),
         }
 
-    def analyze(self, text: str, pair: str, top_k: float, session: Session,
+    def analyze(self, text: str, pair: str, top_k: float, session: Session, layer: float = 1, head: float = 1,
+                hide: bool = False, word: bool = False, pair_filter: str = "all",
                 mask_positions: list[int] | None = None) -> Updates:
         try:
             lab = self.lab_of(session)
             self.check_length(lab, text, pair)
             a = lab.analyze(text, pair=pair or None, top_k=whole(top_k, "top-k", 1, 50), truncate=True,
                             mask_positions=mask_positions or ())
+            session.analysis = None  # the options are checked against the new analysis's size
+            self.read_options(session, layer, head, hide, word, pair_filter)
         except (InputError, CheckpointError, DeviceError) as error:
             return {self.ui.message: f"⚠️ {error}"}
         session.analysis, session.source, session.by_source = a, "attention", {}
-        session.options = session.options.clamp(a)
-        session.options.head_view_token = None
+        self.new_view(session)
         message = f"{len(a.tokens)} tokens."
         if a.truncated:
             message = (f"⚠️ The input was {a.n_tokens_before_truncation} tokens long; the model takes at most "
                        f"{len(a.tokens)}, so it was truncated to {len(a.tokens)} tokens.")
-        return self.render_all(session, message)
+        return self.run_outputs(session, message)
 
     def from_url(self, session: Session, request: gr.Request) -> Updates:
-        """Shareable links: ``?text=...&pair=...&layer=2&head=5`` restores the input and the view."""
+        """The page opens analysed: the first example, or a shareable link's
+        ``?text=...&pair=...&layer=2&head=5`` (input and view restored)."""
         params = dict(request.query_params) if request is not None else {}
         text = params.get("text", "")
         if not text.strip():
-            return {self.ui.message: gr.skip()}  # an empty dict would read as one output value
-        try:
-            session.options.layer = whole(params.get("layer", 1), "layer", 1, 1000) - 1
-            session.options.head = whole(params.get("head", 1), "head", 1, 1000) - 1
-        except InputError as error:
-            return {self.ui.message: f"⚠️ {error}"}
-        out = self.analyze(text, params.get("pair", ""), 5, session)
+            text, pair = EXAMPLES[0]
+            return {**self.analyze(text, pair, 5, session), self.ui.text: text, self.ui.pair: pair}
+        out = self.analyze(text, params.get("pair", ""), 5, session, params.get("layer", 1), params.get("head", 1))
         return {**out, self.ui.text: text, self.ui.pair: params.get("pair", "")}
 
-    def mask(self, text: str, pair: str, top_k: float, chosen: list[int], session: Session) -> Updates:
+    def mask(self, text: str, pair: str, top_k: float, chosen: list[int], session: Session, layer: float = 1,
+             head: float = 1, hide: bool = False, word: bool = False, pair_filter: str = "all") -> Updates:
+        """Mask tokens picked from the last analysed input (the textbox may have changed since)."""
         try:
             picked = positions(chosen)
         except InputError as error:
             return {self.ui.message: f"⚠️ {error}"}
         if not picked:
             return {self.ui.message: "⚠️ choose one or more tokens to mask first"}
-        return self.analyze(text, pair, top_k, session, mask_positions=picked)
+        if session.analysis is not None:
+            text, pair = session.analysis.text, session.analysis.pair or ""
+        return self.analyze(text, pair, top_k, session, layer, head, hide, word, pair_filter, mask_positions=picked)
 
-    def rerender(self, layer: float, head: float, hide: bool, word: bool, pair_filter: str, hv_token: int | None,
-                 session: Session, source: str = "attention") -> Updates:
+    def sync_view(self, layer: float, head: float, hide: bool, word: bool, pair_filter: str, session: Session,
+                  source: str = "attention", tab: str = "") -> Updates:
+        """The open tab's figure after the sliders moved (views.js asks only when a server-drawn tab is open);
+        API callers may name the tab."""
+        if session.analysis is None:
+            return {self.ui.notes: gr.skip()}
+        try:
+            self.read_options(session, layer, head, hide, word, pair_filter)
+        except InputError as error:
+            return {self.ui.notes: f"⚠️ {error}"}
+        if tab in WORK_TABS:
+            session.work_tab = tab
+        elif tab in TABS.values():
+            session.tab = tab
+        return {self.ui.session: session, **self.tab_figures(session)}
+
+    def select_tab(self, layer, head, hide, word, pair_filter, session: Session, source: str = "attention",
+                   evt: gr.SelectData = None) -> Updates:  # Gradio fills evt (it reads the annotation)
+        """A tab was opened: remember it, and draw its figure if the server draws it."""
+        label = evt.value if evt is not None else ""
+        return self.sync_view(layer, head, hide, word, pair_filter, session, source, TABS.get(label, ""))
+
+    def toggles(self, layer, head, hide, word, pair_filter, session: Session, source: str = "attention") -> Updates:
+        """Word level, hidden specials or the source changed: a new payload (views.js redraws) and the open tab."""
         ui = self.ui
         if session.analysis is None:
             return {ui.notes: gr.skip()}
-        session.source = source if source in SOURCES else "attention"
-        a, layers = self.shown(session)
-        o = session.options
         try:
-            o.layer, o.head = whole(layer, "layer", 1, a.n_layers) - 1, whole(head, "head", 1, a.n_heads) - 1
-            token = None if hv_token in (None, -1) else whole(hv_token, "token", 0, len(a.tokens) - 1)
+            self.read_options(session, layer, head, hide, word, pair_filter)
         except InputError as error:
             return {ui.notes: f"⚠️ {error}"}
-        o.hide_special, o.word_level = bool(hide), bool(word)
-        o.pair_filter = pair_filter if pair_filter in PAIR_FILTERS else "all"
-        o.head_view_token = token
-        single, notes = views.single_head(a, o)
-        out = {ui.session: session, ui.single_plot: plot(single), ui.headview_plot: plot(views.head_view(a, o)),
-               ui.aggregates_plot: plot(views.aggregates(a, o, layers)), ui.notes: self.view_notes(session, notes)}
-        c = session.comparison
-        if c is not None and c.baseline.tokens == session.analysis.tokens:
-            out[ui.probe_plot] = plot(intervention_views.comparison_figure(c, o))
-            out[ui.offsets_plot] = plot(intervention_views.offsets_figure(c, o.clamp(a).layer))
-        return out
-
-    def toggles(self, layer, head, hide, word, pair_filter, session: Session, source: str = "attention") -> Updates:
-        out = self.rerender(layer, head, hide, word, pair_filter, -1, session, source)
-        if session.analysis is not None:
-            choices = [("all tokens", -1)] + views.head_view_choices(session.analysis, session.options)
-            out[self.ui.hv_token] = gr.update(choices=choices, value=-1)
-        return out
+        source = source if source in SOURCES else "attention"
+        if source != session.source or session.drawn:
+            session.source = source
+            self.new_view(session)
+        return {ui.session: session, ui.payload: self.payload(session), ui.notes: "", **self.tab_figures(session)}
 
     def switch_source(self, layer, head, hide, word, pair_filter, session: Session, source: str) -> Updates:
         """Every view in the chosen source (one extra forward pass the first time per analysis)."""
-        out = self.toggles(layer, head, hide, word, pair_filter, session, source)
-        if session.analysis is not None:
-            a, _ = self.shown(session)
-            out[self.ui.overview_plot] = plot(views.overview(a))
-            out[self.ui.summary_plot] = plot(views.summary(a))
-        return out
+        return self.toggles(layer, head, hide, word, pair_filter, session, source)
 
     def pick(self, value: str, session: Session) -> Updates:
         try:
             layer, head = (int(v) for v in str(value).split(",")[:2])
         except ValueError:
             return {self.ui.layer: gr.skip()}
-        return {self.ui.layer: layer + 1, self.ui.head: head + 1, self.ui.tabs: gr.Tabs(selected="single")}
+        session.tab = "single"
+        return {self.ui.layer: layer + 1, self.ui.head: head + 1, self.ui.tabs: gr.Tabs(selected="single"),
+                self.ui.session: session}
 
     def switch_model(self, source: str, device_name: str, session: Session, progress=gr.Progress()) -> Updates:
         ui = self.ui
@@ -185,9 +239,13 @@ class Handlers(InterventionHandlers, SyntaxHandlers):
         except (CheckpointError, DeviceError) as error:
             return {ui.message: f"⚠️ Could not load the model: {error}"}
         session.model, session.device = lab.source, str(lab.device)
-        session.analysis = None
+        session.analysis, session.comparison = None, None
+        self.new_view(session)
+        empty = plot(empty_figure("Press Run to analyse with the new model"))
         return {ui.session: session, ui.message: f"Loaded {lab.name}. Press Run to analyse with it.",
-                ui.status: status_line(lab)}
+                ui.status: status_line(lab), ui.weights_note: weights_note(lab), ui.payload: None,
+                ui.picker: gr.update(choices=[], value=[]), ui.pred_table: views.predictions_table(None),
+                **{getattr(ui, name): empty for name in SERVER_PLOTS}}
 
     def export(self, kind: str, session: Session) -> Updates:
         a = session.analysis

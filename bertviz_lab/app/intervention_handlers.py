@@ -46,6 +46,14 @@ class InterventionHandlers:
     def lab_of(self, session: Session) -> Lab:
         raise NotImplementedError
 
+    @staticmethod
+    def analysed(session: Session, text: str, pair: str | None) -> tuple[str, str | None]:
+        """Probes run on the last analysed input (what the views show), not on whatever the textbox
+        holds now; an API caller that never ran an analysis gets the text it sent."""
+        if session.analysis is not None:
+            return session.analysis.text, session.analysis.pair
+        return text, pair or None
+
     def reference(self, lab: Lab, ablation: str):
         """Mean head outputs over the sample treebank for mean ablation (once per model), else None."""
         if ablation != "mean":
@@ -69,7 +77,8 @@ class InterventionHandlers:
                 seed=whole(seed or 0, "the shuffle seed", 0, 2**32 - 1), sinks=sinks, unit=unit,
                 mode=ablation, reference=self.reference(lab, ablation) if kind == "ablate-heads" else None,
                 heads=parse_heads(heads, lab.n_layers, lab.n_heads) if kind == "ablate-heads" else [])
-            c = compare(lab, text, intervention, pair=pair or None, mask_positions=[] if targets else picked,
+            text, pair = self.analysed(session, text, pair)
+            c = compare(lab, text, intervention, pair=pair, mask_positions=[] if targets else picked,
                         top_k=whole(top_k, "top-k", 1, 50), source=session.source)
         except (InputError, InterventionError, CheckpointError) as error:
             return {ui.probe_message: f"⚠️ {error}"}
@@ -90,7 +99,8 @@ class InterventionHandlers:
                         sinks: str = "symmetric") -> Updates:
         ui = self.ui
         try:
-            rows = directional_sweep(self.lab_of(session), text, pair=pair or None, mask_positions=positions(picked),
+            text, pair = self.analysed(session, text, pair)
+            rows = directional_sweep(self.lab_of(session), text, pair=pair, mask_positions=positions(picked),
                                      sinks=sinks if sinks in ("symmetric", "strict") else "symmetric")
         except (InputError, InterventionError) as error:
             return {ui.probe_message: f"⚠️ {error}"}
@@ -104,7 +114,8 @@ class InterventionHandlers:
         ui = self.ui
         try:
             lab = self.lab_of(session)
-            drops = ablation_sweep(lab, text, pair=pair or None, mask_positions=positions(picked), chunk=24,
+            text, pair = self.analysed(session, text, pair)
+            drops = ablation_sweep(lab, text, pair=pair, mask_positions=positions(picked), chunk=24,
                                    reference=self.reference(lab, ablation), progress=lambda f, d: progress(f, desc=d))
         except (InputError, InterventionError) as error:
             return {ui.probe_message: f"⚠️ {error}"}
@@ -145,7 +156,8 @@ class InterventionHandlers:
         ui = self.ui
         try:
             lab = self.lab_of(session)
-            rows = position_controls(lab, text, pair=pair or None, mask_positions=positions(picked),
+            text, pair = self.analysed(session, text, pair)
+            rows = position_controls(lab, text, pair=pair, mask_positions=positions(picked),
                                      shift=whole(shift or 0, "shift k", 0, lab.max_tokens))
         except (InputError, InterventionError) as error:
             return {ui.probe_message: f"⚠️ {error}"}
@@ -229,6 +241,7 @@ class InterventionHandlers:
     def run_patching(self, text: str, source: str, correct: str, wrong: str, session: Session) -> Updates:
         ui = self.ui
         try:
+            text, _ = self.analysed(session, text, None)
             result = patching_sweep(self.lab_of(session), text, source, str(correct).strip(), str(wrong).strip())
         except (InputError, InterventionError) as error:
             return {ui.probe_message: f"⚠️ {error}"}

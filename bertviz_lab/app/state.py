@@ -103,6 +103,10 @@ class Session:
     syntax: Any = None  # syntax.run.SyntaxRun of the last treebank run
     treebank: list = field(default_factory=list)  # its sentences
     syntax_model: str = ""  # the weights it scored
+    tab: str = "single"  # the open view tab: only its figure is drawn
+    work_tab: str = "probes"  # the open tab of the lower group (probes, syntax, export)
+    generation: int = 0  # bumped by every new analysis or source, so drawn figures know they are out of date
+    drawn: dict = field(default_factory=dict)  # tab -> what its figure was drawn from
 
 
 def plot(fig: Figure) -> PlotData:
@@ -110,12 +114,14 @@ def plot(fig: Figure) -> PlotData:
 
 
 def status_line(lab: Lab) -> str:
+    """One line under the title: which weights every view shows, and where."""
     head = "MLM head: yes" if lab.model.has_mlm_head else "no MLM head (no masked-word predictions)"
-    line = (f"**Model:** {lab.name} · {lab.n_layers} layers × {lab.n_heads} heads · {head} · "
-            f"**device:** {lab.device}")
-    if lab.checkpoint.mlm_head_source:
-        line += ("\n\n**Which weights the attention comes from:** this is bertviz-lab's masked-word version of "
-                 "MiniLM (see assets/minilm-mlm/MODEL_CARD.md); the fine-tuned layers differ from the published "
-                 "all-MiniLM-L6-v2. Choose `minilm-original` under *Model and device* for the published weights "
-                 "exactly (attention only, no predictions).")
-    return line
+    return f"**Weights:** {lab.name} · {lab.n_layers} layers × {lab.n_heads} heads · {head} · **device:** {lab.device}"
+
+
+def weights_note(lab: Lab) -> str:
+    if not lab.checkpoint.mlm_head_source:
+        return f"The views show the attention of {lab.name}."
+    return ("The default is bertviz-lab's masked-word version of MiniLM (see assets/minilm-mlm/MODEL_CARD.md): its "
+            "fine-tuned layers differ from the published all-MiniLM-L6-v2. Choose `minilm-original` for the "
+            "published weights exactly (attention only, no predictions).")

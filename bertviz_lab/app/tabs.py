@@ -15,7 +15,7 @@ from ..figures import analysis as views
 from ..figures import interventions as intervention_views
 from ..interventions import REGISTRY
 from ..lab import Lab
-from .state import Session, status_line
+from .state import Session, status_line, weights_note
 
 EXAMPLES = [
     ["The cat sat on the mat because it was tired.", ""],
@@ -26,64 +26,82 @@ EXAMPLES = [
 ]
 
 
+# Tab label -> tab id; the server draws the figures of the tabs in SERVER_TABS, the page the others.
+TABS = {"Single head": "single", "Head view": "headview", "Model overview": "overview", "Aggregates": "aggregates",
+        "Head summary": "summary", "Masked words": "predictions", "Probes": "probes", "Syntax": "syntax",
+        "Export": "export"}
+TAB_IDS = {tab_id: label for label, tab_id in TABS.items()}
+SERVER_TABS = ("overview", "aggregates", "summary", "predictions", "probes")
+WORK_TABS = ("probes", "syntax", "export")  # the lower, full-width group
+SERVER_PLOTS = ("overview_plot", "aggregates_plot", "summary_plot", "pred_plot", "probe_plot", "offsets_plot")
+
+
 def build_header(ui: SimpleNamespace, lab: Lab, allowed: list[str], session_ttl: float) -> None:
     ui.session = gr.State(Session(model=lab.source, device=str(lab.device)), time_to_live=session_ttl)
-    gr.Markdown("# bertviz-lab\nType a sentence (or a pair), press **Run**, and explore every layer and head "
-                "of BERT's attention and its masked-word predictions.")
+    with gr.Row(elem_id="header"):
+        gr.Markdown("## bertviz-lab · every layer and head of BERT's attention, and its masked-word predictions",
+                    elem_id="title")
+        gr.DuplicateButton("Duplicate this Space", size="sm", visible=bool(os.environ.get("SPACE_ID")))  # Spaces only
     ui.status = gr.Markdown(status_line(lab), elem_id="status")
-    gr.DuplicateButton("Duplicate this Space", size="sm", visible=bool(os.environ.get("SPACE_ID")))  # Spaces only
+    ui.payload = gr.JSON(visible=False)  # what views.js draws from (figures/payload.py)
+    ui.sync_btn = gr.Button("sync", visible="hidden", elem_id="sync-views")  # views.js: server-drawn views follow
+    ui.view_tab = gr.Textbox(visible=False)  # API callers may name the tab sync_view draws; the page leaves it ""
+
+
+def build_model_box(ui: SimpleNamespace, lab: Lab, allowed: list[str]) -> None:
     devices = available_devices()
     with gr.Accordion("Model and device", open=False):
+        ui.weights_note = gr.Markdown(weights_note(lab), elem_classes=["bvl-note"])
+        ui.model_box = gr.Dropdown(choices=allowed, value=lab.source, label="Model", allow_custom_value=True,
+                                   info="'default' = embedded MiniLM-L6; hub ids / folders the operator allows")
         with gr.Row():
-            ui.model_box = gr.Dropdown(choices=allowed, value=lab.source, label="Model", allow_custom_value=True,
-                                       info="'default' = embedded MiniLM-L6; hub ids / folders the operator allows")
             ui.device_box = gr.Dropdown(choices=devices, value=str(lab.device) if str(lab.device) in devices
                                         else devices[-1], label="Device")
             ui.load_btn = gr.Button("Load model")
 
 
-def build_inputs(ui: SimpleNamespace, lab: Lab) -> None:
+def build_inputs(ui: SimpleNamespace, lab: Lab, allowed: list[str]) -> None:
+    """The left column: the input, Run, examples, and the controls every view follows."""
+    ui.text = gr.Textbox(label="Sentence A", lines=2, elem_id="text-a", value=EXAMPLES[0][0],
+                         placeholder="Type a sentence; write [MASK] to hide a word")
+    ui.pair = gr.Textbox(label="Sentence B (optional)", lines=1, elem_id="text-b")
     with gr.Row():
-        with gr.Column(scale=3):
-            ui.text = gr.Textbox(label="Sentence A", lines=2, elem_id="text-a",
-                                 placeholder="Type a sentence; write [MASK] to hide a word")
-            ui.pair = gr.Textbox(label="Sentence B (optional)", lines=1, elem_id="text-b")
-        with gr.Column(scale=1):
-            ui.top_k = gr.Slider(1, 20, value=5, step=1, label="Top-k predictions")
-            ui.run_btn = gr.Button("Run", variant="primary", elem_id="run")
-    gr.Examples(EXAMPLES, inputs=[ui.text, ui.pair], cache_examples=False)
+        ui.run_btn = gr.Button("Run", variant="primary", elem_id="run", scale=2)
+        ui.top_k = gr.Slider(1, 20, value=5, step=1, label="Top-k predictions", scale=3)
     ui.message = gr.Markdown("", elem_id="message")
-    with gr.Accordion("Mask tokens (pick from the tokenized input)", open=True):
-        ui.picker = gr.CheckboxGroup(choices=[], label="Tokens", elem_id="token-picker")
-        ui.mask_btn = gr.Button("Mask selected and predict", elem_id="mask-btn")
     with gr.Row():
         ui.layer = gr.Slider(1, lab.n_layers, value=1, step=1, label="Layer", elem_id="layer")
         ui.head = gr.Slider(1, lab.n_heads, value=1, step=1, label="Head", elem_id="head")
-        ui.pair_filter = gr.Radio(list(PAIR_FILTERS), value="all", label="Sentence-pair filter")
+    ui.pair_filter = gr.Radio(list(PAIR_FILTERS), value="all", label="Sentence-pair filter", elem_id="pair-filter")
     with gr.Row():
-        ui.hide = gr.Checkbox(label="Hide [CLS]/[SEP] (rows renormalised)", value=False)
-        ui.word = gr.Checkbox(label="Word level (merge word pieces)", value=False)
-        ui.source = gr.Radio([("attention weights", "attention"), ("norm ||αf(x)||", "norm"),
-                              ("norm + residual + LayerNorm", "norm-residual")], value="attention",
-                             label="What the views show (Kobayashi et al. 2020, 2021)", elem_id="source")
+        ui.hide = gr.Checkbox(label="Hide [CLS]/[SEP] (rows renormalised)", value=False, elem_id="hide")
+        ui.word = gr.Checkbox(label="Word level (merge word pieces)", value=False, elem_id="word")
+    ui.source = gr.Radio([("attention weights", "attention"), ("norm ||αf(x)||", "norm"),
+                          ("norm + residual + LayerNorm", "norm-residual")], value="attention",
+                         label="What the views show (Kobayashi et al. 2020, 2021)", elem_id="source")
     ui.notes = gr.Markdown("", elem_classes=["bvl-note"], elem_id="notes")
+    with gr.Accordion("Mask tokens (pick from the analysed input)", open=True):
+        ui.picker = gr.CheckboxGroup(choices=[], label="Tokens", elem_id="token-picker")
+        ui.mask_btn = gr.Button("Mask selected and predict", elem_id="mask-btn")
+    ui.examples = gr.Examples(EXAMPLES, inputs=[ui.text, ui.pair], cache_examples=False, label="Examples (click to run)")
+    build_model_box(ui, lab, allowed)
 
 
 def build_view_tabs(ui: SimpleNamespace) -> None:
-    with gr.Tab("Single head", id="single"):
-        ui.single_plot = gr.Plot(label="Attention of one head", elem_id="single-plot")
-    with gr.Tab("Model overview", id="overview"):
+    with gr.Tab(TAB_IDS["single"], id="single", elem_id="tab-single"):
+        ui.single_plot = gr.HTML('<div class="bvl-heatmap"></div><div class="bvl-caption bvl-note"></div>',
+                                 elem_id="single-plot", js_on_load=None)
+    with gr.Tab(TAB_IDS["headview"], id="headview", elem_id="tab-headview"):
+        ui.headview_plot = gr.HTML('<div class="bvl-headview"></div>', elem_id="headview-plot", js_on_load=None)
+    with gr.Tab(TAB_IDS["overview"], id="overview", elem_id="tab-overview"):
         gr.Markdown("Click a thumbnail to open that head.")
         ui.overview_plot = gr.Plot(label="All layers and heads", elem_id="overview-plot")
         ui.overview_pick = gr.Textbox(visible="hidden", elem_id="overview-pick")
-    with gr.Tab("Head view", id="headview"):
-        ui.hv_token = gr.Dropdown(choices=[("all tokens", -1)], value=-1, label="Only lines from token")
-        ui.headview_plot = gr.Plot(label="Head view", elem_id="headview-plot")
-    with gr.Tab("Aggregates", id="aggregates"):
+    with gr.Tab(TAB_IDS["aggregates"], id="aggregates", elem_id="tab-aggregates"):
         ui.aggregates_plot = gr.Plot(label="Aggregates", elem_id="aggregates-plot")
-    with gr.Tab("Head summary", id="summary"):
+    with gr.Tab(TAB_IDS["summary"], id="summary", elem_id="tab-summary"):
         ui.summary_plot = gr.Plot(label="Per-head statistics", elem_id="summary-plot")
-    with gr.Tab("Masked words", id="predictions"):
+    with gr.Tab(TAB_IDS["predictions"], id="predictions", elem_id="tab-predictions"):
         ui.nsp_md = gr.Markdown("")
         ui.pred_plot = gr.Plot(label="Predictions", elem_id="pred-plot")
         ui.pred_table = gr.Dataframe(pd.DataFrame(columns=views.PREDICTION_COLUMNS), label="Top-k predictions",
@@ -91,8 +109,9 @@ def build_view_tabs(ui: SimpleNamespace) -> None:
 
 
 def build_interventions_tab(ui: SimpleNamespace, lab: Lab) -> None:
-    with gr.Tab("Probes", id="probes"):
-        gr.Markdown("Run the input twice — baseline and probed — and compare. Tokens picked above are the "
+    with gr.Tab(TAB_IDS["probes"], id="probes", elem_id="tab-probes"):
+        gr.Markdown("Run the last analysed input twice — baseline and probed — and compare. Tokens picked under "
+                    "*Mask tokens* are the "
                     "targets of *mask*/*hide* probes; for the other probes they are masked in both runs "
                     "(as are [MASK]s you typed), so their predictions can be compared.")
         with gr.Row():
@@ -165,7 +184,7 @@ def build_interventions_tab(ui: SimpleNamespace, lab: Lab) -> None:
 
 
 def build_syntax_tab(ui: SimpleNamespace) -> None:
-    with gr.Tab("Syntax", id="syntax"):
+    with gr.Tab(TAB_IDS["syntax"], id="syntax", elem_id="tab-syntax"):
         gr.Markdown("Which heads track syntax? Each head is scored per dependency relation: the share of "
                     "arcs where a word's most-attended other word is its gold head (dep->head), or where the "
                     "word that attends most to it is its gold head (head->dep), at word level (Clark et al. "
@@ -204,7 +223,7 @@ def build_syntax_tab(ui: SimpleNamespace) -> None:
 
 
 def build_export_tab(ui: SimpleNamespace) -> None:
-    with gr.Tab("Export", id="export"):
+    with gr.Tab(TAB_IDS["export"], id="export", elem_id="tab-export"):
         with gr.Row():
             ui.csv_btn = gr.Button("Export attention as CSV", elem_id="export-csv")
             ui.npz_btn = gr.Button("Export attention as .npz", elem_id="export-npz")

@@ -3,7 +3,7 @@ filters), applied in one fixed order. Arrays in, arrays out; inputs are never mo
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -22,6 +22,8 @@ class AttentionView:
     query_index: list[int]  # positions (token or word index) of each row
     key_index: list[int]
     notes: list[str]
+    query_segments: list[int] = field(default_factory=list)  # sentence (0 = A, 1 = B) of each row
+    key_segments: list[int] = field(default_factory=list)
 
 
 def word_groups(tokens: Sequence[str], word_ids: Sequence[int | None]) -> tuple[list[list[int]], list[str]]:
@@ -105,4 +107,5 @@ def attention_view(
     q_index = [index[i] for i in rows]
     k_index = [index[i] for i in cols]
     return AttentionView(weights, unique_labels([labels[i] for i in rows], q_index),
-                         unique_labels([labels[i] for i in cols], k_index), q_index, k_index, notes)
+                         unique_labels([labels[i] for i in cols], k_index), q_index, k_index, notes,
+                         [segments[i] for i in rows], [segments[i] for i in cols])

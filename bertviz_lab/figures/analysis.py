@@ -125,13 +125,16 @@ def summary(analysis: Analysis) -> Figure:
 PREDICTION_COLUMNS = ["position", "masked token", "rank", "prediction", "probability"]
 
 
-def predictions_table(analysis: Analysis) -> pd.DataFrame:
+def predictions_table(analysis: Analysis | None) -> pd.DataFrame:
+    if analysis is None:
+        return pd.DataFrame(columns=PREDICTION_COLUMNS)
     rows = [(p.position, p.original or p.token, r + 1, q.token, round(q.probability, 4))
             for p in analysis.mlm for r, q in enumerate(p.predictions)]
     return pd.DataFrame(rows, columns=PREDICTION_COLUMNS)
 
 
-def predictions(analysis: Analysis) -> tuple[Figure, pd.DataFrame, str]:
+def prediction_notes(analysis: Analysis) -> str:
+    """The masked-word note and the next-sentence probability, as Markdown."""
     lines = []
     if analysis.mlm_note:
         lines.append(analysis.mlm_note)
@@ -139,7 +142,11 @@ def predictions(analysis: Analysis) -> tuple[Figure, pd.DataFrame, str]:
         lines.append(f"**Next-sentence prediction:** P(sentence B follows sentence A) = {analysis.nsp:.3f}")
     elif analysis.nsp_note:
         lines.append(analysis.nsp_note)
-    return predictions_figure(analysis.mlm, analysis.mlm_note), predictions_table(analysis), "\n\n".join(lines)
+    return "\n\n".join(lines)
+
+
+def predictions(analysis: Analysis) -> tuple[Figure, pd.DataFrame, str]:
+    return predictions_figure(analysis.mlm, analysis.mlm_note), predictions_table(analysis), prediction_notes(analysis)
 
 
 def token_choices(analysis: Analysis) -> list[tuple[str, int]]:

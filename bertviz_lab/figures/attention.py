@@ -33,12 +33,26 @@ def heatmap_figure(view: AttentionView, title: str, filename: str = "attention",
     size = height or int(min(1000, max(460, 170 + 26 * max(nq, nk))))
     layout = {
         "title": {"text": title}, "height": size,
-        "xaxis": {"title": {"text": "key (attended to)"}, "type": "category", "tickangle": -60,
-                  "automargin": True, "side": "bottom"},
-        "yaxis": {"title": {"text": "query (attending)"}, "type": "category", "autorange": "reversed",
-                  "automargin": True},
+        "xaxis": {"title": {"text": "key (attended to)", "standoff": 14}, "type": "category", "tickangle": -60,
+                  "automargin": True, "side": "bottom", **short_ticks(view.key_labels)},
+        "yaxis": {"title": {"text": "query (attending)", "standoff": 14}, "type": "category", "autorange": "reversed",
+                  "automargin": True, **short_ticks(view.query_labels)},
     }
     return figure([trace], layout, filename)
+
+
+LABEL_CHARACTERS = 18  # tick labels longer than this are shortened (the hover keeps the whole label)
+
+
+def short_label(label: str, limit: int = LABEL_CHARACTERS) -> str:
+    return label if len(label) <= limit else label[: limit - 1] + "…"
+
+
+def short_ticks(labels: Sequence[str]) -> dict[str, Any]:
+    """Tick settings that shorten long labels, so one long word does not squash every row."""
+    if all(len(label) <= LABEL_CHARACTERS for label in labels):
+        return {}
+    return {"tickmode": "array", "tickvals": list(labels), "ticktext": [short_label(label) for label in labels]}
 
 
 @lru_cache(maxsize=1)

@@ -43,6 +43,13 @@ def figure(data: list[dict[str, Any]], layout: dict[str, Any], filename: str) ->
     return {"data": data, "layout": base_layout, "config": config}
 
 
+def empty_figure(message: str, height: int = 220) -> Figure:
+    """A blank figure that says why it is blank (no stale picture of an earlier input)."""
+    layout = {"height": height, "xaxis": {"visible": False}, "yaxis": {"visible": False},
+              "annotations": [{"text": message, "showarrow": False, "xref": "paper", "yref": "paper", "x": 0.5, "y": 0.5}]}
+    return figure([], layout, "empty")
+
+
 def to_json(fig: Figure) -> str:
     return json.dumps(fig, separators=(",", ":"))
 

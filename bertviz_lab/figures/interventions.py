@@ -77,7 +77,7 @@ def ablation_figure(drops: np.ndarray) -> Figure:
 def position_figure(learned: np.ndarray, sinusoidal: np.ndarray) -> Figure:
     n = learned.shape[0]
     labels = [str(i) for i in range(n)]
-    fig = heatmap_grid([("learned position embeddings", learned), ("sinusoidal (seed material)", sinusoidal)],
+    fig = heatmap_grid([("learned position embeddings", learned), ("sinusoidal (Vaswani et al. 2017)", sinusoidal)],
                              labels, labels, title=f"Cosine similarity of positions 0..{n - 1}",
                              filename=f"position-similarity-{n}", columns=2, height_per_row=520,
                              hover="position %{y} vs %{x}<br>cosine %{z:.3f}", x_title="position", y_title="position")
