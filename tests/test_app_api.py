@@ -130,22 +130,23 @@ def test_syntax_probe_and_sentence_arcs_through_the_api(sharp_app, sharp_lab, tm
 
 
 def test_views_switch_to_norm_based_attention(tiny_app, tiny_lab):
-    import base64
     import json
 
+    from bertviz_lab.figures.payload import dequantise
     from bertviz_lab.sources import with_source
 
     client = gradio_client.Client(tiny_app, verbose=False)
     text = "the big cat sat on the mat"
     assert call(client, "analyze", text, "", 5)["source"] == "attention"
     out = call(client, "attention_source", 2, 3, False, False, "all", "norm")
-    single = json.loads(out["single_plot"]["plot"])
-    assert single["layout"]["title"]["text"] == "Layer 2, head 3 (norm)"
-    z = np.frombuffer(base64.b64decode(single["data"][0]["z"]["bdata"]), dtype=np.float32)
-    expected = with_source(tiny_lab, tiny_lab.analyze(text), "norm").attention[1, 2]
-    np.testing.assert_allclose(z.reshape(expected.shape), expected, rtol=1e-5)
-    assert "Kobayashi" in out["notes"]
-    aggregates = json.loads(out["aggregates_plot"]["plot"])
+    payload = out["payload"]  # what the page draws the single head and the head view from
+    assert (payload["layer"], payload["head"], payload["source_label"]) == (1, 2, " (norm)")
+    expected = with_source(tiny_lab, tiny_lab.analyze(text), "norm").attention
+    np.testing.assert_allclose(dequantise(payload), expected, atol=float(expected.max()) / 65535)
+    assert any("Kobayashi" in note for note in payload["notes"])
+    assert "plot" not in (out["aggregates_plot"] or {})  # the Aggregates tab is not open: nothing drawn for it
+    aggregates = json.loads(call(client, "sync_view", 2, 3, False, False, "all", "norm", "aggregates")
+                            ["aggregates_plot"]["plot"])
     names = [a["text"] for a in aggregates["layout"]["annotations"]]
     assert any("norm of layer 2" in n for n in names) and any("flow up to layer 2" in n for n in names)
     # a new Run goes back to softmax attention

@@ -189,3 +189,121 @@ def test_page_opens_and_controls_work_before_any_run_without_errors(browser, tin
     page.wait_for_timeout(1500)  # give any error toast the time to appear
     assert page.locator(".toast-body").count() == 0, page.locator(".toast-body").all_inner_texts()
     page.close()
+
+
+def heatmap_title(page):
+    return page.evaluate("(() => { const t = document.querySelector('#single-plot .gtitle'); return t && t.textContent; })()")
+
+
+def hover_cell(page, row, col, n):
+    """Hover the middle of cell (row, col) of the n x n single-head heatmap; the hover text shown."""
+    box = page.locator("#single-plot .nsewdrag").first.bounding_box()
+    page.mouse.move(box["x"] + box["width"] * (col + 0.5) / n, box["y"] + box["height"] * (row + 0.5) / n)
+    page.wait_for_selector("#single-plot .hoverlayer .hovertext", timeout=5000)
+    return page.locator("#single-plot .hoverlayer .hovertext").first.text_content()
+
+
+def test_layer_and_head_switch_in_the_browser_without_a_request(browser, default_app, default_lab):  # noqa: F811
+    page = open_app(browser, default_app, width=1280, height=800)
+    text = "The cat chased the other cat around the garden."
+    run(page, text)
+    tokens = default_lab.analyze(text).tokens
+    wait_for_labels(page, [f"{i} {t}" for i, t in enumerate(tokens)])
+    # first screen: after Run the heatmap is inside the viewport with no scrolling
+    box = page.locator("#single-plot .main-svg").first.bounding_box()
+    assert box["y"] >= 0 and box["y"] + box["height"] <= 800 and box["x"] + box["width"] <= 1280, box
+    page.mouse.move(1, 1)
+    before = hover_cell(page, 2, 3, len(tokens))
+    requests = []
+    page.on("request", lambda r: requests.append(r.url))
+    set_slider(page, "head", 7)
+    page.wait_for_function("document.querySelector('#single-plot .gtitle').textContent === 'Layer 1, head 7'",
+                           timeout=5000)
+    page.mouse.move(1, 1)
+    after = hover_cell(page, 2, 3, len(tokens))
+    weight = float(default_lab.analyze(text).attention[0, 6, 2, 3])
+    assert after != before and f"weight {weight:.4f}" in after, (before, after)
+    set_slider(page, "layer", 5)
+    page.wait_for_function("document.querySelector('#single-plot .gtitle').textContent === 'Layer 5, head 7'",
+                           timeout=5000)
+    page.get_by_role("radio", name="A->B").click()  # the pair filter is client-side too (no sentence B: all shown)
+    page.wait_for_function("document.querySelector('#single-plot .bvl-caption').textContent.includes('no sentence B')",
+                           timeout=5000)
+    assert [url for url in requests if not url.startswith("data:")] == []
+    page.close()
+
+
+def test_first_screen_at_1600_and_clicking_an_example_runs_it(browser, default_app, default_lab):  # noqa: F811
+    from bertviz_lab.app.tabs import EXAMPLES
+
+    page = open_app(browser, default_app, width=1600, height=1000)
+    # the page opens with the first example analysed
+    first = default_lab.analyze(EXAMPLES[0][0]).tokens
+    wait_for_labels(page, [f"{i} {t}" for i, t in enumerate(first)])
+    text, pair = EXAMPLES[3]
+    page.get_by_text(pair).first.click()
+    tokens = default_lab.analyze(text, pair=pair).tokens
+    wait_for_labels(page, [f"{i} {t}" for i, t in enumerate(tokens)])
+    assert page.input_value("#text-b textarea") == pair
+    box = page.locator("#single-plot .main-svg").first.bounding_box()
+    assert box["y"] >= 0 and box["y"] + box["height"] <= 1000, box
+    # sentence pair: the A->B filter keeps sentence A rows and sentence B columns
+    page.get_by_role("radio", name="A->B").click()
+    n_a = tokens.index("[SEP]") + 1
+    wait_for_labels(page, [f"{i} {t}" for i, t in enumerate(tokens[:n_a])])
+    page.close()
+
+
+def test_head_view_toggles_hover_filter_and_slider(browser, default_app, default_lab):  # noqa: F811
+    page = open_app(browser, default_app)
+    text, pair = "The man went to the store.", "He bought a gallon of milk."
+    run(page, text, pair)
+    tokens = default_lab.analyze(text, pair=pair).tokens
+    wait_for_labels(page, [f"{i} {t}" for i, t in enumerate(tokens)])
+    page.get_by_role("tab", name="Head view").click()
+    view = "#headview-plot .bvl-headview"
+    page.wait_for_function(f"document.querySelector('{view}') && document.querySelector('{view}').dataset.heads === '1'",
+                           timeout=10000)
+    attr = lambda name: page.get_attribute(view, f"data-{name}")  # noqa: E731
+    expected = int((default_lab.analyze(text, pair=pair).attention[0, 0] >= 0.01).sum())
+    assert int(attr("lines")) == expected  # one line per weight >= 0.01 of head 1
+    page.locator(f"{view} .bvl-hv-head[data-head='2']").click()
+    assert attr("heads") == "1,3"
+    page.locator(f"{view} .bvl-hv-set[data-set='all']").click()
+    assert attr("heads") == ",".join(str(h) for h in range(1, 13))
+    all_lines = int(attr("lines"))
+    page.locator(f"{view} .bvl-hv-left[data-index='2']").hover()  # only the lines leaving token 2
+    assert attr("focus") == "query:2"
+    attention = default_lab.analyze(text, pair=pair).attention[0]
+    assert int(attr("lines")) == int((attention[:, 2, :] >= 0.01).sum()) < all_lines
+    page.mouse.move(1, 1)
+    set_slider(page, "head", 5)  # the head view follows the Head slider
+    page.wait_for_function(f"document.querySelector('{view}').dataset.heads === '5'", timeout=5000)
+    page.get_by_role("radio", name="B->A").click()
+    n_a = tokens.index("[SEP]") + 1
+    page.wait_for_function(f"document.querySelectorAll('{view} .bvl-hv-left').length === {len(tokens) - n_a}",
+                           timeout=5000)
+    b_to_a = attention[4][n_a:, :n_a]
+    assert int(attr("lines")) == int((b_to_a >= 0.01).sum())
+    page.close()
+
+
+def test_probes_use_the_last_analysed_input_and_follow_the_sliders(browser, default_app, default_lab):  # noqa: F811
+    page = open_app(browser, default_app)
+    analysed = "paris is the [mask] of france."
+    run(page, analysed)
+    tokens = default_lab.analyze(analysed).tokens
+    assert "[MASK]" in tokens  # lower-case [mask] is the mask token
+    wait_for_labels(page, [f"{i} {t}" for i, t in enumerate(tokens)])
+    page.fill("#text-a textarea", "Something else entirely, never analysed.")
+    page.get_by_role("tab", name="Probes").click()
+    page.click("#probe-btn")
+    page.wait_for_function("document.querySelector('#probe-plot .gtitle') && "
+                           "document.querySelector('#probe-plot .gtitle').textContent.startsWith('Layer 1, head 1')",
+                           timeout=30000)
+    labels = page.locator("#probe-plot .yaxislayer-above .ytick text").all_text_contents()
+    assert set(labels) == {f"{i} {t}" for i, t in enumerate(tokens)}
+    set_slider(page, "layer", 3)
+    page.wait_for_function("document.querySelector('#probe-plot .gtitle').textContent.startsWith('Layer 3, head 1')",
+                           timeout=20000)
+    page.close()

@@ -129,7 +129,7 @@ class Handlers(InterventionHandlers, SyntaxHandlers):
         lab = self.lab_of(session)
         o = session.options = session.options.clamp(a)
         return {
-            ui.session: session, ui.message: message, ui.payload: self.payload(session),
+            ui.session: session, ui.message: message, ui.payload: {**self.payload(session), "scroll": True},
             ui.picker: gr.update(choices=views.token_choices(a), value=list(a.masked_positions)),
             ui.layer: gr.update(maximum=lab.n_layers, value=o.layer + 1),
             ui.head: gr.update(maximum=lab.n_heads, value=o.head + 1),

@@ -260,7 +260,10 @@
   function drawAll() { drawHeatmap(); drawHeadView(); }
 
   function syncServerViews() {
-    var shown = SYNCED.some(function (sel) { return visible(document.querySelector(sel)); });
+    var shown = SYNCED.some(function (sel) {  // open, and showing a figure (a probe was run)
+      var el = document.querySelector(sel);
+      return visible(el) && !!el.querySelector('.js-plotly-plot');
+    });
     var button = document.querySelector('#sync-views');
     if (shown && button) { button.click(); }
   }
@@ -283,6 +286,10 @@
       S.start = 0;
       S.dirty = { single: true, headview: true };
       drawAll();
+      var views = document.querySelector('#views');
+      if (p.scroll && views && views.getBoundingClientRect().top < 0) {  // e.g. an example clicked further down
+        views.scrollIntoView({ block: 'start' });
+      }
       return [];
     },
     select: function (layer, head) {
