@@ -131,6 +131,7 @@ def test_syntax_probe_and_sentence_arcs_through_the_api(sharp_app, sharp_lab, tm
 
 def test_views_switch_to_norm_based_attention(tiny_app, tiny_lab):
     import json
+    import urllib.request
 
     from bertviz_lab.figures.payload import dequantise
     from bertviz_lab.sources import with_source
@@ -142,7 +143,9 @@ def test_views_switch_to_norm_based_attention(tiny_app, tiny_lab):
     payload = out["payload"]  # what the page draws the single head and the head view from
     assert (payload["layer"], payload["head"], payload["source_label"]) == (1, 2, " (norm)")
     expected = with_source(tiny_lab, tiny_lab.analyze(text), "norm").attention
-    np.testing.assert_allclose(dequantise(payload), expected, atol=float(expected.max()) / 65535)
+    with urllib.request.urlopen(tiny_app.rstrip("/") + "/" + payload["codes_url"]) as reply:  # as the page fetches it
+        codes = reply.read()
+    np.testing.assert_allclose(dequantise(payload, codes), expected, atol=float(expected.max()) / 65535)
     assert any("Kobayashi" in note for note in payload["notes"])
     assert "plot" not in (out["aggregates_plot"] or {})  # the Aggregates tab is not open: nothing drawn for it
     aggregates = json.loads(call(client, "sync_view", 2, 3, False, False, "all", "norm", "aggregates")

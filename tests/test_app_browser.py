@@ -9,6 +9,7 @@ def open_app(browser, url, width=1400, height=1600):  # noqa: F811
     page = browser.new_page(viewport={"width": width, "height": height}, accept_downloads=True)
     page.goto(url)
     page.wait_for_selector("#text-a textarea", timeout=30000)
+    page.wait_for_selector("#single-plot .bvl-heatmap[data-draws]", state="attached", timeout=30000)  # opening example
     return page
 
 

@@ -84,16 +84,21 @@ def test_cli_answers_one_line_never_a_traceback(case, tmp_path, tiny_folder):
         assert not list(tmp_path.rglob("*.tmp"))
 
 
-def test_export_folders_are_deleted_when_old():
-    from bertviz_lab.app.state import ExportFolder
+def test_export_folders_and_payload_files_are_deleted_when_old_or_too_many():
+    from bertviz_lab.app.state import TempFolder
 
-    exports = ExportFolder(max_age=0)
+    exports = TempFolder("test-exports-", max_age=0)
     first = exports.new()
     (first / "attention.npz").write_bytes(b"x" * 1000)
     second = exports.new()  # the first, older than max_age, goes
     assert not first.exists() and second.exists()
     exports.remove()
     assert not exports.root.exists()
+    payloads = TempFolder("test-payloads-", max_age=3600, max_entries=3)
+    files = [payloads.write(bytes([i]) * 10, ".bin") for i in range(5)]
+    assert [f.exists() for f in files] == [False, False, True, True, True]  # the newest 3 stay
+    assert files[-1].read_bytes() == bytes([4]) * 10 and not list(payloads.root.glob("*.part"))
+    payloads.remove()
 
 
 def test_atomic_export_leaves_nothing_when_interrupted(tiny_lab, tmp_path, monkeypatch):

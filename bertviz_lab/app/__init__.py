@@ -70,6 +70,7 @@ def build_demo(lab: Lab | None = None, allowed_models: list[str] | None = None, 
                     "API: every action is scriptable with `gradio_client` (see the README).",
                     elem_classes=["bvl-note"])
         handlers = Handlers(ui, cache, lab, limits)
+        gr.set_static_paths([handlers.payloads.root])  # views.js fetches an analysis's codes from here
         wire(ui, handlers)
         demo.load(handler_of(handlers, "from_url"), [ui.session], [getattr(ui, n) for n in URL_OUTPUTS],
                   api_name="from_url")

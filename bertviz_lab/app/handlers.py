@@ -17,10 +17,10 @@ from ..figures import analysis as views
 from ..figures import interventions as intervention_views
 from ..figures.base import empty_figure
 from ..figures.payload import view_payload
-from ..lab import InputError, Lab
+from ..lab import Analysis, InputError, Lab
 from ..sources import layer_matrices, with_source
 from .intervention_handlers import InterventionHandlers
-from .state import ExportFolder, LabCache, Limits, Session, plot, status_line, weights_note
+from .state import LabCache, Limits, Session, TempFolder, plot, status_line, weights_note
 from .syntax_handlers import SyntaxHandlers
 from .tabs import EXAMPLES, SERVER_PLOTS, SERVER_TABS, TABS, WORK_TABS
 from .validation import positions, whole
@@ -50,7 +50,8 @@ class Handlers(InterventionHandlers, SyntaxHandlers):
 
     def __init__(self, ui: SimpleNamespace, cache: LabCache, startup: Lab, limits: Limits) -> None:
         self.ui, self.cache, self.startup, self.limits = ui, cache, startup, limits
-        self.exports = ExportFolder(limits.export_age)
+        self.exports = TempFolder("bertviz-lab-exports-", limits.export_age)
+        self.payloads = TempFolder("bertviz-lab-payloads-", limits.payload_age, limits.payloads)  # served as static files
 
     def lab_of(self, session: Session) -> Lab:
         return self.cache.get(session.model, session.device)
@@ -72,8 +73,10 @@ class Handlers(InterventionHandlers, SyntaxHandlers):
         a, _ = self.shown(session)
         o = session.options.clamp(a)
         view_notes = [] if session.source == "attention" else [f"{session.source}: {SOURCE_NOTES[session.source]}"]
-        return view_payload(a, o.layer, o.head, o.hide_special, o.word_level, o.pair_filter, extra_notes=view_notes,
-                            source_label=views.source_label(a))
+        meta, codes = view_payload(a, o.layer, o.head, o.hide_special, o.word_level, o.pair_filter,
+                                   extra_notes=view_notes, source_label=views.source_label(a))
+        meta["codes_url"] = f"gradio_api/file={self.payloads.write(codes, '.bin')}"  # relative to the page
+        return meta
 
     def drawn_from(self, session: Session, tab: str) -> tuple:
         """What a server-drawn tab's figure depends on: it is redrawn only when this changes."""
@@ -116,11 +119,15 @@ class Handlers(InterventionHandlers, SyntaxHandlers):
         session.generation += 1
         session.drawn = {}
 
-    def read_options(self, session: Session, layer, head, hide, word, pair_filter) -> None:
-        """The controls' values into the session's options (checked; the browser may send anything)."""
-        a, o = session.analysis, session.options
-        o.layer = whole(layer, "layer", 1, a.n_layers if a is not None else 1000) - 1
-        o.head = whole(head, "head", 1, a.n_heads if a is not None else 1000) - 1
+    def read_options(self, session: Session, layer, head, hide, word, pair_filter, analysis: Analysis | None = None
+                     ) -> None:
+        """The controls' values into the session's options, checked against ``analysis`` (default: the
+        session's); the browser may send anything. A larger layer or head than a new analysis has is clamped."""
+        a, o = analysis or session.analysis, session.options
+        o.layer = whole(layer, "layer", 1, 1000) - 1
+        o.head = whole(head, "head", 1, 1000) - 1
+        if a is not None:
+            o.layer, o.head = min(o.layer, a.n_layers - 1), min(o.head, a.n_heads - 1)
         o.hide_special, o.word_level = bool(hide), bool(word)
         o.pair_filter = pair_filter if pair_filter in PAIR_FILTERS else "all"
 
@@ -139,14 +146,17 @@ class Handlers(InterventionHandlers, SyntaxHandlers):
 
     def analyze(self, text: str, pair: str, top_k: float, session: Session, layer: float = 1, head: float = 1,
                 hide: bool = False, word: bool = False, pair_filter: str = "all",
-                mask_positions: list[int] | None = None) -> Updates:
+                mask_positions: list[int] | None = None, unless_newer: int | None = None) -> Updates:
+        """Run one input. ``unless_newer``: the generation seen when the page opened; if another Run
+        landed meanwhile, this (the opening example's) result is dropped rather than shown over it."""
         try:
             lab = self.lab_of(session)
             self.check_length(lab, text, pair)
             a = lab.analyze(text, pair=pair or None, top_k=whole(top_k, "top-k", 1, 50), truncate=True,
                             mask_positions=mask_positions or ())
-            session.analysis = None  # the options are checked against the new analysis's size
-            self.read_options(session, layer, head, hide, word, pair_filter)
+            if unless_newer is not None and session.generation != unless_newer:
+                return {self.ui.message: gr.skip()}
+            self.read_options(session, layer, head, hide, word, pair_filter, a)
         except (InputError, CheckpointError, DeviceError) as error:
             return {self.ui.message: f"⚠️ {error}"}
         session.analysis, session.source, session.by_source = a, "attention", {}
@@ -164,7 +174,8 @@ class Handlers(InterventionHandlers, SyntaxHandlers):
         text = params.get("text", "")
         if not text.strip():
             text, pair = EXAMPLES[0]
-            return {**self.analyze(text, pair, 5, session), self.ui.text: text, self.ui.pair: pair}
+            out = self.analyze(text, pair, 5, session, unless_newer=session.generation)
+            return out if self.ui.payload not in out else {**out, self.ui.text: text, self.ui.pair: pair}
         out = self.analyze(text, params.get("pair", ""), 5, session, params.get("layer", 1), params.get("head", 1))
         return {**out, self.ui.text: text, self.ui.pair: params.get("pair", "")}
 

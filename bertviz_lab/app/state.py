@@ -8,6 +8,7 @@ import shutil
 import tempfile
 import threading
 import time
+import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,6 +64,8 @@ class Limits:
     queue: int = 64  # events waiting; more get "busy, try again"
     syntax_words: int = 10_000  # words one treebank request may score in the app (the CLI has no limit)
     export_age: float = 120  # seconds an export file stays in our temp folder (Gradio keeps its own copy)
+    payload_age: float = 600  # seconds the codes of an analysis stay fetchable by the page (views.js fetches at once)
+    payloads: int = 256  # at most this many on disk (<= 256 x 19 MB at 512 tokens; public mode: 256 tokens, 2.4 MB)
     max_tokens: int | None = None  # tokens per request (None: the model maximum)
     api_bytes: int | None = None  # largest /attention reply; above it attention travels as float16 base64 or is refused
 
@@ -72,20 +75,38 @@ class Limits:
         return cls(sessions=32, queue=32, syntax_words=5_000, max_tokens=256, api_bytes=8_000_000)
 
 
-class ExportFolder:
-    """A temp folder per server for exports; each export gets a subfolder, old ones are deleted."""
+class TempFolder:
+    """A temp folder per server whose entries (files or subfolders) are deleted after ``max_age``
+    seconds, and beyond the newest ``max_entries``, so no visitor can fill the disk."""
 
-    def __init__(self, max_age: float) -> None:
-        self.root = Path(tempfile.mkdtemp(prefix="bertviz-lab-exports-"))
-        self.max_age = max_age
+    def __init__(self, prefix: str, max_age: float, max_entries: int = 1000) -> None:
+        self.root = Path(tempfile.mkdtemp(prefix=prefix))
+        self.max_age, self.max_entries = max_age, max_entries
+        self._lock = threading.Lock()
         atexit.register(self.remove)
 
-    def new(self) -> Path:
+    def prune(self) -> None:
         now = time.time()
-        for old in self.root.iterdir():
-            if now - old.stat().st_mtime > self.max_age:
-                shutil.rmtree(old, ignore_errors=True)
-        return Path(tempfile.mkdtemp(dir=self.root))
+        entries = sorted(self.root.iterdir(), key=lambda p: p.stat().st_mtime, reverse=True)
+        for rank, old in enumerate(entries):
+            if rank >= self.max_entries - 1 or now - old.stat().st_mtime > self.max_age:
+                shutil.rmtree(old, ignore_errors=True) if old.is_dir() else old.unlink(missing_ok=True)
+
+    def new(self) -> Path:
+        """A fresh subfolder (an export's)."""
+        with self._lock:
+            self.prune()
+            return Path(tempfile.mkdtemp(dir=self.root))
+
+    def write(self, data: bytes, suffix: str) -> Path:
+        """A fresh file holding ``data``, written whole before its name appears."""
+        with self._lock:
+            self.prune()
+            path = self.root / f"{uuid.uuid4().hex}{suffix}"
+            partial = path.with_suffix(".part")
+            partial.write_bytes(data)
+            partial.rename(path)
+            return path
 
     def remove(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)

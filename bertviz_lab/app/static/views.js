@@ -16,11 +16,7 @@
   function visible(el) { return !!(el && el.offsetParent !== null && el.getClientRects().length); }
   function plotly() { return window.Plotly; }
 
-  function decode(p) {
-    var bin = atob(p.codes), n = bin.length, bytes = new Uint8Array(n);
-    for (var i = 0; i < n; i++) { bytes[i] = bin.charCodeAt(i); }
-    return p.bits === 16 ? new Uint16Array(bytes.buffer) : bytes;
-  }
+  function codesOf(p, buffer) { return p.bits === 16 ? new Uint16Array(buffer) : new Uint8Array(buffer); }
 
   // Rows and columns the pair filter keeps, in label order, and its note.
   function selection(p, filter) {
@@ -85,6 +81,7 @@
     var caption = document.querySelector('#single-plot .bvl-caption');
     if (caption) { caption.textContent = notes.join(' · '); }
     root.setAttribute('data-drawn', layout.title.text);
+    root.setAttribute('data-draws', String(Number(root.getAttribute('data-draws') || 0) + 1));  // for timing
     S.dirty.single = false;
     return true;
   }
@@ -227,6 +224,7 @@
       .map(function (h) { return h + 1; }).join(','));
     root.setAttribute('data-lines', String(lines));
     root.setAttribute('data-focus', focus ? focus.side + ':' + focus.index : '');
+    root.setAttribute('data-draws', String(Number(root.getAttribute('data-draws') || 0) + 1));
   }
 
   function onHeadViewEvent(ev) {
@@ -268,28 +266,44 @@
     if (shown && button) { button.click(); }
   }
 
+  function show(p, codes) {
+    S.p = p;
+    S.codes = codes;
+    S.layer = p.layer;
+    S.head = p.head;
+    S.filter = p.pair_filter || 'all';
+    S.heads = new Set([p.head]);
+    S.focus = S.pinned = null;
+    S.start = 0;
+    S.dirty = { single: true, headview: true };
+    drawAll();
+    var views = document.querySelector('#views');
+    if (p.scroll && views && views.getBoundingClientRect().top < 0) {  // e.g. an example clicked further down
+      views.scrollIntoView({ block: 'start' });
+    }
+  }
+
   var api = {
     load: function (p) {
-      if (!p || !p.codes) {
+      if (!p || !p.codes_url) {
         S.p = null;
+        S.loading = null;
         document.querySelectorAll('.bvl-heatmap').forEach(function (el) { if (plotly()) { plotly().purge(el); } });
         document.querySelectorAll('.bvl-headview').forEach(function (el) { el.innerHTML = ''; el.__bvl = null; });
         return [];
       }
-      S.p = p;
-      S.codes = decode(p);
-      S.layer = p.layer;
-      S.head = p.head;
-      S.filter = p.pair_filter || 'all';
-      S.heads = new Set([p.head]);
-      S.focus = S.pinned = null;
-      S.start = 0;
-      S.dirty = { single: true, headview: true };
-      drawAll();
-      var views = document.querySelector('#views');
-      if (p.scroll && views && views.getBoundingClientRect().top < 0) {  // e.g. an example clicked further down
-        views.scrollIntoView({ block: 'start' });
-      }
+      S.loading = p.id;
+      fetch(p.codes_url).then(function (r) {  // the weights' codes travel as raw bytes, not inside JSON
+        if (!r.ok) { throw new Error('HTTP ' + r.status); }
+        return r.arrayBuffer();
+      }).then(function (buffer) {
+        if (S.loading !== p.id) { return; }  // a newer analysis arrived meanwhile
+        if (buffer.byteLength !== p.codes_bytes) { throw new Error(buffer.byteLength + ' bytes'); }
+        show(p, codesOf(p, buffer));
+      }).catch(function (error) {
+        var caption = document.querySelector('#single-plot .bvl-caption');
+        if (caption) { caption.textContent = '⚠️ could not load this analysis (' + error.message + '): press Run again'; }
+      });
       return [];
     },
     select: function (layer, head) {

@@ -1,0 +1,203 @@
+"""What a person waits for, in real Chromium (issue 11): the app on the embedded model next to
+BertViz 1.4.1's head view on the same attention, in the same browser.
+
+Ours, medians over --repeat actions at 32, 128 and 512 tokens:
+- Run -> heatmap drawn: from the click on Run to the single-head heatmap re-drawn (two animation
+  frames after Plotly returns, i.e. pixels on screen);
+- head switch and layer switch -> heatmap drawn: from the Enter key in the slider's box to the new
+  heatmap drawn (no server round trip: the page switches by itself);
+- head-view layer switch: the same with the Head view tab open (lines of the chosen heads).
+The peer, BertViz's head view (html_action="return", all 12 heads shown as it defaults):
+- first render: from navigation start to its attention lines drawn;
+- layer switch: from the layer <select>'s change event to the new lines drawn.
+BertViz loads require.js, d3 5.7.0 and jQuery from a CDN; this machine has no CDN, so the script
+takes the same files from the npm registry (`npm pack`, jQuery 2.1.4 = the oldest 2.x there;
+BertViz asks for 2.0.0) and serves them to the page at the CDN's URLs.
+
+    python benchmarks/bench_browser.py [--repeat 20] [--sizes 32 128 512]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import tarfile
+import tempfile
+from pathlib import Path
+
+from bertviz_lab import load
+from bertviz_lab.app import build_demo, launch_kwargs, queue_kwargs
+
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run", "--disable-quic"]
+CDN = {  # the URL BertViz asks for -> (npm package, file in its tarball)
+    "require.min.js": ("requirejs@2.3.6", "package/require.js"),
+    "d3.min.js": ("d3@5.7.0", "package/dist/d3.min.js"),
+    "jquery.min.js": ("jquery@2.1.4", "package/dist/jquery.min.js"),
+}
+WORDS = ("the quick brown fox jumps over the lazy dog while a small bird sings in the old oak tree near the "
+         "river and children play football in the park").split()
+
+# In the page: wait until an element's data-draws counter passes `before`, then two frames (pixels drawn).
+WAIT_DRAWN = """async ([selector, before, t0]) => {
+  const el = document.querySelector(selector);
+  while (Number(el.getAttribute('data-draws') || 0) <= before) { await new Promise(r => requestAnimationFrame(r)); }
+  await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
+  return performance.now() - (t0 === null ? window.__bvlKey : t0);
+}"""
+CLICK_RUN = """async () => {
+  const el = document.querySelector('#single-plot .bvl-heatmap');
+  const before = Number(el.getAttribute('data-draws') || 0);
+  const t0 = performance.now();
+  document.querySelector('#run').click();
+  while (Number(el.getAttribute('data-draws') || 0) <= before) { await new Promise(r => requestAnimationFrame(r)); }
+  await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
+  return performance.now() - t0;
+}"""
+KEY_CLOCK = "document.addEventListener('keydown', e => { if (e.key === 'Enter') window.__bvlKey = performance.now(); }, true)"
+BERTVIZ_SWITCH = """async (layer) => {
+  const select = document.querySelector('#layer');
+  const t0 = performance.now();
+  select.value = String(layer);
+  select.dispatchEvent(new Event('change', {bubbles: true}));
+  await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
+  if (!document.querySelectorAll('#vis svg line').length) throw new Error('no lines');
+  return performance.now() - t0;
+}"""
+
+
+def text_of(lab, n_tokens: int) -> str:
+    """A text of exactly ``n_tokens`` tokens, [CLS] and [SEP] included (one-piece words)."""
+    words: list[str] = []
+    while len(lab.tokenizer.encode(" ".join(words)).ids) < n_tokens:
+        words.append(WORDS[len(words) % len(WORDS)])
+    return " ".join(words)
+
+
+def cdn_files(cache: Path) -> dict[str, bytes]:
+    cache.mkdir(parents=True, exist_ok=True)
+    out = {}
+    for name, (package, member) in CDN.items():
+        tgz = next(cache.glob(package.replace("@", "-") + ".tgz"), None)
+        if tgz is None:
+            subprocess.run(["npm", "pack", package, "--silent"], cwd=cache, check=True, capture_output=True)
+            tgz = next(cache.glob(package.replace("@", "-") + ".tgz"))
+        with tarfile.open(tgz) as archive:
+            out[name] = archive.extractfile(member).read()
+    return out
+
+
+def median_ms(values: list[float]) -> str:
+    return f"{statistics.median(values):.0f} ms"
+
+
+def ours(page, url: str, text: str, repeat: int, lab) -> dict[str, list[float]]:
+    page.goto(url)
+    page.wait_for_selector("#single-plot .bvl-heatmap[data-draws]", timeout=60000)  # the opening example
+    page.evaluate(KEY_CLOCK)
+    page.fill("#text-a textarea", text)
+    times: dict[str, list[float]] = {"run": [], "head": [], "layer": [], "headview layer": []}
+    page.evaluate(CLICK_RUN)  # warm-up
+    for _ in range(repeat):
+        times["run"].append(page.evaluate(CLICK_RUN))
+    for i in range(repeat):
+        for name, slider, value in (("head", "head", i % lab.n_heads + 1), ("layer", "layer", i % lab.n_layers + 1)):
+            times[name].append(switch(page, "#single-plot .bvl-heatmap", slider, value))
+    page.get_by_role("tab", name="Head view").click()
+    page.wait_for_selector("#headview-plot .bvl-headview[data-draws]", timeout=20000)
+    for i in range(repeat):
+        times["headview layer"].append(switch(page, "#headview-plot .bvl-headview", "layer", i % lab.n_layers + 1))
+    page.get_by_role("tab", name="Single head").click()
+    return times
+
+
+def switch(page, selector: str, slider: str, value: int) -> float:
+    box = page.locator(f"#{slider} input[type=number]")
+    if box.input_value() == str(value):  # a change is needed for a redraw
+        value = value % 2 + 1
+    before = int(page.get_attribute(selector, "data-draws") or 0)
+    box.fill(str(value))
+    box.press("Enter")
+    return page.evaluate(WAIT_DRAWN, [selector, before, None])
+
+
+def bertviz(browser, lab, text: str, repeat: int, files: dict[str, bytes], folder: Path) -> dict[str, list[float]]:
+    import torch
+    from bertviz import head_view
+
+    a = lab.analyze(text)
+    attention = tuple(torch.from_numpy(a.attention[i][None]) for i in range(a.n_layers))  # (1, heads, q, k) each
+    html = head_view(attention, a.tokens, html_action="return").data
+    page_file = folder / "bertviz.html"
+    page_file.write_text(f"<html><body>{html}</body></html>")
+    times: dict[str, list[float]] = {"bertviz first render": [], "bertviz layer": []}
+    page = browser.new_page(viewport={"width": 1600, "height": 1000})
+
+    def serve(route):
+        name = route.request.url.rsplit("/", 1)[-1]
+        name = name if name.endswith(".js") else name + ".js"
+        body = files.get(name)
+        if body is None:
+            return route.abort()
+        return route.fulfill(body=body, content_type="application/javascript")
+
+    page.route("https://cdnjs.cloudflare.com/**", serve)
+    for _ in range(max(3, repeat // 4)):  # a full page load each: fewer of them
+        page.goto(page_file.as_uri())
+        page.wait_for_function("document.querySelectorAll('#vis svg line').length > 0", timeout=120000, polling="raf")
+        times["bertviz first render"].append(page.evaluate(
+            "new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(performance.now()))))"))
+    for i in range(repeat):
+        times["bertviz layer"].append(page.evaluate(BERTVIZ_SWITCH, (i + 1) % a.n_layers))
+    page.close()
+    return times
+
+
+def main() -> None:
+    from playwright.sync_api import sync_playwright
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[32, 128, 512])
+    parser.add_argument("--bertviz-max", type=int, default=128, help="largest size given to BertViz (its page "
+                        "embeds every weight as JSON text: ~200 MB at 512 tokens)")
+    args = parser.parse_args()
+    lab = load("default", device="cpu")
+    demo = build_demo(lab)
+    demo.queue(**queue_kwargs())
+    _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True, **launch_kwargs())
+    folder = Path(tempfile.mkdtemp(prefix="bench-browser-"))
+    files = cdn_files(Path(os.environ.get("BVL_NPM_CACHE", Path.home() / ".cache" / "bertviz-lab-npm")))
+    chromium = os.environ.get("CHROMIUM", shutil.which("chromium") or "/usr/bin/chromium")
+    rows = []
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=chromium, headless=True, args=ARGS)
+            page = browser.new_page(viewport={"width": 1600, "height": 1000})
+            for n in args.sizes:
+                text = text_of(lab, n)
+                tokens = len(lab.encode(text).ids)
+                times = ours(page, url, text, args.repeat, lab)
+                if n <= args.bertviz_max:
+                    times.update(bertviz(browser, lab, text, args.repeat, files, folder))
+                rows.append((tokens, {k: statistics.median(v) for k, v in times.items()}))
+                print(f"{tokens} tokens: " + ", ".join(f"{k} {median_ms(v)}" for k, v in times.items()), flush=True)
+            browser.close()
+    finally:
+        demo.close()
+        shutil.rmtree(folder, ignore_errors=True)
+    print("\n| tokens | Run -> heatmap | head switch | layer switch | head-view layer switch | BertViz first render "
+          "| BertViz layer switch | BertViz layer / our layer |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for tokens, m in rows:
+        peer = m.get("bertviz layer")
+        ratio = f"{peer / m['layer']:.1f}x" if peer else "-"
+        cells = " | ".join(f"{m[k]:.0f} ms" if k in m else "not run" for k in
+                           ("run", "head", "layer", "headview layer", "bertviz first render", "bertviz layer"))
+        print(f"| {tokens} | {cells} | {ratio} |")
+
+
+if __name__ == "__main__":
+    main()
