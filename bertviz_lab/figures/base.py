@@ -84,6 +84,9 @@ def grid_domains(n_panels: int, columns: int, gap_x: float, gap_y: float) -> lis
     return cells
 
 
+UNITS = {"entropy": "entropy (nats)"}  # panel names that carry a unit
+
+
 def heatmap_grid(panels: Sequence[tuple[str, np.ndarray]], x_labels: Sequence[str], y_labels: Sequence[str],
                  title: str, filename: str, columns: int, zmax_shared: bool = False, height_per_row: int = 320,
                  hover: str = "query %{y}<br>key %{x}<br>weight %{z:.4f}", x_title: str = "", y_title: str = "",
@@ -104,12 +107,12 @@ def heatmap_grid(panels: Sequence[tuple[str, np.ndarray]], x_labels: Sequence[st
                       "x": x0 + width + 0.005, "xanchor": "left", "tickfont": {"size": 9}},
                      "hovertemplate": f"{name}<br>{hover}<extra></extra>"})
         layout[f"xaxis{ax}"] = {"domain": [x0, x0 + width], "anchor": f"y{ax}", "type": "category",
-                                "tickangle": -60, "tickfont": {"size": 10},
-                                "title": {"text": x_title if r == rows - 1 else ""}}
+                                "tickangle": -60, "tickfont": {"size": 10}, "automargin": True,
+                                "title": {"text": x_title if r == rows - 1 else "", "standoff": 10}}
         layout[f"yaxis{ax}"] = {"domain": [y1 - height, y1], "anchor": f"x{ax}", "type": "category",
                                 "autorange": "reversed" if reverse_y else True, "tickfont": {"size": 10},
                                 "title": {"text": y_title if c == 0 else ""}}
-        annotations.append({"text": f"<b>{name}</b>", "x": x0 + width / 2, "y": y1 + 0.02, "xref": "paper",
+        annotations.append({"text": f"<b>{UNITS.get(name, name)}</b>", "x": x0 + width / 2, "y": y1 + 0.02, "xref": "paper",
                             "yref": "paper", "showarrow": False, "xanchor": "center", "yanchor": "bottom"})
     layout.update({"title": {"text": title}, "annotations": annotations,
                    "height": 120 + rows * height_per_row, "margin": {"l": 80, "r": 30, "t": 90, "b": 90}})

@@ -36,7 +36,7 @@ def plotly_text(text: str) -> str:
 def relation_heatmap(summary: SyntaxSummary, relation: str, direction: str) -> Figure:
     values = summary.accuracy_map(relation, direction)
     row = summary.best_heads[summary.best_heads.relation == relation]
-    base = f"; best fixed offset {int(row.baseline_offset.iloc[0]):+d} scores {row.baseline_accuracy.iloc[0]:.2f}" \
+    base = f"; best fixed offset {offset_text(int(row.baseline_offset.iloc[0]))} scores {row.baseline_accuracy.iloc[0]:.2f}" \
         if len(row) else ""
     total = int(summary.head_scores[(summary.head_scores.relation == relation)].total.iloc[0])
     return layer_head_figure(values, f"{plotly_text(relation)} ({direction}, n={total}): accuracy per head{base}",
@@ -89,11 +89,32 @@ def difference_figure(compare: pd.DataFrame, relation: str, direction: str, laye
     return fig
 
 
+def offset_text(offset: int) -> str:
+    """A signed word offset with its direction: '+1 (next word)', '-2 (2 words left)'."""
+    if offset == 0:
+        return "0 (the word itself)"
+    side = ("next word" if offset == 1 else f"{offset} words right") if offset > 0 else \
+        ("previous word" if offset == -1 else f"{-offset} words left")
+    return f"{offset:+d} ({side})"
+
+
 def _arc(x0: float, x1: float, up: bool, colour: str, width: float, dash: str = "solid") -> dict:
     height = 0.35 + 0.22 * abs(x1 - x0)
     y = height if up else -height
     return {"type": "path", "path": f"M {x0},0 Q {(x0 + x1) / 2},{2 * y} {x1},0",
             "line": {"color": colour, "width": width, "dash": dash}}
+
+
+def _arrowhead(x0: float, x1: float, up: bool, colour: str) -> dict:
+    """An arrowhead where the arc from x0 lands on x1 (the annotation's arrow along the curve's end)."""
+    height = 0.35 + 0.22 * abs(x1 - x0)
+    cy = 2 * (height if up else -height)  # the quadratic Bezier's control point is ((x0 + x1) / 2, cy)
+    t = 0.85  # a point just before the end, on the curve
+    bx = (1 - t) ** 2 * x0 + 2 * t * (1 - t) * (x0 + x1) / 2 + t ** 2 * x1
+    by = 2 * t * (1 - t) * cy
+    return {"x": x1, "y": 0.08 if up else -0.08, "ax": bx, "ay": by, "xref": "x", "yref": "y", "axref": "x",
+            "ayref": "y", "showarrow": True, "arrowhead": 2, "arrowsize": 1.2, "arrowwidth": 1.5,
+            "arrowcolor": colour, "text": ""}
 
 
 def arcs_figure(sentence: Sentence, word_attn: np.ndarray, layer: int, head: int) -> tuple[Figure, str]:
@@ -108,6 +129,7 @@ def arcs_figure(sentence: Sentence, word_attn: np.ndarray, layer: int, head: int
     shapes, annotations, lines = [], [], []
     for (d, h), rel in gold.items():
         shapes.append(_arc(d, h, True, "#2b6cb0", 2))
+        annotations.append(_arrowhead(h, d, True, "#2b6cb0"))  # a dependency arc points from head to dependent
         annotations.append({"x": (d + h) / 2, "y": 0.35 + 0.22 * abs(d - h) + 0.05, "text": plotly_text(rel),
                             "showarrow": False,
                             "font": {"size": 11, "color": "#2b6cb0"}, "yanchor": "bottom"})
@@ -115,6 +137,7 @@ def arcs_figure(sentence: Sentence, word_attn: np.ndarray, layer: int, head: int
         hit = frozenset((src, dst)) in undirected
         shapes.append(_arc(src, dst, False, "#2f855a" if hit else "#a0aec0", 2.5 if hit else 1.2,
                            "solid" if hit else "dot"))
+        annotations.append(_arrowhead(src, dst, False, "#2f855a" if hit else "#a0aec0"))  # to the attended word
     for (d, h), rel in gold.items():
         dep_to_head = predicted[d][1] == h  # d attends most to its head
         head_to_dep = attended_by[d] == h  # the word attending most to d is its head
@@ -127,8 +150,8 @@ def arcs_figure(sentence: Sentence, word_attn: np.ndarray, layer: int, head: int
     data = [{"type": "scatter", "mode": "text+markers", "x": list(range(n)), "y": [0] * n,
              "text": [plotly_text(w) for w in sentence.words], "textposition": "middle center", "marker": {"size": 1, "color": "white"},
              "textfont": {"size": 14, "color": "#111"}, "hoverinfo": "text", "showlegend": False}]
-    layout = {"title": {"text": f"Gold arcs (above) vs layer {layer + 1}, head {head + 1}: each word's most-attended "
-                                "word (below; green = a gold arc)"},
+    layout = {"title": {"text": f"Gold arcs head → dependent (above) vs layer {layer + 1}, head {head + 1}: each "
+                                "word → its most-attended word (below; green = a gold arc)"},
               "shapes": shapes, "annotations": annotations, "height": 520,
               "xaxis": {"visible": False, "range": [-0.8, n - 0.2]},
               "yaxis": {"visible": False, "range": [-span * 0.55, span * 0.6]},
@@ -140,7 +163,7 @@ def arcs_figure(sentence: Sentence, word_attn: np.ndarray, layer: int, head: int
 def relation_figure(summary: SyntaxSummary, relation: str) -> Figure:
     panels = [(direction, summary.accuracy_map(relation, direction)) for direction in DIRECTIONS]
     row = summary.best_heads[summary.best_heads.relation == relation]
-    base = f" (best fixed offset {int(row.baseline_offset.iloc[0]):+d}: {row.baseline_accuracy.iloc[0]:.2f})" \
+    base = f" (best fixed offset {offset_text(int(row.baseline_offset.iloc[0]))}: {row.baseline_accuracy.iloc[0]:.2f})" \
         if len(row) else ""
     return heatmap_grid(panels, head_labels(summary.heads), layer_labels(summary.layers),
                         title=f"{plotly_text(relation)}: accuracy per head{base}", filename="syntax-relation", columns=2,

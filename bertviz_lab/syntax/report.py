@@ -12,7 +12,7 @@ import pandas as pd
 
 from ..figures.base import Figure
 from ..figures.syntax import best_heads_figure, best_heads_table, relation_figure, stats_figure, uuas_figure
-from .summary import HELD_OUT_NOTE, SyntaxSummary
+from .summary import HELD_OUT_NOTE, OFFSET_NOTE, SyntaxSummary
 
 METHOD = ("Method: Clark et al. (2019), \"What Does BERT Look At?\", and their released code: word-level attention "
           "(to a word = sum over its pieces, from a word = mean over its pieces; [CLS]/[SEP] kept for the "
@@ -52,7 +52,7 @@ table.best td,table.best th{{padding:3px 8px;border-bottom:1px solid #ddd}} .fig
 <b>{html.escape(summary.source)}</b>. Sentences scored: {summary.sentences_used};
 skipped as too long: {summary.sentences_skipped}. {html.escape(METHOD)}</p>
 {null}
-<p>{html.escape(HELD_OUT_NOTE)}</p>
+<p>{html.escape(HELD_OUT_NOTE)} {html.escape(OFFSET_NOTE)}</p>
 <h2>Best head per relation (relations with at least {summary.settings.min_arcs} arcs)</h2>
 {table}
 {_figure_div(best_heads_figure(summary), "best")}

@@ -25,6 +25,8 @@ from .statistics import (
     split_sentences,
 )
 
+OFFSET_NOTE = ("baseline_offset: the fixed relative position that best predicts each word's head, in words: "
+               "+1 = the next word (to the right), -1 = the previous word (to the left).")
 HELD_OUT_NOTE = ("The in-sample best head is the maximum over every head and both directions, so it is "
                  "optimistic; the held-out column chooses the head on one half of the sentences and reports "
                  "its accuracy on the other half.")

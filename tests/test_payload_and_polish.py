@@ -1,0 +1,94 @@
+"""What the page draws from (the payload views.js switches layers and heads with) and the
+small things a reader notices: units, arrow directions, offset signs, long labels, [mask]."""
+import numpy as np
+import pytest
+
+from bertviz_lab.figures.payload import CODE16_MAX_TOKENS, dequantise, quantise, view_payload
+
+
+def test_payload_round_trip_is_within_the_quantisation_step(tiny_lab):
+    a = tiny_lab.analyze("the cat sat on the mat because it was tired")
+    meta, codes = view_payload(a, 1, 2, False, False, "all")
+    assert (meta["layer"], meta["head"], meta["bits"], meta["codes_bytes"]) == (1, 2, 16, len(codes))
+    assert meta["labels"] == [f"{i} {t}" for i, t in enumerate(a.tokens)]
+    weights = dequantise(meta, codes)
+    step = a.attention.max(axis=(-1, -2), keepdims=True) / 65535  # one code of each head
+    assert np.all(np.abs(weights - a.attention) <= step / 2 + 1e-7)
+    assert meta["heatmap"]["data"][0]["z"] is None  # the template carries no numbers
+
+
+def test_payload_word_level_and_hidden_specials_match_the_python_view(tiny_lab):
+    from bertviz_lab.attention import attention_view
+
+    a = tiny_lab.analyze("unbelievably tokenized words", pair="and a second sentence")
+    meta, codes = view_payload(a, 0, 0, True, True, "A->B")
+    view = attention_view(a.attention, a.tokens, a.word_ids, a.segment_ids, hide_special=True, word_level=True)
+    assert meta["labels"] == view.query_labels and meta["segments"] == view.query_segments
+    assert meta["pair_filter"] == "A->B"  # applied by the page (rows A, columns B), not here
+    np.testing.assert_allclose(dequantise(meta, codes), view.weights, atol=1e-4)
+    assert any("word level" in note for note in meta["notes"])
+
+
+def test_eight_bit_codes_above_the_limit_and_their_error():
+    rng = np.random.default_rng(0)
+    n = CODE16_MAX_TOKENS + 1
+    weights = rng.random((1, 2, n, n)).astype(np.float32)
+    weights /= weights.sum(-1, keepdims=True)  # (layers, heads, query, key), rows sum to 1
+    codes, scales = quantise(weights, 8)
+    assert len(codes) == weights.size  # one byte a weight
+    meta = {"bits": 8, "labels": list(range(n)), "layers": 1, "heads": 2, "scales": scales.tolist()}
+    error = np.abs(dequantise(meta, codes) - weights)
+    assert error.max() <= scales.max() / 255 / 2 + 1e-7
+
+
+def test_long_labels_are_shortened_on_the_axis_but_not_in_the_hover():
+    from bertviz_lab.attention import AttentionView
+    from bertviz_lab.figures.attention import heatmap_figure
+
+    labels = ["0 [CLS]", "1 antidisestablishmentarianism", "2 [SEP]"]
+    view = AttentionView(np.eye(3, dtype=np.float32), labels, labels, [0, 1, 2], [0, 1, 2], [])
+    fig = heatmap_figure(view, "t")
+    y = fig["layout"]["yaxis"]
+    assert y["tickvals"] == labels and y["ticktext"][1] == "1 antidisestablis…" and fig["data"][0]["y"] == labels
+    assert "tickvals" not in heatmap_figure(AttentionView(np.eye(2), ["0 a", "1 b"], ["0 a", "1 b"], [0, 1], [0, 1],
+                                                          []), "t")["layout"]["yaxis"]
+
+
+@pytest.mark.parametrize("offset, text", [(1, "+1 (next word)"), (-1, "-1 (previous word)"),
+                                          (-3, "-3 (3 words left)"), (2, "+2 (2 words right)")])
+def test_offsets_say_their_direction(offset, text):
+    from bertviz_lab.figures.syntax import offset_text
+
+    assert offset_text(offset) == text
+
+
+def test_dependency_arcs_have_arrowheads_on_the_dependent():
+    from bertviz_lab.figures.syntax import arcs_figure
+    from bertviz_lab.syntax.treebank import Sentence
+
+    # "dogs bark loudly": bark is the root; dogs <- bark (nsubj), loudly <- bark (advmod)
+    sentence = Sentence(["dogs", "bark", "loudly"], [2, 0, 2], ["nsubj", "root", "advmod"])
+    attention = np.zeros((1, 1, 3, 3))
+    attention[0, 0] = [[0, 1, 0], [0, 0, 1], [1, 0, 0]]  # dogs->bark, bark->loudly, loudly->dogs
+    fig, _ = arcs_figure(sentence, attention, 0, 0)
+    arrows = [a for a in fig["layout"]["annotations"] if a.get("showarrow")]
+    gold = sorted(a["x"] for a in arrows if a["y"] > 0)
+    assert gold == [0, 2]  # heads point at their dependents (words 0 and 2), never at the head (1)
+    below = sorted(a["x"] for a in arrows if a["y"] < 0)
+    assert below == [0, 1, 2]  # each word's arrow lands on its most-attended word: bark, loudly, dogs
+    for a in arrows:  # each arrow starts on its arc, on the side the arc is drawn
+        assert np.sign(a["ay"]) == np.sign(a["y"])
+
+
+def test_head_summary_names_the_unit_of_entropy(tiny_lab):
+    from bertviz_lab.figures import analysis as views
+
+    fig = views.summary(tiny_lab.analyze("the cat sat"))
+    names = [a["text"] for a in fig["layout"]["annotations"]]
+    assert "<b>entropy (nats)</b>" in names
+
+
+def test_lower_case_mask_is_the_mask_token(tiny_lab):
+    a = tiny_lab.analyze("the [mask] sat on the [Mask]")
+    assert a.tokens.count("[MASK]") == 2
+    assert [p.position for p in a.mlm] == [i for i, t in enumerate(a.tokens) if t == "[MASK]"]
