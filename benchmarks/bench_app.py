@@ -1,7 +1,9 @@
 """App speed and size, measured on the real UI handlers (the functions Gradio calls).
 
-1. Server time for the Run action (forward pass + every figure serialised) and for switching
-   layer/head (re-render from the cached analysis), 32-token sentence, embedded model, CPU.
+1. Server time for the Run action (forward pass + the page's payload + the open tab's figure,
+   serialised) and for a server-drawn tab following the sliders (Aggregates, via sync_view),
+   32-token sentence, embedded model, CPU. Layer/head switches of the single-head heatmap and the
+   head view need no server at all: benchmarks/bench_browser.py times them in Chromium.
 2. Bytes sent for the model overview of 128 tokens at 12 layers x 12 heads (random attention
    from a random-initialised bert-base-sized model), next to BertViz's model_view HTML for the
    same attention.
@@ -30,12 +32,16 @@ def handler(demo, api_name):
 
 
 def serialise(outputs) -> int:
-    """Force every figure to its wire form (what Gradio sends) and count the bytes."""
+    """Force every figure and the payload to their wire form (what Gradio sends) and count the bytes."""
+    import json
+
     total = 0
     for out in outputs.values():  # handlers return {component: value}
         plot = getattr(out, "plot", None)
         if isinstance(plot, str):
             total += len(plot)
+        if isinstance(out, dict) and "codes_url" in out:
+            total += len(json.dumps(out)) + out["codes_bytes"]
     return total
 
 
@@ -51,7 +57,7 @@ def timed(fn, repeat):
 def server_times() -> None:
     lab = load("default", device="cpu")
     demo = build_demo(lab)
-    run, set_layer = handler(demo, "analyze"), handler(demo, "set_layer")
+    run, sync = handler(demo, "analyze"), handler(demo, "sync_view")
     words = ("The committee that reviewed the proposal said it would publish its findings after the "
              "holidays, despite strong objections from several members of the board and the staff who "
              "worked on it for months").split()
@@ -66,11 +72,12 @@ def server_times() -> None:
 
     def switch():
         i = next(layers)
-        serialise(set_layer(i % lab.n_layers + 1, i % lab.n_heads + 1, False, False, "all", -1, session))
+        serialise(sync(i % lab.n_layers + 1, i % lab.n_heads + 1, False, False, "all", session, "attention",
+                       "aggregates"))
 
     switch_ms = timed(switch, 60)
     print(f"Run action, {n} tokens: median {run_ms:.1f} ms (target <= 150)")
-    print(f"Switch layer/head:      median {switch_ms:.1f} ms (target <= 50)")
+    print(f"Aggregates tab following a layer/head change: median {switch_ms:.1f} ms (server only)")
 
 
 def overview_bytes() -> None:

@@ -1,13 +1,14 @@
 """The app under load and faults (issue 13), the server in its own process in public mode:
 
-1. 16 gradio_client clients running the Run action (/analyze) at 128 tokens for 60 s: errors,
-   throughput, p50/p95 (target: 0 errors, p95 <= 2 s on this 2-core CPU);
+1. 16 gradio_client clients running the Run action (/analyze) at 128 tokens for --seconds
+   (default 120): errors, throughput, p50/p95 (target: 0 errors, p95 <= 2 s on this 2-core CPU),
+   and the server's memory after the first minute vs at the end (target: within 10 %);
 2. a soak of 2,000 requests mixing good /attention calls (each reply checked against its own
    request: cross-talk) with every bad-input class of tests/hostile_inputs.py: unhandled errors,
    memory after the soak vs after warm-up (target: 0 unhandled, growth <= 10%), largest reply;
 3. kill -9 in the middle of a request, restart, and a request that works.
 
-    python benchmarks/bench_load.py [--seconds 60] [--requests 2000]
+    python benchmarks/bench_load.py [--seconds 120] [--requests 2000]
 """
 from __future__ import annotations
 
@@ -70,9 +71,16 @@ def percentile(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(q * len(values)))]
 
 
-def load_test(url: str, clients: int, seconds: float) -> None:
+def load_test(url: str, clients: int, seconds: float, pid: int) -> None:
     text = " ".join(["word"] * 126)
-    times, errors, stop = [], [], time.time() + seconds
+    times, errors, start_time = [], [], time.time()
+    stop = start_time + seconds
+    memory: list[tuple[float, float]] = []  # (seconds since start, server RSS in MB)
+
+    def sample():
+        while time.time() < stop:
+            memory.append((time.time() - start_time, rss_mb(pid)))
+            time.sleep(2)
 
     def worker():
         client = Client(url, verbose=False)
@@ -86,13 +94,18 @@ def load_test(url: str, clients: int, seconds: float) -> None:
                 errors.append(str(error)[:100])
             times.append(time.perf_counter() - start)
 
-    threads = [threading.Thread(target=worker) for _ in range(clients)]
+    threads = [threading.Thread(target=worker) for _ in range(clients)] + [threading.Thread(target=sample)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     print(f"{clients} clients x {seconds:.0f} s at 128 tokens: {len(times)} Runs, {len(times) / seconds:.1f}/s, "
           f"errors {len(errors)}, p50 {statistics.median(times):.2f} s, p95 {percentile(times, 0.95):.2f} s")
+    minute = next((mb for t, mb in memory if t >= 60), memory[-1][1])
+    end = memory[-1][1]
+    print(f"server RSS: {memory[0][1]:.0f} MB at the start, {minute:.0f} MB after the first minute, {end:.0f} MB at "
+          f"{memory[-1][0]:.0f} s ({100 * (end / minute - 1):+.1f}% after the first minute), peak "
+          f"{max(mb for _, mb in memory):.0f} MB")
 
 
 def soak(url: str, total: int, tokenizer) -> tuple[int, int, int]:
@@ -164,7 +177,7 @@ def _ignore(fn):
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--seconds", type=float, default=60)
+    parser.add_argument("--seconds", type=float, default=120)
     parser.add_argument("--requests", type=int, default=2000)
     args = parser.parse_args()
     tokenizer = load("default", device="cpu")
@@ -172,7 +185,7 @@ def main() -> None:
     server = start(port)
     url = f"http://127.0.0.1:{port}/"
     try:
-        load_test(url, 16, args.seconds)
+        load_test(url, 16, args.seconds, server.pid)
         warm = rss_mb(server.pid)
         unhandled, crosstalk, largest = soak(url, args.requests, tokenizer)
         after = rss_mb(server.pid)

@@ -24,7 +24,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent.parent / "docs" / "screenshot.png")
     parser.add_argument("--text", default="The cat chased the other cat around the garden.")
-    parser.add_argument("--tab", default=None, help="a tab to open before the screenshot, e.g. Syntax")
+    parser.add_argument("--tab", default=None, help="a tab to open before the screenshot, e.g. 'Head view'")
+    parser.add_argument("--size", default="1600x1000", help="the window, WIDTHxHEIGHT (the first screen is taken)")
+    parser.add_argument("--full-page", action="store_true", help="the whole page, not only the first screen")
     args = parser.parse_args()
     demo = build_demo(load("default", device="cpu"))
     demo.queue(**queue_kwargs())
@@ -33,16 +35,19 @@ def main() -> None:
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=chromium, headless=True, args=ARGS)
-            page = browser.new_page(viewport={"width": 1400, "height": 1600})
+            width, height = (int(v) for v in args.size.split("x"))
+            page = browser.new_page(viewport={"width": width, "height": height})
             page.goto(url)
+            page.wait_for_selector("#single-plot .bvl-heatmap[data-draws]", timeout=60000)  # the opening example
             page.fill("#text-a textarea", args.text)
             page.click("#run")
-            page.wait_for_selector("#single-plot .main-svg", timeout=60000)
+            page.wait_for_function("Number(document.querySelector('#single-plot .bvl-heatmap').dataset.draws) >= 2",
+                                   timeout=60000)
             if args.tab:
                 page.get_by_role("tab", name=args.tab).click()
             page.wait_for_timeout(1000)
             args.out.parent.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(args.out), full_page=True)
+            page.screenshot(path=str(args.out), full_page=args.full_page)
             browser.close()
     finally:
         demo.close()

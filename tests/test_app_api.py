@@ -42,6 +42,18 @@ def test_unknown_model_is_a_message(tiny_app):
     assert "not enabled on this server" in call(client, "load_model", "no-such/model", "cpu")["message"]
 
 
+def test_switching_model_clears_every_view_of_the_old_one(tiny_app, tiny_lab):
+    client = gradio_client.Client(tiny_app, verbose=False)
+    assert call(client, "analyze", "the cat sat", "", 5)["payload"]["labels"][1] == "1 the"
+    out = call(client, "load_model", tiny_lab.source, "cpu")
+    assert "Press Run" in out["message"] and out["payload"] is None  # the page clears its heatmap and head view
+    assert out["picker"]["choices"] == [] and out["pred_table"]["data"] in ([], [[]])
+    for name in ("overview_plot", "aggregates_plot", "summary_plot", "pred_plot", "probe_plot", "offsets_plot"):
+        assert "Press Run" in out[name]["plot"], name  # no stale figure of the previous input
+    skipped = call(client, "sync_view", 1, 1, False, False, "all", "attention", "aggregates")["notes"]
+    assert skipped == {"__type__": "update"}  # nothing to draw, and no error
+
+
 def test_model_that_cannot_be_loaded_is_a_message(tiny_lab, tmp_path):
     from conftest import launch
 
