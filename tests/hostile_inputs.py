@@ -34,4 +34,6 @@ BAD_INPUTS = [
     ("patching", ("a [MASK] b", "a b [MASK] c", "the", "cat"), "same number of tokens"),
     ("syntax_probe", ("upload", None, False, False), "upload a CoNLL-U file first"),
     ("export_csv", (), "Run an analysis first"),
+    ("sync_view", (1e30, 1, False, False, "all", "attention", "aggregates"), "maximum"),
+    ("sync_view", (1, 1, False, False, "C->D", "attention", "aggregates"), "not in the list of choices"),
 ]

@@ -196,12 +196,12 @@ class Handlers(InterventionHandlers, SyntaxHandlers):
                   source: str = "attention", tab: str = "") -> Updates:
         """The open tab's figure after the sliders moved (views.js asks only when a server-drawn tab is open);
         API callers may name the tab."""
-        if session.analysis is None:
-            return {self.ui.notes: gr.skip()}
         try:
             self.read_options(session, layer, head, hide, word, pair_filter)
         except InputError as error:
             return {self.ui.notes: f"⚠️ {error}"}
+        if session.analysis is None:
+            return {self.ui.notes: gr.skip()}
         if tab in WORK_TABS:
             session.work_tab = tab
         elif tab in TABS.values():

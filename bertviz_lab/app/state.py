@@ -72,7 +72,7 @@ class Limits:
     @classmethod
     def public(cls) -> Limits:
         """For a hosted Space or any public server: small requests, compact replies, fewer states."""
-        return cls(sessions=32, queue=32, syntax_words=5_000, max_tokens=256, api_bytes=8_000_000)
+        return cls(sessions=32, queue=32, syntax_words=5_000, max_tokens=256, api_bytes=8_000_000, payloads=64)
 
 
 class TempFolder:
