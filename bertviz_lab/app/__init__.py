@@ -29,7 +29,8 @@ CSS = """
 .bvl-caption {min-height: 1.2em; padding: 0 8px}
 .bvl-headview {font-family: DejaVu Sans, Arial, sans-serif}
 .bvl-hv-bar {display: flex; flex-wrap: wrap; gap: 4px; align-items: center; margin: 4px 0}
-.bvl-hv-head {width: 26px; height: 22px; padding: 0; line-height: 18px; border: 2px solid; border-radius: 4px; font-size: 11px; cursor: pointer}
+.bvl-hv-head {width: 26px; height: 22px; padding: 0; line-height: 18px; border: 2px solid; border-radius: 4px;
+              font-size: 11px; cursor: pointer}
 .bvl-hv-head.on {color: white; font-weight: bold}
 .bvl-hv-set {border: 1px solid #bbb; border-radius: 4px; padding: 0 6px; font-size: 12px; cursor: pointer}
 .bvl-hv-range input {width: 5em}
