@@ -2,7 +2,8 @@
 interventions on bidirectional context and positional encoding, and syntax scoring of heads."""
 from .bert import BertConfig, BertLab, CheckpointError, DeviceError, available_devices, resolve_device
 from .lab import Analysis, InputError, InputTooLong, Lab, load
+from .notebook import head_view, model_view, show
 
 __version__ = "0.1.0"
 __all__ = ["Analysis", "BertConfig", "BertLab", "CheckpointError", "DeviceError", "InputError",
-           "InputTooLong", "Lab", "available_devices", "load", "resolve_device"]
+           "InputTooLong", "Lab", "available_devices", "head_view", "load", "model_view", "resolve_device", "show"]

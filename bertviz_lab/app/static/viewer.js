@@ -1,0 +1,318 @@
+// The client-side views of one analysis: a single-head heatmap (Plotly) and a BertViz-style head
+// view (canvas), drawn from a payload (figures/payload.py: labels, one scale per head, a figure
+// template) and its quantised codes. Layer, head and sentence-pair filter re-draw with no server.
+// One viewer per place that shows an analysis: the app page has one (views.js), each notebook
+// output has its own (bertviz_lab.notebook). Attention may be rectangular (cross-attention):
+// rows are `labels`, columns `key_labels` when given.
+(function () {
+  'use strict';
+  if (window.BvlViewer) { return; }
+
+  function visible(el) { return !!(el && el.offsetParent !== null && el.getClientRects().length); }
+  function range(n) { var out = new Array(n); for (var i = 0; i < n; i++) { out[i] = i; } return out; }
+  function pick(idx, arr) { return idx.map(function (i) { return arr[i]; }); }
+
+  function keysOf(p) {
+    return { labels: p.key_labels || p.labels, short: p.key_short || p.short, segments: p.key_segments || p.segments };
+  }
+
+  // Rows and columns the pair filter keeps, in label order, and its note.
+  function selection(p, filter) {
+    var keys = keysOf(p), rowsAll = range(p.labels.length), colsAll = range(keys.labels.length);
+    if (!filter || filter === 'all') { return { rows: rowsAll, cols: colsAll, note: '' }; }
+    var parts = filter.split('->'), seg = function (s) { return s === 'A' ? 0 : 1; };
+    var rows = rowsAll.filter(function (i) { return p.segments[i] === seg(parts[0]); });
+    var cols = colsAll.filter(function (i) { return keys.segments[i] === seg(parts[1]); });
+    if (!rows.length || !cols.length) {
+      return { rows: rowsAll, cols: colsAll, note: filter + ': the input has no sentence B, showing all' };
+    }
+    return { rows: rows, cols: cols, note: filter + ': rows are sentence ' + parts[0] + ' queries, columns sentence ' +
+             parts[1] + ' keys (weights not renormalised)' };
+  }
+
+  function ticks(axis, labels, shorts) {
+    var long = shorts.some(function (s, i) { return s !== labels[i]; });
+    axis.tickmode = long ? 'array' : 'auto';
+    if (long) { axis.tickvals = labels; axis.ticktext = shorts; } else { delete axis.tickvals; delete axis.ticktext; }
+  }
+
+  function bump(el) { el.setAttribute('data-draws', String(Number(el.getAttribute('data-draws') || 0) + 1)); }
+
+  // scope: {heatmap(), caption(), headview()} return the elements to draw in (or null), and
+  // later() asks for a redraw soon (e.g. plotly.js still loading).
+  function BvlViewer(scope) {
+    var S = { p: null, codes: null, layer: 0, head: 0, filter: 'all', heads: new Set(), focus: null, pinned: null,
+              start: 0, dirty: { single: true, headview: true } };
+
+    function weight(l, h) {  // (query, key) -> weight of one head, straight from the codes
+      var p = S.p, nk = keysOf(p).labels.length, nq = p.labels.length;
+      var k = p.scales[l][h] / (p.bits === 16 ? 65535 : 255), base = (l * p.heads + h) * nq * nk, codes = S.codes;
+      return function (q, key) { return codes[base + q * nk + key] * k; };
+    }
+
+    function matrix(l, h, rows, cols) {
+      var w = weight(l, h), z = new Array(rows.length), max = 0;
+      for (var r = 0; r < rows.length; r++) {
+        var row = new Array(cols.length);
+        for (var c = 0; c < cols.length; c++) {
+          var v = w(rows[r], cols[c]);
+          row[c] = v;
+          if (v > max) { max = v; }
+        }
+        z[r] = row;
+      }
+      return { z: z, max: max };
+    }
+
+    function drawHeatmap() {
+      var root = scope.heatmap(), P = window.Plotly;
+      if (S.p && !P) { scope.later(30); }  // plotly.js is still loading
+      if (!S.p || !root || !visible(root) || !P) { S.dirty.single = true; return false; }
+      var p = S.p, keys = keysOf(p), sel = selection(p, S.filter), m = matrix(S.layer, S.head, sel.rows, sel.cols);
+      var fig = JSON.parse(JSON.stringify(p.heatmap)), trace = fig.data[0], layout = fig.layout;
+      trace.z = m.z;
+      trace.x = pick(sel.cols, keys.labels);
+      trace.y = pick(sel.rows, p.labels);
+      trace.zmin = 0;
+      trace.zmax = Math.max(m.max, 1e-6);
+      layout.title.text = (p.title_prefix || '') + 'Layer ' + (S.layer + 1) + ', head ' + (S.head + 1) + p.source_label;
+      var h = p.height, rows = Math.max(sel.rows.length, sel.cols.length);
+      layout.height = Math.min(h.max, Math.max(h.min, h.base + h.row * rows));
+      ticks(layout.xaxis, trace.x, pick(sel.cols, keys.short));
+      ticks(layout.yaxis, trace.y, pick(sel.rows, p.short));
+      fig.config.toImageButtonOptions.filename = 'attention-L' + (S.layer + 1) + '-H' + (S.head + 1);
+      P.react(root, fig.data, layout, fig.config);
+      var notes = p.notes.concat(sel.note ? [sel.note] : []), caption = scope.caption();
+      if (caption) { caption.textContent = notes.join(' · '); }
+      root.setAttribute('data-drawn', layout.title.text);
+      bump(root);  // for timing and tests
+      S.dirty.single = false;
+      return true;
+    }
+
+    // ---- head view (BertViz-style) ------------------------------------------------------
+    function headColour(h) { var c = S.p.head_colours; return c[h % c.length]; }
+
+    function build(root) {
+      root.innerHTML = '';
+      var parts = {};
+      ['bar', 'note', 'body'].forEach(function (name) {
+        parts[name] = document.createElement('div');
+        parts[name].className = 'bvl-hv-' + name;
+        root.appendChild(parts[name]);
+      });
+      return parts;
+    }
+
+    function headToggles(bar, n) {
+      bar.innerHTML = '';
+      var label = document.createElement('span');
+      label.textContent = 'Layer ' + (S.layer + 1) + ' · heads: ';
+      label.className = 'bvl-hv-layer';
+      bar.appendChild(label);
+      for (var h = 0; h < S.p.heads; h++) {
+        var b = document.createElement('button');
+        b.className = 'bvl-hv-head' + (S.heads.has(h) ? ' on' : '');
+        b.textContent = String(h + 1);
+        b.title = 'head ' + (h + 1) + ': click to toggle, double-click to show only this head';
+        b.style.borderColor = headColour(h);
+        b.style.background = S.heads.has(h) ? headColour(h) : 'white';
+        b.setAttribute('data-head', String(h));
+        bar.appendChild(b);
+      }
+      [['all', 'all heads'], ['none', 'none']].forEach(function (pair) {
+        var b = document.createElement('button');
+        b.className = 'bvl-hv-set';
+        b.textContent = pair[1];
+        b.setAttribute('data-set', pair[0]);
+        bar.appendChild(b);
+      });
+      var max = S.p.head_view_max_tokens;
+      if (n > max) {
+        var box = document.createElement('label');
+        box.className = 'bvl-hv-range';
+        box.innerHTML = ' tokens from <input type="number" min="0" max="' + (n - max) + '" step="16" value="' +
+          S.start + '"> (of ' + n + ')';
+        bar.appendChild(box);
+      }
+    }
+
+    function drawHeadView() {
+      var root = scope.headview();
+      if (!S.p || !root || !visible(root)) { S.dirty.headview = true; return false; }
+      root.__bvlViewer = api;
+      var p = S.p, keys = keysOf(p), n = Math.max(p.labels.length, keys.labels.length), max = p.head_view_max_tokens;
+      var parts = root.__bvl || (root.__bvl = build(root));
+      headToggles(parts.bar, n);
+      var start = Math.max(0, Math.min(S.start, n - max)), stop = Math.min(n, start + max);
+      var sel = selection(p, S.filter), inWindow = function (i) { return i >= start && i < stop; };
+      var notes = [];
+      if (n > max) { notes.push('Showing tokens ' + start + '–' + (stop - 1) + ' of ' + n + ' (at most ' + max +
+                                ' at once; lines to tokens outside this range are not drawn).'); }
+      if (sel.note) { notes.push(sel.note); }
+      notes.push('Hover a token to see only its lines; click it to keep them. Line opacity = attention weight.');
+      parts.note.textContent = notes.join(' ');
+      var rowH = (stop - start) > 48 ? 14 : 20, font = rowH === 14 ? 11 : 13;
+      var width = Math.max(320, Math.min(900, root.clientWidth || 600)), side = Math.floor(width * 0.3);
+      var g = { rows: sel.rows.filter(inWindow), cols: sel.cols.filter(inWindow), mid: width - 2 * side,
+                y: function (i) { return (i - start) * rowH + rowH / 2 + 4; } };
+      var height = (stop - start) * rowH + 8, body = parts.body;
+      body.innerHTML = '';
+      body.style.height = height + 'px';
+      body.style.width = width + 'px';
+      var canvas = document.createElement('canvas'), ratio = window.devicePixelRatio || 1;
+      canvas.width = g.mid * ratio;
+      canvas.height = height * ratio;
+      canvas.style.cssText = 'position:absolute;left:' + side + 'px;top:0;width:' + g.mid + 'px;height:' + height + 'px';
+      body.appendChild(canvas);
+      [['left', g.rows, 'query', p.short], ['right', g.cols, 'key', keys.short]].forEach(function (spec) {
+        var labels = spec[2] === 'query' ? p.labels : keys.labels;
+        spec[1].forEach(function (i) {
+          var t = document.createElement('div');
+          t.className = 'bvl-hv-token bvl-hv-' + spec[0];
+          t.textContent = spec[3][i].replace(/^\d+ /, '');
+          t.title = spec[2] + ' ' + labels[i];
+          t.setAttribute('data-index', String(i));
+          t.setAttribute('data-side', spec[2]);
+          t.style.cssText = 'position:absolute;top:' + (g.y(i) - rowH / 2) + 'px;height:' + rowH + 'px;line-height:' +
+            rowH + 'px;font-size:' + font + 'px;width:' + (side - 6) + 'px;' + (spec[0] === 'left' ?
+            'left:0;text-align:right' : 'left:' + (side + g.mid + 6) + 'px;text-align:left');
+          body.appendChild(t);
+        });
+      });
+      g.canvas = canvas;
+      g.ratio = ratio;
+      g.height = height;
+      parts.geometry = g;
+      drawLines(root);
+      root.setAttribute('data-layer', String(S.layer + 1));
+      S.dirty.headview = false;
+      return true;
+    }
+
+    // Lines only (hovering a token changes nothing else): one per (head, query, key) >= 0.01.
+    function drawLines(root) {
+      var g = root.__bvl && root.__bvl.geometry;
+      if (!g) { return; }
+      var ctx = g.canvas.getContext('2d'), focus = S.pinned || S.focus;
+      ctx.setTransform(g.ratio, 0, 0, g.ratio, 0, 0);
+      ctx.clearRect(0, 0, g.mid, g.height);
+      ctx.lineWidth = 2;
+      var lines = 0, queries = g.rows, keys = g.cols;
+      if (focus && focus.side === 'query') { queries = g.rows.filter(function (i) { return i === focus.index; }); }
+      if (focus && focus.side === 'key') { keys = g.cols.filter(function (i) { return i === focus.index; }); }
+      S.heads.forEach(function (h) {
+        var w = weight(S.layer, h);
+        ctx.strokeStyle = headColour(h);
+        for (var a = 0; a < queries.length; a++) {
+          for (var b = 0; b < keys.length; b++) {
+            var v = w(queries[a], keys[b]);
+            if (v < 0.01) { continue; }
+            ctx.globalAlpha = Math.min(1, v);
+            ctx.beginPath();
+            ctx.moveTo(0, g.y(queries[a]));
+            ctx.lineTo(g.mid, g.y(keys[b]));
+            ctx.stroke();
+            lines++;
+          }
+        }
+      });
+      ctx.globalAlpha = 1;
+      root.querySelectorAll('.bvl-hv-token').forEach(function (t) {
+        var on = focus && focus.side === t.getAttribute('data-side') && focus.index === Number(t.getAttribute('data-index'));
+        t.classList.toggle('focus', !!on);
+      });
+      root.setAttribute('data-heads', Array.from(S.heads).sort(function (a, b) { return a - b; })
+        .map(function (h) { return h + 1; }).join(','));
+      root.setAttribute('data-lines', String(lines));
+      root.setAttribute('data-focus', focus ? focus.side + ':' + focus.index : '');
+      bump(root);
+    }
+
+    function onHeadViewEvent(ev, root) {
+      var t = ev.target;
+      if (ev.type === 'click' && t.classList.contains('bvl-hv-head')) {
+        var h = Number(t.getAttribute('data-head'));
+        if (S.heads.has(h)) { S.heads.delete(h); } else { S.heads.add(h); }
+      } else if (ev.type === 'dblclick' && t.classList.contains('bvl-hv-head')) {
+        S.heads = new Set([Number(t.getAttribute('data-head'))]);
+      } else if (ev.type === 'click' && t.classList.contains('bvl-hv-set')) {
+        S.heads = new Set(t.getAttribute('data-set') === 'all' ? range(S.p.heads) : []);
+      } else if (t.classList.contains('bvl-hv-token')) {
+        var spot = { side: t.getAttribute('data-side'), index: Number(t.getAttribute('data-index')) };
+        if (ev.type === 'click') {
+          S.pinned = S.pinned && S.pinned.side === spot.side && S.pinned.index === spot.index ? null : spot;
+        } else if (ev.type === 'mouseover') {
+          S.focus = spot;
+        } else if (ev.type === 'mouseout') {
+          S.focus = null;
+        } else { return; }
+        drawLines(root);
+        return;
+      } else if (ev.type === 'change' && t.closest('.bvl-hv-range')) {
+        S.start = Math.max(0, Number(t.value) || 0);
+      } else { return; }
+      drawHeadView();
+    }
+
+    var api = {
+      state: S,
+      show: function (p, codes) {
+        S.p = p;
+        S.codes = codes;
+        S.layer = p.layer || 0;
+        S.head = p.head || 0;
+        S.filter = p.pair_filter || 'all';
+        S.heads = new Set(p.heads_shown || [S.head]);  // BertViz's heads=[...] (the app: the Head slider's)
+        S.focus = S.pinned = null;
+        S.start = 0;
+        S.dirty = { single: true, headview: true };
+        api.draw();
+      },
+      clear: function () {
+        S.p = null;
+        var heatmap = scope.heatmap(), headview = scope.headview();
+        if (heatmap && window.Plotly) { window.Plotly.purge(heatmap); }
+        if (headview) { headview.innerHTML = ''; headview.__bvl = null; }
+      },
+      select: function (layer, head) {
+        if (!S.p) { return; }
+        var l = Math.max(0, Math.min(S.p.layers - 1, Math.round(layer)));
+        var h = Math.max(0, Math.min(S.p.heads - 1, Math.round(head)));
+        if (h !== S.head) { S.heads = new Set([h]); }
+        S.layer = l;
+        S.head = h;
+        api.draw();
+      },
+      filter: function (value) {
+        S.filter = value || 'all';
+        S.pinned = S.focus = null;
+        api.draw();
+      },
+      draw: function () { drawHeatmap(); drawHeadView(); },
+      redraw: function () {  // draw what became visible or was re-mounted since
+        var heatmap = scope.heatmap(), headview = scope.headview();
+        if (S.dirty.single || (heatmap && !heatmap.hasAttribute('data-drawn'))) { drawHeatmap(); }
+        if (S.dirty.headview || (headview && !headview.__bvl)) { drawHeadView(); }
+      },
+      onHeadViewEvent: onHeadViewEvent
+    };
+    return api;
+  }
+
+  ['click', 'dblclick', 'mouseover', 'mouseout', 'change'].forEach(function (type) {
+    document.addEventListener(type, function (ev) {
+      var root = ev.target.closest && ev.target.closest('.bvl-headview');
+      if (root && root.__bvlViewer && root.__bvlViewer.state.p) { root.__bvlViewer.onHeadViewEvent(ev, root); }
+    }, true);
+  });
+
+  // Decode base64 codes (notebook outputs carry them inline) into the typed array the viewer reads.
+  BvlViewer.codesOf = function (p, buffer) { return p.bits === 16 ? new Uint16Array(buffer) : new Uint8Array(buffer); };
+  BvlViewer.fromBase64 = function (p, text) {
+    var bin = atob(text), bytes = new Uint8Array(bin.length);
+    for (var i = 0; i < bin.length; i++) { bytes[i] = bin.charCodeAt(i); }
+    return BvlViewer.codesOf(p, bytes.buffer);
+  };
+  window.BvlViewer = BvlViewer;
+})();

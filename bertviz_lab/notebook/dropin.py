@@ -1,0 +1,143 @@
+"""A drop-in for BertViz's ``head_view`` and ``model_view`` (same signatures; Vig 2019, "A
+Multiscale Visualization of Attention in the Transformer Model", github.com/jessevig/bertviz):
+``from bertviz_lab import head_view`` instead of ``from bertviz import head_view`` gives the same
+call on any model's ``outputs.attentions`` (encoder, decoder or encoder-decoder), rendered with
+bertviz-lab's compact offline views: no CDN, no require.js, weights as 16-bit codes instead of
+JSON floats, and every figure exports to PNG/SVG.
+
+BertViz conventions kept: ``attention`` is a tuple with one tensor per layer, each (batch, heads,
+query, key) with batch 1 (numpy arrays, or one (layers, heads, query, key) array, work too);
+``layer`` and ``heads`` are 0-based; ``sentence_b_start`` splits a pair; ``prettify_tokens``
+turns the Ġ/▁ of BPE and SentencePiece tokens into plain text.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..figures.attention import overview_figure
+from ..figures.payload import weights_payload
+from ..lab import Analysis
+from ..naming import unique_labels
+from .widget import Section, display_or_return, viewer_html
+
+
+def as_array(attention: Any) -> np.ndarray:
+    """(layers, heads, query, key) float32 from a per-layer tuple of (1, heads, q, k) tensors or arrays."""
+    if attention is None:
+        raise ValueError("attention is missing")
+    if isinstance(attention, np.ndarray) and attention.ndim == 4:
+        return attention.astype(np.float32)
+    layers = []
+    for a in attention:
+        if hasattr(a, "detach"):
+            a = a.detach().float().cpu().numpy()
+        a = np.asarray(a, dtype=np.float32)
+        if a.ndim == 4:
+            if a.shape[0] != 1:
+                raise ValueError(f"attention has a batch of {a.shape[0]}; pass one input (batch size 1), as BertViz")
+            a = a[0]
+        if a.ndim != 3:
+            raise ValueError(f"each layer's attention must be (batch, heads, query, key); got shape {a.shape}")
+        layers.append(a)
+    return np.stack(layers)  # (layers, heads, query, key)
+
+
+def prettify(tokens: Sequence[str]) -> list[str]:
+    """BPE (Ġ) and SentencePiece (▁) word-start marks as plain text, as BertViz shows them."""
+    return [str(t).replace("Ġ", " ").replace("▁", " ").replace("Ċ", "\\n").strip() or str(t) for t in tokens]
+
+
+def _section(name: str, attention: Any, rows: Sequence[str], columns: Sequence[str] | None, layer: int | None,
+             heads: Sequence[int] | None, include_layers: Sequence[int] | None, sentence_b_start: int | None,
+             prettify_tokens: bool) -> Section:
+    weights = as_array(attention)
+    if include_layers is not None:
+        weights = weights[list(include_layers)]
+    nq, nk = weights.shape[-2:]
+    rows = prettify(rows) if prettify_tokens else [str(t) for t in rows]
+    cols = None if columns is None else (prettify(columns) if prettify_tokens else [str(t) for t in columns])
+    if len(rows) != nq or (cols is not None and len(cols) != nk) or (cols is None and nq != nk):
+        raise ValueError(f"{name}: attention has {nq} x {nk} positions but {len(rows)} tokens"
+                         + ("" if cols is None else f" and {len(cols)} key tokens"))
+    segments = [0] * nq if sentence_b_start is None else [0 if i < sentence_b_start else 1 for i in range(nq)]
+    start = 0 if layer is None else (list(include_layers).index(layer) if include_layers is not None else layer)
+    if not 0 <= start < weights.shape[0]:
+        raise ValueError(f"layer {layer} is not among the {weights.shape[0]} layers shown (0-based, as BertViz)")
+    row_labels = unique_labels(rows, list(range(nq)))
+    key_labels = None if cols is None else unique_labels(cols, list(range(nk)))
+    meta, codes = weights_payload(weights, row_labels, segments, layer=start, head=min(heads or [0]),
+                                  key_labels=key_labels, title_prefix=f"{name}: " if name else "")
+    if heads:
+        meta["heads_shown"] = sorted({int(h) for h in heads})
+    return Section(name, meta, codes)
+
+
+def _sections(attention, tokens, sentence_b_start, prettify_tokens, layer, heads, encoder_attention,
+              decoder_attention, cross_attention, encoder_tokens, decoder_tokens, include_layers) -> list[Section]:
+    if attention is not None:
+        if tokens is None:
+            raise ValueError("'tokens' is required")
+        return [_section("", attention, tokens, None, layer, heads, include_layers, sentence_b_start, prettify_tokens)]
+    out = []
+    for name, att, rows, cols in (("Encoder", encoder_attention, encoder_tokens, None),
+                                  ("Decoder", decoder_attention, decoder_tokens, None),
+                                  ("Cross", cross_attention, decoder_tokens, encoder_tokens)):
+        if att is None:
+            continue
+        if rows is None or (name == "Cross" and cols is None):
+            raise ValueError(f"{name.lower()} attention needs its tokens (encoder_tokens / decoder_tokens)")
+        out.append(_section(name, att, rows, cols, layer, heads, include_layers, None, prettify_tokens))
+    if not out:
+        raise ValueError("You must specify at least one attention argument.")
+    return out
+
+
+def head_view(attention=None, tokens=None, sentence_b_start=None, prettify_tokens=True, layer=None, heads=None,
+              encoder_attention=None, decoder_attention=None, cross_attention=None, encoder_tokens=None,
+              decoder_tokens=None, include_layers=None, html_action="view"):
+    """BertViz's ``head_view``: the single-head heatmap and the head view with layer/head
+    controls, head toggles and token hover; "return" gives an object whose ``.data`` is the HTML."""
+    sections = _sections(attention, tokens, sentence_b_start, prettify_tokens, layer, heads, encoder_attention,
+                         decoder_attention, cross_attention, encoder_tokens, decoder_tokens, include_layers)
+    page = viewer_html(sections, include_plotlyjs=True if html_action == "return" else "once",
+                       pair=sentence_b_start is not None)
+    return display_or_return(page, html_action)
+
+
+def model_view(attention=None, tokens=None, sentence_b_start=None, prettify_tokens=True, display_mode="dark",
+               encoder_attention=None, decoder_attention=None, cross_attention=None, encoder_tokens=None,
+               decoder_tokens=None, include_layers=None, include_heads=None, html_action="view"):
+    """BertViz's ``model_view``: every layer and head at a glance (one small image, not layers x
+    heads SVGs), above the interactive single-head and head view of the same attention."""
+    sections = _sections(attention, tokens, sentence_b_start, prettify_tokens, None, None, encoder_attention,
+                         decoder_attention, cross_attention, encoder_tokens, decoder_tokens, include_layers)
+    figures = []
+    for section in sections:
+        weights = as_array({"": attention, "Encoder": encoder_attention, "Decoder": decoder_attention,
+                            "Cross": cross_attention}[section.name])
+        if include_layers is not None:
+            weights = weights[list(include_layers)]
+        if include_heads is not None:
+            weights = weights[:, list(include_heads)]
+        fig = overview_figure(weights)
+        fig["layout"]["title"]["text"] = f"{section.name + ': ' if section.name else ''}every layer and head"
+        if display_mode == "dark":
+            fig["layout"].update({"paper_bgcolor": "#111", "plot_bgcolor": "#111", "font": {"color": "#eee"}})
+        figures.append(fig)
+    page = viewer_html(sections, figures=figures, include_plotlyjs=True if html_action == "return" else "once",
+                       pair=sentence_b_start is not None)
+    return display_or_return(page, html_action)
+
+
+def show(analysis: Analysis, layer: int = 1, head: int = 1, html_action: str = "view"):
+    """One call in a notebook: the interactive single-head heatmap and head view of an analysis
+    (1-based layer and head, as its titles say), with sentence-pair filters for pairs."""
+    segments = analysis.segment_ids
+    meta, codes = weights_payload(analysis.attention, unique_labels(analysis.tokens, list(range(len(analysis.tokens)))),
+                                  segments, layer=layer - 1, head=head - 1, model=analysis.model)
+    page = viewer_html([Section("", meta, codes)], include_plotlyjs=True if html_action == "return" else "once",
+                       pair=any(segments), title=f"{analysis.model}")
+    return display_or_return(page, html_action)

@@ -1,0 +1,78 @@
+"""The app's views as Plotly ``Figure`` objects, for notebooks: they render inline in Jupyter,
+JupyterLab, VS Code and Colab with Plotly's own offline renderers (plotly.js embedded once per
+notebook by Plotly's ``notebook`` renderer, or the front end's bundled copy; never a CDN)."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..figures import analysis as views
+from ..figures import interventions as intervention_views
+from ..figures import syntax as syntax_views
+from ..figures.base import Figure
+from ..lab import Analysis
+
+ANALYSIS_FIGURES = ("single-head", "overview", "head-view", "aggregates", "summary", "predictions")
+COMPARISON_FIGURES = ("comparison", "divergence", "offsets")
+SYNTAX_FIGURES = ("best-heads", "relation", "uuas", "statistics")
+
+
+def plotly_figure(fig: Figure):
+    """A ``plotly.graph_objects.Figure`` of one of our figure dicts (typed arrays kept as they are)."""
+    import plotly.graph_objects as go
+
+    out = go.Figure(data=fig["data"], layout=fig["layout"])
+    out._config = dict(fig.get("config", {}))  # noqa: SLF001  (PNG button options, as in the app)
+    return out
+
+
+def _options(analysis: Analysis, layer: int, head: int, **display: Any) -> views.ViewOptions:
+    """1-based layer/head, as the figures' titles and the app's sliders say them."""
+    if not (1 <= layer <= analysis.n_layers and 1 <= head <= analysis.n_heads):
+        raise ValueError(f"layer and head are 1-based: layer 1-{analysis.n_layers}, head 1-{analysis.n_heads}")
+    return views.ViewOptions(layer=layer - 1, head=head - 1, **display)
+
+
+def analysis_figure(analysis: Analysis, kind: str = "single-head", layer: int = 1, head: int = 1,
+                    hide_special: bool = False, word_level: bool = False, pair_filter: str = "all",
+                    token: int | None = None):
+    """One view of an analysis as a Plotly Figure; ``layer`` and ``head`` are 1-based."""
+    o = _options(analysis, layer, head, hide_special=hide_special, word_level=word_level, pair_filter=pair_filter,
+                 head_view_token=token)
+    builders: dict[str, Callable[[], Figure]] = {
+        "single-head": lambda: views.single_head(analysis, o)[0],
+        "overview": lambda: views.overview(analysis, selected=(o.layer, o.head)),
+        "head-view": lambda: views.head_view(analysis, o),
+        "aggregates": lambda: views.aggregates(analysis, o),
+        "summary": lambda: views.summary(analysis),
+        "predictions": lambda: views.predictions(analysis)[0],
+    }
+    if kind not in builders:
+        raise ValueError(f"unknown figure {kind!r}: choose one of {', '.join(ANALYSIS_FIGURES)}")
+    return plotly_figure(builders[kind]())
+
+
+def comparison_figure(comparison, kind: str = "comparison", layer: int = 1, head: int = 1):
+    """A probe's baseline vs probed view (``comparison``), per-head divergence, or offset profile."""
+    o = _options(comparison.baseline, layer, head)
+    builders: dict[str, Callable[[], Figure]] = {
+        "comparison": lambda: intervention_views.comparison_figure(comparison, o),
+        "divergence": lambda: intervention_views.js_figure(comparison),
+        "offsets": lambda: intervention_views.offsets_figure(comparison, o.layer),
+    }
+    if kind not in builders:
+        raise ValueError(f"unknown figure {kind!r}: choose one of {', '.join(COMPARISON_FIGURES)}")
+    return plotly_figure(builders[kind]())
+
+
+def syntax_figure(summary, kind: str = "best-heads", relation: str | None = None):
+    """A syntax score's best heads with intervals, one relation's accuracy per head, UUAS, statistics."""
+    builders: dict[str, Callable[[], Figure]] = {
+        "best-heads": lambda: syntax_views.best_heads_figure(summary),
+        "relation": lambda: syntax_views.relation_figure(summary, relation or str(summary.best_heads.relation.iloc[0])),
+        "uuas": lambda: syntax_views.uuas_figure(summary),
+        "statistics": lambda: syntax_views.stats_figure(summary),
+    }
+    if kind not in builders:
+        raise ValueError(f"unknown figure {kind!r}: choose one of {', '.join(SYNTAX_FIGURES)}")
+    return plotly_figure(builders[kind]())

@@ -1,0 +1,151 @@
+"""The interactive view in a notebook cell: the app's own client-side viewer (``viewer.js``: the
+single-head heatmap and the BertViz-style head view, layer/head sliders, head toggles, token
+hover) in one self-contained HTML output. No server of ours runs and nothing is fetched: the
+weights travel inline as 16-bit codes and plotly.js is embedded (once per kernel by default, in
+every output on Colab, where each output is its own frame, and always in a returned HTML file)."""
+from __future__ import annotations
+
+import base64
+import html
+import json
+import sys
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from ..figures.base import Figure, to_json
+from ..resources import STATIC
+
+_PLOTLY_SENT = False  # plotly.js already went into an output of this kernel
+
+CSS = """
+.bvl-nb {font-family: DejaVu Sans, Arial, sans-serif; font-size: 13px; color: #111}
+.bvl-nb-controls {display: flex; flex-wrap: wrap; gap: 14px; align-items: center; margin: 4px 0 8px}
+.bvl-nb-controls input[type=range] {width: 140px; vertical-align: middle}
+.bvl-nb .bvl-caption {color: #555; font-size: 0.9em; min-height: 1.2em}
+.bvl-hv-bar {display: flex; flex-wrap: wrap; gap: 4px; align-items: center; margin: 4px 0}
+.bvl-hv-head {width: 26px; height: 22px; padding: 0; line-height: 18px; border: 2px solid; border-radius: 4px;
+              font-size: 11px; cursor: pointer}
+.bvl-hv-head.on {color: white; font-weight: bold}
+.bvl-hv-set {border: 1px solid #bbb; border-radius: 4px; padding: 0 6px; font-size: 12px; cursor: pointer}
+.bvl-hv-range input {width: 5em}
+.bvl-hv-note {color: #555; font-size: 0.85em; margin-bottom: 4px}
+.bvl-hv-body {position: relative; margin: 0 auto}
+.bvl-hv-token {white-space: nowrap; overflow: hidden; text-overflow: ellipsis; cursor: pointer; color: #111}
+.bvl-hv-token:hover, .bvl-hv-token.focus {background: #e8eef8; font-weight: bold}
+"""
+
+GLUE = """
+(function () {
+  var root = document.getElementById(%(id)s), sections = %(sections)s, figures = %(figures)s;
+  var viewer = window.BvlViewer({
+    heatmap: function () { return root.querySelector('.bvl-heatmap'); },
+    caption: function () { return root.querySelector('.bvl-caption'); },
+    headview: function () { return root.querySelector('.bvl-headview'); },
+    later: function (ms) { setTimeout(function () { viewer.redraw(); }, ms || 0); }
+  });
+  var layer = root.querySelector('.bvl-nb-layer'), head = root.querySelector('.bvl-nb-head');
+  var filter = root.querySelector('.bvl-nb-filter'), section = root.querySelector('.bvl-nb-section');
+  function label() {
+    root.querySelector('.bvl-nb-layer-value').textContent = layer.value;
+    root.querySelector('.bvl-nb-head-value').textContent = head.value;
+  }
+  function open(i) {
+    var s = sections[i];
+    layer.max = s.meta.layers; head.max = s.meta.heads;
+    layer.value = s.meta.layer + 1; head.value = s.meta.head + 1;
+    label();
+    viewer.show(s.meta, window.BvlViewer.fromBase64(s.meta, s.codes));
+  }
+  layer.addEventListener('input', function () { label(); viewer.select(layer.value - 1, head.value - 1); });
+  head.addEventListener('input', function () { label(); viewer.select(layer.value - 1, head.value - 1); });
+  if (filter) { filter.addEventListener('change', function () { viewer.filter(filter.value); }); }
+  if (section) { section.addEventListener('change', function () { open(Number(section.value)); }); }
+  figures.forEach(function (f, i) {
+    var el = root.querySelector('.bvl-nb-figure-' + i);
+    if (el && window.Plotly) { window.Plotly.newPlot(el, f.data, f.layout, f.config); }
+  });
+  open(0);
+})();
+"""
+
+
+@dataclass
+class Section:
+    """One attention to show (BertViz's "Attention:" choice: encoder, decoder, cross)."""
+
+    name: str
+    meta: dict[str, Any]
+    codes: bytes
+
+
+def plotly_script(include: bool | str) -> str:
+    """plotly.js as an inline script that sets ``window.Plotly`` even where require.js defines
+    ``define`` (classic Jupyter), or nothing when this kernel already sent it."""
+    global _PLOTLY_SENT
+    if include == "once":
+        include = not _PLOTLY_SENT or "google.colab" in sys.modules
+    if not include:
+        return ""
+    _PLOTLY_SENT = True
+    from plotly.offline import get_plotlyjs
+
+    return ("<script>window.__bvlDefine = window.define; window.define = undefined;</script>"
+            f"<script>{get_plotlyjs()}</script><script>window.define = window.__bvlDefine;</script>")
+
+
+def viewer_html(sections: list[Section], figures: list[Figure] = (), include_plotlyjs: bool | str = "once",
+                pair: bool = False, title: str = "") -> str:
+    """One output: controls, the heatmap, the head view (and any extra static figures)."""
+    root = f"bvl-{uuid.uuid4().hex}"
+    first = sections[0].meta
+    choose = ""
+    if len(sections) > 1:
+        options = "".join(f'<option value="{i}">{html.escape(s.name)}</option>' for i, s in enumerate(sections))
+        choose = f'<label>Attention: <select class="bvl-nb-section">{options}</select></label>'
+    filters = ""
+    if pair:
+        options = "".join(f"<option>{html.escape(f)}</option>" for f in ("all", "A->A", "A->B", "B->A", "B->B"))
+        filters = f'<label>Sentence-pair filter: <select class="bvl-nb-filter">{options}</select></label>'
+    controls = (f'<div class="bvl-nb-controls">{choose}'
+                f'<label>Layer <input type="range" class="bvl-nb-layer" min="1" max="{first["layers"]}" step="1"> '
+                '<b class="bvl-nb-layer-value"></b></label>'
+                f'<label>Head <input type="range" class="bvl-nb-head" min="1" max="{first["heads"]}" step="1"> '
+                f'<b class="bvl-nb-head-value"></b></label>{filters}</div>')
+    extra = "".join(f'<div class="bvl-nb-figure-{i}"></div>' for i in range(len(figures)))
+    data = [{"name": s.name, "meta": s.meta, "codes": base64.b64encode(s.codes).decode("ascii")} for s in sections]
+    glue = GLUE % {"id": json.dumps(root), "sections": json.dumps(data), "figures": "[" + ",".join(
+        to_json(f) for f in figures) + "]"}
+    heading = f"<div><b>{html.escape(title)}</b></div>" if title else ""
+    return (f'<div id="{root}" class="bvl-nb"><style>{CSS}</style>{heading}{controls}'
+            '<div class="bvl-heatmap"></div><div class="bvl-caption"></div><div class="bvl-headview"></div>'
+            f"{extra}</div>{plotly_script(include_plotlyjs)}"
+            f"<script>{(STATIC / 'viewer.js').read_text()}</script><script>{glue}</script>")
+
+
+class ViewerHTML:
+    """What a notebook displays (``_repr_html_``) and what ``html_action="return"`` gives back
+    (``.data``, as IPython's HTML object has): write it to a file and it opens offline."""
+
+    def __init__(self, data: str) -> None:
+        self.data = data
+
+    def _repr_html_(self) -> str:
+        return self.data
+
+    def save(self, path) -> None:
+        from pathlib import Path
+
+        Path(path).write_text(f"<!doctype html><html><head><meta charset='utf-8'></head><body>{self.data}</body></html>",
+                              encoding="utf-8")
+
+
+def display_or_return(page: str, html_action: str):
+    if html_action == "return":
+        return ViewerHTML(page)
+    if html_action != "view":
+        raise ValueError("html_action must be 'view' or 'return'")
+    from IPython.display import HTML, display
+
+    display(HTML(page))
+    return None

@@ -1,0 +1,124 @@
+"""Notebooks: the views as Plotly figures, the one-call viewer, and the BertViz drop-in on the
+attentions of small random transformers models (BERT, GPT-2, T5) built here, drawn in Chromium."""
+import numpy as np
+import pytest
+from browser import browser  # noqa: F401  (fixture)
+
+import bertviz_lab
+
+
+@pytest.fixture(scope="module")
+def hf_attentions():
+    """Attentions of three architectures, as users pass them to BertViz (outputs.attentions)."""
+    import torch
+    import transformers as tf
+
+    torch.manual_seed(0)
+    out = {}
+    bert = tf.BertModel(tf.BertConfig(vocab_size=50, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                      intermediate_size=64, attn_implementation="eager")).eval()
+    ids = torch.tensor([[1, 5, 6, 7, 2, 8, 9, 2]])
+    types = torch.tensor([[0, 0, 0, 0, 0, 1, 1, 1]])
+    with torch.no_grad():
+        out["bert"] = bert(input_ids=ids, token_type_ids=types, output_attentions=True).attentions
+    gpt2 = tf.GPT2Model(tf.GPT2Config(vocab_size=50, n_embd=32, n_layer=3, n_head=4, n_positions=32,
+                                      attn_implementation="eager")).eval()
+    with torch.no_grad():
+        out["gpt2"] = gpt2(input_ids=torch.tensor([[3, 4, 5, 6, 7]]), output_attentions=True).attentions
+    t5 = tf.T5Model(tf.T5Config(vocab_size=50, d_model=32, d_kv=8, d_ff=64, num_layers=2, num_heads=4,
+                                attn_implementation="eager")).eval()
+    with torch.no_grad():
+        o = t5(input_ids=torch.tensor([[3, 4, 5, 6, 1]]), decoder_input_ids=torch.tensor([[0, 7, 8]]),
+               output_attentions=True)
+    out["t5"] = (o.encoder_attentions, o.decoder_attentions, o.cross_attentions)
+    return out
+
+
+def draw(browser, page_html, tmp_path, name):  # noqa: F811
+    path = tmp_path / f"{name}.html"
+    page_html.save(path)
+    page = browser.new_page(viewport={"width": 1200, "height": 900})
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(path.as_uri())
+    page.wait_for_selector(".bvl-heatmap[data-draws] .gtitle", timeout=20000)
+    assert not errors, errors
+    return page
+
+
+def title(page):
+    return page.locator(".bvl-heatmap .gtitle").first.text_content()
+
+
+def test_drop_in_on_bert_gpt2_and_t5_attentions(browser, hf_attentions, tmp_path):  # noqa: F811
+    # BERT, a sentence pair; BertViz's 0-based layer and heads
+    tokens = ["[CLS]", "the", "cat", "sat", "[SEP]", "it", "slept", "[SEP]"]
+    out = bertviz_lab.head_view(hf_attentions["bert"], tokens, sentence_b_start=5, layer=1, heads=[0, 2],
+                                html_action="return")
+    page = draw(browser, out, tmp_path, "bert")
+    assert title(page) == "Layer 2, head 1"
+    assert page.get_attribute(".bvl-headview", "data-heads") == "1,3"
+    a = hf_attentions["bert"][1][0].numpy()  # (heads, q, k) of layer 2
+    assert int(page.get_attribute(".bvl-headview", "data-lines")) == int((a[[0, 2]] >= 0.01).sum())
+    z = page.evaluate("document.querySelector('.bvl-heatmap').calcdata[0][0].z.map(r => Array.from(r))")
+    np.testing.assert_allclose(z, a[0], atol=a[0].max() / 65535)
+    page.select_option(".bvl-nb-filter", "A->B")
+    page.wait_for_function("document.querySelector('.bvl-caption').textContent.includes('sentence A queries')")
+    assert len(page.locator(".bvl-hv-left").all()) == 5 and len(page.locator(".bvl-hv-right").all()) == 3
+    page.close()
+
+    # GPT-2: causal, so each line goes to an earlier or the same token; the layer slider works
+    out = bertviz_lab.head_view(hf_attentions["gpt2"], ["ĠThe", "Ġcat", "Ġsat", "Ġon", "Ġit"], html_action="return")
+    page = draw(browser, out, tmp_path, "gpt2")
+    page.locator(".bvl-nb-layer").fill("3")
+    page.wait_for_function("document.querySelector('.bvl-heatmap .gtitle').textContent === 'Layer 3, head 1'")
+    z = np.array(page.evaluate("document.querySelector('.bvl-heatmap').calcdata[0][0].z.map(r => Array.from(r))"))
+    assert np.allclose(np.triu(z, 1), 0)  # nothing above the diagonal
+    assert page.locator(".bvl-hv-left").first.text_content() == "The"  # prettified
+    page.close()
+
+    # T5: encoder, decoder and cross attention, chosen like BertViz's "Attention:" menu
+    enc, dec, cross = hf_attentions["t5"]
+    out = bertviz_lab.head_view(encoder_attention=enc, decoder_attention=dec, cross_attention=cross,
+                                encoder_tokens=["▁a", "▁b", "▁c", "▁d", "</s>"], decoder_tokens=["<pad>", "▁x", "▁y"],
+                                html_action="return")
+    page = draw(browser, out, tmp_path, "t5")
+    assert title(page) == "Encoder: Layer 1, head 1"
+    page.select_option(".bvl-nb-section", label="Cross")
+    page.wait_for_function("document.querySelector('.bvl-heatmap .gtitle').textContent === 'Cross: Layer 1, head 1'")
+    shape = page.evaluate("(() => { const z = document.querySelector('.bvl-heatmap').calcdata[0][0].z;"
+                          " return [z.length, z[0].length]; })()")
+    assert shape == [3, 5]  # decoder queries x encoder keys
+    page.close()
+
+
+def test_model_view_and_its_errors(browser, hf_attentions, tmp_path):  # noqa: F811
+    tokens = ["[CLS]", "the", "cat", "sat", "[SEP]", "it", "slept", "[SEP]"]
+    out = bertviz_lab.model_view(hf_attentions["bert"], tokens, html_action="return")
+    page = draw(browser, out, tmp_path, "model")
+    page.wait_for_selector(".bvl-nb-figure-0 .main-svg")
+    assert "every layer and head" in page.locator(".bvl-nb-figure-0 .gtitle").text_content()
+    page.close()
+    with pytest.raises(ValueError, match="tokens"):
+        bertviz_lab.head_view(hf_attentions["bert"], tokens[:-1], html_action="return")
+    with pytest.raises(ValueError, match="batch"):
+        bertviz_lab.head_view([np.zeros((2, 4, 3, 3))], ["a", "b", "c"], html_action="return")
+    with pytest.raises(ValueError, match="at least one attention"):
+        bertviz_lab.head_view(html_action="return")
+
+
+def test_analysis_figures_and_show(browser, tiny_lab, tmp_path):  # noqa: F811
+    import plotly.graph_objects as go
+
+    a = tiny_lab.analyze("the cat sat on the [MASK]")
+    for kind in ("single-head", "overview", "head-view", "aggregates", "summary", "predictions"):
+        assert isinstance(a.figure(kind, layer=2, head=1), go.Figure)
+    fig = a.figure("single-head", layer=2, head=3)
+    assert fig.layout.title.text == "Layer 2, head 3"
+    with pytest.raises(ValueError, match="1-based"):
+        a.figure("single-head", layer=0)
+    with pytest.raises(ValueError, match="unknown figure"):
+        a.figure("nope")
+    page = draw(browser, bertviz_lab.show(a, layer=2, head=3, html_action="return"), tmp_path, "show")
+    assert title(page) == "Layer 2, head 3"
+    page.close()
