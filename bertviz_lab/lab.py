@@ -16,9 +16,9 @@ import torch
 from tokenizers import Tokenizer
 
 from .bert import DEFAULT_SOURCE, BertConfig, BertLab, Edit, LoadedCheckpoint, layer_hook, load_model
+from .bert.families import BERT_SPECIALS
 from .bert.model import init_weights
 from .bert.norms import NORM_CAPTURES, SOURCES, source_from_cache
-from .naming import SPECIAL_TOKENS
 
 
 class InputError(ValueError):
@@ -184,10 +184,15 @@ class Lab:
         self.name = checkpoint.name
         cfg = model.config
         self.n_layers, self.n_heads = cfg.num_hidden_layers, cfg.num_attention_heads
-        self.max_tokens = cfg.max_position_embeddings
-        self.mask_id = self.tokenizer.token_to_id("[MASK]")
-        self.pad_id = self.tokenizer.token_to_id("[PAD]")
-        self.special_ids = {self.tokenizer.token_to_id(t) for t in SPECIAL_TOKENS}
+        self.max_tokens = cfg.max_tokens
+        specials = checkpoint.specials  # role -> this tokenizer's token (RoBERTa: <s> </s> <mask> <pad>)
+        self.mask_token = specials["mask"]
+        self.mask_id = self.tokenizer.token_to_id(specials["mask"])
+        self.pad_id = self.tokenizer.token_to_id(specials["pad"])
+        self.special_ids = {self.tokenizer.token_to_id(specials[r]) for r in ("cls", "sep", "pad")}
+        # What users see keeps BERT's names whatever the family: [CLS] [SEP] [MASK] [PAD].
+        self._shown = {self.tokenizer.token_to_id(specials[role]): name for role, name in BERT_SPECIALS.items()
+                       if specials[role] != name}  # by id: a lstrip <mask> can come out as " <mask>"
         # A separate copy that truncates, so the shared tokenizer is never reconfigured per call.
         self._truncating_tokenizer = Tokenizer.from_str(self.tokenizer.to_str())
         self._truncating_tokenizer.enable_truncation(self.max_tokens)
@@ -204,8 +209,8 @@ class Lab:
     def encode(self, text: str, pair: str | None = None, truncate: bool = False) -> Encoded:
         if text is None or not str(text).strip():
             raise InputError("the text is empty: type a sentence to analyse")
-        text = typed_masks(checked_text(text, "the text"))
-        pair = typed_masks(checked_text(pair, "sentence B")) if pair is not None and str(pair).strip() else None
+        text = self.typed(checked_text(text, "the text"))
+        pair = self.typed(checked_text(pair, "sentence B")) if pair is not None and str(pair).strip() else None
         enc = self.tokenizer.encode(text, pair) if pair is not None else self.tokenizer.encode(text)
         n = len(enc.ids)
         if n > self.max_tokens:
@@ -214,6 +219,11 @@ class Lab:
             cut = self._truncating_tokenizer
             enc = cut.encode(text, pair) if pair is not None else cut.encode(text)
         return self._encoded_from(enc, n)
+
+    def typed(self, text: str) -> str:
+        """Typed masks in any case, as this model's mask token (RoBERTa's is <mask>)."""
+        text = typed_masks(text)
+        return text if self.mask_token == "[MASK]" else text.replace("[MASK]", self.mask_token)
 
     def encode_words(self, words: Sequence[str]) -> Encoded:
         """Tokenize pre-split words (a treebank's), so every piece maps back to its word."""
@@ -232,7 +242,8 @@ class Lab:
                 word_ids.append(w + shift)
             else:
                 word_ids.append(w)
-        return Encoded(list(enc.tokens), list(enc.ids), list(enc.type_ids), word_ids,
+        tokens = [self._shown.get(i, t) for t, i in zip(enc.tokens, enc.ids)] if self._shown else list(enc.tokens)
+        return Encoded(tokens, list(enc.ids), list(enc.type_ids), word_ids,
                        [tuple(o) for o in enc.offsets], n_before)
 
     # ---- running --------------------------------------------------------------------------

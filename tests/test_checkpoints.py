@@ -103,7 +103,7 @@ def test_unknown_model_is_a_clear_error(tmp_path, monkeypatch):
     bad = tmp_path / "notbert"
     bad.mkdir()
     (bad / "config.json").write_text(json.dumps({"model_type": "gpt2"}))
-    with pytest.raises(CheckpointError, match="not BERT"):
+    with pytest.raises(CheckpointError, match="not in the BERT family"):
         load(str(bad), device="cpu")
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -20,6 +20,7 @@ from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers,
 
 from ..resources import DEFAULT_MLM_HEAD
 from .devices import resolve_device, resolve_dtype
+from .families import BERT_SPECIALS, bert_config_dict, bert_names, family_of
 from .model import BertConfig, BertLab
 
 DEFAULT_SOURCE = "default"
@@ -46,6 +47,7 @@ class LoadedCheckpoint:
     state: dict[str, torch.Tensor]
     tokenizer: Tokenizer
     mlm_head_source: str | None = None
+    specials: dict[str, str] = field(default_factory=lambda: dict(BERT_SPECIALS))  # role -> the tokenizer's token
 
 
 def packaged_default_folder() -> Path:
@@ -97,10 +99,8 @@ def read_config(folder: Path) -> BertConfig:
     if not path.is_file():
         raise CheckpointError(f"{folder}: no config.json")
     raw = json.loads(path.read_text())
-    if raw.get("model_type", "bert") != "bert":
-        raise CheckpointError(f"{folder}: model_type {raw.get('model_type')!r} is not BERT")
     try:
-        return BertConfig.from_dict(raw)
+        return BertConfig.from_dict(bert_config_dict(raw, family_of(raw)))
     except ValueError as error:
         raise CheckpointError(f"{folder}: {error}") from None
 
@@ -178,8 +178,10 @@ def load_strict(model: BertLab, state: dict[str, torch.Tensor], where: str) -> N
     model.load_state_dict(state, strict=True)
 
 
-def build_tokenizer(folder: Path) -> Tokenizer:
-    """WordPiece tokenizer with offsets and word ids; never truncates or pads by itself."""
+def build_tokenizer(folder: Path, specials: dict[str, str] | None = None) -> Tokenizer:
+    """The checkpoint's tokenizer (tokenizer.json, or BERT's vocab.txt, or RoBERTa's vocab.json +
+    merges.txt) with offsets and word ids; never truncates or pads by itself."""
+    specials = specials or BERT_SPECIALS
     tok_cfg_path = folder / "tokenizer_config.json"
     tok_cfg = json.loads(tok_cfg_path.read_text()) if tok_cfg_path.is_file() else {}
     if (folder / "tokenizer.json").is_file():
@@ -197,9 +199,16 @@ def build_tokenizer(folder: Path) -> Tokenizer:
         tokenizer.post_processor = processors.TemplateProcessing(
             single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
             special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)])
+    elif (folder / "vocab.json").is_file() and (folder / "merges.txt").is_file():
+        tokenizer = Tokenizer(models.BPE.from_file(str(folder / "vocab.json"), str(folder / "merges.txt")))
+        tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        tokenizer.decoder = decoders.ByteLevel()
+        tokenizer.post_processor = processors.RobertaProcessing(
+            (specials["sep"], tokenizer.token_to_id(specials["sep"]) or 0),
+            (specials["cls"], tokenizer.token_to_id(specials["cls"]) or 0), trim_offsets=True, add_prefix_space=False)
     else:
-        raise CheckpointError(f"{folder}: no tokenizer.json or vocab.txt")
-    for special in ("[CLS]", "[SEP]", "[MASK]", "[PAD]"):
+        raise CheckpointError(f"{folder}: no tokenizer.json, vocab.txt or vocab.json + merges.txt")
+    for special in specials.values():
         if tokenizer.token_to_id(special) is None:
             raise CheckpointError(f"{folder}: tokenizer has no {special} token")
     tokenizer.no_truncation()
@@ -212,7 +221,9 @@ def read_checkpoint(source: str = DEFAULT_SOURCE, cache_dir: str | Path | None =
                     mlm_head: str | Path | None = "auto") -> LoadedCheckpoint:
     name, folder = locate(source, cache_dir=cache_dir, allow_download=allow_download)
     cfg = read_config(folder)
-    state = normalise_keys(read_weights(folder, allow_pickle=allow_pickle))
+    family = family_of({"model_type": cfg.model_type})
+    state, set_aside = bert_names(read_weights(folder, allow_pickle=allow_pickle), family)
+    state = normalise_keys(state)
     head_source = None
     if mlm_head == "auto":
         mlm_head = DEFAULT_MLM_HEAD if (source or DEFAULT_SOURCE) == DEFAULT_SOURCE else None
@@ -229,7 +240,10 @@ def read_checkpoint(source: str = DEFAULT_SOURCE, cache_dir: str | Path | None =
             shown = f"{layers[0] + 1}-{layers[-1] + 1}" if len(layers) > 1 else str(layers[0] + 1)
             name = TUNED_NAME.format(layers=shown)
     cfg = config_for_weights(cfg, state)
-    return LoadedCheckpoint(name, folder, cfg, state, build_tokenizer(folder), head_source)
+    if set_aside:
+        name += f" (encoder only; set aside: {', '.join(set_aside)})"
+    return LoadedCheckpoint(name, folder, cfg, state, build_tokenizer(folder, family.specials), head_source,
+                            family.specials)
 
 
 def load_model(source: str = DEFAULT_SOURCE, device: str = "auto", dtype: str | None = None,

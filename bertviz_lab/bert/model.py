@@ -32,6 +32,12 @@ class BertConfig:
     type_vocab_size: int = 2
     layer_norm_eps: float = 1e-12
     pad_token_id: int = 0
+    # The rest of the BERT family (bert/families.py): ELECTRA's smaller embeddings, RoBERTa's
+    # first position, the MLM head's own activation where it is not hidden_act.
+    embedding_size: int | None = None  # None: the hidden size (no projection after the embeddings)
+    position_offset: int = 0  # position i reads row i + offset of the position table
+    head_act: str | None = None  # None: hidden_act
+    model_type: str = "bert"
     # Which parts the checkpoint carries; set by the loader from the weights it finds.
     has_pooler: bool = True
     has_mlm_head: bool = True
@@ -56,12 +62,20 @@ class BertConfig:
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out.update(out.pop("extra"))
-        out["model_type"] = "bert"
         return out
 
     @property
     def head_dim(self) -> int:
         return self.hidden_size // self.num_attention_heads
+
+    @property
+    def embedding_dim(self) -> int:
+        return self.embedding_size or self.hidden_size
+
+    @property
+    def max_tokens(self) -> int:
+        """Tokens one input may have: the position table's rows from the offset on."""
+        return self.max_position_embeddings - self.position_offset
 
 
 _ACTIVATIONS = {
@@ -82,10 +96,13 @@ def activation(name: str):
 class BertEmbeddings(nn.Module):
     def __init__(self, cfg: BertConfig) -> None:
         super().__init__()
-        self.word_embeddings = nn.Embedding(cfg.vocab_size, cfg.hidden_size, padding_idx=cfg.pad_token_id)
-        self.position_embeddings = nn.Embedding(cfg.max_position_embeddings, cfg.hidden_size)
-        self.token_type_embeddings = nn.Embedding(cfg.type_vocab_size, cfg.hidden_size)
-        self.LayerNorm = nn.LayerNorm(cfg.hidden_size, eps=cfg.layer_norm_eps)
+        d = cfg.embedding_dim
+        self.word_embeddings = nn.Embedding(cfg.vocab_size, d, padding_idx=cfg.pad_token_id)
+        self.position_embeddings = nn.Embedding(cfg.max_position_embeddings, d)
+        # DistilBERT has no segment embeddings (type_vocab_size 0): nothing is added for segments.
+        self.token_type_embeddings = nn.Embedding(cfg.type_vocab_size, d) if cfg.type_vocab_size else None
+        self.position_offset = cfg.position_offset
+        self.LayerNorm = nn.LayerNorm(d, eps=cfg.layer_norm_eps)
         self.dropout = nn.Dropout(cfg.hidden_dropout_prob)
         self.hook_token = HookPoint()  # (batch, pos, d_model)
         self.hook_position = HookPoint()  # (batch | 1, pos, d_model)
@@ -95,10 +112,13 @@ class BertEmbeddings(nn.Module):
     def forward(
         self, input_ids: torch.Tensor, token_type_ids: torch.Tensor, position_ids: torch.Tensor
     ) -> torch.Tensor:
-        token = self.hook_token(self.word_embeddings(input_ids))  # (batch, pos, d_model)
-        position = self.hook_position(self.position_embeddings(position_ids))  # (batch|1, pos, d_model)
-        segment = self.hook_segment(self.token_type_embeddings(token_type_ids))  # (batch, pos, d_model)
-        return self.hook_out(self.dropout(self.LayerNorm(token + position + segment)))
+        token = self.hook_token(self.word_embeddings(input_ids))  # (batch, pos, d_emb)
+        rows = position_ids + self.position_offset if self.position_offset else position_ids
+        position = self.hook_position(self.position_embeddings(rows))  # (batch|1, pos, d_emb)
+        total = token + position
+        if self.token_type_embeddings is not None:
+            total = total + self.hook_segment(self.token_type_embeddings(token_type_ids))  # (batch, pos, d_emb)
+        return self.hook_out(self.dropout(self.LayerNorm(total)))
 
 
 class BertSelfAttention(nn.Module):
@@ -220,6 +240,8 @@ class BertModel(nn.Module):
     def __init__(self, cfg: BertConfig) -> None:
         super().__init__()
         self.embeddings = BertEmbeddings(cfg)
+        # ELECTRA: embeddings smaller than the hidden size are projected up before the encoder.
+        self.embeddings_project = nn.Linear(cfg.embedding_size, cfg.hidden_size) if cfg.embedding_size else None
         self.encoder = BertEncoder(cfg)
         self.pooler = BertPooler(cfg) if cfg.has_pooler else None
 
@@ -227,9 +249,9 @@ class BertModel(nn.Module):
 class BertPredictionHeadTransform(nn.Module):
     def __init__(self, cfg: BertConfig) -> None:
         super().__init__()
-        self.dense = nn.Linear(cfg.hidden_size, cfg.hidden_size)
-        self.act = activation(cfg.hidden_act)
-        self.LayerNorm = nn.LayerNorm(cfg.hidden_size, eps=cfg.layer_norm_eps)
+        self.dense = nn.Linear(cfg.hidden_size, cfg.embedding_dim)  # back to the (tied) embedding size
+        self.act = activation(cfg.head_act or cfg.hidden_act)
+        self.LayerNorm = nn.LayerNorm(cfg.embedding_dim, eps=cfg.layer_norm_eps)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.LayerNorm(self.act(self.dense(x)))
@@ -319,15 +341,17 @@ class BertLab(nn.Module):
         compute_mlm: bool = True,
     ) -> BertForwardOutput:
         b, t = input_ids.shape
-        if t > self.config.max_position_embeddings:
-            raise ValueError(f"{t} tokens exceed the model maximum of {self.config.max_position_embeddings}")
+        if t > self.config.max_tokens:
+            raise ValueError(f"{t} tokens exceed the model maximum of {self.config.max_tokens}")
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)
         if position_ids is None:
             position_ids = torch.arange(t, device=input_ids.device)[None]  # (1, pos)
         dtype = self.bert.embeddings.word_embeddings.weight.dtype
         bias = self.attention_bias(attention_mask, attention_bias, dtype)
-        hidden = self.bert.embeddings(input_ids, token_type_ids, position_ids)  # (batch, pos, d_model)
+        hidden = self.bert.embeddings(input_ids, token_type_ids, position_ids)  # (batch, pos, d_emb)
+        if self.bert.embeddings_project is not None:
+            hidden = self.bert.embeddings_project(hidden)  # (batch, pos, d_model)
         for layer in self.bert.encoder.layer:
             hidden = layer(hidden, bias)
         pooled = self.bert.pooler(hidden) if self.bert.pooler is not None else None

@@ -125,17 +125,23 @@ def sinusoidal_table(n_positions: int, d_model: int) -> torch.Tensor:
     return table.float()
 
 
+def learned_positions(model: BertLab, n_positions: int) -> torch.Tensor:
+    """The rows of the position table the first n positions read (RoBERTa's start after an offset)."""
+    offset = model.config.position_offset
+    return model.bert.embeddings.position_embeddings.weight[offset:offset + n_positions].detach().float()
+
+
 def scaled_sinusoidal(model: BertLab, n_positions: int) -> torch.Tensor:
     """Sinusoidal table for the first n positions, rescaled to the mean norm of the learned rows
     those positions actually use."""
-    learned = model.bert.embeddings.position_embeddings.weight[:n_positions].detach().float()
+    learned = learned_positions(model, n_positions)
     table = sinusoidal_table(n_positions, learned.shape[1])
     return table * (learned.norm(dim=1).mean() / table.norm(dim=1).mean())
 
 
 def random_positions(model: BertLab, n_positions: int, seed: int) -> torch.Tensor:
     """The control for replaced positions: random directions with each learned row's own norm."""
-    learned = model.bert.embeddings.position_embeddings.weight[:n_positions].detach().float()
+    learned = learned_positions(model, n_positions)
     random = torch.randn(learned.shape, generator=torch.Generator().manual_seed(seed))
     return random / random.norm(dim=1, keepdim=True) * learned.norm(dim=1, keepdim=True)
 

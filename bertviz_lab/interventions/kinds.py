@@ -326,7 +326,7 @@ class ShiftPositions(Intervention):
         return f"{self.kind} by {self.shift}"
 
     def inputs(self, model: BertLab, tokens: Sequence[str]) -> InterventionInputs:
-        n, limit = len(tokens), model.config.max_position_embeddings
+        n, limit = len(tokens), model.config.max_tokens
         if self.shift < 0 or n + self.shift > limit:
             raise InterventionError(f"shift must be between 0 and {limit - n} for this {n}-token input")
         return InterventionInputs(position_ids=torch.arange(self.shift, self.shift + n)[None])

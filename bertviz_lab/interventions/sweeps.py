@@ -13,7 +13,7 @@ from ..attention import cosine_matrix
 from ..bert import layer_hook
 from ..lab import Analysis, Encoded, InputError, Lab
 from .compare import compare, probability_of
-from .edits import batched_ablation_edits, scaled_sinusoidal
+from .edits import batched_ablation_edits, learned_positions, scaled_sinusoidal
 from .kinds import InterventionError, make_intervention
 
 Progress = Callable[[float, str], None]
@@ -217,8 +217,8 @@ def position_controls(lab: Lab, text: str, pair: str | None = None, mask_positio
 
 def position_similarity(lab: Lab, n: int) -> tuple[np.ndarray, np.ndarray]:
     """Cosine similarity of the first n learned position embeddings, and of the sinusoidal ones."""
-    limit = lab.model.config.max_position_embeddings
+    limit = lab.model.config.max_tokens
     if not 2 <= n <= limit:
         raise InterventionError(f"choose between 2 and {limit} positions")
-    learned = lab.model.bert.embeddings.position_embeddings.weight[:n].detach().cpu()
+    learned = learned_positions(lab.model, n).cpu()
     return cosine_matrix(learned), cosine_matrix(scaled_sinusoidal(lab.model, n))

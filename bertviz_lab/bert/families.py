@@ -1,0 +1,124 @@
+"""The BERT family on one hooked encoder: RoBERTa, DistilBERT and ELECTRA checkpoints are BERT's
+post-LayerNorm encoder under other names, so their configs and weight names are translated to
+``BertLab``'s (which mirrors Hugging Face's BERT) and they load strictly, with every hook point,
+probe and view working unchanged.
+
+What differs, and where it is handled:
+- RoBERTa (Liu et al. 2019): positions start at ``pad_token_id + 1`` (fairseq's ``make_positions``;
+  ``BertConfig.position_offset``), a byte-level BPE tokenizer with <s> </s> <mask> <pad>, one
+  segment type, an MLM head ``lm_head`` whose activation is always GELU.
+- DistilBERT (Sanh et al. 2019): no segment embeddings (``type_vocab_size = 0``), q_lin/k_lin/
+  v_lin/out_lin, sa_layer_norm, ffn.lin1/lin2, output_layer_norm; config fields dim, n_layers,
+  n_heads, hidden_dim, activation; an MLM head vocab_transform/vocab_layer_norm/vocab_projector.
+- ELECTRA (Clark et al. 2020): embeddings of ``embedding_size`` projected to the hidden size
+  (``embeddings_project``); the generator's MLM head maps hidden -> embedding_size with GELU and
+  ties its output to the word embeddings; a discriminator's replaced-token head is not an MLM head
+  and is set aside (the encoder loads, with no masked-word predictions).
+Special tokens keep BERT's names in what users see ([CLS], [SEP], [MASK], [PAD]); ids are the model's.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+FAMILIES = ("bert", "roberta", "distilbert", "electra")
+BERT_SPECIALS = {"cls": "[CLS]", "sep": "[SEP]", "mask": "[MASK]", "pad": "[PAD]"}
+BPE_SPECIALS = {"cls": "<s>", "sep": "</s>", "mask": "<mask>", "pad": "<pad>"}
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    specials: dict[str, str]  # role -> the tokenizer's token for it
+
+
+def family_of(raw: dict[str, Any]) -> Family:
+    kind = raw.get("model_type", "bert")
+    if kind not in FAMILIES:
+        raise ValueError(f"model_type {kind!r} is not in the BERT family this model loads ({', '.join(FAMILIES)})")
+    return Family(kind, BPE_SPECIALS if kind == "roberta" else BERT_SPECIALS)
+
+
+DISTILBERT_CONFIG = {"dim": "hidden_size", "n_layers": "num_hidden_layers", "n_heads": "num_attention_heads",
+                     "hidden_dim": "intermediate_size", "activation": "hidden_act", "dropout": "hidden_dropout_prob",
+                     "attention_dropout": "attention_probs_dropout_prob"}
+
+
+def bert_config_dict(raw: dict[str, Any], family: Family) -> dict[str, Any]:
+    """The config in BERT's field names, plus what the family adds."""
+    out = dict(raw)
+    if family.name == "distilbert":
+        for theirs, ours in DISTILBERT_CONFIG.items():
+            if theirs in out:
+                out[ours] = out.pop(theirs)
+        out.update({"type_vocab_size": 0, "layer_norm_eps": 1e-12})
+    if family.name == "roberta":
+        out["position_offset"] = int(out.get("pad_token_id", 1)) + 1
+        out["head_act"] = "gelu"
+    if family.name == "electra":
+        out["head_act"] = "gelu"
+        if int(out.get("embedding_size", out.get("hidden_size", 0))) == int(out.get("hidden_size", 0)):
+            out.pop("embedding_size", None)  # no projection needed
+    out["model_type"] = family.name
+    return out
+
+
+DISTILBERT_LAYER = [("attention.q_lin", "attention.self.query"), ("attention.k_lin", "attention.self.key"),
+                    ("attention.v_lin", "attention.self.value"), ("attention.out_lin", "attention.output.dense"),
+                    ("sa_layer_norm", "attention.output.LayerNorm"), ("ffn.lin1", "intermediate.dense"),
+                    ("ffn.lin2", "output.dense"), ("output_layer_norm", "output.LayerNorm")]
+HEADS = {  # family -> (their MLM-head prefix -> ours); their tied decoder weight is checked, then dropped
+    "roberta": {"lm_head.dense.": "cls.predictions.transform.dense.",
+                "lm_head.layer_norm.": "cls.predictions.transform.LayerNorm.", "lm_head.bias": "cls.predictions.bias",
+                "lm_head.decoder.weight": "cls.predictions.decoder.weight",
+                "lm_head.decoder.bias": "cls.predictions.decoder.bias"},
+    "distilbert": {"vocab_transform.": "cls.predictions.transform.dense.",
+                   "vocab_layer_norm.": "cls.predictions.transform.LayerNorm.",
+                   "vocab_projector.weight": "cls.predictions.decoder.weight",
+                   "vocab_projector.bias": "cls.predictions.bias"},
+    "electra": {"generator_predictions.dense.": "cls.predictions.transform.dense.",
+                "generator_predictions.LayerNorm.": "cls.predictions.transform.LayerNorm.",
+                "generator_lm_head.weight": "cls.predictions.decoder.weight",
+                "generator_lm_head.bias": "cls.predictions.bias"},
+}
+SET_ASIDE = re.compile(r"^(discriminator_predictions\.|classifier\.|qa_outputs\.|pre_classifier\.)")
+
+
+def bert_names(state: dict[str, torch.Tensor], family: Family) -> tuple[dict[str, torch.Tensor], list[str]]:
+    """Weights under BertLab's names, and the heads set aside (not part of an encoder + MLM model)."""
+    if family.name == "bert":
+        return state, []
+    out: dict[str, torch.Tensor] = {}
+    aside = sorted({k.split(".")[0] for k in state if SET_ASIDE.match(k)})
+    base = {"roberta": "roberta.", "distilbert": "distilbert.", "electra": "electra."}[family.name]
+    for key, value in state.items():
+        if SET_ASIDE.match(key) or key.endswith("position_ids"):
+            continue
+        new = _head_name(key, HEADS[family.name])
+        if new is None:
+            body = key[len(base):] if key.startswith(base) else key  # a bare encoder checkpoint has no prefix
+            new = "bert." + _encoder_name(body, family.name)
+        out[new] = value
+    return out, aside
+
+
+def _head_name(key: str, mapping: dict[str, str]) -> str | None:
+    for theirs, ours in mapping.items():
+        if key == theirs or (theirs.endswith(".") and key.startswith(theirs)):
+            return ours + key[len(theirs):]
+    return None
+
+
+def _encoder_name(body: str, family: str) -> str:
+    if family != "distilbert":
+        return body  # RoBERTa and ELECTRA encoders already use BERT's names (plus embeddings_project)
+    match = re.match(r"^transformer\.layer\.(\d+)\.(.+)$", body)
+    if match:
+        layer, rest = match.groups()
+        for theirs, ours in DISTILBERT_LAYER:
+            if rest.startswith(theirs + "."):
+                return f"encoder.layer.{layer}.{ours}{rest[len(theirs):]}"
+    return body
