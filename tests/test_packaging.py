@@ -21,6 +21,12 @@ def test_pyproject_dependencies_match_requirements():
     assert project["scripts"]["bertviz-lab"] == "bertviz_lab.cli:main_exit"
 
 
+def test_every_subpackage_goes_into_the_wheel():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    found = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "bertviz_lab").rglob("__init__.py")}
+    assert found <= set(project), sorted(found - set(project))
+
+
 def test_wheel_installs_and_runs_from_another_folder(tmp_path):
     wheels, venv, elsewhere = tmp_path / "wheels", tmp_path / "venv", tmp_path / "elsewhere"
     elsewhere.mkdir()
