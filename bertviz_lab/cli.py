@@ -32,8 +32,8 @@ def positive_int(text: str) -> int:
     return value
 
 
-def add_model_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", default="default",
+def add_model_options(parser: argparse.ArgumentParser, repeatable: bool = False) -> None:
+    parser.add_argument("--model", default=None if repeatable else "default", action="append" if repeatable else "store",
                         help="'default' (embedded MiniLM-L6), a checkpoint folder, or a hub id such as bert-base-uncased")
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps (default: auto)")
     parser.add_argument("--dtype", default=None, help="float32 (default), float16 or bfloat16 (GPU only)")
@@ -418,10 +418,17 @@ def run_eval(args: argparse.Namespace) -> int:
 # ---- syntax --------------------------------------------------------------------------------
 def add_probe(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("probe", help="score every head against a dependency treebank (Clark et al. 2019)")
-    p.add_argument("--conllu", type=Path, default=None,
-                   help="CoNLL-U treebank (default: the sample treebank shipped with bertviz-lab)")
+    p.add_argument("--conllu", type=Path, nargs="+", default=None,
+                   help="CoNLL-U treebanks: files or folders of *.conllu (default: the sample treebank shipped "
+                        "with bertviz-lab); several, or several --model, make one job (see --engine)")
     p.add_argument("--out", required=True, type=Path,
-                   help="folder for head_scores.csv, best_heads.csv, uuas.csv, report.html")
+                   help="folder for head_scores.csv, best_heads.csv, uuas.csv, report.html (one treebank and "
+                        "model); for a job: scores.csv, best_heads.csv, agreement.csv, report.html and pairs/ "
+                        "(finished pairs are skipped when the job runs again)")
+    p.add_argument("--engine", choices=("local", "ray"), default="local",
+                   help="local: batched on this machine; ray: Ray Data workers score batches and send back counts")
+    p.add_argument("--ray-address", default=None, help="an existing Ray cluster (default: start one on this machine)")
+    p.add_argument("--workers", type=positive_int, default=2, help="Ray workers (one checkpoint loaded in each)")
     p.add_argument("--batch-size", type=positive_int, default=32)
     p.add_argument("--max-sentences", type=positive_int, default=None)
     p.add_argument("--max-length", type=positive_int, default=None, help="skip sentences longer than this (tokens)")
@@ -436,17 +443,18 @@ def add_probe(sub: argparse._SubParsersAction) -> None:
                    help="score heads on softmax attention or on norm-based weights (Kobayashi et al. 2020)")
     p.add_argument("--compare-model", default=None,
                    help="also score this checkpoint and write compare_scores.csv (its accuracy minus --model's)")
-    add_model_options(p)
+    add_model_options(p, repeatable=True)
     p.set_defaults(func=run_probe, model=None)
     for action in p._actions:
         if action.dest == "model":
             action.help = ("weights to score (default: minilm-original, the published MiniLM; pass 'default' for "
-                           "bertviz-lab's fine-tuned masked-word version), a folder or a hub id")
+                           "bertviz-lab's fine-tuned masked-word version), a folder or a hub id; repeatable")
 
 
 def run_probe(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
+    from .syntax.job import treebank_files
     from .syntax.report import check_writable, write_outputs
     from .syntax.run import attention_weights_source, run_syntax
     from .syntax.summary import Settings
@@ -456,10 +464,14 @@ def run_probe(args: argparse.Namespace) -> int:
         raise InputError(f"--select-fraction must be between 0 and 1 (got {args.select_fraction})")
     if args.resamples < 0:
         raise InputError(f"--resamples must be 0 or more (got {args.resamples})")
-    path = args.conllu or SAMPLE_TREEBANK
-    sentences = read_conllu(path, full_relations=args.full_relations)
+    models = [attention_weights_source(m) for m in (args.model or [None])]
+    treebanks = treebank_files(args.conllu or [SAMPLE_TREEBANK])
     check_writable(args.out)
-    lab = lab_from_args(args, attention_weights_source(args.model))
+    if len(models) > 1 or len(treebanks) > 1 or args.engine == "ray":
+        return run_probe_job(args, models, treebanks)
+    path = treebanks[0]
+    sentences = read_conllu(path, full_relations=args.full_relations)
+    lab = lab_from_args(args, models[0])
     other = lab_from_args(args, args.compare_model) if args.compare_model else None
     settings = Settings(args.resamples, args.seed, args.select_fraction, args.min_arcs)
     with tqdm(total=100, desc="probe", unit="%") as bar:
@@ -472,6 +484,37 @@ def run_probe(args: argparse.Namespace) -> int:
           f"{summary.sentences_skipped} as too long", file=sys.stderr)
     print(json.dumps({"sentences": summary.sentences_used, "skipped": summary.sentences_skipped,
                       "model": summary.checkpoint.describe(), "model_sha256": summary.checkpoint.sha256,
+                      **{k: str(v) for k, v in files.items()}}))
+    return 0
+
+
+def run_probe_job(args: argparse.Namespace, models: list[str], treebanks: list[Path]) -> int:
+    """Several treebanks and/or checkpoints, locally or on Ray; resumable with the same --out."""
+    from tqdm import tqdm
+
+    from .syntax.job import Job, run_job
+    from .syntax.summary import Settings
+
+    if args.compare_model:
+        raise InputError("--compare-model compares two checkpoints on one treebank; for a job, pass --model twice")
+    job = Job(models, treebanks, args.out, Settings(args.resamples, args.seed, args.select_fraction, args.min_arcs),
+              engine=args.engine, ray_address=args.ray_address, workers=args.workers,
+              device="cpu" if args.device == "auto" else args.device, batch_size=args.batch_size,
+              max_length=args.max_length, max_sentences=args.max_sentences, source=args.source,
+              null=not args.no_null_model, full_relations=args.full_relations)
+    bars: dict[str, tqdm] = {}
+
+    def progress_for(name: str):
+        def update(done: int, total: int) -> None:
+            bar = bars.setdefault(name, tqdm(total=total, desc=name, unit="sentence", leave=False))
+            bar.update(done - bar.n)
+        return update
+
+    files = run_job(job, lambda model: lab_from_args(args, model), say=lambda m: print(m, file=sys.stderr),
+                    progress_for=progress_for)
+    for bar in bars.values():
+        bar.close()
+    print(json.dumps({"pairs": len(models) * len(treebanks), "engine": args.engine,
                       **{k: str(v) for k, v in files.items()}}))
     return 0
 

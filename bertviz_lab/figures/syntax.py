@@ -15,7 +15,7 @@ from ..syntax.predictors import best_words
 from ..syntax.scoring import DIRECTIONS, live_arcs
 from ..syntax.summary import SyntaxSummary
 from ..syntax.treebank import Sentence
-from .base import DIVERGING, Figure, figure, heatmap_grid, layer_head_figure
+from .base import DIVERGING, SEQUENTIAL, Figure, figure, heatmap_grid, layer_head_figure
 
 TABLE_COLUMNS = ["relation", "count", "best_head", "direction", "accuracy", "ci_low", "ci_high", "heldout_head",
                  "heldout_accuracy", "baseline_offset", "baseline_accuracy", "p_value", "null_best_head",
@@ -178,3 +178,24 @@ def stats_figure(summary: SyntaxSummary) -> Figure:
                         title="General head statistics over the treebank (mean over sentences)",
                         filename="head-statistics", columns=4, height_per_row=32 * summary.layers + 80,
                         hover="layer %{y}, head %{x}<br>%{z:.3f}", x_title="head", y_title="layer")
+
+
+def agreement_figure(agree: pd.DataFrame, model: str) -> Figure:
+    """Relation x head: the share of treebanks in which that head is the relation's best."""
+    rows = agree[agree.model == model]
+    relations = sorted(rows.relation.unique())
+    heads = sorted(rows["head"].unique(), key=lambda h: tuple(int(x) for x in str(h).split("-")) if "-" in str(h) else (0,))
+    grid = rows.pivot_table(index="relation", columns="head", values="share", fill_value=0.0).reindex(
+        index=relations, columns=heads, fill_value=0.0)
+    won = rows.pivot_table(index="relation", columns="head", values="treebanks_won", fill_value=0).reindex(
+        index=relations, columns=heads, fill_value=0)
+    total = rows.groupby("relation").treebanks.max().reindex(relations)
+    text = [[f"{int(won.loc[r, h])} of {int(total[r])} treebanks" for h in heads] for r in relations]
+    trace = {"type": "heatmap", "z": grid.to_numpy().tolist(), "x": [str(h) for h in heads],
+             "y": [plotly_text(r) for r in relations], "text": text, "colorscale": SEQUENTIAL, "zmin": 0, "zmax": 1,
+             "hovertemplate": "%{y}, head %{x}<br>best in %{text}<extra></extra>", "colorbar": {"thickness": 12}}
+    layout = {"title": {"text": f"Same best head across treebanks: {plotly_text(model)}"},
+              "height": 140 + 22 * max(len(relations), 4),
+              "xaxis": {"type": "category", "title": {"text": "head (layer-head)"}},
+              "yaxis": {"type": "category", "autorange": "reversed", "automargin": True}}
+    return figure([trace], layout, "head-agreement")

@@ -11,7 +11,14 @@ from pathlib import Path
 import pandas as pd
 
 from ..figures.base import Figure
-from ..figures.syntax import best_heads_figure, best_heads_table, relation_figure, stats_figure, uuas_figure
+from ..figures.syntax import (
+    agreement_figure,
+    best_heads_figure,
+    best_heads_table,
+    relation_figure,
+    stats_figure,
+    uuas_figure,
+)
 from .summary import HELD_OUT_NOTE, OFFSET_NOTE, SyntaxSummary
 
 METHOD = ("Method: Clark et al. (2019), \"What Does BERT Look At?\", and their released code: word-level attention "
@@ -79,6 +86,12 @@ def write_outputs(summary: SyntaxSummary, out: Path, title: str = "bertviz-lab s
     }
     if compare is not None:
         contents["compare"] = ("compare_scores.csv", compare.to_csv(index=False, float_format="%.6f"))
+    return write_atomically(out, contents)
+
+
+def write_atomically(out: Path, contents: dict[str, tuple[str, str]]) -> dict[str, Path]:
+    """key -> (file name, text): every file to a temporary name first, renamed at the end."""
+    out.mkdir(parents=True, exist_ok=True)
     temps: dict[str, Path] = {}
     try:
         for key, (name, text) in contents.items():
@@ -93,6 +106,38 @@ def write_outputs(summary: SyntaxSummary, out: Path, title: str = "bertviz-lab s
         files[key] = out / contents[key][0]
         tmp.replace(files[key])
     return files
+
+
+def job_report_html(tidy: pd.DataFrame, best: pd.DataFrame, agree: pd.DataFrame,
+                    title: str = "bertviz-lab syntax probe: treebanks x checkpoints") -> str:
+    """One offline report for a whole job: each pair's best heads and the cross-treebank agreement."""
+    from plotly.offline import get_plotlyjs
+
+    pairs = tidy[["model", "model_hash", "treebank", "language"]].drop_duplicates()
+    columns = [c for c in ("model", "treebank", "language", "relation", "best_head", "direction", "accuracy", "ci_low",
+                           "ci_high", "heldout_accuracy", "baseline_offset", "baseline_accuracy", "count") if c in best]
+    table = best[columns].to_html(index=False, float_format=lambda v: f"{v:.3f}", classes="best", border=0)
+    figures = "".join(_figure_div(agreement_figure(agree, model), f"agree-{i}")
+                      for i, model in enumerate(sorted(agree.model.unique())))
+    listing = pairs.to_html(index=False, classes="best", border=0)
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
+<script>{get_plotlyjs()}</script>
+<style>body{{font-family:DejaVu Sans,Arial,sans-serif;margin:2em;max-width:1300px}}
+table.best{{border-collapse:collapse;font-size:0.85em}}
+table.best td,table.best th{{padding:3px 8px;border-bottom:1px solid #ddd}} .fig{{margin:1em 0}}</style></head><body>
+<h1>{html.escape(title)}</h1>
+<p>{html.escape(METHOD)}</p>
+<h2>Pairs scored</h2>
+{listing}
+<h2>Does the same head win across treebanks?</h2>
+<p>For each relation, the share of treebanks (languages) in which each head is the best one
+(Ravishankar et al. 2021 ask this across languages). Heads that win nowhere are left out.</p>
+{figures}
+<h2>Best head per relation, per pair (95% bootstrap intervals over sentences)</h2>
+{table}
+</body></html>
+"""
 
 
 def check_writable(out: Path) -> None:

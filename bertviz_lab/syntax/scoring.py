@@ -14,7 +14,7 @@ checkpoints — is computed from the same additive counts (``statistics.py``).
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -73,6 +73,29 @@ class ArcTable:
         return {name: int((self.relation == i).sum()) for i, name in enumerate(self.relations)}
 
 
+def sentence_rows(index: int, sentence: Sentence, word_attn: np.ndarray, trees: bool = True) -> dict:
+    """One sentence's arc rows: for each word, its relation, and which heads found its gold head.
+
+    ``word_attn`` is (layers, heads, words, words); what comes out is small (booleans per word and
+    head), so engines that score on other machines send this, never attention.
+    """
+    layers, heads, n = word_attn.shape[0], word_attn.shape[1], len(sentence.words)
+    gold = np.array(sentence.heads)  # (words,) 1-based, 0 = root
+    root = gold == 0
+    rows = {"sentence": np.full(n, index, dtype=np.int32), "relations": list(sentence.relations), "root": root,
+            "offset": (offset_predictions(n) == gold[None, :]).T,
+            "chain": ~root & (np.abs(np.arange(n) - (gold - 1)) == 1)}
+    for direction, predicted in predicted_heads(word_attn).items():  # (layers, heads, words)
+        rows[direction] = np.moveaxis(predicted == gold, -1, 0)
+    if trees:
+        tree = spanning_tree_edges(word_attn)  # (layers, heads, words, words)
+        partner = np.where(root, 0, gold - 1)
+        rows[TREE] = np.moveaxis(tree[..., np.arange(n), partner], -1, 0) & ~root[:, None, None]
+    else:  # scoring without tree decoding (the benchmark's reference); UUAS then reads 0
+        rows[TREE] = np.zeros((n, layers, heads), dtype=bool)
+    return rows
+
+
 class ArcCollector:
     """Accumulates per-sentence arc rows and builds the ArcTable once at the end."""
 
@@ -84,26 +107,17 @@ class ArcCollector:
 
     def add(self, index: int, sentence: Sentence, word_attn: np.ndarray) -> None:
         """``word_attn`` is (layers, heads, words, words) of the sentence's words."""
-        n = len(sentence.words)
-        gold = np.array(sentence.heads)  # (words,) 1-based, 0 = root
-        root = gold == 0
+        self.add_rows(sentence_rows(index, sentence, word_attn, self.trees))
+
+    def add_rows(self, rows: dict) -> None:
+        """Rows of ``sentence_rows`` (relation names become indices in first-seen order)."""
         names = self.relation_names
-        for rel in sentence.relations:
+        for rel in rows["relations"]:
             if rel not in names:
                 names.append(rel)
-        self.rows["sentence"].append(np.full(n, index, dtype=np.int32))
-        self.rows["relation"].append(np.array([names.index(r) for r in sentence.relations], dtype=np.int32))
-        self.rows["root"].append(root)
-        for direction, predicted in predicted_heads(word_attn).items():  # (layers, heads, words)
-            self.rows[direction].append(np.moveaxis(predicted == gold, -1, 0))
-        if self.trees:
-            tree = spanning_tree_edges(word_attn)  # (layers, heads, words, words)
-            partner = np.where(root, 0, gold - 1)
-            self.rows[TREE].append(np.moveaxis(tree[..., np.arange(n), partner], -1, 0) & ~root[:, None, None])
-        else:  # scoring without tree decoding (the benchmark's reference); UUAS then reads 0
-            self.rows[TREE].append(np.zeros((n, self.layers, self.heads), dtype=bool))
-        self.rows["offset"].append((offset_predictions(n) == gold[None, :]).T)
-        self.rows["chain"].append(~root & (np.abs(np.arange(n) - (gold - 1)) == 1))
+        self.rows["relation"].append(np.array([names.index(r) for r in rows["relations"]], dtype=np.int32))
+        for key in ("sentence", "root", "offset", "chain", *DIRECTIONS, TREE):
+            self.rows[key].append(rows[key])
 
     def table(self) -> ArcTable:
         def cat(key: str, shape: tuple[int, ...], dtype) -> np.ndarray:
@@ -141,6 +155,69 @@ def encode_sentence(lab: Lab, sentence: Sentence) -> Encoded:
     return lab.encode_words(sentence.words)
 
 
+@dataclass
+class Plan:
+    """Which sentences are scored, in which batches (similar lengths together), and how many were
+    skipped as too long. Every engine runs the same batches, so results do not depend on the engine."""
+
+    batches: list[list[tuple[int, Sentence]]]
+    used: int
+    skipped: int
+
+
+def plan_batches(lab: Lab, sentences: Sequence[Sentence], batch_size: int = 32, max_length: int | None = None,
+                 max_sentences: int | None = None) -> Plan:
+    limit = min(max_length or lab.max_tokens, lab.max_tokens)
+    chosen = list(sentences[:max_sentences] if max_sentences else sentences)
+    kept, skipped = [], 0
+    for index, s in enumerate(chosen):
+        n = len(encode_sentence(lab, s).ids)
+        if n > limit:
+            skipped += 1
+            continue
+        kept.append((n, index, s))
+    kept.sort(key=lambda item: item[0])  # stable: equal lengths keep treebank order
+    size = max(1, batch_size)
+    batches = [[(index, s) for _, index, s in kept[start:start + size]] for start in range(0, len(kept), size)]
+    return Plan(batches, len(kept), skipped)
+
+
+def score_batch(lab: Lab, batch: Sequence[tuple[int, Sentence]], source: str = "attention",
+                trees: bool = True) -> tuple[list[dict], dict[str, np.ndarray]]:
+    """One batch: each sentence's arc rows and the batch's summed head statistics."""
+    encoded = [encode_sentence(lab, s) for _, s in batch]
+    captures = ("*hook_pattern",) if source == "attention" else NORM_CAPTURES
+    _, cache = lab.run(lab.batch_tensors(encoded), capture=captures, compute_mlm=False)
+    attention_t = lab.attention_of(cache).float()  # (batch, layers, heads, query, key)
+    stats = {k: v.astype(np.float64).sum(0) for k, v in batch_head_statistics(attention_t, [e.tokens for e in encoded]).items()}
+    attention = attention_t.cpu().numpy()
+    rows = []
+    for row, ((index, sentence), enc) in enumerate(zip(batch, encoded)):
+        n = len(enc.ids)
+        weights = attention[row, :, :, :n, :n] if source == "attention" else \
+            source_from_cache(lab.model, cache, source, row, n)
+        words, _ = word_attention(weights, enc)
+        rows.append(sentence_rows(index, sentence, words, trees))
+    return rows, stats
+
+
+def collect(lab: Lab, plan: Plan, results: Iterable[tuple[list[dict], dict[str, np.ndarray]]], trees: bool,
+            source: str, progress: Callable[[int, int], None] | None = None) -> TreebankScores:
+    """The scores of a plan from its batches' results, taken in the plan's order."""
+    collector = ArcCollector(lab.n_layers, lab.n_heads, trees=trees)
+    stats_sum: dict[str, np.ndarray] = {}
+    done = 0
+    for rows, stats in results:
+        for r in rows:
+            collector.add_rows(r)
+        for k, v in stats.items():
+            stats_sum[k] = stats_sum.get(k, 0) + v
+        done += len(rows)
+        if progress is not None:
+            progress(done, plan.used)
+    return TreebankScores(collector.table(), lab.checkpoint_info(), plan.used, plan.skipped, stats_sum, source)
+
+
 def score_treebank(lab: Lab, sentences: Sequence[Sentence], batch_size: int = 32, max_length: int | None = None,
                    max_sentences: int | None = None, progress: Callable[[int, int], None] | None = None,
                    trees: bool = True, source: str = "attention") -> TreebankScores:
@@ -150,37 +227,9 @@ def score_treebank(lab: Lab, sentences: Sequence[Sentence], batch_size: int = 32
     ``source`` scores heads on softmax weights or on norm-based weights (Kobayashi et al. 2020).
     """
     check_source(source)
-    limit = min(max_length or lab.max_tokens, lab.max_tokens)
-    chosen = list(sentences[:max_sentences] if max_sentences else sentences)
-    encoded, skipped = [], 0
-    for index, s in enumerate(chosen):
-        enc = encode_sentence(lab, s)
-        if len(enc.ids) > limit:
-            skipped += 1
-            continue
-        encoded.append((index, s, enc))
-    collector = ArcCollector(lab.n_layers, lab.n_heads, trees=trees)
-    stats_sum: dict[str, np.ndarray] = {}
-    order = sorted(range(len(encoded)), key=lambda i: len(encoded[i][2].ids))  # similar lengths per batch
-    done = 0
-    for start in range(0, len(order), max(1, batch_size)):
-        batch = [encoded[i] for i in order[start:start + batch_size]]
-        captures = ("*hook_pattern",) if source == "attention" else NORM_CAPTURES
-        _, cache = lab.run(lab.batch_tensors([e for _, _, e in batch]), capture=captures, compute_mlm=False)
-        attention_t = lab.attention_of(cache).float()  # (batch, layers, heads, query, key)
-        for k, v in batch_head_statistics(attention_t, [e.tokens for _, _, e in batch]).items():
-            stats_sum[k] = stats_sum.get(k, 0) + v.astype(np.float64).sum(0)
-        attention = attention_t.cpu().numpy()
-        for row, (index, sentence, enc) in enumerate(batch):
-            n = len(enc.ids)
-            weights = attention[row, :, :, :n, :n] if source == "attention" else \
-                source_from_cache(lab.model, cache, source, row, n)
-            words, _ = word_attention(weights, enc)
-            collector.add(index, sentence, words)
-        done += len(batch)
-        if progress is not None:
-            progress(done, len(encoded))
-    return TreebankScores(collector.table(), lab.checkpoint_info(), len(encoded), skipped, stats_sum, source)
+    plan = plan_batches(lab, sentences, batch_size, max_length, max_sentences)
+    results = (score_batch(lab, batch, source, trees) for batch in plan.batches)
+    return collect(lab, plan, results, trees, source, progress)
 
 
 def live_arcs(word_attn: np.ndarray, layer: int, head: int) -> list[tuple[int, int]]:

@@ -1,0 +1,162 @@
+"""Many treebanks x many checkpoints as one job: each (checkpoint, treebank) pair is scored once
+(locally or on Ray), written to its own folder atomically, and skipped when the job is run again
+with the same ``--out``; then one tidy table, every pair's best heads, the cross-treebank head
+agreement and one report are written from the finished pairs.
+
+The agreement view follows the cross-lingual question of Ravishankar et al. (2021), "Attention
+Can Reflect Syntactic Structure (If You Let It)": for each relation, each treebank's best head,
+and how often the same head wins across treebanks (languages).
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from ..lab import InputError, Lab, null_model
+from .scoring import TreebankScores, score_treebank
+from .summary import Settings, SyntaxSummary, summarise
+from .treebank import read_conllu
+
+TIDY_COLUMNS = ["model", "model_hash", "treebank", "language", "relation", "direction", "layer", "head", "correct",
+                "total", "accuracy", "ci_low", "ci_high"]
+DONE = "DONE"  # written last in a pair's folder: its presence means the pair is complete
+
+
+@dataclass
+class Job:
+    models: list[str]
+    treebanks: list[Path]
+    out: Path
+    settings: Settings = field(default_factory=Settings)
+    engine: str = "local"  # local or ray
+    ray_address: str | None = None
+    workers: int = 2
+    device: str = "cpu"
+    batch_size: int = 32
+    max_length: int | None = None
+    max_sentences: int | None = None
+    source: str = "attention"
+    null: bool = True
+    full_relations: bool = False
+
+
+def treebank_files(paths: Sequence[Path]) -> list[Path]:
+    """CoNLL-U files named directly, or every *.conllu inside the folders named, sorted."""
+    files: list[Path] = []
+    for path in paths:
+        path = Path(path)
+        if path.is_dir():
+            found = sorted(path.rglob("*.conllu"))
+            if not found:
+                raise InputError(f"{path}: no .conllu file in this folder")
+            files.extend(found)
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise InputError(f"{path}: no such file or folder")
+    return list(dict.fromkeys(files))
+
+
+def language_of(path: Path) -> str:
+    """The language code UD file names start with (en_ewt-ud-dev.conllu -> en), else 'und'."""
+    match = re.match(r"^([a-z]{2,3})_[a-z0-9]+-ud-", path.name)
+    return match.group(1) if match else "und"
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")[:80] or "x"
+
+
+def pair_folder(out: Path, model: str, treebank: Path) -> Path:
+    return out / "pairs" / f"{slug(model)}__{slug(treebank.stem)}"
+
+
+def score(job: Job, lab: Lab, sentences, progress=None) -> tuple[TreebankScores, TreebankScores | None]:
+    kwargs = {"batch_size": job.batch_size, "max_length": job.max_length, "max_sentences": job.max_sentences,
+              "source": job.source, "progress": progress}
+    if job.engine == "ray":
+        from .ray_engine import score_treebank_ray
+
+        ray_kwargs = {"address": job.ray_address, "workers": job.workers, "device": job.device}
+        scores = score_treebank_ray(lab, sentences, **kwargs, **ray_kwargs)
+    else:
+        scores = score_treebank(lab, sentences, **kwargs)
+    null = score_treebank(null_model(lab, job.settings.seed), sentences, **{**kwargs, "progress": None}) \
+        if job.null else None
+    return scores, null
+
+
+def write_pair(folder: Path, summary: SyntaxSummary, treebank: Path) -> None:
+    """The pair's tables into a fresh folder, renamed into place only when complete."""
+    partial = folder.with_name(f".{folder.name}.partial-{uuid.uuid4().hex[:8]}")
+    partial.mkdir(parents=True)
+    try:
+        tidy = summary.head_scores.rename(columns={"model_sha256": "model_hash"})
+        tidy.insert(2, "treebank", treebank.name)
+        tidy.insert(3, "language", language_of(treebank))
+        tidy[TIDY_COLUMNS].to_csv(partial / "scores.csv", index=False, float_format="%.6f")
+        best = summary.best_heads.copy()
+        best.insert(1, "treebank", treebank.name)
+        best.insert(2, "language", language_of(treebank))
+        best.to_csv(partial / "best_heads.csv", index=False, float_format="%.6f")
+        (partial / DONE).write_text(f"{summary.sentences_used} sentences\n")
+        if folder.exists():
+            shutil.rmtree(folder)  # an incomplete earlier attempt (no DONE)
+        os.replace(partial, folder)
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+
+
+def agreement(best: pd.DataFrame) -> pd.DataFrame:
+    """Per model and relation: for each head that is some treebank's best, in how many treebanks."""
+    rows = []
+    for (model, relation), group in best.groupby(["model", "relation"], sort=True):
+        n = group.treebank.nunique()
+        for head, wins in group.groupby("best_head").treebank.nunique().items():
+            rows.append({"model": model, "relation": relation, "head": head, "treebanks_won": int(wins),
+                         "treebanks": int(n), "share": wins / n})
+    return pd.DataFrame(rows, columns=["model", "relation", "head", "treebanks_won", "treebanks", "share"])
+
+
+def run_job(job: Job, load_lab: Callable[[str], Lab], say: Callable[[str], None] = print,
+            progress_for: Callable[[str], Callable[[int, int], None] | None] = lambda _: None) -> dict[str, Path]:
+    """Score every missing pair, then write the combined tables and the report."""
+    job.out.mkdir(parents=True, exist_ok=True)
+    folders = []
+    for model in job.models:
+        lab = None
+        for treebank in job.treebanks:
+            folder = pair_folder(job.out, model, treebank)
+            folders.append(folder)
+            if (folder / DONE).is_file():
+                say(f"{model} x {treebank.name}: done earlier, skipped")
+                continue
+            lab = lab or load_lab(model)
+            sentences = read_conllu(treebank, full_relations=job.full_relations)
+            scores, null = score(job, lab, sentences, progress_for(f"{slug(model)} x {treebank.name}"))
+            write_pair(folder, summarise(scores, null, job.settings), treebank)
+            say(f"{model} x {treebank.name}: {scores.sentences_used} sentences scored "
+                f"({scores.sentences_skipped} too long)")
+    return write_combined(job.out, folders)
+
+
+def write_combined(out: Path, folders: Sequence[Path]) -> dict[str, Path]:
+    from .report import job_report_html, write_atomically
+
+    tidy = pd.concat([pd.read_csv(f / "scores.csv") for f in folders], ignore_index=True)
+    best = pd.concat([pd.read_csv(f / "best_heads.csv") for f in folders], ignore_index=True)
+    agree = agreement(best)
+    return write_atomically(out, {
+        "scores": ("scores.csv", tidy.to_csv(index=False, float_format="%.6f")),
+        "best_heads": ("best_heads.csv", best.to_csv(index=False, float_format="%.6f")),
+        "agreement": ("agreement.csv", agree.to_csv(index=False, float_format="%.6f")),
+        "report": ("report.html", job_report_html(tidy, best, agree)),
+    })

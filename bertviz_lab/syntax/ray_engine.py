@@ -1,0 +1,81 @@
+"""Score a treebank on a Ray cluster (Ray Data), with the same batches as the local engine.
+
+The driver plans the batches (``scoring.plan_batches``); Ray Data carries one batch per row to a
+pool of stateful actors, each of which loads the checkpoint once (on a GPU when the worker has
+one), runs the batch, converts attention to word level and predicts heads *on the worker*, and
+returns only each sentence's arc rows (booleans per word and head) and summed head statistics.
+The driver adds them up in the plan's order, so the tables equal ``--engine local``'s.
+
+``ray`` is an optional dependency (``pip install "bertviz-lab[ray]"`` or ``requirements-ray.txt``),
+imported only here and only when this engine is chosen.
+"""
+from __future__ import annotations
+
+import pickle
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from ..lab import InputError, Lab
+from .scoring import TreebankScores, collect, plan_batches
+from .treebank import Sentence
+
+
+def require_ray():
+    try:
+        import ray
+        import ray.data  # noqa: F401
+    except ImportError:
+        raise InputError('--engine ray needs Ray: pip install "ray[data]" (or pip install "bertviz-lab[ray]")') from None
+    return ray
+
+
+class BatchScorer:
+    """A Ray actor: one loaded checkpoint, many batches."""
+
+    def __init__(self, source: str, device: str, mlm_head, score_source: str, trees: bool, threads: int) -> None:
+        import torch
+
+        from .. import load
+
+        torch.set_num_threads(threads)
+        self.lab = load(source, device=device, mlm_head=mlm_head)
+        self.score_source, self.trees = score_source, trees
+
+    def __call__(self, rows: dict) -> dict:
+        from .scoring import score_batch
+
+        out = []
+        for blob in rows["batch"]:
+            batch = pickle.loads(blob)
+            out.append(pickle.dumps(score_batch(self.lab, batch, self.score_source, self.trees)))
+        return {"order": rows["order"], "result": np.array(out, dtype=object)}
+
+
+def score_treebank_ray(lab: Lab, sentences: Sequence[Sentence], batch_size: int = 32, max_length: int | None = None,
+                       max_sentences: int | None = None, progress: Callable[[int, int], None] | None = None,
+                       trees: bool = True, source: str = "attention", address: str | None = None,
+                       workers: int = 2, device: str = "cpu", threads: int | None = None) -> TreebankScores:
+    """``lab`` is the driver's copy (for planning and the checkpoint's name and hash); each worker
+    loads the same checkpoint from ``lab.source``."""
+    ray = require_ray()
+    plan = plan_batches(lab, sentences, batch_size, max_length, max_sentences)
+    if not ray.is_initialized():
+        options = {"address": address} if address else {"num_cpus": workers}
+        ray.init(include_dashboard=False, ignore_reinit_error=True, log_to_driver=False, configure_logging=False,
+                 **options)
+    head = lab.checkpoint.mlm_head_source
+    items = [{"order": k, "batch": pickle.dumps(batch)} for k, batch in enumerate(plan.batches)]
+    gpus = 1 if device.startswith("cuda") else 0
+    dataset = ray.data.from_items(items, override_num_blocks=max(1, min(len(items), 4 * workers)))
+    scored = dataset.map_batches(
+        BatchScorer, batch_size=1, concurrency=workers, num_cpus=0 if gpus else 1, num_gpus=gpus,
+        fn_constructor_kwargs={"source": lab.source, "device": device, "mlm_head": head, "score_source": source,
+                               "trees": trees, "threads": threads or 1})
+    results: dict[int, tuple] = {}
+    for row in scored.iter_rows():
+        results[int(row["order"])] = pickle.loads(row["result"])
+        if progress is not None:
+            progress(sum(len(r[0]) for r in results.values()), plan.used)
+    ordered = (results[k] for k in range(len(plan.batches)))
+    return collect(lab, plan, ordered, trees, source)

@@ -1,0 +1,108 @@
+"""Many treebanks x many checkpoints as one resumable job, locally and on a local Ray instance
+(identical counts), with the tidy table and the cross-treebank agreement view."""
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bertviz_lab.cli import main
+from bertviz_lab.resources import SAMPLE_TREEBANK
+from bertviz_lab.syntax.job import TIDY_COLUMNS, agreement, language_of
+
+
+def split_treebank(folder):
+    """The sample treebank as two UD-named treebanks (the CoNLL-U blocks, halved)."""
+    blocks = [b for b in SAMPLE_TREEBANK.read_text().split("\n\n") if b.strip()]
+    folder.mkdir()
+    (folder / "en_alpha-ud-dev.conllu").write_text("\n\n".join(blocks[:33]) + "\n\n")
+    (folder / "de_beta-ud-dev.conllu").write_text("\n\n".join(blocks[33:]) + "\n\n")
+    return folder
+
+
+def run(capsys, *args):
+    code = main(["probe", "--device", "cpu", "--resamples", "50", "--min-arcs", "5", "--no-null-model", *args])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    return json.loads(out.out.strip().splitlines()[-1]), out.err
+
+
+def test_two_treebanks_two_checkpoints_one_tidy_table_and_resume(tmp_path, sharp_lab, tiny_lab, capsys, monkeypatch):
+    treebanks = split_treebank(tmp_path / "ud")
+    out = tmp_path / "job"
+    models = ["--model", sharp_lab.source, "--model", tiny_lab.source]
+    files, _ = run(capsys, "--conllu", str(treebanks), *models, "--out", str(out))
+    assert files["pairs"] == 4
+    tidy = pd.read_csv(out / "scores.csv")
+    assert list(tidy.columns) == TIDY_COLUMNS
+    assert set(tidy.language) == {"en", "de"} and tidy.model.nunique() == 2
+    pairs = tidy.groupby(["model", "treebank"]).size()
+    assert len(pairs) == 4  # both checkpoints have 2 x 4 heads: the same rows per treebank
+    assert pairs.groupby(level="treebank").nunique().eq(1).all()
+    # the tidy counts of a pair equal scoring that treebank alone
+    from bertviz_lab.syntax.scoring import score_treebank
+    from bertviz_lab.syntax.summary import Settings, summarise
+    from bertviz_lab.syntax.treebank import read_conllu
+
+    alone = summarise(score_treebank(sharp_lab, read_conllu(treebanks / "de_beta-ud-dev.conllu")),
+                      settings=Settings(resamples=50, min_arcs=5)).head_scores
+    mine = tidy[(tidy.model_hash == alone.model_sha256.iloc[0]) & (tidy.treebank == "de_beta-ud-dev.conllu")]
+    merged = mine.merge(alone, on=["relation", "direction", "layer", "head"], suffixes=("", "_alone"))
+    assert len(merged) == len(alone) and (merged.correct == merged.correct_alone).all()
+    assert set(pd.read_csv(out / "agreement.csv").columns) >= {"relation", "head", "treebanks_won", "share"}
+    assert "Does the same head win across treebanks?" in (out / "report.html").read_text()
+
+    # resume: one pair lost (and a partial left by a killed run), the others are not scored again
+    import shutil
+
+    from bertviz_lab.syntax import job as job_module
+
+    lost = job_module.pair_folder(out, tiny_lab.source, treebanks / "en_alpha-ud-dev.conllu")
+    shutil.rmtree(lost)
+    (lost.parent / f".{lost.name}.partial-dead").mkdir()
+    calls = []
+    original = job_module.score
+    monkeypatch.setattr(job_module, "score", lambda *a, **k: calls.append(1) or original(*a, **k))
+    _, err = run(capsys, "--conllu", str(treebanks), *models, "--out", str(out))
+    assert len(calls) == 1 and err.count("done earlier, skipped") == 3
+    again = pd.read_csv(out / "scores.csv")
+    pd.testing.assert_frame_equal(again.sort_values(TIDY_COLUMNS[:8]).reset_index(drop=True),
+                                  tidy.sort_values(TIDY_COLUMNS[:8]).reset_index(drop=True))
+
+
+def test_agreement_counts_treebanks_per_head():
+    best = pd.DataFrame({"model": ["m"] * 5, "relation": ["nsubj", "nsubj", "nsubj", "det", "det"],
+                         "treebank": ["a", "b", "c", "a", "b"], "best_head": ["3-5", "3-5", "2-1", "1-1", "4-2"]})
+    table = agreement(best).set_index(["relation", "head"])
+    assert table.loc[("nsubj", "3-5"), "treebanks_won"] == 2 and table.loc[("nsubj", "3-5"), "share"] == 2 / 3
+    assert table.loc[("det", "1-1"), "share"] == 0.5 and len(table) == 4
+
+
+@pytest.mark.parametrize("name, code", [("en_ewt-ud-dev.conllu", "en"), ("de_gsd-ud-test.conllu", "de"),
+                                        ("mytreebank.conllu", "und")])
+def test_language_from_ud_file_names(tmp_path, name, code):
+    assert language_of(tmp_path / name) == code
+
+
+@pytest.mark.timeout(300)
+def test_ray_engine_gives_the_local_counts(tmp_path, sharp_lab):
+    pytest.importorskip("ray")
+    import ray
+
+    from bertviz_lab.syntax.ray_engine import score_treebank_ray
+    from bertviz_lab.syntax.scoring import score_treebank
+    from bertviz_lab.syntax.treebank import read_conllu
+
+    sentences = read_conllu(SAMPLE_TREEBANK)
+    try:
+        remote = score_treebank_ray(sharp_lab, sentences, batch_size=8, workers=2)
+    finally:
+        ray.shutdown()
+    local = score_treebank(sharp_lab, sentences, batch_size=8)
+    assert remote.sentences_used == local.sentences_used == len(sentences)
+    assert remote.arcs.relations == local.arcs.relations
+    for key, hits in local.arcs.hits.items():
+        np.testing.assert_array_equal(remote.arcs.hits[key], hits, err_msg=key)
+    np.testing.assert_array_equal(remote.arcs.sentence, local.arcs.sentence)
+    for key, total in local.stats_sum.items():
+        np.testing.assert_allclose(remote.stats_sum[key], total, rtol=1e-5)
