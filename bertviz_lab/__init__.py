@@ -2,8 +2,17 @@
 interventions on bidirectional context and positional encoding, and syntax scoring of heads."""
 from .bert import BertConfig, BertLab, CheckpointError, DeviceError, available_devices, resolve_device
 from .lab import Analysis, InputError, InputTooLong, Lab, load
-from .notebook import head_view, model_view, show
 
 __version__ = "0.1.0"
 __all__ = ["Analysis", "BertConfig", "BertLab", "CheckpointError", "DeviceError", "InputError",
            "InputTooLong", "Lab", "available_devices", "head_view", "load", "model_view", "resolve_device", "show"]
+
+
+def __getattr__(name: str):
+    """``head_view``, ``model_view`` and ``show`` (the notebook layer) load on first use, so
+    scripts and Ray workers that never draw do not import them."""
+    if name in ("head_view", "model_view", "show"):
+        from . import notebook
+
+        return getattr(notebook, name)
+    raise AttributeError(f"module 'bertviz_lab' has no attribute {name!r}")

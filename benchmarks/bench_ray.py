@@ -1,0 +1,80 @@
+"""The corpus-scale engine next to the local one (issue 17), in one run on this machine:
+the same 2,000-sentence scoring job (UD English EWT dev, published MiniLM weights, tree decoding
+on) through ``score_treebank`` and through the Ray engine (a local Ray instance, 2 workers of
+1 thread each): sentences per second, their ratio (target >= 0.7), and whether the counts are
+identical. Then a projection, from the measured per-sentence cost, of all UD test/dev treebanks
+(~2 M words) x 4 checkpoints on 1, 8 and 64 CPU workers and 1 and 8 GPUs (stated assumptions).
+
+    python benchmarks/bench_ray.py --conllu en_ewt-ud-dev.conllu [--sentences 2000]
+"""
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+
+from bertviz_lab import load
+from bertviz_lab.syntax.ray_engine import require_ray, score_treebank_ray
+from bertviz_lab.syntax.scoring import score_treebank
+from bertviz_lab.syntax.treebank import read_conllu
+
+UD_WORDS = 2_000_000  # words in all UD test and dev splits, roughly (the issue's figure)
+CHECKPOINTS = 4
+BERT_BASE_COST = 8.0  # assumed: bert-base costs ~8x MiniLM-L6-H384 per token (2x layers, 4x width^2)
+GPU_SPEEDUP = 30.0  # assumed: one T4-class GPU scores ~30x as many sentences/s as one CPU core here
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--conllu", type=Path, required=True)
+    parser.add_argument("--sentences", type=int, default=2000)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--copies", type=int, default=1, help="score the sentences this many times over (a larger "
+                        "job, to see Ray's fixed start-up cost amortised)")
+    args = parser.parse_args()
+    ray = require_ray()
+    lab = load("minilm-original", device="cpu")
+    sentences = read_conllu(args.conllu)[: args.sentences] * args.copies
+    words = sum(len(s.words) for s in sentences)
+    score_treebank(lab, sentences[:64])  # warm-up
+
+    start = time.perf_counter()
+    local = score_treebank(lab, sentences)
+    local_s = time.perf_counter() - start
+
+    start = time.perf_counter()
+    ray.init(num_cpus=args.workers, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    started = time.perf_counter() - start
+    start = time.perf_counter()
+    remote = score_treebank_ray(lab, sentences, workers=args.workers)
+    ray_s = time.perf_counter() - start
+    ray.shutdown()
+
+    same = all(np.array_equal(remote.arcs.hits[k], v) for k, v in local.arcs.hits.items()) and \
+        remote.arcs.relations == local.arcs.relations
+    n = local.sentences_used
+    print(f"{n} sentences ({words} words), {lab.name}")
+    print(f"local engine: {local_s:.1f} s, {n / local_s:.0f} sentences/s")
+    print(f"ray engine ({args.workers} workers): {ray_s:.1f} s, {n / ray_s:.0f} sentences/s "
+          f"(+ {started:.1f} s to start Ray); ratio ray / local = {local_s / ray_s:.2f} (target >= 0.7)")
+    print(f"identical counts: {same}")
+
+    per_word_cpu = local_s / words  # seconds per word on this machine's 2 cores, MiniLM
+    per_word_worker = ray_s * args.workers / words  # seconds per word on one 1-thread worker
+    total_words = UD_WORDS * CHECKPOINTS
+    print(f"\nProjection (assumptions: bert-base costs {BERT_BASE_COST:g}x MiniLM per token; a GPU does "
+          f"{GPU_SPEEDUP:g}x one CPU worker; perfect scaling across workers):")
+    print("| where | MiniLM-L6 checkpoints | bert-base-sized checkpoints |")
+    print("|---|---:|---:|")
+    for label, seconds in [(f"{w} CPU worker{'s' if w > 1 else ''}", per_word_worker / w) for w in (1, 8, 64)] + \
+            [(f"{g} GPU{'s' if g > 1 else ''}", per_word_worker / GPU_SPEEDUP / g) for g in (1, 8)]:
+        hours = total_words * seconds / 3600
+        print(f"| {label} | {hours:.1f} h | {hours * BERT_BASE_COST:.1f} h |")
+    print(f"\n(measured: {per_word_cpu * 1e3:.3f} ms/word locally on 2 cores, {per_word_worker * 1e3:.3f} ms/word "
+          "on one 1-thread Ray worker)")
+
+
+if __name__ == "__main__":
+    main()
