@@ -466,11 +466,11 @@ def run_probe(args: argparse.Namespace) -> int:
         raise InputError(f"--resamples must be 0 or more (got {args.resamples})")
     models = [attention_weights_source(m) for m in (args.model or [None])]
     treebanks = treebank_files(args.conllu or [SAMPLE_TREEBANK])
+    parsed = [read_conllu(t, full_relations=args.full_relations) for t in treebanks]  # a bad file fails first
     check_writable(args.out)
     if len(models) > 1 or len(treebanks) > 1 or args.engine == "ray":
         return run_probe_job(args, models, treebanks)
-    path = treebanks[0]
-    sentences = read_conllu(path, full_relations=args.full_relations)
+    path, sentences = treebanks[0], parsed[0]
     lab = lab_from_args(args, models[0])
     other = lab_from_args(args, args.compare_model) if args.compare_model else None
     settings = Settings(args.resamples, args.seed, args.select_fraction, args.min_arcs)
