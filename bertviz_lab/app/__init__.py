@@ -27,17 +27,6 @@ CSS = """
 #message p {margin: 0.2em 0}
 .bvl-note {color: #555; font-size: 0.9em}
 .bvl-caption {min-height: 1.2em; padding: 0 8px}
-.bvl-headview {font-family: DejaVu Sans, Arial, sans-serif}
-.bvl-hv-bar {display: flex; flex-wrap: wrap; gap: 4px; align-items: center; margin: 4px 0}
-.bvl-hv-head {width: 26px; height: 22px; padding: 0; line-height: 18px; border: 2px solid; border-radius: 4px;
-              font-size: 11px; cursor: pointer}
-.bvl-hv-head.on {color: white; font-weight: bold}
-.bvl-hv-set {border: 1px solid #bbb; border-radius: 4px; padding: 0 6px; font-size: 12px; cursor: pointer}
-.bvl-hv-range input {width: 5em}
-.bvl-hv-note {color: #555; font-size: 0.85em; margin-bottom: 4px}
-.bvl-hv-body {position: relative; margin: 0 auto}
-.bvl-hv-token {white-space: nowrap; overflow: hidden; text-overflow: ellipsis; cursor: pointer; color: #111}
-.bvl-hv-token:hover, .bvl-hv-token.focus {background: #e8eef8; font-weight: bold}
 """
 
 
@@ -89,8 +78,8 @@ def launch_kwargs(limits: Limits = LIMITS) -> dict[str, Any]:
     """Styling plus the server's limits: session states kept, upload size, readable error messages."""
     head = "".join(f"<script>{(STATIC / name).read_text()}</script>" for name in ("figure_tools.js", "viewer.js", "views.js"))
     head += f'<script src="gradio_api/file={PLOTLY_JS}" defer></script>'  # views.js draws with it
-    return {"css": CSS, "head": head, "theme": gr.themes.Soft(), "state_session_capacity": limits.sessions,
-            "max_file_size": limits.upload_bytes, "show_error": True}
+    return {"css": CSS + (STATIC / "viewer.css").read_text(), "head": head, "theme": gr.themes.Soft(),
+            "state_session_capacity": limits.sessions, "max_file_size": limits.upload_bytes, "show_error": True}
 
 
 def env_list(name: str) -> list[str]:

@@ -23,16 +23,6 @@ CSS = """
 .bvl-nb-controls {display: flex; flex-wrap: wrap; gap: 14px; align-items: center; margin: 4px 0 8px}
 .bvl-nb-controls input[type=range] {width: 140px; vertical-align: middle}
 .bvl-nb .bvl-caption {color: #555; font-size: 0.9em; min-height: 1.2em}
-.bvl-hv-bar {display: flex; flex-wrap: wrap; gap: 4px; align-items: center; margin: 4px 0}
-.bvl-hv-head {width: 26px; height: 22px; padding: 0; line-height: 18px; border: 2px solid; border-radius: 4px;
-              font-size: 11px; cursor: pointer}
-.bvl-hv-head.on {color: white; font-weight: bold}
-.bvl-hv-set {border: 1px solid #bbb; border-radius: 4px; padding: 0 6px; font-size: 12px; cursor: pointer}
-.bvl-hv-range input {width: 5em}
-.bvl-hv-note {color: #555; font-size: 0.85em; margin-bottom: 4px}
-.bvl-hv-body {position: relative; margin: 0 auto}
-.bvl-hv-token {white-space: nowrap; overflow: hidden; text-overflow: ellipsis; cursor: pointer; color: #111}
-.bvl-hv-token:hover, .bvl-hv-token.focus {background: #e8eef8; font-weight: bold}
 """
 
 GLUE = """
@@ -117,7 +107,7 @@ def viewer_html(sections: list[Section], figures: list[Figure] = (), include_plo
     glue = GLUE % {"id": json.dumps(root), "sections": json.dumps(data), "figures": "[" + ",".join(
         to_json(f) for f in figures) + "]"}
     heading = f"<div><b>{html.escape(title)}</b></div>" if title else ""
-    return (f'<div id="{root}" class="bvl-nb"><style>{CSS}</style>{heading}{controls}'
+    return (f'<div id="{root}" class="bvl-nb"><style>{CSS}{(STATIC / "viewer.css").read_text()}</style>{heading}{controls}'
             '<div class="bvl-heatmap"></div><div class="bvl-caption"></div><div class="bvl-headview"></div>'
             f"{extra}</div>{plotly_script(include_plotlyjs)}"
             f"<script>{(STATIC / 'viewer.js').read_text()}</script><script>{glue}</script>")

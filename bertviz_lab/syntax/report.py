@@ -39,22 +39,27 @@ def _figure_div(fig: Figure, div_id: str) -> str:
             f'{script_json(fig["data"])}, {script_json(fig["layout"])}, {script_json(fig["config"])});</script>')
 
 
-def report_html(summary: SyntaxSummary, title: str) -> str:
+def page_head(title: str) -> str:
+    """The start of an offline report page: plotly.js inlined, the table style, the title."""
     from plotly.offline import get_plotlyjs
 
-    relations = list(summary.best_heads["relation"])
-    figures = [_figure_div(relation_figure(summary, rel), f"rel-{i}") for i, rel in enumerate(relations)]
-    table = best_heads_table(summary).to_html(index=False, float_format=lambda v: f"{v:.3f}", classes="best",
-                                              border=0, escape=True)
-    null = (f"<p>Null model: {html.escape(summary.null_checkpoint.describe())}, scored on the same sentences.</p>"
-            if summary.null_checkpoint else "")
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <script>{get_plotlyjs()}</script>
 <style>body{{font-family:DejaVu Sans,Arial,sans-serif;margin:2em;max-width:1300px}}
 table.best{{border-collapse:collapse;font-size:0.85em}}
 table.best td,table.best th{{padding:3px 8px;border-bottom:1px solid #ddd}} .fig{{margin:1em 0}}</style></head><body>
-<h1>{html.escape(title)}</h1>
+<h1>{html.escape(title)}</h1>"""
+
+
+def report_html(summary: SyntaxSummary, title: str) -> str:
+    relations = list(summary.best_heads["relation"])
+    figures = [_figure_div(relation_figure(summary, rel), f"rel-{i}") for i, rel in enumerate(relations)]
+    table = best_heads_table(summary).to_html(index=False, float_format=lambda v: f"{v:.3f}", classes="best",
+                                              border=0, escape=True)
+    null = (f"<p>Null model: {html.escape(summary.null_checkpoint.describe())}, scored on the same sentences.</p>"
+            if summary.null_checkpoint else "")
+    return f"""{page_head(title)}
 <p>Weights: <b>{html.escape(summary.checkpoint.describe())}</b>; heads scored on
 <b>{html.escape(summary.source)}</b>. Sentences scored: {summary.sentences_used};
 skipped as too long: {summary.sentences_skipped}. {html.escape(METHOD)}</p>
@@ -111,8 +116,6 @@ def write_atomically(out: Path, contents: dict[str, tuple[str, str]]) -> dict[st
 def job_report_html(tidy: pd.DataFrame, best: pd.DataFrame, agree: pd.DataFrame,
                     title: str = "bertviz-lab syntax probe: treebanks x checkpoints") -> str:
     """One offline report for a whole job: each pair's best heads and the cross-treebank agreement."""
-    from plotly.offline import get_plotlyjs
-
     pairs = tidy[["model", "model_hash", "treebank", "language"]].drop_duplicates()
     columns = [c for c in ("model", "treebank", "language", "relation", "best_head", "direction", "accuracy", "ci_low",
                            "ci_high", "heldout_accuracy", "baseline_offset", "baseline_accuracy", "count") if c in best]
@@ -120,13 +123,7 @@ def job_report_html(tidy: pd.DataFrame, best: pd.DataFrame, agree: pd.DataFrame,
     figures = "".join(_figure_div(agreement_figure(agree, model), f"agree-{i}")
                       for i, model in enumerate(sorted(agree.model.unique())))
     listing = pairs.to_html(index=False, classes="best", border=0)
-    return f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
-<script>{get_plotlyjs()}</script>
-<style>body{{font-family:DejaVu Sans,Arial,sans-serif;margin:2em;max-width:1300px}}
-table.best{{border-collapse:collapse;font-size:0.85em}}
-table.best td,table.best th{{padding:3px 8px;border-bottom:1px solid #ddd}} .fig{{margin:1em 0}}</style></head><body>
-<h1>{html.escape(title)}</h1>
+    return f"""{page_head(title)}
 <p>{html.escape(METHOD)}</p>
 <h2>Pairs scored</h2>
 {listing}
