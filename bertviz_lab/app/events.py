@@ -69,7 +69,7 @@ EVENTS = (
     Event("work_tabs", "select", "select_tab", CONTROLS, TAB_OUTPUTS, "select_work_tab"),
     Event("hide", "input", "toggles", CONTROLS, TOGGLE_OUTPUTS, "hide_special"),
     Event("word", "input", "toggles", CONTROLS, TOGGLE_OUTPUTS, "word_level"),
-    Event("source", "input", "switch_source", CONTROLS, TOGGLE_OUTPUTS, "attention_source"),
+    Event("source", "input", "toggles", CONTROLS, TOGGLE_OUTPUTS, "attention_source"),
     Event("overview_pick", "change", "pick", ("overview_pick", "session"), ("layer", "head", "tabs", "session"),
           "pick_head", client_then=ClientEvent("", "", ("layer", "head"), SELECT_JS)),
     Event("load_btn", "click", "switch_model", ("model_box", "device_box", "session"), MODEL_OUTPUTS, "load_model"),
@@ -125,7 +125,7 @@ def api_outputs(api_name: str) -> tuple[str, ...]:
 
 
 # Handlers that run the model (the others re-render cached results): these get a GPU on ZeroGPU.
-MODEL_HANDLERS = {"analyze", "mask", "switch_source", "run_intervention", "run_directional", "run_ablation",
+MODEL_HANDLERS = {"analyze", "mask", "run_intervention", "run_directional", "run_ablation",
                   "run_positions", "run_position_controls", "run_directional_set", "run_ablation_set", "run_probe_set",
                   "run_patching", "run_faithfulness", "run_syntax", "syntax_arcs", "from_url", "toggles", "sync_view",
                   "select_tab"}

@@ -215,7 +215,8 @@ class Handlers(InterventionHandlers, SyntaxHandlers):
         return self.sync_view(layer, head, hide, word, pair_filter, session, source, TABS.get(label, ""))
 
     def toggles(self, layer, head, hide, word, pair_filter, session: Session, source: str = "attention") -> Updates:
-        """Word level, hidden specials or the source changed: a new payload (views.js redraws) and the open tab."""
+        """Word level, hidden specials or the attention source changed: a new payload (views.js redraws)
+        and the open tab (a new source is one extra forward pass the first time per analysis)."""
         ui = self.ui
         if session.analysis is None:
             return {ui.notes: gr.skip()}
@@ -224,14 +225,10 @@ class Handlers(InterventionHandlers, SyntaxHandlers):
         except InputError as error:
             return {ui.notes: f"⚠️ {error}"}
         source = source if source in SOURCES else "attention"
-        if source != session.source or session.drawn:
+        if source != session.source:  # every figure shows the new source; options are in drawn_from
             session.source = source
             self.new_view(session)
         return {ui.session: session, ui.payload: self.payload(session), ui.notes: "", **self.tab_figures(session)}
-
-    def switch_source(self, layer, head, hide, word, pair_filter, session: Session, source: str) -> Updates:
-        """Every view in the chosen source (one extra forward pass the first time per analysis)."""
-        return self.toggles(layer, head, hide, word, pair_filter, session, source)
 
     def pick(self, value: str, session: Session) -> Updates:
         try:

@@ -72,7 +72,7 @@ def _section(name: str, attention: Any, rows: Sequence[str], columns: Sequence[s
                                   key_labels=key_labels, title_prefix=f"{name}: " if name else "")
     if heads:
         meta["heads_shown"] = sorted({int(h) for h in heads})
-    return Section(name, meta, codes)
+    return Section(name, meta, codes, weights)
 
 
 def _sections(attention, tokens, sentence_b_start, prettify_tokens, layer, heads, encoder_attention,
@@ -116,10 +116,7 @@ def model_view(attention=None, tokens=None, sentence_b_start=None, prettify_toke
                          decoder_attention, cross_attention, encoder_tokens, decoder_tokens, include_layers)
     figures = []
     for section in sections:
-        weights = as_array({"": attention, "Encoder": encoder_attention, "Decoder": decoder_attention,
-                            "Cross": cross_attention}[section.name])
-        if include_layers is not None:
-            weights = weights[list(include_layers)]
+        weights = section.weights  # already as array, include_layers applied
         if include_heads is not None:
             weights = weights[:, list(include_heads)]
         fig = overview_figure(weights)

@@ -67,6 +67,7 @@ class Section:
     name: str
     meta: dict[str, Any]
     codes: bytes
+    weights: Any = None  # (layers, heads, query, key) as shown, for model_view's overview (never sent)
 
 
 def plotly_script(include: bool | str) -> str:

@@ -1,7 +1,7 @@
 """Score a treebank on a Ray cluster (Ray Data), with the same batches as the local engine.
 
-The driver plans the batches (``scoring.plan_batches``); Ray Data carries one batch per row to a
-pool of stateful actors, each of which loads the checkpoint once (on a GPU when the worker has
+The driver plans and tokenizes the batches (``scoring.plan_batches``); Ray Data carries one batch
+per row to a pool of stateful actors, each of which loads the checkpoint once (on a GPU when the worker has
 one), runs the batch, converts attention to word level and predicts heads *on the worker*, and
 returns only each sentence's arc rows (booleans per word and head) and summed head statistics.
 The driver adds them up in the plan's order, so the tables equal ``--engine local``'s.
@@ -73,9 +73,11 @@ def score_treebank_ray(lab: Lab, sentences: Sequence[Sentence], batch_size: int 
         fn_constructor_kwargs={"source": lab.source, "device": device, "mlm_head": head, "score_source": source,
                                "trees": trees, "threads": threads or 1})
     results: dict[int, tuple] = {}
+    done = 0
     for row in scored.iter_rows():
-        results[int(row["order"])] = pickle.loads(row["result"])
+        result = results[int(row["order"])] = pickle.loads(row["result"])
+        done += len(result[0])
         if progress is not None:
-            progress(sum(len(r[0]) for r in results.values()), plan.used)
+            progress(done, plan.used)
     ordered = (results[k] for k in range(len(plan.batches)))
     return collect(lab, plan, ordered, trees, source)

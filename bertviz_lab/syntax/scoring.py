@@ -160,7 +160,7 @@ class Plan:
     """Which sentences are scored, in which batches (similar lengths together), and how many were
     skipped as too long. Every engine runs the same batches, so results do not depend on the engine."""
 
-    batches: list[list[tuple[int, Sentence]]]
+    batches: list[list[tuple[int, Sentence, Encoded]]]  # (index in the treebank, sentence, its tokens)
     used: int
     skipped: int
 
@@ -171,28 +171,28 @@ def plan_batches(lab: Lab, sentences: Sequence[Sentence], batch_size: int = 32, 
     chosen = list(sentences[:max_sentences] if max_sentences else sentences)
     kept, skipped = [], 0
     for index, s in enumerate(chosen):
-        n = len(encode_sentence(lab, s).ids)
-        if n > limit:
+        enc = encode_sentence(lab, s)  # tokenized once: the batches carry it
+        if len(enc.ids) > limit:
             skipped += 1
             continue
-        kept.append((n, index, s))
-    kept.sort(key=lambda item: item[0])  # stable: equal lengths keep treebank order
+        kept.append((index, s, enc))
+    kept.sort(key=lambda item: len(item[2].ids))  # stable: equal lengths keep treebank order
     size = max(1, batch_size)
-    batches = [[(index, s) for _, index, s in kept[start:start + size]] for start in range(0, len(kept), size)]
+    batches = [kept[start:start + size] for start in range(0, len(kept), size)]
     return Plan(batches, len(kept), skipped)
 
 
-def score_batch(lab: Lab, batch: Sequence[tuple[int, Sentence]], source: str = "attention",
+def score_batch(lab: Lab, batch: Sequence[tuple[int, Sentence, Encoded]], source: str = "attention",
                 trees: bool = True) -> tuple[list[dict], dict[str, np.ndarray]]:
     """One batch: each sentence's arc rows and the batch's summed head statistics."""
-    encoded = [encode_sentence(lab, s) for _, s in batch]
+    encoded = [enc for _, _, enc in batch]
     captures = ("*hook_pattern",) if source == "attention" else NORM_CAPTURES
     _, cache = lab.run(lab.batch_tensors(encoded), capture=captures, compute_mlm=False)
     attention_t = lab.attention_of(cache).float()  # (batch, layers, heads, query, key)
     stats = {k: v.astype(np.float64).sum(0) for k, v in batch_head_statistics(attention_t, [e.tokens for e in encoded]).items()}
     attention = attention_t.cpu().numpy()
     rows = []
-    for row, ((index, sentence), enc) in enumerate(zip(batch, encoded)):
+    for row, (index, sentence, enc) in enumerate(batch):
         n = len(enc.ids)
         weights = attention[row, :, :, :n, :n] if source == "attention" else \
             source_from_cache(lab.model, cache, source, row, n)
