@@ -1,5 +1,5 @@
 """Command line: one argparse tree for every command (``bertviz-lab analyze "TEXT" --json``,
-``probe``, ``compare``, ``sweep``, ``positions``, ``eval-mlm``, ``train-mlm-head``,
+``probe``, ``compare``, ``sweep``, ``positions``, ``eval-mlm``, ``eval-nsp``, ``train-mlm-head``,
 ``build-corpus``). Each command is an ``add_*`` function (its options) and a ``run_*``
 function (what it does); heavy imports happen inside ``run_*`` so ``--help`` stays fast.
 
@@ -20,6 +20,17 @@ from .lab import InputError, InputTooLong, Lab, load
 from .syntax.treebank import TreebankError
 
 USER_ERRORS = (InputError, CheckpointError, DeviceError, FileNotFoundError, InterventionError, TreebankError)
+
+
+def share(text: str) -> float:
+    """A fraction in (0, 1]."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"must be above 0 and at most 1 (got {value})")
+    return value
 
 
 def positive_int(text: str) -> int:
@@ -312,17 +323,32 @@ def run_positions(args: argparse.Namespace) -> int:
 
 # ---- masked-word head ----------------------------------------------------------------------
 def add_build_corpus(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("build-corpus", help="write the WordNet training/held-out corpus (needs wordnet-base)")
+    p = sub.add_parser("build-corpus", help="write the training/held-out corpus: WordNet (needs wordnet-base) "
+                       "and optionally UD train splits as running text")
     p.add_argument("--out", required=True, type=Path)
-    p.add_argument("--heldout", type=positive_int, default=2000)
+    p.add_argument("--heldout", type=positive_int, default=2000, help="WordNet lines held out")
+    p.add_argument("--running-text", type=Path, default=None, metavar="MANIFEST",
+                   help="manifest.json written by scripts/ud_running_text.py (UD train files, licences, origins)")
+    p.add_argument("--heldout-sentences", type=positive_int, default=1000,
+                   help="running-text sentences held out per source (at most 10%% of it)")
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=run_build_corpus)
 
 
 def run_build_corpus(args: argparse.Namespace) -> int:
-    from .mlm.corpus import build_corpus
+    from .mlm.corpus import RunningText, build_corpus
 
-    print(json.dumps(build_corpus(args.out, heldout=args.heldout, seed=args.seed)))
+    running = []
+    if args.running_text is not None:
+        if not args.running_text.is_file():
+            raise FileNotFoundError(f"no such manifest: {args.running_text}")
+        base = args.running_text.parent
+        for item in json.loads(args.running_text.read_text()):
+            running.append(RunningText(base / item["path"], item["licence"],
+                                       base / item["licence_file"] if item.get("licence_file") else None,
+                                       item.get("origin", "")))
+    print(json.dumps(build_corpus(args.out, heldout=args.heldout, seed=args.seed, running=running,
+                                  heldout_sentences=args.heldout_sentences)))
     return 0
 
 
@@ -341,7 +367,15 @@ def add_train(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--batch-size", type=positive_int, default=d.batch_size)
     p.add_argument("--lr", type=float, default=d.lr)
     p.add_argument("--head-lr", type=float, default=d.head_lr)
-    p.add_argument("--whole-word", action="store_true")
+    p.add_argument("--whole-word", action="store_true", help="mask whole words (all their pieces) together")
+    p.add_argument("--nsp", action="store_true", help="also train the pooler and a next-sentence head "
+                   "(needs a corpus built with --running-text)")
+    p.add_argument("--init", default=None, metavar="HEAD_FOLDER",
+                   help="start from an earlier trained head folder (e.g. assets/minilm-mlm) instead of a fresh head")
+    p.add_argument("--running-share", type=share, default=d.running_share,
+                   help="share of each epoch's inputs taken from running text")
+    p.add_argument("--pair-fraction", type=share, default=d.pair_fraction,
+                   help="share of running-text sentences that start a next-sentence pair")
     p.add_argument("--no-bf16", action="store_true", help="train in float32")
     p.add_argument("--eval-every", type=positive_int, default=d.eval_every)
     p.add_argument("--checkpoint-every", type=positive_int, default=d.checkpoint_every,
@@ -351,34 +385,33 @@ def add_train(sub: argparse._SubParsersAction) -> None:
 
 
 def run_train(args: argparse.Namespace) -> int:
-    from .mlm.evaluate import evaluate
-    from .mlm.model_card import write_model_card
+    from .mlm.model_card import publish
     from .mlm.train import TrainSettings, train
 
     settings = TrainSettings(corpus=args.corpus, steps=args.steps, seed=args.seed, device=args.device,
                              train_layers=args.train_layers, batch_size=args.batch_size, lr=args.lr,
                              head_lr=args.head_lr, whole_word=args.whole_word, bf16=not args.no_bf16,
+                             nsp=args.nsp, init=args.init, running_share=args.running_share,
+                             pair_fraction=args.pair_fraction,
                              eval_every=args.eval_every, checkpoint_every=args.checkpoint_every)
     try:
         record = train(args.out, settings, resume=args.resume)
-    except ValueError as error:  # a checkpoint written with other settings
+    except ValueError as error:  # a checkpoint written with other settings, a corpus without running text
         raise InputError(str(error)) from None
     print(json.dumps({k: record[k] for k in ("steps", "train_seconds", "fine_tuned_layers", "asset_bytes")}))
-    heldout = Path(args.corpus) / "heldout.txt"
-    if heldout.is_file():
-        lab = load("default", device=args.device, mlm_head=args.out)  # float16 weights, as shipped
-        scores = evaluate(lab, heldout.read_text(encoding="utf-8").splitlines(), seed=0, progress=False)
-        record["heldout"] = scores
-        (args.out / "run.json").write_text(json.dumps(record, indent=2))
-        command = " ".join(["python -m bertviz_lab train-mlm-head"] + sys.argv[2:])
-        write_model_card(args.out, scores, f"python -m bertviz_lab eval-mlm --text-file {heldout} --json", command)
-        print(json.dumps({"heldout": scores}))
+    if (Path(args.corpus) / "corpus.json").is_file() and settings.model == "default":
+        command = " ".join(["python -m bertviz_lab train-mlm-head"] + [a for a in sys.argv[2:] if a != "--resume"])
+        report = publish(args.out, Path(args.corpus), [command], device=args.device)
+        print(json.dumps({k: v for k, v in report.items() if k != "teaching"}))
     return 0
 
 
 def add_eval(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("eval-mlm", help="masked-word top-1/top-5 accuracy on a text file")
-    p.add_argument("--text-file", required=True, type=Path)
+    p = sub.add_parser("eval-mlm", help="masked-word top-1/top-5 accuracy on a text file, or on the teaching set")
+    p.add_argument("--text-file", type=Path, default=None, help="one sentence per line; one word per line is masked")
+    p.add_argument("--teaching", nargs="?", const="shipped", default=None, metavar="TSV",
+                   help="score the teaching set (assets/teaching_cloze.tsv, or this file): sentences with an "
+                        "accepted answer at top 1 / in the top 5")
     add_model_options(p)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--max-sentences", type=positive_int, default=None)
@@ -391,11 +424,15 @@ def run_eval(args: argparse.Namespace) -> int:
     from .interventions.sets import sentence_lines
     from .mlm.evaluate import evaluate
 
-    if not args.text_file.is_file():
+    if (args.text_file is None) == (args.teaching is None):
+        raise InputError("give either --text-file FILE or --teaching")
+    if args.text_file is not None and not args.text_file.is_file():
         raise FileNotFoundError(f"no such file: {args.text_file}")
     lab = lab_from_args(args)
     if not lab.model.has_mlm_head:
         raise InputError(f"model {args.model!r} has no MLM head; eval-mlm needs one")
+    if args.teaching is not None:
+        return print_teaching(lab, args)
     lines = sentence_lines(args.text_file)
     scores = evaluate(lab, lines, seed=args.seed, max_sentences=args.max_sentences, batch_size=args.batch_size,
                       progress=sys.stderr.isatty())
@@ -412,6 +449,71 @@ def run_eval(args: argparse.Namespace) -> int:
         print(line("function words", scores["function_words"]))
         print(line("content words", scores["content_words"]))
         print(f"masked: {scores['masking']}; intervals: 95% Wilson")
+    return 0
+
+
+def print_teaching(lab, args: argparse.Namespace) -> int:
+    from .mlm.teaching import TEACHING_SET, evaluate_teaching, read_teaching_set
+
+    path = TEACHING_SET if args.teaching == "shipped" else Path(args.teaching)
+    if not path.is_file():
+        raise FileNotFoundError(f"no such file: {path}")
+    try:
+        items = read_teaching_set(path)
+    except (ValueError, KeyError) as error:
+        raise InputError(f"{path}: not a teaching set ({error})") from None
+    result = evaluate_teaching(lab, items)
+    if args.json:
+        print(json.dumps(result))
+        return 0
+    print(f"model: {result['model']}")
+    print("| topic | n | accepted at top 1 | accepted in top 5 |\n|---|---:|---:|---:|")
+    for topic, r in result["topics"].items():
+        print(f"| {topic} | {r['n']} | {r['top1_hits']} | {r['top5_hits']} |")
+    print(f"| **all** | {result['n']} | {result['top1_hits']} ({result['top1']:.0%}) | {result['top5_hits']} "
+          f"({result['top5']:.0%}) |")
+    print(f"95% Wilson intervals: top 1 [{result['top1_ci'][0]:.2f}, {result['top1_ci'][1]:.2f}], "
+          f"top 5 [{result['top5_ci'][0]:.2f}, {result['top5_ci'][1]:.2f}]")
+    for row in result["items"]:
+        mark = "ok " if row["top1_ok"] else ("top5" if row["top5_ok"] else " -  ")
+        print(f"{mark} {row['sentence']}  ->  {', '.join(row['top5'])}")
+    return 0
+
+
+def add_eval_nsp(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("eval-nsp", help="next-sentence accuracy on documents (IsNext vs a random sentence "
+                       "of another document)")
+    p.add_argument("--text-file", required=True, type=Path,
+                   help="documents of one sentence per line, separated by blank lines")
+    add_model_options(p)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--max-pairs", type=positive_int, default=None)
+    p.add_argument("--batch-size", type=positive_int, default=32)
+    p.add_argument("--json", action="store_true", help="print the result as one JSON object (last line)")
+    p.set_defaults(func=run_eval_nsp)
+
+
+def run_eval_nsp(args: argparse.Namespace) -> int:
+    from .mlm.evaluate_nsp import evaluate_nsp
+    from .mlm.running_text import read_documents
+
+    if not args.text_file.is_file():
+        raise FileNotFoundError(f"no such file: {args.text_file}")
+    documents = read_documents(args.text_file)
+    if len(documents) < 2 or not any(len(d) > 1 for d in documents):
+        raise InputError(f"{args.text_file}: needs at least two documents (blank-line separated), one of them "
+                         "with two or more sentences")
+    lab = lab_from_args(args)
+    if not lab.model.has_nsp_head:
+        raise InputError(f"model {args.model!r} has no next-sentence head; eval-nsp needs one")
+    scores = evaluate_nsp(lab, documents, seed=args.seed, max_pairs=args.max_pairs, batch_size=args.batch_size,
+                          progress=sys.stderr.isatty())
+    if args.json:
+        print(json.dumps(scores))
+    else:
+        for name, r in (("all", scores), ("IsNext", scores["is_next"]), ("NotNext", scores["not_next"])):
+            print(f"{name}: accuracy {r['accuracy']:.4f} [{r['ci'][0]:.4f}, {r['ci'][1]:.4f}] (n={r['n']})")
+        print(f"pairs: {scores['protocol']}; intervals: 95% Wilson")
     return 0
 
 
@@ -556,7 +658,7 @@ def run_faithfulness(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = (add_analyze, add_probe, add_faithfulness, add_compare, add_sweep, add_patch, add_positions, add_eval,
+COMMANDS = (add_analyze, add_probe, add_faithfulness, add_compare, add_sweep, add_patch, add_positions, add_eval, add_eval_nsp,
             add_train, add_build_corpus)
 
 

@@ -165,6 +165,8 @@ class Handlers(InterventionHandlers, SyntaxHandlers):
         if a.truncated:
             message = (f"⚠️ The input was {a.n_tokens_before_truncation} tokens long; the model takes at most "
                        f"{len(a.tokens)}, so it was truncated to {len(a.tokens)} tokens.")
+        if a.nsp is not None:
+            message += f" Next-sentence prediction: P(B follows A) = {a.nsp:.2f}."
         return self.run_outputs(session, message)
 
     def from_url(self, session: Session, request: gr.Request) -> Updates:

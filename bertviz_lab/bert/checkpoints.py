@@ -230,7 +230,7 @@ def read_checkpoint(source: str = DEFAULT_SOURCE, cache_dir: str | Path | None =
     if mlm_head is not None and Path(mlm_head).is_dir() and (Path(mlm_head) / "head.safetensors").is_file():
         # Our trained head (and any fine-tuned layers) overrides/extends the packaged weights.
         extra = normalise_keys({k: v.float() for k, v in load_file(str(Path(mlm_head) / "head.safetensors")).items()})
-        unknown = sorted(set(extra) - set(state) - {k for k in extra if k.startswith("cls.predictions.")})
+        unknown = sorted(set(extra) - set(state) - {k for k in extra if k.startswith("cls.")})
         if unknown:
             raise CheckpointError(f"{mlm_head}: head file has keys the encoder lacks: {', '.join(unknown[:10])}")
         state.update(extra)

@@ -1,9 +1,17 @@
-"""The English corpus the MLM head is trained on: WordNet 3.0 glosses and usage examples, as
-Debian's ``wordnet-base`` package installs them (``apt-get install wordnet-base``).
+"""The English corpus the MLM and NSP heads are trained on.
 
-Each synset's gloss gives one definition line and one line per quoted usage example. Lines are
-deduplicated, shuffled with a fixed seed and split into train and held-out files; the held-out
-file is never used for training.
+- WordNet 3.0 glosses and usage examples, as Debian's ``wordnet-base`` package installs them
+  (``apt-get install wordnet-base``): each synset's gloss gives one definition line and one line
+  per quoted usage example; deduplicated, shuffled with a fixed seed, split into train, validation
+  and held-out lines.
+- Running text (optional): the *train* splits of English UD treebanks (see ``running_text``),
+  split into train, validation and held-out passages.
+
+Files written: ``train.txt`` (WordNet lines), ``train_docs.jsonl`` (running-text passages with
+their document ids), ``validation.txt`` / ``validation_docs.txt`` (set aside from the training
+splits, watched during training), ``heldout.txt`` (WordNet) and ``heldout-<source>.txt`` (one
+sentence per line, a blank line between passages), the sources' licences and ``corpus.json``.
+Held-out files are never trained on.
 """
 from __future__ import annotations
 
@@ -11,7 +19,10 @@ import json
 import random
 import re
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
+
+from .running_text import read_passages, source_name, split_passages, write_documents
 
 WORDNET_DIR = Path("/usr/share/wordnet")
 WORDNET_LICENCE = Path("/usr/share/doc/wordnet-base/copyright")
@@ -46,18 +57,61 @@ def read_wordnet(folder: Path = WORDNET_DIR) -> list[str]:
     return list(dict.fromkeys(lines))
 
 
-def build_corpus(out: Path, heldout: int = 2000, seed: int = 0, folder: Path = WORDNET_DIR) -> dict:
-    """Write train.txt, heldout.txt, LICENSE-WordNet and corpus.json into ``out``."""
+@dataclass
+class RunningText:
+    """A UD train file and what to say about it (licence file, origin)."""
+
+    path: Path
+    licence: str  # e.g. "CC BY-SA 4.0"
+    licence_file: Path | None = None
+    origin: str = ""  # where it came from (repository and commit)
+
+
+def build_corpus(out: Path, heldout: int = 2000, seed: int = 0, folder: Path = WORDNET_DIR,
+                 running: list[RunningText] = (), heldout_sentences: int = 1000,
+                 validation_sentences: int = 300, validation_lines: int = 500) -> dict:
+    """Write the training, validation and held-out files, licences and corpus.json into ``out``."""
     lines = read_wordnet(folder)
     random.Random(seed).shuffle(lines)
     out.mkdir(parents=True, exist_ok=True)
-    held, train = lines[:heldout], lines[heldout:]
+    held = lines[:heldout]
+    validation = lines[heldout:heldout + validation_lines] if running else []
+    train = lines[heldout + len(validation):]
     (out / "heldout.txt").write_text("\n".join(held) + "\n", encoding="utf-8")
     (out / "train.txt").write_text("\n".join(train) + "\n", encoding="utf-8")
     if WORDNET_LICENCE.is_file():
         shutil.copy(WORDNET_LICENCE, out / "LICENSE-WordNet")
-    record = {"source": "WordNet 3.0 glosses and usage examples (Debian package wordnet-base)",
-              "licence": "WordNet 3.0 licence (permissive; see LICENSE-WordNet)", "seed": seed,
-              "train_lines": len(train), "heldout_lines": len(held)}
+    sources = [{"name": "wordnet", "source": "WordNet 3.0 glosses and usage examples (Debian package wordnet-base)",
+                "licence": "WordNet 3.0 licence (permissive; see LICENSE-WordNet)", "train_lines": len(train),
+                "validation_lines": len(validation), "heldout_lines": len(held), "heldout_file": "heldout.txt"}]
+    train_passages, validation_passages = [], []
+    for item in running:
+        passages = read_passages(Path(item.path))
+        name = passages[0].source if passages else source_name(Path(item.path))
+        fit, check, kept = split_passages(passages, min(heldout_sentences, sum(len(p.sentences) for p in passages) // 10),
+                                          min(validation_sentences, sum(len(p.sentences) for p in passages) // 20),
+                                          seed=seed)
+        write_documents(out / f"heldout-{name}.txt", kept)
+        if item.licence_file is not None and Path(item.licence_file).is_file():
+            shutil.copy(item.licence_file, out / f"LICENSE-{name}.txt")
+        train_passages += fit
+        validation_passages += check
+        sources.append({"name": name, "source": f"UD {Path(item.path).name} ({item.origin})" if item.origin
+                        else f"UD {Path(item.path).name}", "licence": item.licence,
+                        "train_lines": sum(len(p.sentences) for p in fit),
+                        "validation_lines": sum(len(p.sentences) for p in check),
+                        "heldout_lines": sum(len(p.sentences) for p in kept), "heldout_file": f"heldout-{name}.txt",
+                        "heldout_passages": len(kept), "train_passages": len(fit)})
+    if running:
+        with open(out / "train_docs.jsonl", "w", encoding="utf-8") as handle:
+            for p in train_passages:
+                handle.write(json.dumps({"source": p.source, "document": p.document, "sentences": p.sentences}) + "\n")
+        write_documents(out / "validation_docs.txt", validation_passages)
+        mixed = validation + [s for p in validation_passages for s in p.sentences]
+        (out / "validation.txt").write_text("\n".join(mixed) + "\n", encoding="utf-8")
+    record = {"source": "; ".join(s["source"] for s in sources),
+              "licence": "; ".join(f"{s['name']}: {s['licence']}" for s in sources), "seed": seed,
+              "train_lines": sum(s["train_lines"] for s in sources), "heldout_lines": len(held),
+              "sources": sources}
     (out / "corpus.json").write_text(json.dumps(record, indent=2))
     return record

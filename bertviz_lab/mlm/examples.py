@@ -1,0 +1,128 @@
+"""Training inputs of one epoch: single lines and, from running text, sentence pairs for
+next-sentence prediction (Devlin et al. 2019, sec. 3.1 "Task #2"; the seed material's MLM/NSP
+article).
+
+Why per epoch: as in BERT's data generation, the NotNext partner and which sentences become pairs
+are drawn again each epoch, so the NSP head cannot memorise pairs. Everything is a function of
+(seed, epoch), so an interrupted run rebuilds exactly the epoch it was in.
+"""
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+NOT_PAIR = -100  # NSP label of a single-sentence input (the NSP loss skips it)
+
+
+@dataclass
+class Passage:
+    document: str
+    sentences: list[str]
+
+
+def read_passages_jsonl(path: Path) -> list[Passage]:
+    with open(path, encoding="utf-8") as handle:
+        return [Passage(row["document"], row["sentences"]) for row in map(json.loads, handle) if row["sentences"]]
+
+
+@dataclass
+class Example:
+    a: str
+    b: str | None = None
+    is_random: int = NOT_PAIR  # 0: B follows A, 1: B is a random sentence from another document
+
+
+def running_examples(passages: list[Passage], rng: random.Random, pair_fraction: float) -> list[Example]:
+    """Each sentence once: with ``pair_fraction`` it starts a pair (its successor, or with
+    probability 1/2 a sentence of another document), otherwise it is a single input."""
+    if len({p.document for p in passages}) < 2:
+        raise ValueError("next-sentence pairs need running text from at least two documents")
+    others = range(len(passages))
+    out = []
+    for passage in passages:
+        for i, sentence in enumerate(passage.sentences):
+            if i + 1 < len(passage.sentences) and rng.random() < pair_fraction:
+                if rng.random() < 0.5:
+                    out.append(Example(sentence, passage.sentences[i + 1], 0))
+                else:
+                    while True:
+                        other = passages[rng.choice(others)]
+                        if other.document != passage.document:
+                            break
+                    out.append(Example(sentence, rng.choice(other.sentences), 1))
+            else:
+                out.append(Example(sentence))
+    return out
+
+
+def epoch_examples(lines: list[str], passages: list[Passage], seed: int, epoch: int,
+                   running_share: float, pair_fraction: float) -> list[Example]:
+    """All of the running text plus enough single lines that running text is ``running_share`` of
+    the epoch; without running text, every line once (the original recipe)."""
+    rng = random.Random(f"{seed}:{epoch}")
+    if not passages:
+        return [Example(line) for line in lines]
+    running = running_examples(passages, rng, pair_fraction)
+    n_lines = min(len(lines), round(len(running) * (1 - running_share) / running_share)) if lines else 0
+    order = list(range(len(lines)))
+    random.Random(seed).shuffle(order)  # one fixed order; epochs take consecutive windows of it
+    start = (epoch * n_lines) % max(1, len(lines))
+    window = [lines[order[(start + k) % len(lines)]] for k in range(n_lines)]
+    return running + [Example(line) for line in window]
+
+
+@dataclass
+class TokenizedCorpus:
+    ids: list[list[int]]
+    words: list[list[int]]  # word index per token (unique across both segments), -1 for specials
+    segments: list[list[int]]
+    is_random: list[int]
+
+    @property
+    def lengths(self) -> list[int]:
+        return [len(i) for i in self.ids]
+
+    def batch(self, rows: list[int]) -> dict[str, torch.Tensor]:
+        """Right-padded ids, word ids, segments, attention mask and NSP labels of the chosen rows."""
+        lengths = [len(self.ids[i]) for i in rows]
+        width = max(lengths)
+        ids = torch.zeros((len(rows), width), dtype=torch.long)  # (batch, pos)
+        words = torch.full((len(rows), width), -1, dtype=torch.long)  # (batch, pos)
+        segments = torch.zeros((len(rows), width), dtype=torch.long)  # (batch, pos)
+        for row, i in enumerate(rows):
+            ids[row, :lengths[row]] = torch.tensor(self.ids[i])
+            words[row, :lengths[row]] = torch.tensor(self.words[i])
+            segments[row, :lengths[row]] = torch.tensor(self.segments[i])
+        attention_mask = (torch.arange(width)[None, :] < torch.tensor(lengths)[:, None]).long()
+        return {"ids": ids, "words": words, "segments": segments, "attention_mask": attention_mask,
+                "is_random": torch.tensor([self.is_random[i] for i in rows], dtype=torch.long)}
+
+
+def tokenize_examples(tokenizer, examples: list[Example], single_cut: int, pair_cut: int) -> TokenizedCorpus:
+    """Singles are cut to ``single_cut`` tokens, pairs to ``pair_cut`` (longest segment first)."""
+    from tokenizers import Tokenizer
+
+    cutter = Tokenizer.from_str(tokenizer.to_str())
+    cutter.no_padding()
+    singles = [i for i, e in enumerate(examples) if e.b is None]
+    pairs = [i for i, e in enumerate(examples) if e.b is not None]
+    encoded: list = [None] * len(examples)
+    for rows, cut, inputs in ((singles, single_cut, [examples[i].a for i in singles]),
+                              (pairs, pair_cut, [(examples[i].a, examples[i].b) for i in pairs])):
+        if not rows:
+            continue
+        cutter.enable_truncation(max_length=cut, strategy="longest_first")
+        for row, enc in zip(rows, cutter.encode_batch(inputs)):
+            encoded[row] = enc
+    ids, words, segments = [], [], []
+    for enc in encoded:
+        a_words = [w for w, s in zip(enc.word_ids, enc.sequence_ids) if s == 0 and w is not None]
+        shift = max(a_words) + 1 if a_words else 0
+        words.append([-1 if w is None else w + (shift if s == 1 else 0) for w, s in zip(enc.word_ids, enc.sequence_ids)])
+        ids.append(list(enc.ids))
+        segments.append(list(enc.type_ids))
+    return TokenizedCorpus(ids, words, segments, [e.is_random for e in examples])

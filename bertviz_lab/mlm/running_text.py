@@ -1,0 +1,88 @@
+"""Running English text for the MLM and next-sentence heads: the *train* splits of Universal
+Dependencies treebanks, read as documents of consecutive sentences.
+
+Why documents: next-sentence prediction needs a sentence's true successor (IsNext) and a sentence
+from another document (NotNext), and a held-out slice must be whole passages so that no held-out
+sentence's neighbour was trained on. Long documents (a LinES novel) are cut into passages of at
+most ``PASSAGE`` sentences; a passage remembers its document, so NotNext never draws from the
+same document. Only train splits are accepted: dev/test files are refused by name, as UD's test
+splits are reserved for evaluation.
+"""
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+PASSAGE = 40  # sentences per passage at most
+
+
+@dataclass
+class Passage:
+    source: str  # "ewt", "gum", ...
+    document: str  # the treebank's newdoc id (NotNext pairs never share it)
+    sentences: list[str]
+
+
+def source_name(path: Path) -> str:
+    """``en_ewt-ud-train.conllu`` -> ``ewt``."""
+    match = re.match(r"[a-z]+_([a-z0-9]+)-ud-train\.conllu$", path.name)
+    if not match:
+        raise ValueError(f"{path.name}: only UD *train* files (xx_name-ud-train.conllu) may be trained on; "
+                         "dev and test splits are reserved for evaluation")
+    return match.group(1)
+
+
+def read_passages(path: Path, passage: int = PASSAGE) -> list[Passage]:
+    """The file's documents (``# newdoc``), each cut into passages of consecutive sentences."""
+    import conllu
+
+    source = source_name(path)
+    documents: list[tuple[str, list[str]]] = []
+    with open(path, encoding="utf-8") as handle:
+        for sentence in conllu.parse_incr(handle):
+            meta = sentence.metadata
+            if "newdoc id" in meta or "newdoc" in meta or not documents:
+                documents.append((meta.get("newdoc id") or f"{source}-doc{len(documents) + 1}", []))
+            text = re.sub(r"\s+", " ", meta.get("text", "")).strip()
+            if text:
+                documents[-1][1].append(text)
+    return [Passage(source, doc, sents[i:i + passage])
+            for doc, sents in documents for i in range(0, len(sents), passage)]
+
+
+def split_passages(passages: list[Passage], heldout_sentences: int, validation_sentences: int,
+                   seed: int = 0) -> tuple[list[Passage], list[Passage], list[Passage]]:
+    """(train, validation, held-out): whole passages, drawn in a seeded order until each slice has
+    at least the asked number of sentences; the held-out slice is drawn first. A slice takes at
+    most one passage of a document, so in a held-out file every passage is another document."""
+    order = list(range(len(passages)))
+    random.Random(seed).shuffle(order)
+    chosen: list[list[int]] = [[], []]
+    used: set[int] = set()
+    for slot, wanted in enumerate((heldout_sentences, validation_sentences)):
+        documents: set[str] = set()
+        for i in order:
+            if sum(len(passages[j].sentences) for j in chosen[slot]) >= wanted:
+                break
+            if i in used or passages[i].document in documents:
+                continue
+            chosen[slot].append(i)
+            used.add(i)
+            documents.add(passages[i].document)
+    train = [p for i, p in enumerate(passages) if i not in used]
+    held, validation = ([passages[i] for i in sorted(c)] for c in chosen)
+    return train, validation, held
+
+
+def write_documents(path: Path, passages: list[Passage]) -> None:
+    """One sentence per line, a blank line between passages (what ``eval-nsp`` reads)."""
+    path.write_text("\n\n".join("\n".join(p.sentences) for p in passages) + "\n", encoding="utf-8")
+
+
+def read_documents(path: Path) -> list[list[str]]:
+    """Blank-line-separated documents of one sentence per line."""
+    text = path.read_text(encoding="utf-8")
+    docs = [[ln.strip() for ln in block.splitlines() if ln.strip()] for block in re.split(r"\n\s*\n", text)]
+    return [d for d in docs if d]

@@ -1,0 +1,205 @@
+"""The broader corpus (UD train splits as documents), NSP pairs, NSP training and eval-nsp."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from bertviz_lab import load
+from bertviz_lab.mlm.corpus import RunningText, build_corpus
+from bertviz_lab.mlm.evaluate_nsp import evaluate_nsp, nsp_probabilities
+from bertviz_lab.mlm.examples import NOT_PAIR, Example, Passage, epoch_examples, tokenize_examples
+from bertviz_lab.mlm.objective import make_nsp_pairs
+from bertviz_lab.mlm.running_text import read_documents, read_passages, source_name, split_passages
+from bertviz_lab.mlm.train import TrainSettings, train
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def conllu_documents(path: Path, documents: dict[str, list[str]]) -> Path:
+    """A CoNLL-U file with ``# newdoc`` documents whose sentences are the given texts."""
+    blocks = []
+    for doc, sentences in documents.items():
+        for i, text in enumerate(sentences):
+            words = text.split()
+            meta = ([f"# newdoc id = {doc}"] if i == 0 else []) + [f"# sent_id = {doc}-{i}", f"# text = {text}"]
+            rows = [f"{k + 1}\t{w}\t{w}\tX\t_\t_\t{0 if k == 0 else 1}\t{'root' if k == 0 else 'dep'}\t_\t_"
+                    for k, w in enumerate(words)]
+            blocks.append("\n".join(meta + rows))
+    path.write_text("\n\n".join(blocks) + "\n\n")
+    return path
+
+
+def fake_wordnet(folder: Path, n: int = 60) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for part in ("noun", "verb", "adj", "adv"):
+        rows = [f"  licence header line {part}"] + [
+            f"{i:08d} 03 n 01 thing 0 000 | a {part} gloss number {i} here; \"the {part} example {i} is here\""
+            for i in range(n)]
+        (folder / f"data.{part}").write_text("\n".join(rows) + "\n")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def ud_files(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("ud")
+    ewt = {f"web{d}": [f"web document {d} says sentence {s} aloud" for s in range(6)] for d in range(30)}
+    novel = {"novel": [f"the novel line {s} goes on and on" for s in range(130)]}  # one long document
+    return (conllu_documents(folder / "en_web-ud-train.conllu", ewt),
+            conllu_documents(folder / "en_novel-ud-train.conllu", novel))
+
+
+def test_only_train_splits_are_read(tmp_path):
+    assert source_name(Path("en_ewt-ud-train.conllu")) == "ewt"
+    for name in ("en_ewt-ud-test.conllu", "en_ewt-ud-dev.conllu", "ewt.conllu"):
+        with pytest.raises(ValueError, match="reserved for evaluation|train"):
+            source_name(Path(name))
+
+
+def test_long_documents_become_passages_that_remember_their_document(ud_files):
+    passages = read_passages(ud_files[1])
+    assert [len(p.sentences) for p in passages] == [40, 40, 40, 10]
+    assert {p.document for p in passages} == {"novel"} and passages[1].sentences[0] == "the novel line 40 goes on and on"
+
+
+def test_held_out_and_validation_are_whole_passages_one_per_document(ud_files):
+    passages = read_passages(ud_files[0])  # 30 documents x 6 sentences
+    train, validation, held = split_passages(passages, heldout_sentences=20, validation_sentences=10, seed=1)
+    assert sum(len(p.sentences) for p in held) == 24  # 4 whole passages: the first count >= 20
+    assert sum(len(p.sentences) for p in validation) == 12
+    assert len(train) == 30 - 4 - 2
+    seen = [p.document for p in train + validation + held]
+    assert len(seen) == len(set(seen)) == 30  # nothing lost, nothing twice
+    novel = read_passages(ud_files[1])
+    _, _, held = split_passages(novel, heldout_sentences=60, validation_sentences=0)
+    assert len(held) == 1  # one passage per document, even when that is fewer sentences than asked
+
+
+def test_build_corpus_never_trains_on_held_out_text_and_records_licences(tmp_path, ud_files):
+    licence = tmp_path / "LICENSE.txt"
+    licence.write_text("Attribution-ShareAlike 4.0 International")
+    record = build_corpus(tmp_path / "corpus", heldout=20, folder=fake_wordnet(tmp_path / "wn"),
+                          running=[RunningText(ud_files[0], "CC BY-SA 4.0", licence, "UD_English-Web@abc"),
+                                   RunningText(ud_files[1], "CC BY-NC-SA 4.0")],
+                          heldout_sentences=18, validation_sentences=6, validation_lines=10)
+    out = tmp_path / "corpus"
+    names = [s["name"] for s in record["sources"]]
+    assert names == ["wordnet", "web", "novel"]
+    assert record["sources"][1]["licence"] == "CC BY-SA 4.0" and "UD_English-Web@abc" in record["sources"][1]["source"]
+    assert (out / "LICENSE-web.txt").read_text() == licence.read_text()
+    trained = set((out / "train.txt").read_text().splitlines())
+    for row in map(json.loads, (out / "train_docs.jsonl").read_text().splitlines()):
+        trained.update(row["sentences"])
+    held = set((out / "heldout.txt").read_text().splitlines())
+    for name in ("web", "novel"):
+        docs = read_documents(out / f"heldout-{name}.txt")
+        assert docs and all(docs)
+        held.update(s for d in docs for s in d)
+    validation = set((out / "validation.txt").read_text().splitlines())
+    assert held and not held & trained and not validation & trained and not held & validation
+    assert len(read_documents(out / "heldout-web.txt")) == 3  # 18 sentences: 3 whole passages of 6
+
+
+def test_epoch_examples_pair_true_successors_and_other_documents():
+    passages = [Passage("a", [f"a{i}" for i in range(50)]), Passage("b", [f"b{i}" for i in range(50)]),
+                Passage("a", [f"a{i}" for i in range(50, 60)])]
+    lines = [f"line {i}" for i in range(100)]
+    first = epoch_examples(lines, passages, seed=0, epoch=0, running_share=0.5, pair_fraction=0.5)
+    assert first == epoch_examples(lines, passages, seed=0, epoch=0, running_share=0.5, pair_fraction=0.5)
+    assert first != epoch_examples(lines, passages, seed=0, epoch=1, running_share=0.5, pair_fraction=0.5)
+    running = [e for e in first if not e.a.startswith("line")]
+    assert len(running) == 110 and len(first) == 210  # every running sentence once, plus 100 lines
+    pairs = [e for e in running if e.b is not None]
+    assert 35 < len(pairs) < 75
+    for e in pairs:
+        if e.is_random == 0:
+            assert e.b[0] == e.a[0] and int(e.b[1:]) == int(e.a[1:]) + 1  # the true successor
+        else:
+            assert e.is_random == 1 and e.b[0] != e.a[0]  # never the same document (a0-a59 is one)
+    assert 0.3 < sum(e.is_random for e in pairs) / len(pairs) < 0.7
+    assert all(e.is_random == NOT_PAIR for e in running if e.b is None)
+
+
+def test_pairs_get_segments_and_distinct_word_ids(tiny_lab):
+    corpus = tokenize_examples(tiny_lab.tokenizer, [Example("the cat sat", "the dog ran", 0), Example("a big house")],
+                               single_cut=16, pair_cut=16)
+    ids, words, segments = corpus.ids[0], corpus.words[0], corpus.segments[0]
+    assert [tiny_lab.tokenizer.id_to_token(i) for i in ids] == ["[CLS]", "the", "cat", "sat", "[SEP]", "the", "dog",
+                                                               "ran", "[SEP]"]
+    assert segments == [0, 0, 0, 0, 0, 1, 1, 1, 1]
+    assert words == [-1, 0, 1, 2, -1, 3, 4, 5, -1]
+    batch = corpus.batch([0, 1])
+    assert batch["is_random"].tolist() == [0, NOT_PAIR] and batch["attention_mask"][1].tolist() == [1] * 5 + [0] * 4
+
+
+@pytest.fixture(scope="module")
+def tiny_corpus(tmp_path_factory, ud_files):
+    out = tmp_path_factory.mktemp("corpus")
+    words = "the cat sat on mat dog ran to park with a big red small blue house tree".split()
+    docs = {f"d{d}": [" ".join(words[(d + s + k) % len(words)] for k in range(5)) for s in range(4)] for d in range(40)}
+    path = conllu_documents(out / "en_tiny-ud-train.conllu", docs)
+    build_corpus(out / "c", heldout=10, folder=fake_wordnet(out / "wn", 20), running=[RunningText(path, "CC0")],
+                 heldout_sentences=16, validation_sentences=8, validation_lines=5)
+    return out / "c"
+
+
+def nsp_settings(corpus, tiny_folder, **extra):
+    return TrainSettings(corpus=str(corpus), steps=6, seed=2, device="cpu", train_layers=1, batch_size=8,
+                         eval_every=3, bf16=False, checkpoint_every=2, model=str(tiny_folder), nsp=True,
+                         whole_word=True, **extra)
+
+
+def test_nsp_training_ships_a_next_sentence_head_and_resumes_exactly(tmp_path, tiny_corpus, tiny_folder):
+    whole = train(tmp_path / "whole", nsp_settings(tiny_corpus, tiny_folder), progress=False)
+    assert "nsp" in whole["history"][0] and 0 <= whole["history"][-1]["nsp"] <= 1
+    assert train(tmp_path / "cut", nsp_settings(tiny_corpus, tiny_folder), progress=False, stop_after=4) is None
+    train(tmp_path / "cut", nsp_settings(tiny_corpus, tiny_folder), progress=False, resume=True)
+    from safetensors.torch import load_file
+
+    a, b = load_file(str(tmp_path / "whole" / "head.safetensors")), load_file(str(tmp_path / "cut" / "head.safetensors"))
+    assert {"cls.seq_relationship.weight", "bert.pooler.dense.weight"} <= set(a)
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    lab = load(str(tiny_folder), device="cpu", mlm_head=tmp_path / "whole")
+    assert lab.model.has_nsp_head
+    analysis = lab.analyze("the cat sat", pair="the dog ran")
+    seq = load_file(str(tmp_path / "whole" / "head.safetensors"))["cls.seq_relationship.weight"].float()
+    assert torch.allclose(lab.model.cls.seq_relationship.weight, seq) and 0 < analysis.nsp < 1
+
+
+def test_nsp_needs_running_text(tmp_path, tiny_folder):
+    (tmp_path / "train.txt").write_text("the cat sat on the mat\n" * 30)
+    with pytest.raises(ValueError, match="running text"):
+        train(tmp_path / "out", nsp_settings(tmp_path, tiny_folder), progress=False)
+
+
+def test_nsp_probabilities_match_transformers_and_accuracy_counts_them(tiny_hf, tiny_lab):
+    documents = [["the cat sat", "the dog ran", "a bird flew"], ["he saw a house", "she read a book"], ["it was big"]]
+    pairs = make_nsp_pairs(documents, seed=0)
+    probs = nsp_probabilities(tiny_lab, [(a, b) for a, b, _ in pairs], batch_size=2)
+    for (a, b, _), p in zip(pairs, probs):
+        enc = tiny_lab.encode(a, b)
+        with torch.no_grad():
+            logits = tiny_hf(input_ids=torch.tensor([enc.ids]), token_type_ids=torch.tensor([enc.segment_ids])
+                             ).seq_relationship_logits
+        assert p == pytest.approx(float(torch.softmax(logits, -1)[0, 0]), abs=1e-5)
+    scores = evaluate_nsp(tiny_lab, documents, seed=0, progress=False)
+    expected = [(p >= 0.5) == (label == 0) for p, (_, _, label) in zip(probs, pairs)]
+    assert scores["n"] == len(pairs) == 3 and scores["accuracy"] == pytest.approx(sum(expected) / 3)
+    assert scores["is_next"]["n"] + scores["not_next"]["n"] == 3
+
+
+def test_eval_nsp_cli_reports_json_and_refuses_what_it_cannot_score(tmp_path, tiny_folder):
+    docs = tmp_path / "docs.txt"
+    docs.write_text("the cat sat\nthe dog ran\na bird flew\n\nhe saw a house\nshe read a book\n")
+    run = subprocess.run([sys.executable, "-m", "bertviz_lab", "eval-nsp", "--text-file", str(docs), "--model",
+                          str(tiny_folder), "--json"], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert run.returncode == 0, run.stderr
+    scores = json.loads(run.stdout.strip().splitlines()[-1])
+    assert scores["n"] == 3 and {"accuracy", "ci", "is_next", "not_next"} <= set(scores)
+    one = tmp_path / "one.txt"
+    one.write_text("the cat sat\nthe dog ran\n")
+    run = subprocess.run([sys.executable, "-m", "bertviz_lab", "eval-nsp", "--text-file", str(one), "--model",
+                          str(tiny_folder)], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert run.returncode == 2 and "two documents" in run.stderr and "Traceback" not in run.stderr
