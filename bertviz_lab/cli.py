@@ -412,12 +412,17 @@ def add_eval(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--teaching", nargs="?", const="shipped", default=None, metavar="TSV",
                    help="score the teaching set (assets/teaching_cloze.tsv, or this file): sentences with an "
                         "accepted answer at top 1 / in the top 5")
+    add_scoring_options(p, "--max-sentences", 64)
+    p.set_defaults(func=run_eval)
+
+
+def add_scoring_options(p: argparse.ArgumentParser, limit: str, batch_size: int) -> None:
+    """What eval-mlm and eval-nsp share: the model, the seed, a cap, the batch size, JSON output."""
     add_model_options(p)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--max-sentences", type=positive_int, default=None)
-    p.add_argument("--batch-size", type=positive_int, default=64)
+    p.add_argument(limit, type=positive_int, default=None)
+    p.add_argument("--batch-size", type=positive_int, default=batch_size)
     p.add_argument("--json", action="store_true", help="print the result as one JSON object (last line)")
-    p.set_defaults(func=run_eval)
 
 
 def run_eval(args: argparse.Namespace) -> int:
@@ -485,11 +490,7 @@ def add_eval_nsp(sub: argparse._SubParsersAction) -> None:
                        "of another document)")
     p.add_argument("--text-file", required=True, type=Path,
                    help="documents of one sentence per line, separated by blank lines")
-    add_model_options(p)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--max-pairs", type=positive_int, default=None)
-    p.add_argument("--batch-size", type=positive_int, default=32)
-    p.add_argument("--json", action="store_true", help="print the result as one JSON object (last line)")
+    add_scoring_options(p, "--max-pairs", 32)
     p.set_defaults(func=run_eval_nsp)
 
 

@@ -243,9 +243,13 @@ def test_first_screen_at_1600_and_clicking_an_example_runs_it(browser, default_a
     wait_for_labels(page, [f"{i} {t}" for i, t in enumerate(first)])
     text, pair = EXAMPLES[3]
     page.get_by_text(pair).first.click()
-    tokens = default_lab.analyze(text, pair=pair).tokens
+    analysed = default_lab.analyze(text, pair=pair)
+    tokens = analysed.tokens
     wait_for_labels(page, [f"{i} {t}" for i, t in enumerate(tokens)])
     assert page.input_value("#text-b textarea") == pair
+    if default_lab.model.has_nsp_head:  # the pair's next-sentence probability is in the message
+        said = f"P(B follows A) = {analysed.nsp:.2f}"
+        page.wait_for_function(f"document.querySelector('#message').innerText.includes({said!r})", timeout=10000)
     box = page.locator("#single-plot .main-svg").first.bounding_box()
     assert box["y"] >= 0 and box["y"] + box["height"] <= 1000, box
     # sentence pair: the A->B filter keeps sentence A rows and sentence B columns

@@ -25,6 +25,12 @@ def test_asset_is_small_and_float16():
     assert "cls.predictions.bias" in keys and "cls.predictions.transform.dense.weight" in keys
     assert (DEFAULT_MLM_HEAD / "MODEL_CARD.md").is_file() and (DEFAULT_MLM_HEAD / "run.json").is_file()
     assert (DEFAULT_MLM_HEAD / "LICENSE-WordNet").is_file()
+    # the next-sentence head and the pooler it reads ship too; every source's licence and held-out slice
+    assert {"cls.seq_relationship.weight", "bert.pooler.dense.weight"} <= set(keys)
+    corpus = json.loads((DEFAULT_MLM_HEAD / "corpus.json").read_text())
+    for source in corpus["sources"]:
+        assert (DEFAULT_MLM_HEAD / source["heldout_file"]).is_file(), source["name"]
+        assert source["name"] == "wordnet" or (DEFAULT_MLM_HEAD / f"LICENSE-{source['name']}.txt").is_file()
 
 
 def test_default_predicts_masked_words_and_says_which_weights(default_lab):
@@ -59,3 +65,32 @@ def test_cli_analyze_and_eval_on_the_default(tmp_path):
     assert run.returncode == 0, run.stderr
     scores = json.loads(run.stdout.strip().splitlines()[-1])
     assert scores["n"] == 3 and 0 <= scores["top1"] <= scores["top5"] <= 1
+
+
+def test_default_tells_a_follow_up_from_a_random_sentence(default_lab):
+    """BERT's own NSP example pair (Devlin et al. 2019, sec. 3.1) and its NotNext partner."""
+    assert default_lab.model.has_nsp_head
+    follows = default_lab.analyze("The man went to the store.", pair="He bought a gallon of milk.").nsp
+    random = default_lab.analyze("The man went to the store.", pair="Penguins are flightless birds.").nsp
+    assert follows > 0.5 > random
+    assert default_lab.analyze("The man went to the store.").nsp is None  # one sentence: no NSP
+
+
+def test_shipped_held_out_results_reproduce():
+    """The model card's numbers come from the shipped float16 weights: re-measure one slice exactly."""
+    recorded = json.loads((DEFAULT_MLM_HEAD / "run.json").read_text())["heldout"]
+    run = subprocess.run([sys.executable, "-m", "bertviz_lab", "eval-mlm", "--text-file",
+                          str(DEFAULT_MLM_HEAD / "heldout-lines.txt"), "--json"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert run.returncode == 0, run.stderr
+    scores = json.loads(run.stdout.strip().splitlines()[-1])
+    lines = recorded["mlm"]["lines"]
+    assert (scores["top1"], scores["top5"], scores["n"]) == (lines["top1"], lines["top5"], lines["n"])
+    assert recorded["natural_english"]["top1"] >= 0.25 and recorded["natural_english"]["top5"] >= 0.40
+    assert recorded["mlm"]["wordnet"]["top1"] >= 0.35
+    run = subprocess.run([sys.executable, "-m", "bertviz_lab", "eval-nsp", "--text-file",
+                          str(DEFAULT_MLM_HEAD / "heldout-lines.txt"), "--json"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert run.returncode == 0, run.stderr
+    nsp = json.loads(run.stdout.strip().splitlines()[-1])
+    assert nsp["n"] > 250 and nsp["accuracy"] > 0.7 and nsp["ci"][0] < nsp["accuracy"] < nsp["ci"][1]

@@ -137,12 +137,15 @@ def plot(fig: Figure) -> PlotData:
 def status_line(lab: Lab) -> str:
     """One line under the title: which weights every view shows, and where."""
     head = "MLM head: yes" if lab.model.has_mlm_head else "no MLM head (no masked-word predictions)"
+    if lab.model.has_nsp_head:
+        head += " · NSP head: yes"
     return f"**Weights:** {lab.name} · {lab.n_layers} layers × {lab.n_heads} heads · {head} · **device:** {lab.device}"
 
 
 def weights_note(lab: Lab) -> str:
     if not lab.checkpoint.mlm_head_source:
         return f"The views show the attention of {lab.name}."
-    return ("The default is bertviz-lab's masked-word version of MiniLM (see assets/minilm-mlm/MODEL_CARD.md): its "
+    trained = "masked-word and next-sentence" if lab.model.has_nsp_head else "masked-word"
+    return (f"The default is bertviz-lab's {trained} version of MiniLM (see assets/minilm-mlm/MODEL_CARD.md): its "
             "fine-tuned layers differ from the published all-MiniLM-L6-v2. Choose `minilm-original` for the "
             "published weights exactly (attention only, no predictions).")

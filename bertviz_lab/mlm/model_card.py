@@ -15,8 +15,30 @@ def ci(r: dict, key: str) -> str:
     return f"{r[key]:.3f} [{low:.3f}, {high:.3f}]"
 
 
+def lineage(init: str | None) -> list[dict]:
+    """The runs a head was warm-started from, newest first (each run.json names its own ``init``)."""
+    chain: list[dict] = []
+    while init and (Path(init) / "run.json").is_file():
+        run = json.loads((Path(init) / "run.json").read_text())
+        names = [s["name"] for s in run.get("corpus", {}).get("sources", [])] or ["wordnet"]
+        chain.append({"steps": run["steps"], "minutes": round(run["train_seconds"] / 60, 1), "corpus": " + ".join(names),
+                      "nsp": bool(run["settings"].get("nsp")), "pair_fraction": run["settings"].get("pair_fraction"),
+                      "layers": len(run["fine_tuned_layers"])})
+        if run.get("lineage") is not None:
+            return chain + run["lineage"]
+        init = run["settings"].get("init")
+    return chain
+
+
+def describe(chain: list[dict]) -> str:
+    return "; then ".join(f"{c['steps']:,} steps on {c['corpus']}{' with NSP' if c['nsp'] else ''} ({c['minutes']:.0f} min)"
+                          for c in reversed(chain))
+
+
 def write_model_card(folder: Path, report: dict, commands: list[str]) -> Path:
     record = json.loads((folder / "run.json").read_text())
+    chain = record.get("lineage", [])
+    total = record["train_seconds"] / 60 + sum(c["minutes"] for c in chain)
     settings, layers = record["settings"], record["fine_tuned_layers"]
     sources = record["corpus"].get("sources", [])
     nsp = report.get("nsp")
@@ -44,7 +66,6 @@ sentence of another held-out passage (NotNext); seeded; `eval-nsp` protocol.
 |---:|---:|---:|---:|
 | {nsp['n']} | **{nsp['accuracy']:.3f}** [{nsp['ci'][0]:.3f}, {nsp['ci'][1]:.3f}] | {nsp['is_next']['accuracy']:.3f} | {nsp['not_next']['accuracy']:.3f} |
 """ if nsp else "")
-    init = settings.get("init")
     text = f"""# bertviz-lab MiniLM-L6 MLM + NSP
 
 Masked-word and next-sentence heads for the embedded encoder (`all-MiniLM-L6-v2`, MiniLM-L6-H384,
@@ -66,9 +87,9 @@ heads, the attention of layers {layers[0] + 1}-{layers[-1] + 1} comes from the f
 | file | `head.safetensors`, float16, {record['asset_bytes'] / 1e6:.1f} MB (heads + fine-tuned layers) |
 | steps | {record['steps']} x batch {settings['batch_size']}, AdamW, lr {settings['lr']} (layers) / {settings['head_lr']} (heads), warm-up {settings['warmup']:.0%}, linear decay, bf16 autocast |
 | inputs per epoch | all running-text sentences once ({settings.get('pair_fraction', 0):.0%} of them start a sentence pair, half IsNext, half NotNext, drawn again each epoch) and WordNet lines so that running text is {settings.get('running_share', 0):.0%} of the inputs |
-| started from | {f'the previous shipped head (`{init}`: WordNet only, 9,000 steps, 51 min; its model card is in the git history)' if init else 'a fresh head'} |
+| started from | {f'earlier runs of this project (warm start): {describe(chain)}; then this run' if chain else 'a fresh head'} |
 | seed | {record['seed']} |
-| training cost | {record['train_seconds'] / 60:.0f} min on {record['device']} ({record['torch_threads']} threads){' (plus the 51 min of the head it started from)' if init else ''} |
+| training cost | this run {record['train_seconds'] / 60:.0f} min on {record['device']} ({record['torch_threads']} threads){f'; {total:.0f} min in all from a fresh head, every run on this 2-core machine' if chain else ''} |
 
 ## Corpus
 
@@ -135,6 +156,7 @@ def publish(out: Path, corpus: Path, commands: list[str], device: str = "cpu") -
     lab = load("default", device=device, mlm_head=out)  # float16 weights, as shipped
     report = heldout_report(lab, out)
     record = json.loads((out / "run.json").read_text())
+    record["lineage"] = lineage(record["settings"].get("init"))
     record["heldout"] = {k: v for k, v in report.items() if k != "teaching"}
     record["teaching"] = {k: v for k, v in report["teaching"].items() if k != "items"}
     (out / "run.json").write_text(json.dumps(record, indent=2))

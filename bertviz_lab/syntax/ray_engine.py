@@ -30,35 +30,16 @@ def require_ray():
     return ray
 
 
-_LOADED: dict[tuple, Lab] = {}  # in a Ray worker process: checkpoints it has loaded (read-only after loading)
+class BatchScorer:
+    """A Ray actor: one loaded checkpoint, many batches."""
 
-
-def worker_lab(source: str, device: str, mlm_head, threads: int) -> Lab:
-    """The checkpoint, loaded once per worker process. A warm-up task loads it while the driver
-    plans the batches; the actor that Ray then starts in the same process finds it loaded."""
-    key = (source, device, str(mlm_head), threads)
-    if key not in _LOADED:
+    def __init__(self, source: str, device: str, mlm_head, score_source: str, trees: bool, threads: int) -> None:
         import torch
 
         from .. import load
 
         torch.set_num_threads(threads)
-        _LOADED[key] = load(source, device=device, mlm_head=mlm_head)
-    return _LOADED[key]
-
-
-def warm_up(source: str, device: str, mlm_head, threads: int) -> int:
-    import os
-
-    worker_lab(source, device, mlm_head, threads)
-    return os.getpid()
-
-
-class BatchScorer:
-    """A Ray actor: one loaded checkpoint, many batches."""
-
-    def __init__(self, source: str, device: str, mlm_head, score_source: str, trees: bool, threads: int) -> None:
-        self.lab = worker_lab(source, device, mlm_head, threads)
+        self.lab = load(source, device=device, mlm_head=mlm_head)
         self.score_source, self.trees = score_source, trees
 
     def __call__(self, rows: dict) -> dict:
@@ -78,18 +59,14 @@ def score_treebank_ray(lab: Lab, sentences: Sequence[Sentence], batch_size: int 
     """``lab`` is the driver's copy (for planning and the checkpoint's name and hash); each worker
     loads the same checkpoint from ``lab.source``."""
     ray = require_ray()
+    plan = plan_batches(lab, sentences, batch_size, max_length, max_sentences)
     if not ray.is_initialized():
         options = {"address": address} if address else {"num_cpus": workers}
         ray.init(include_dashboard=False, ignore_reinit_error=True, log_to_driver=False, configure_logging=False,
                  **options)
     head = lab.checkpoint.mlm_head_source
-    gpus = 1 if device.startswith("cuda") else 0
-    # Workers import torch and load the checkpoint while the driver tokenizes: start-up overlaps planning.
-    warming = [ray.remote(warm_up).options(num_cpus=0 if gpus else 1, num_gpus=gpus).remote(
-        lab.source, device, head, threads or 1) for _ in range(workers)]
-    plan = plan_batches(lab, sentences, batch_size, max_length, max_sentences)
-    ray.get(warming)  # idle again, so the actors below start in these warmed processes
     items = [{"order": k, "batch": pickle.dumps(batch)} for k, batch in enumerate(plan.batches)]
+    gpus = 1 if device.startswith("cuda") else 0
     dataset = ray.data.from_items(items, override_num_blocks=max(1, min(len(items), 4 * workers)))
     scored = dataset.map_batches(
         BatchScorer, batch_size=1, concurrency=workers, num_cpus=0 if gpus else 1, num_gpus=gpus,
