@@ -172,6 +172,14 @@ class Analysis:
         return out
 
 
+
+def words_across_segments(word_ids: Sequence[int | None], sequence_ids: Sequence[int | None]) -> list[int | None]:
+    """The tokenizer numbers sentence B's words from 0 again; shift them past sentence A's so that
+    every word of a pair has its own index (None stays None for specials)."""
+    a_words = [w for w, s in zip(word_ids, sequence_ids) if s == 0 and w is not None]
+    shift = max(a_words) + 1 if a_words else 0
+    return [None if w is None else w + shift if s == 1 else w for w, s in zip(word_ids, sequence_ids)]
+
 class Lab:
     """A loaded model and tokenizer; safe to share between threads (no per-call state here)."""
 
@@ -231,17 +239,7 @@ class Lab:
         return self._encoded_from(enc, len(enc.ids))
 
     def _encoded_from(self, enc, n_before: int) -> Encoded:
-        seq_ids = enc.sequence_ids
-        word_ids: list[int | None] = []
-        a_words = [w for w, s in zip(enc.word_ids, seq_ids) if s == 0 and w is not None]
-        shift = (max(a_words) + 1) if a_words else 0
-        for w, s in zip(enc.word_ids, seq_ids):
-            if w is None:
-                word_ids.append(None)
-            elif s == 1:
-                word_ids.append(w + shift)
-            else:
-                word_ids.append(w)
+        word_ids = words_across_segments(enc.word_ids, enc.sequence_ids)
         tokens = [self._shown.get(i, t) for t, i in zip(enc.tokens, enc.ids)] if self._shown else list(enc.tokens)
         return Encoded(tokens, list(enc.ids), list(enc.type_ids), word_ids,
                        [tuple(o) for o in enc.offsets], n_before)

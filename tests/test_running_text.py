@@ -10,9 +10,9 @@ import torch
 from bertviz_lab import load
 from bertviz_lab.mlm.corpus import RunningText, build_corpus
 from bertviz_lab.mlm.evaluate_nsp import evaluate_nsp, nsp_probabilities
-from bertviz_lab.mlm.examples import NOT_PAIR, Example, Passage, epoch_examples, tokenize_examples
+from bertviz_lab.mlm.examples import NOT_PAIR, Example, epoch_examples, tokenize_examples
 from bertviz_lab.mlm.objective import make_nsp_pairs
-from bertviz_lab.mlm.running_text import read_documents, read_passages, source_name, split_passages
+from bertviz_lab.mlm.running_text import Passage, read_documents, read_passages, source_name, split_passages
 from bertviz_lab.mlm.train import TrainSettings, train
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -103,8 +103,8 @@ def test_build_corpus_never_trains_on_held_out_text_and_records_licences(tmp_pat
 
 
 def test_epoch_examples_pair_true_successors_and_other_documents():
-    passages = [Passage("a", [f"a{i}" for i in range(50)]), Passage("b", [f"b{i}" for i in range(50)]),
-                Passage("a", [f"a{i}" for i in range(50, 60)])]
+    passages = [Passage("t", "a", [f"a{i}" for i in range(50)]), Passage("t", "b", [f"b{i}" for i in range(50)]),
+                Passage("t", "a", [f"a{i}" for i in range(50, 60)])]
     lines = [f"line {i}" for i in range(100)]
     first = epoch_examples(lines, passages, seed=0, epoch=0, running_share=0.5, pair_fraction=0.5)
     assert first == epoch_examples(lines, passages, seed=0, epoch=0, running_share=0.5, pair_fraction=0.5)

@@ -22,7 +22,14 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from .running_text import read_passages, source_name, split_passages, write_documents
+from .running_text import (
+    n_sentences,
+    read_passages,
+    source_name,
+    split_passages,
+    write_documents,
+    write_passages_jsonl,
+)
 
 WORDNET_DIR = Path("/usr/share/wordnet")
 WORDNET_LICENCE = Path("/usr/share/doc/wordnet-base/copyright")
@@ -88,9 +95,9 @@ def build_corpus(out: Path, heldout: int = 2000, seed: int = 0, folder: Path = W
     for item in running:
         passages = read_passages(Path(item.path))
         name = passages[0].source if passages else source_name(Path(item.path))
-        fit, check, kept = split_passages(passages, min(heldout_sentences, sum(len(p.sentences) for p in passages) // 10),
-                                          min(validation_sentences, sum(len(p.sentences) for p in passages) // 20),
-                                          seed=seed)
+        total = n_sentences(passages)
+        fit, check, kept = split_passages(passages, min(heldout_sentences, total // 10),
+                                          min(validation_sentences, total // 20), seed=seed)
         write_documents(out / f"heldout-{name}.txt", kept)
         if item.licence_file is not None and Path(item.licence_file).is_file():
             shutil.copy(item.licence_file, out / f"LICENSE-{name}.txt")
@@ -98,14 +105,11 @@ def build_corpus(out: Path, heldout: int = 2000, seed: int = 0, folder: Path = W
         validation_passages += check
         sources.append({"name": name, "source": f"UD {Path(item.path).name} ({item.origin})" if item.origin
                         else f"UD {Path(item.path).name}", "licence": item.licence,
-                        "train_lines": sum(len(p.sentences) for p in fit),
-                        "validation_lines": sum(len(p.sentences) for p in check),
-                        "heldout_lines": sum(len(p.sentences) for p in kept), "heldout_file": f"heldout-{name}.txt",
+                        "train_lines": n_sentences(fit), "validation_lines": n_sentences(check),
+                        "heldout_lines": n_sentences(kept), "heldout_file": f"heldout-{name}.txt",
                         "heldout_passages": len(kept), "train_passages": len(fit)})
     if running:
-        with open(out / "train_docs.jsonl", "w", encoding="utf-8") as handle:
-            for p in train_passages:
-                handle.write(json.dumps({"source": p.source, "document": p.document, "sentences": p.sentences}) + "\n")
+        write_passages_jsonl(out / "train_docs.jsonl", train_passages)
         write_documents(out / "validation_docs.txt", validation_passages)
         mixed = validation + [s for p in validation_passages for s in p.sentences]
         (out / "validation.txt").write_text("\n".join(mixed) + "\n", encoding="utf-8")

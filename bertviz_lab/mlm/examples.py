@@ -8,25 +8,15 @@ are drawn again each epoch, so the NSP head cannot memorise pairs. Everything is
 """
 from __future__ import annotations
 
-import json
 import random
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 
+from ..lab import words_across_segments
+from .running_text import Passage
+
 NOT_PAIR = -100  # NSP label of a single-sentence input (the NSP loss skips it)
-
-
-@dataclass
-class Passage:
-    document: str
-    sentences: list[str]
-
-
-def read_passages_jsonl(path: Path) -> list[Passage]:
-    with open(path, encoding="utf-8") as handle:
-        return [Passage(row["document"], row["sentences"]) for row in map(json.loads, handle) if row["sentences"]]
 
 
 @dataclass
@@ -120,9 +110,7 @@ def tokenize_examples(tokenizer, examples: list[Example], single_cut: int, pair_
             encoded[row] = enc
     ids, words, segments = [], [], []
     for enc in encoded:
-        a_words = [w for w, s in zip(enc.word_ids, enc.sequence_ids) if s == 0 and w is not None]
-        shift = max(a_words) + 1 if a_words else 0
-        words.append([-1 if w is None else w + (shift if s == 1 else 0) for w, s in zip(enc.word_ids, enc.sequence_ids)])
+        words.append([-1 if w is None else w for w in words_across_segments(enc.word_ids, enc.sequence_ids)])
         ids.append(list(enc.ids))
         segments.append(list(enc.type_ids))
     return TokenizedCorpus(ids, words, segments, [e.is_random for e in examples])

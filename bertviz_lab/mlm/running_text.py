@@ -10,6 +10,7 @@ splits are reserved for evaluation.
 """
 from __future__ import annotations
 
+import json
 import random
 import re
 from dataclasses import dataclass
@@ -23,6 +24,23 @@ class Passage:
     source: str  # "ewt", "gum", ...
     document: str  # the treebank's newdoc id (NotNext pairs never share it)
     sentences: list[str]
+
+
+def n_sentences(passages: list[Passage]) -> int:
+    return sum(len(p.sentences) for p in passages)
+
+
+def write_passages_jsonl(path: Path, passages: list[Passage]) -> None:
+    """Training passages with their document ids (which NotNext pairs must not share)."""
+    with open(path, "w", encoding="utf-8") as handle:
+        for p in passages:
+            handle.write(json.dumps({"source": p.source, "document": p.document, "sentences": p.sentences}) + "\n")
+
+
+def read_passages_jsonl(path: Path) -> list[Passage]:
+    with open(path, encoding="utf-8") as handle:
+        return [Passage(row["source"], row["document"], row["sentences"]) for row in map(json.loads, handle)
+                if row["sentences"]]
 
 
 def source_name(path: Path) -> str:
@@ -64,7 +82,7 @@ def split_passages(passages: list[Passage], heldout_sentences: int, validation_s
     for slot, wanted in enumerate((heldout_sentences, validation_sentences)):
         documents: set[str] = set()
         for i in order:
-            if sum(len(passages[j].sentences) for j in chosen[slot]) >= wanted:
+            if n_sentences([passages[j] for j in chosen[slot]]) >= wanted:
                 break
             if i in used or passages[i].document in documents:
                 continue

@@ -20,9 +20,9 @@ from ..bert import BertConfig, BertLab
 from ..lab import Lab, load
 from .evaluate import evaluate
 from .evaluate_nsp import evaluate_nsp
-from .examples import NOT_PAIR, Passage, epoch_examples, read_passages_jsonl, tokenize_examples
+from .examples import NOT_PAIR, epoch_examples, tokenize_examples
 from .objective import IGNORE, mask_tokens, mlm_loss, nsp_loss
-from .running_text import read_documents
+from .running_text import Passage, n_sentences, read_documents, read_passages_jsonl
 
 FIRST_REAL_TOKEN = 999  # in BERT's uncased vocabulary ids below this are [PAD]/[unusedN]/specials
 
@@ -304,7 +304,7 @@ def train(out: Path, settings: TrainSettings, progress: bool = True, resume: boo
     corpus_file = Path(settings.corpus) / "corpus.json"
     record = save_head(out, model, names, {
         "settings": asdict(settings), "corpus": json.loads(corpus_file.read_text()) if corpus_file.is_file() else {},
-        "train_lines": len(lines) + sum(len(p.sentences) for p in passages), "validation_lines": len(validation), "steps": settings.steps,
+        "train_lines": len(lines) + n_sentences(passages), "validation_lines": len(validation), "steps": settings.steps,
         "seed": settings.seed, "train_seconds": round(time.time() - started, 1), "device": str(device),
         "torch_threads": torch.get_num_threads(), "history": state.history})
     (out / CHECKPOINT).unlink(missing_ok=True)
