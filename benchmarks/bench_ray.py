@@ -26,6 +26,10 @@ BERT_BASE_COST = 8.0  # assumed: bert-base costs ~8x MiniLM-L6-H384 per token (2
 GPU_SPEEDUP = 30.0  # assumed: one T4-class GPU scores ~30x as many sentences/s as one CPU core here
 
 
+def duration(hours: float) -> str:
+    return f"{hours:.1f} h" if hours >= 1 else f"{hours * 60:.0f} min"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--conllu", type=Path, required=True)
@@ -47,9 +51,15 @@ def main() -> None:
     start = time.perf_counter()
     ray.init(num_cpus=args.workers, include_dashboard=False, log_to_driver=False, configure_logging=False)
     started = time.perf_counter() - start
-    start = time.perf_counter()
-    remote = score_treebank_ray(lab, sentences, workers=args.workers)
-    ray_s = time.perf_counter() - start
+    # Two jobs on the same instance. The first also starts Ray Data's cluster-wide services (detached
+    # actors that live as long as the cluster); every later job, like any job on a running cluster,
+    # starts only its own workers.
+    times = []
+    for _ in range(2):
+        start = time.perf_counter()
+        remote = score_treebank_ray(lab, sentences, workers=args.workers)
+        times.append(time.perf_counter() - start)
+    first_s, ray_s = times
     ray.shutdown()
 
     same = all(np.array_equal(remote.arcs.hits[k], v) for k, v in local.arcs.hits.items()) and \
@@ -57,8 +67,10 @@ def main() -> None:
     n = local.sentences_used
     print(f"{n} sentences ({words} words), {lab.name}")
     print(f"local engine: {local_s:.1f} s, {n / local_s:.0f} sentences/s")
-    print(f"ray engine ({args.workers} workers): {ray_s:.1f} s, {n / ray_s:.0f} sentences/s "
-          f"(+ {started:.1f} s to start Ray); ratio ray / local = {local_s / ray_s:.2f} (target >= 0.7)")
+    print(f"ray engine ({args.workers} workers), first job on a fresh instance (started in {started:.1f} s): "
+          f"{first_s:.1f} s, {n / first_s:.0f} sentences/s; ratio ray / local = {local_s / first_s:.2f}")
+    print(f"ray engine ({args.workers} workers), a job on the running instance: {ray_s:.1f} s, "
+          f"{n / ray_s:.0f} sentences/s; ratio ray / local = {local_s / ray_s:.2f} (target >= 0.7)")
     print(f"identical counts: {same}")
 
     per_word_cpu = local_s / words  # seconds per word on this machine's 2 cores, MiniLM
@@ -71,7 +83,7 @@ def main() -> None:
     for label, seconds in [(f"{w} CPU worker{'s' if w > 1 else ''}", per_word_worker / w) for w in (1, 8, 64)] + \
             [(f"{g} GPU{'s' if g > 1 else ''}", per_word_worker / GPU_SPEEDUP / g) for g in (1, 8)]:
         hours = total_words * seconds / 3600
-        print(f"| {label} | {hours:.1f} h | {hours * BERT_BASE_COST:.1f} h |")
+        print(f"| {label} | {duration(hours)} | {duration(hours * BERT_BASE_COST)} |")
     print(f"\n(measured: {per_word_cpu * 1e3:.3f} ms/word locally on 2 cores, {per_word_worker * 1e3:.3f} ms/word "
           "on one 1-thread Ray worker)")
 

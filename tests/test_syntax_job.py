@@ -93,11 +93,16 @@ def test_ray_engine_gives_the_local_counts(tmp_path, sharp_lab):
     from bertviz_lab.syntax.scoring import score_treebank
     from bertviz_lab.syntax.treebank import read_conllu
 
+    from bertviz_lab.syntax.ray_engine import QUIET
+
     sentences = read_conllu(SAMPLE_TREEBANK)
+    context = ray.data.DataContext.get_current()
+    context.enable_progress_bars = True  # the caller's setting: quiet during the job, restored after
     try:
         remote = score_treebank_ray(sharp_lab, sentences, batch_size=8, workers=2)
     finally:
         ray.shutdown()
+    assert context.enable_progress_bars is True and "enable_progress_bars" in QUIET
     local = score_treebank(sharp_lab, sentences, batch_size=8)
     assert remote.sentences_used == local.sentences_used == len(sentences)
     assert remote.arcs.relations == local.arcs.relations

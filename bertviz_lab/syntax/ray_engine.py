@@ -12,13 +12,16 @@ imported only here and only when this engine is chosen.
 from __future__ import annotations
 
 import pickle
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 
 import numpy as np
 
 from ..lab import InputError, Lab
 from .scoring import TreebankScores, collect, plan_batches
 from .treebank import Sentence
+
+BATCHES_PER_BLOCK = 2  # a Ray Data task per 2 batches: fewer per-task costs than 1, a shorter tail than 8
 
 
 def require_ray():
@@ -28,6 +31,26 @@ def require_ray():
     except ImportError:
         raise InputError('--engine ray needs Ray: pip install "ray[data]" (or pip install "bertviz-lab[ray]")') from None
     return ray
+
+
+# Ray Data's own progress bars, log lines and statistics: our caller reports progress itself, and
+# on 2 cores they cost the driver and the workers about a second of CPU per job.
+QUIET = {"enable_progress_bars": False, "enable_operator_progress_bars": False, "enable_auto_log_stats": False,
+         "enable_stats_summary_collection": False}
+
+
+@contextmanager
+def quiet_data_context(ray) -> Iterator[None]:
+    """``QUIET`` on the process's DataContext for the job, then the caller's settings back."""
+    context = ray.data.DataContext.get_current()
+    saved = {name: getattr(context, name) for name in QUIET if hasattr(context, name)}
+    for name in saved:
+        setattr(context, name, QUIET[name])
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(context, name, value)
 
 
 class BatchScorer:
@@ -65,19 +88,24 @@ def score_treebank_ray(lab: Lab, sentences: Sequence[Sentence], batch_size: int 
         ray.init(include_dashboard=False, ignore_reinit_error=True, log_to_driver=False, configure_logging=False,
                  **options)
     head = lab.checkpoint.mlm_head_source
-    items = [{"order": k, "batch": pickle.dumps(batch)} for k, batch in enumerate(plan.batches)]
+    # Longest batches first (the plan sorts by length) in small blocks: no worker ends the job alone
+    # on a run of long batches while the others idle (measured: BENCHMARKS.md, issue 17).
+    items = [{"order": k, "batch": pickle.dumps(batch)} for k, batch in reversed(list(enumerate(plan.batches)))]
     gpus = 1 if device.startswith("cuda") else 0
-    dataset = ray.data.from_items(items, override_num_blocks=max(1, min(len(items), 4 * workers)))
-    scored = dataset.map_batches(
-        BatchScorer, batch_size=1, concurrency=workers, num_cpus=0 if gpus else 1, num_gpus=gpus,
-        fn_constructor_kwargs={"source": lab.source, "device": device, "mlm_head": head, "score_source": source,
-                               "trees": trees, "threads": threads or 1})
-    results: dict[int, tuple] = {}
-    done = 0
-    for row in scored.iter_rows():
-        result = results[int(row["order"])] = pickle.loads(row["result"])
-        done += len(result[0])
-        if progress is not None:
-            progress(done, plan.used)
+    blocks = max(1, -(-len(items) // BATCHES_PER_BLOCK))
+    with quiet_data_context(ray):
+        dataset = ray.data.from_items(items, override_num_blocks=blocks)
+        scored = dataset.map_batches(
+            BatchScorer, batch_size=1, compute=ray.data.ActorPoolStrategy(size=workers),
+            num_cpus=0 if gpus else 1, num_gpus=gpus,
+            fn_constructor_kwargs={"source": lab.source, "device": device, "mlm_head": head, "score_source": source,
+                                   "trees": trees, "threads": threads or 1})
+        results: dict[int, tuple] = {}
+        done = 0
+        for row in scored.iter_rows():
+            result = results[int(row["order"])] = pickle.loads(row["result"])
+            done += len(result[0])
+            if progress is not None:
+                progress(done, plan.used)
     ordered = (results[k] for k in range(len(plan.batches)))
     return collect(lab, plan, ordered, trees, source)
