@@ -89,11 +89,9 @@ def test_ray_engine_gives_the_local_counts(tmp_path, sharp_lab):
     pytest.importorskip("ray")
     import ray
 
-    from bertviz_lab.syntax.ray_engine import score_treebank_ray
+    from bertviz_lab.syntax.ray_engine import QUIET, score_treebank_ray
     from bertviz_lab.syntax.scoring import score_treebank
     from bertviz_lab.syntax.treebank import read_conllu
-
-    from bertviz_lab.syntax.ray_engine import QUIET
 
     sentences = read_conllu(SAMPLE_TREEBANK)
     context = ray.data.DataContext.get_current()

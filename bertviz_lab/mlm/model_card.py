@@ -142,6 +142,13 @@ attention and masked-word predictions, not a language model to rely on.
     return path
 
 
+def portable_paths(settings: dict) -> dict:
+    """The run's folder arguments without this machine's directories (the lineage already holds
+    what they pointed to), so the record that ships says nothing about where it was trained."""
+    return {k: Path(v).name if k in ("corpus", "init") and v and Path(v).is_absolute() else v
+            for k, v in settings.items()}
+
+
 def publish(out: Path, corpus: Path, commands: list[str], device: str = "cpu") -> dict:
     """Make a trained head folder self-contained: the corpus's held-out files, licences and
     corpus.json next to the weights, then the measured report in run.json and the model card."""
@@ -157,6 +164,7 @@ def publish(out: Path, corpus: Path, commands: list[str], device: str = "cpu") -
     report = heldout_report(lab, out)
     record = json.loads((out / "run.json").read_text())
     record["lineage"] = lineage(record["settings"].get("init"))
+    record["settings"] = portable_paths(record["settings"])
     record["heldout"] = {k: v for k, v in report.items() if k != "teaching"}
     record["teaching"] = {k: v for k, v in report["teaching"].items() if k != "items"}
     (out / "run.json").write_text(json.dumps(record, indent=2))

@@ -1,0 +1,33 @@
+"""The record that ships with a head: its warm-start chain, and no paths of the machine it was trained on."""
+import json
+from pathlib import Path
+
+from bertviz_lab.mlm.model_card import describe, lineage, portable_paths
+from bertviz_lab.resources import DEFAULT_MLM_HEAD
+
+
+def write_run(folder: Path, steps: int, seconds: float, init: str | None, sources: list[str] | None) -> Path:
+    folder.mkdir(parents=True)
+    corpus = {"sources": [{"name": s} for s in sources]} if sources else {}
+    (folder / "run.json").write_text(json.dumps({
+        "steps": steps, "train_seconds": seconds, "fine_tuned_layers": [2, 3, 4, 5], "corpus": corpus,
+        "settings": {"init": init, "nsp": bool(sources), "pair_fraction": 0.5 if sources else None}}))
+    return folder
+
+
+def test_lineage_follows_init_folders_newest_first(tmp_path):
+    first = write_run(tmp_path / "v1", 9000, 3060, None, None)
+    second = write_run(tmp_path / "v2", 7000, 4050, str(first), ["wordnet", "ewt"])
+    chain = lineage(str(second))
+    assert [(run["steps"], run["minutes"], run["corpus"], run["nsp"]) for run in chain] == \
+        [(7000, 67.5, "wordnet + ewt", True), (9000, 51.0, "wordnet", False)]
+    assert describe(chain) == "9,000 steps on wordnet (51 min); then 7,000 steps on wordnet + ewt with NSP (68 min)"
+
+
+def test_published_settings_name_folders_not_machine_paths():
+    settings = {"corpus": "/work/research/corpus2", "init": "/work/research/runs/v2", "steps": 3000,
+                "model": "default"}
+    assert portable_paths(settings) == {"corpus": "corpus2", "init": "v2", "steps": 3000, "model": "default"}
+    assert portable_paths({"corpus": "data/corpus", "init": None}) == {"corpus": "data/corpus", "init": None}
+    shipped = json.loads((DEFAULT_MLM_HEAD / "run.json").read_text())["settings"]
+    assert not any(isinstance(v, str) and Path(v).is_absolute() for v in shipped.values()), shipped
