@@ -27,7 +27,7 @@ GPU_SPEEDUP = 30.0  # assumed: one T4-class GPU scores ~30x as many sentences/s 
 
 
 def duration(hours: float) -> str:
-    return f"{hours:.1f} h" if hours >= 1 else f"{hours * 60:.0f} min"
+    return f"{hours:.1f} h" if hours >= 1 else f"{hours * 60:.0f} min" if hours * 60 >= 1 else "< 1 min"
 
 
 def main() -> None:
