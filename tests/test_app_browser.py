@@ -192,6 +192,20 @@ def test_page_opens_and_controls_work_before_any_run_without_errors(browser, tin
     page.close()
 
 
+def test_every_view_tab_is_in_sight_on_a_laptop_screen(browser, tiny_app):  # noqa: F811
+    """At 1024 px the six view tabs wrap onto a second row instead of hiding behind a "..." menu."""
+    from bertviz_lab.app.tabs import TABS
+
+    page = open_app(browser, tiny_app, width=1024, height=800)
+    views = ["Single head", "Head view", "Model overview", "Aggregates", "Head summary", "Masked words"]
+    assert set(views) <= set(TABS)
+    for name in views:
+        assert page.get_by_role("tab", name=name).is_visible(), name
+    page.get_by_role("tab", name="Masked words").click()
+    page.wait_for_selector("#pred-table", state="attached", timeout=10000)
+    page.close()
+
+
 def heatmap_title(page):
     return page.evaluate("(() => { const t = document.querySelector('#single-plot .gtitle'); return t && t.textContent; })()")
 

@@ -3,6 +3,7 @@
 (``state``), and the static JS that adds SVG export and click-to-open thumbnails."""
 from __future__ import annotations
 
+import inspect
 import os
 from pathlib import Path
 from types import SimpleNamespace
@@ -31,6 +32,9 @@ CSS = """
 
 
 LIMITS = Limits()
+# Six view tabs do not fit the right column below ~1600 px; Gradio would hide the last ones
+# (Masked words among them) behind a "..." menu. Wrapping keeps every tab in sight (Gradio >= 6).
+WRAP_TABS = {"overflow_behavior": "wrap"} if "overflow_behavior" in inspect.signature(gr.Tabs).parameters else {}
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"  # the plotly.js the Python package ships
 gr.set_static_paths([str(PLOTLY_JS)])
 
@@ -50,7 +54,7 @@ def build_demo(lab: Lab | None = None, allowed_models: list[str] | None = None, 
             with gr.Column(scale=2, min_width=340, elem_id="controls"):
                 tabs.build_inputs(ui, lab, cache.allowed)
             with gr.Column(scale=3, min_width=480, elem_id="views"):
-                with gr.Tabs(selected="single") as ui.tabs:
+                with gr.Tabs(selected="single", **WRAP_TABS) as ui.tabs:
                     tabs.build_view_tabs(ui)
         with gr.Tabs(selected="probes", elem_id="work-tabs") as ui.work_tabs:  # longer work, full width
             tabs.build_interventions_tab(ui, lab)
