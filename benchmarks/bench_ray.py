@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 
 from bertviz_lab import load
-from bertviz_lab.syntax.ray_engine import require_ray, score_treebank_ray
+from bertviz_lab.lab import null_model
+from bertviz_lab.syntax.ray_engine import require_ray, score_treebank_and_null_ray, score_treebank_ray
 from bertviz_lab.syntax.scoring import score_treebank
 from bertviz_lab.syntax.treebank import read_conllu
 
@@ -24,6 +25,10 @@ UD_WORDS = 2_000_000  # words in all UD test and dev splits, roughly (the issue'
 CHECKPOINTS = 4
 BERT_BASE_COST = 8.0  # assumed: bert-base costs ~8x MiniLM-L6-H384 per token (2x layers, 4x width^2)
 GPU_SPEEDUP = 30.0  # assumed: one T4-class GPU scores ~30x as many sentences/s as one CPU core here
+
+
+def identical(a, b) -> bool:
+    return a.arcs.relations == b.arcs.relations and all(np.array_equal(a.arcs.hits[k], v) for k, v in b.arcs.hits.items())
 
 
 def duration(hours: float) -> str:
@@ -60,10 +65,17 @@ def main() -> None:
         remote = score_treebank_ray(lab, sentences, workers=args.workers)
         times.append(time.perf_counter() - start)
     first_s, ray_s = times
+    # The job as `probe` runs it by default: the checkpoint and its random-weights null model.
+    start = time.perf_counter()
+    remote_pair = score_treebank_and_null_ray(lab, sentences, workers=args.workers, null_seed=0)
+    ray_null_s = time.perf_counter() - start
     ray.shutdown()
+    start = time.perf_counter()
+    local_pair = score_treebank(lab, sentences), score_treebank(null_model(lab, 0), sentences)
+    local_null_s = time.perf_counter() - start
 
-    same = all(np.array_equal(remote.arcs.hits[k], v) for k, v in local.arcs.hits.items()) and \
-        remote.arcs.relations == local.arcs.relations
+    same = identical(remote, local)
+    same_null = all(identical(r, lo) for r, lo in zip(remote_pair, local_pair))
     n = local.sentences_used
     print(f"{n} sentences ({words} words), {lab.name}")
     print(f"local engine: {local_s:.1f} s, {n / local_s:.0f} sentences/s")
@@ -72,6 +84,8 @@ def main() -> None:
     print(f"ray engine ({args.workers} workers), a job on the running instance: {ray_s:.1f} s, "
           f"{n / ray_s:.0f} sentences/s; ratio ray / local = {local_s / ray_s:.2f} (target >= 0.7)")
     print(f"identical counts: {same}")
+    print(f"with the null model (probe's default job): local {local_null_s:.1f} s, ray {ray_null_s:.1f} s on the running "
+          f"instance; ratio ray / local = {local_null_s / ray_null_s:.2f}; identical counts: {same_null}")
 
     per_word_cpu = local_s / words  # seconds per word on this machine's 2 cores, MiniLM
     per_word_worker = ray_s * args.workers / words  # seconds per word on one 1-thread worker

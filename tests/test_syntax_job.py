@@ -85,27 +85,50 @@ def test_language_from_ud_file_names(tmp_path, name, code):
 
 
 @pytest.mark.timeout(300)
-def test_ray_engine_gives_the_local_counts(tmp_path, sharp_lab):
+def test_ray_engine_gives_the_local_counts_for_the_model_and_its_null_model(tmp_path, sharp_lab, capsys):
     pytest.importorskip("ray")
     import ray
 
-    from bertviz_lab.syntax.ray_engine import QUIET, score_treebank_ray
+    from bertviz_lab.lab import null_model
+    from bertviz_lab.syntax import job as job_module
+    from bertviz_lab.syntax.ray_engine import QUIET, score_treebank_and_null_ray
     from bertviz_lab.syntax.scoring import score_treebank
+    from bertviz_lab.syntax.summary import Settings
     from bertviz_lab.syntax.treebank import read_conllu
 
     sentences = read_conllu(SAMPLE_TREEBANK)
     context = ray.data.DataContext.get_current()
     context.enable_progress_bars = True  # the caller's setting: quiet during the job, restored after
+    local_runs = []
+    original = job_module.score_treebank
     try:
-        remote = score_treebank_ray(sharp_lab, sentences, batch_size=8, workers=2)
+        remote, remote_null = score_treebank_and_null_ray(sharp_lab, sentences, batch_size=8, workers=2, null_seed=3)
+        # the whole probe job, null model included: the driver runs no model on the Ray engine
+        job_module.score_treebank = lambda *a, **k: local_runs.append(1) or original(*a, **k)
+        code = main(["probe", "--device", "cpu", "--resamples", "50", "--min-arcs", "5", "--conllu",
+                     str(SAMPLE_TREEBANK), "--model", sharp_lab.source, "--engine", "ray", "--out", str(tmp_path / "ray")])
     finally:
+        job_module.score_treebank = original
         ray.shutdown()
+    assert code == 0 and local_runs == []
     assert context.enable_progress_bars is True and "enable_progress_bars" in QUIET
-    local = score_treebank(sharp_lab, sentences, batch_size=8)
-    assert remote.sentences_used == local.sentences_used == len(sentences)
-    assert remote.arcs.relations == local.arcs.relations
-    for key, hits in local.arcs.hits.items():
-        np.testing.assert_array_equal(remote.arcs.hits[key], hits, err_msg=key)
-    np.testing.assert_array_equal(remote.arcs.sentence, local.arcs.sentence)
-    for key, total in local.stats_sum.items():
-        np.testing.assert_allclose(remote.stats_sum[key], total, rtol=1e-5)
+    capsys.readouterr()
+    local_job = job_module.Job([sharp_lab.source], [SAMPLE_TREEBANK], tmp_path / "local",
+                               Settings(resamples=50, min_arcs=5))
+    job_module.run_job(local_job, lambda _: sharp_lab, say=lambda _: None)
+    for table in ("scores.csv", "best_heads.csv"):
+        pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "ray" / table), pd.read_csv(tmp_path / "local" / table))
+    assert pd.read_csv(tmp_path / "local" / "best_heads.csv").null_accuracy.notna().any()
+
+    for remote_scores, lab in ((remote, sharp_lab), (remote_null, null_model(sharp_lab, 3))):
+        local = score_treebank(lab, sentences, batch_size=8)
+        assert remote_scores.checkpoint == local.checkpoint
+        assert remote_scores.sentences_used == local.sentences_used == len(sentences)
+        assert remote_scores.arcs.relations == local.arcs.relations
+        for key, hits in local.arcs.hits.items():
+            np.testing.assert_array_equal(remote_scores.arcs.hits[key], hits, err_msg=key)
+        np.testing.assert_array_equal(remote_scores.arcs.sentence, local.arcs.sentence)
+        for key, total in local.stats_sum.items():
+            np.testing.assert_allclose(remote_scores.stats_sum[key], total, rtol=1e-5)
+    # the null model is another model: its counts differ from the checkpoint's
+    assert any(not np.array_equal(remote_null.arcs.hits[k], v) for k, v in remote.arcs.hits.items())

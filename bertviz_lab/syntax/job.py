@@ -81,13 +81,12 @@ def pair_folder(out: Path, model: str, treebank: Path) -> Path:
 def score(job: Job, lab: Lab, sentences, progress=None) -> tuple[TreebankScores, TreebankScores | None]:
     kwargs = {"batch_size": job.batch_size, "max_length": job.max_length, "max_sentences": job.max_sentences,
               "source": job.source, "progress": progress}
-    if job.engine == "ray":
-        from .ray_engine import score_treebank_ray
+    if job.engine == "ray":  # the workers score the null model too: the driver runs no model
+        from .ray_engine import score_treebank_and_null_ray
 
-        ray_kwargs = {"address": job.ray_address, "workers": job.workers, "device": job.device}
-        scores = score_treebank_ray(lab, sentences, **kwargs, **ray_kwargs)
-    else:
-        scores = score_treebank(lab, sentences, **kwargs)
+        return score_treebank_and_null_ray(lab, sentences, **kwargs, address=job.ray_address, workers=job.workers,
+                                           device=job.device, null_seed=job.settings.seed if job.null else None)
+    scores = score_treebank(lab, sentences, **kwargs)
     null = score_treebank(null_model(lab, job.settings.seed), sentences, **{**kwargs, "progress": None}) \
         if job.null else None
     return scores, null

@@ -4,7 +4,9 @@ The driver plans and tokenizes the batches (``scoring.plan_batches``); Ray Data 
 per row to a pool of stateful actors, each of which loads the checkpoint once (on a GPU when the worker has
 one), runs the batch, converts attention to word level and predicts heads *on the worker*, and
 returns only each sentence's arc rows (booleans per word and head) and summed head statistics.
-The driver adds them up in the plan's order, so the tables equal ``--engine local``'s.
+The random-weights null model is scored the same way: each worker builds it from the seed, so the
+driver never runs a model. The driver adds the results up in the plan's order, so the tables equal
+``--engine local``'s.
 
 ``ray`` is an optional dependency (``pip install "bertviz-lab[ray]"`` or ``requirements-ray.txt``),
 imported only here and only when this engine is chosen.
@@ -17,7 +19,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from ..lab import InputError, Lab
+from ..lab import InputError, Lab, null_model
 from .scoring import TreebankScores, collect, plan_batches
 from .treebank import Sentence
 
@@ -54,25 +56,28 @@ def quiet_data_context(ray) -> Iterator[None]:
 
 
 class BatchScorer:
-    """A Ray actor: one loaded checkpoint, many batches."""
+    """A Ray actor: one loaded checkpoint (and, with ``null_seed``, its random-weights null model), many batches."""
 
-    def __init__(self, source: str, device: str, mlm_head, score_source: str, trees: bool, threads: int) -> None:
+    def __init__(self, source: str, device: str, mlm_head, score_source: str, trees: bool, threads: int,
+                 null_seed: int | None = None) -> None:
         import torch
 
         from .. import load
+        from ..lab import null_model
 
         torch.set_num_threads(threads)
-        self.lab = load(source, device=device, mlm_head=mlm_head)
+        lab = load(source, device=device, mlm_head=mlm_head)
+        self.labs = {False: lab, True: null_model(lab, null_seed) if null_seed is not None else None}
         self.score_source, self.trees = score_source, trees
 
     def __call__(self, rows: dict) -> dict:
         from .scoring import score_batch
 
         out = []
-        for blob in rows["batch"]:
+        for blob, null in zip(rows["batch"], rows["null"]):
             batch = pickle.loads(blob)
-            out.append(pickle.dumps(score_batch(self.lab, batch, self.score_source, self.trees)))
-        return {"order": rows["order"], "result": np.array(out, dtype=object)}
+            out.append(pickle.dumps(score_batch(self.labs[bool(null)], batch, self.score_source, self.trees)))
+        return {"order": rows["order"], "null": rows["null"], "result": np.array(out, dtype=object)}
 
 
 def score_treebank_ray(lab: Lab, sentences: Sequence[Sentence], batch_size: int = 32, max_length: int | None = None,
@@ -81,6 +86,19 @@ def score_treebank_ray(lab: Lab, sentences: Sequence[Sentence], batch_size: int 
                        workers: int = 2, device: str = "cpu", threads: int | None = None) -> TreebankScores:
     """``lab`` is the driver's copy (for planning and the checkpoint's name and hash); each worker
     loads the same checkpoint from ``lab.source``."""
+    scores, _ = score_treebank_and_null_ray(lab, sentences, batch_size, max_length, max_sentences, progress, trees,
+                                            source, address, workers, device, threads, null_seed=None)
+    return scores
+
+
+def score_treebank_and_null_ray(lab: Lab, sentences: Sequence[Sentence], batch_size: int = 32,
+                                max_length: int | None = None, max_sentences: int | None = None,
+                                progress: Callable[[int, int], None] | None = None, trees: bool = True,
+                                source: str = "attention", address: str | None = None, workers: int = 2,
+                                device: str = "cpu", threads: int | None = None,
+                                null_seed: int | None = 0) -> tuple[TreebankScores, TreebankScores | None]:
+    """The checkpoint's scores and, unless ``null_seed`` is None, those of its null model
+    (``lab.null_model(lab, null_seed)``), in one pass of the workers: they start once for both."""
     ray = require_ray()
     plan = plan_batches(lab, sentences, batch_size, max_length, max_sentences)
     if not ray.is_initialized():
@@ -88,24 +106,29 @@ def score_treebank_ray(lab: Lab, sentences: Sequence[Sentence], batch_size: int 
         ray.init(include_dashboard=False, ignore_reinit_error=True, log_to_driver=False, configure_logging=False,
                  **options)
     head = lab.checkpoint.mlm_head_source
+    models = [False, True] if null_seed is not None else [False]
     # Longest batches first (the plan sorts by length) in small blocks: no worker ends the job alone
     # on a run of long batches while the others idle (measured: BENCHMARKS.md, issue 17).
-    items = [{"order": k, "batch": pickle.dumps(batch)} for k, batch in reversed(list(enumerate(plan.batches)))]
+    items = [{"order": k, "null": null, "batch": pickle.dumps(batch)}
+             for k, batch in reversed(list(enumerate(plan.batches))) for null in models]
     gpus = 1 if device.startswith("cuda") else 0
     blocks = max(1, -(-len(items) // BATCHES_PER_BLOCK))
+    results: dict[tuple[bool, int], tuple] = {}
     with quiet_data_context(ray):
         dataset = ray.data.from_items(items, override_num_blocks=blocks)
         scored = dataset.map_batches(
             BatchScorer, batch_size=1, compute=ray.data.ActorPoolStrategy(size=workers),
             num_cpus=0 if gpus else 1, num_gpus=gpus,
             fn_constructor_kwargs={"source": lab.source, "device": device, "mlm_head": head, "score_source": source,
-                                   "trees": trees, "threads": threads or 1})
-        results: dict[int, tuple] = {}
+                                   "trees": trees, "threads": threads or 1, "null_seed": null_seed})
         done = 0
         for row in scored.iter_rows():
-            result = results[int(row["order"])] = pickle.loads(row["result"])
+            result = results[bool(row["null"]), int(row["order"])] = pickle.loads(row["result"])
             done += len(result[0])
             if progress is not None:
-                progress(done, plan.used)
-    ordered = (results[k] for k in range(len(plan.batches)))
-    return collect(lab, plan, ordered, trees, source)
+                progress(done, plan.used * len(models))
+    scores = collect(lab, plan, (results[False, k] for k in range(len(plan.batches))), trees, source)
+    if null_seed is None:
+        return scores, None
+    null_lab = null_model(lab, null_seed)  # the driver's copy names and hashes it; it runs nothing
+    return scores, collect(null_lab, plan, (results[True, k] for k in range(len(plan.batches))), trees, source)
