@@ -85,12 +85,13 @@ def test_language_from_ud_file_names(tmp_path, name, code):
 
 
 @pytest.mark.timeout(300)
-def test_ray_engine_gives_the_local_counts_for_the_model_and_its_null_model(tmp_path, sharp_lab, capsys):
+def test_ray_engine_gives_the_local_counts_for_the_model_and_its_null_model(tmp_path, sharp_lab, capsys, monkeypatch):
     pytest.importorskip("ray")
     import ray
 
     from bertviz_lab.lab import null_model
     from bertviz_lab.syntax import job as job_module
+    from bertviz_lab.syntax import ray_engine
     from bertviz_lab.syntax.ray_engine import QUIET, score_treebank_and_null_ray
     from bertviz_lab.syntax.scoring import score_treebank
     from bertviz_lab.syntax.summary import Settings
@@ -99,23 +100,27 @@ def test_ray_engine_gives_the_local_counts_for_the_model_and_its_null_model(tmp_
     sentences = read_conllu(SAMPLE_TREEBANK)
     context = ray.data.DataContext.get_current()
     context.enable_progress_bars = True  # the caller's setting: quiet during the job, restored after
-    local_runs = []
-    original = job_module.score_treebank
+    treebanks = split_treebank(tmp_path / "ud")
+    local_runs, ray_jobs = [], []
+    original, original_ray = job_module.score_treebank, ray_engine.score_treebanks_ray
     try:
         remote, remote_null = score_treebank_and_null_ray(sharp_lab, sentences, batch_size=8, workers=2, null_seed=3)
-        # the whole probe job, null model included: the driver runs no model on the Ray engine
-        job_module.score_treebank = lambda *a, **k: local_runs.append(1) or original(*a, **k)
+        # the whole probe job over two treebanks, null model included: one Ray job (the workers
+        # start once), and the driver runs no model
+        monkeypatch.setattr(job_module, "score_treebank", lambda *a, **k: local_runs.append(1) or original(*a, **k))
+        monkeypatch.setattr(ray_engine, "score_treebanks_ray", lambda *a, **k: ray_jobs.append(1) or original_ray(*a, **k))
         code = main(["probe", "--device", "cpu", "--resamples", "50", "--min-arcs", "5", "--conllu",
-                     str(SAMPLE_TREEBANK), "--model", sharp_lab.source, "--engine", "ray", "--out", str(tmp_path / "ray")])
+                     str(treebanks), "--model", sharp_lab.source, "--engine", "ray", "--out", str(tmp_path / "ray")])
     finally:
-        job_module.score_treebank = original
+        monkeypatch.undo()
         ray.shutdown()
-    assert code == 0 and local_runs == []
+    assert code == 0 and local_runs == [] and ray_jobs == [1]
     assert context.enable_progress_bars is True and "enable_progress_bars" in QUIET
-    capsys.readouterr()
-    local_job = job_module.Job([sharp_lab.source], [SAMPLE_TREEBANK], tmp_path / "local",
+    assert capsys.readouterr().err.count("sentences scored") == 2
+    local_job = job_module.Job([sharp_lab.source], sorted(treebanks.iterdir()), tmp_path / "local",
                                Settings(resamples=50, min_arcs=5))
     job_module.run_job(local_job, lambda _: sharp_lab, say=lambda _: None)
+    assert pd.read_csv(tmp_path / "local" / "scores.csv").treebank.nunique() == 2
     for table in ("scores.csv", "best_heads.csv"):
         pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "ray" / table), pd.read_csv(tmp_path / "local" / table))
     assert pd.read_csv(tmp_path / "local" / "best_heads.csv").null_accuracy.notna().any()

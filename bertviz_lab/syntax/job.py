@@ -79,17 +79,22 @@ def pair_folder(out: Path, model: str, treebank: Path) -> Path:
 
 
 def score(job: Job, lab: Lab, sentences, progress=None) -> tuple[TreebankScores, TreebankScores | None]:
+    """One treebank on the local engine: the checkpoint, then its null model."""
     kwargs = {"batch_size": job.batch_size, "max_length": job.max_length, "max_sentences": job.max_sentences,
-              "source": job.source, "progress": progress}
-    if job.engine == "ray":  # the workers score the null model too: the driver runs no model
-        from .ray_engine import score_treebank_and_null_ray
-
-        return score_treebank_and_null_ray(lab, sentences, **kwargs, address=job.ray_address, workers=job.workers,
-                                           device=job.device, null_seed=job.settings.seed if job.null else None)
-    scores = score_treebank(lab, sentences, **kwargs)
-    null = score_treebank(null_model(lab, job.settings.seed), sentences, **{**kwargs, "progress": None}) \
-        if job.null else None
+              "source": job.source}
+    scores = score_treebank(lab, sentences, progress=progress, **kwargs)
+    null = score_treebank(null_model(lab, job.settings.seed), sentences, **kwargs) if job.null else None
     return scores, null
+
+
+def score_on_ray(job: Job, lab: Lab, treebanks: list[list], progress: Callable[[int, int, int], None]):
+    """All of a checkpoint's missing treebanks as one Ray job (its workers start once), null model
+    included: (index, scores, null scores) as each treebank completes. The driver runs no model."""
+    from .ray_engine import score_treebanks_ray
+
+    return score_treebanks_ray(lab, treebanks, job.batch_size, job.max_length, job.max_sentences, progress,
+                               source=job.source, address=job.ray_address, workers=job.workers, device=job.device,
+                               null_seed=job.settings.seed if job.null else None)
 
 
 def write_pair(folder: Path, summary: SyntaxSummary, treebank: Path) -> None:
@@ -127,24 +132,37 @@ def agreement(best: pd.DataFrame) -> pd.DataFrame:
 
 def run_job(job: Job, load_lab: Callable[[str], Lab], say: Callable[[str], None] = print,
             progress_for: Callable[[str], Callable[[int, int], None] | None] = lambda _: None) -> dict[str, Path]:
-    """Score every missing pair, then write the combined tables and the report."""
+    """Score every missing pair (each written as soon as it is complete), then write the combined
+    tables and the report."""
     job.out.mkdir(parents=True, exist_ok=True)
     folders = []
     for model in job.models:
-        lab = None
+        missing = []
         for treebank in job.treebanks:
             folder = pair_folder(job.out, model, treebank)
             folders.append(folder)
             if (folder / DONE).is_file():
                 say(f"{model} x {treebank.name}: done earlier, skipped")
-                continue
-            lab = lab or load_lab(model)
-            sentences = read_conllu(treebank, full_relations=job.full_relations)
-            scores, null = score(job, lab, sentences, progress_for(f"{slug(model)} x {treebank.name}"))
-            write_pair(folder, summarise(scores, null, job.settings), treebank)
-            say(f"{model} x {treebank.name}: {scores.sentences_used} sentences scored "
-                f"({scores.sentences_skipped} too long)")
+            else:
+                missing.append(treebank)
+        if missing:
+            score_model(job, model, load_lab(model), missing, say, progress_for)
     return write_combined(job.out, folders)
+
+
+def score_model(job: Job, model: str, lab: Lab, treebanks: list[Path], say: Callable[[str], None],
+                progress_for: Callable[[str], Callable[[int, int], None] | None]) -> None:
+    bars = [progress_for(f"{slug(model)} x {treebank.name}") for treebank in treebanks]
+    if job.engine == "ray":
+        sentences = [read_conllu(treebank, full_relations=job.full_relations) for treebank in treebanks]
+        done = score_on_ray(job, lab, sentences, lambda t, n, total: bars[t] and bars[t](n, total))
+    else:
+        done = ((t, *score(job, lab, read_conllu(treebank, full_relations=job.full_relations), bars[t]))
+                for t, treebank in enumerate(treebanks))
+    for t, scores, null in done:
+        write_pair(pair_folder(job.out, model, treebanks[t]), summarise(scores, null, job.settings), treebanks[t])
+        say(f"{model} x {treebanks[t].name}: {scores.sentences_used} sentences scored "
+            f"({scores.sentences_skipped} too long)")
 
 
 def write_combined(out: Path, folders: Sequence[Path]) -> dict[str, Path]:

@@ -77,7 +77,8 @@ class BatchScorer:
         for blob, null in zip(rows["batch"], rows["null"]):
             batch = pickle.loads(blob)
             out.append(pickle.dumps(score_batch(self.labs[bool(null)], batch, self.score_source, self.trees)))
-        return {"order": rows["order"], "null": rows["null"], "result": np.array(out, dtype=object)}
+        return {"treebank": rows["treebank"], "order": rows["order"], "null": rows["null"],
+                "result": np.array(out, dtype=object)}
 
 
 def score_treebank_ray(lab: Lab, sentences: Sequence[Sentence], batch_size: int = 32, max_length: int | None = None,
@@ -99,36 +100,64 @@ def score_treebank_and_null_ray(lab: Lab, sentences: Sequence[Sentence], batch_s
                                 null_seed: int | None = 0) -> tuple[TreebankScores, TreebankScores | None]:
     """The checkpoint's scores and, unless ``null_seed`` is None, those of its null model
     (``lab.null_model(lab, null_seed)``), in one pass of the workers: they start once for both."""
+    each = None if progress is None else (lambda _, done, total: progress(done, total))
+    for _, scores, null in score_treebanks_ray(lab, [sentences], batch_size, max_length, max_sentences, each, trees,
+                                               source, address, workers, device, threads, null_seed):
+        return scores, null
+    raise AssertionError("unreachable: one treebank in, one result out")
+
+
+def score_treebanks_ray(lab: Lab, treebanks: Sequence[Sequence[Sentence]], batch_size: int = 32,
+                        max_length: int | None = None, max_sentences: int | None = None,
+                        progress: Callable[[int, int, int], None] | None = None, trees: bool = True,
+                        source: str = "attention", address: str | None = None, workers: int = 2,
+                        device: str = "cpu", threads: int | None = None,
+                        null_seed: int | None = 0) -> Iterator[tuple[int, TreebankScores, TreebankScores | None]]:
+    """(index, scores, null scores) of each treebank as soon as its last batch is back: one Ray Data
+    job for all of them, so each worker starts (and loads the checkpoint) once per checkpoint, not
+    once per treebank. Treebanks go in order, each longest batch first; ``progress(index, done, total)``."""
     ray = require_ray()
-    plan = plan_batches(lab, sentences, batch_size, max_length, max_sentences)
+    plans = [plan_batches(lab, sentences, batch_size, max_length, max_sentences) for sentences in treebanks]
     if not ray.is_initialized():
         options = {"address": address} if address else {"num_cpus": workers}
         ray.init(include_dashboard=False, ignore_reinit_error=True, log_to_driver=False, configure_logging=False,
                  **options)
-    head = lab.checkpoint.mlm_head_source
     models = [False, True] if null_seed is not None else [False]
-    # Longest batches first (the plan sorts by length) in small blocks: no worker ends the job alone
+    null_lab = null_model(lab, null_seed) if null_seed is not None else None  # names and hashes it; runs nothing
+
+    def finished(t: int) -> tuple[int, TreebankScores, TreebankScores | None]:
+        plan, mine = plans[t], results.pop(t)
+        scores = collect(lab, plan, (mine[False, k] for k in range(len(plan.batches))), trees, source)
+        null = collect(null_lab, plan, (mine[True, k] for k in range(len(plan.batches))), trees, source) \
+            if null_lab is not None else None
+        return t, scores, null
+
+    results: dict[int, dict[tuple[bool, int], tuple]] = {t: {} for t in range(len(plans))}
+    for t, plan in enumerate(plans):
+        if not plan.batches:  # nothing to score (every sentence too long): done before any worker starts
+            yield finished(t)
+    # Longest batches first (each plan sorts by length) in small blocks: no worker ends the job alone
     # on a run of long batches while the others idle (measured: BENCHMARKS.md, issue 17).
-    items = [{"order": k, "null": null, "batch": pickle.dumps(batch)}
-             for k, batch in reversed(list(enumerate(plan.batches))) for null in models]
+    items = [{"treebank": t, "order": k, "null": null, "batch": pickle.dumps(batch)}
+             for t, plan in enumerate(plans) for k, batch in reversed(list(enumerate(plan.batches))) for null in models]
+    if not items:
+        return
     gpus = 1 if device.startswith("cuda") else 0
     blocks = max(1, -(-len(items) // BATCHES_PER_BLOCK))
-    results: dict[tuple[bool, int], tuple] = {}
+    done = dict.fromkeys(range(len(plans)), 0)
     with quiet_data_context(ray):
         dataset = ray.data.from_items(items, override_num_blocks=blocks)
         scored = dataset.map_batches(
             BatchScorer, batch_size=1, compute=ray.data.ActorPoolStrategy(size=workers),
             num_cpus=0 if gpus else 1, num_gpus=gpus,
-            fn_constructor_kwargs={"source": lab.source, "device": device, "mlm_head": head, "score_source": source,
-                                   "trees": trees, "threads": threads or 1, "null_seed": null_seed})
-        done = 0
+            fn_constructor_kwargs={"source": lab.source, "device": device, "mlm_head": lab.checkpoint.mlm_head_source,
+                                   "score_source": source, "trees": trees, "threads": threads or 1,
+                                   "null_seed": null_seed})
         for row in scored.iter_rows():
-            result = results[bool(row["null"]), int(row["order"])] = pickle.loads(row["result"])
-            done += len(result[0])
+            t = int(row["treebank"])
+            result = results[t][bool(row["null"]), int(row["order"])] = pickle.loads(row["result"])
+            done[t] += len(result[0])
             if progress is not None:
-                progress(done, plan.used * len(models))
-    scores = collect(lab, plan, (results[False, k] for k in range(len(plan.batches))), trees, source)
-    if null_seed is None:
-        return scores, None
-    null_lab = null_model(lab, null_seed)  # the driver's copy names and hashes it; it runs nothing
-    return scores, collect(null_lab, plan, (results[True, k] for k in range(len(plan.batches))), trees, source)
+                progress(t, done[t], plans[t].used * len(models))
+            if len(results[t]) == len(plans[t].batches) * len(models):
+                yield finished(t)
