@@ -63,7 +63,6 @@ class BatchScorer:
         import torch
 
         from .. import load
-        from ..lab import null_model
 
         torch.set_num_threads(threads)
         lab = load(source, device=device, mlm_head=mlm_head)
@@ -101,10 +100,9 @@ def score_treebank_and_null_ray(lab: Lab, sentences: Sequence[Sentence], batch_s
     """The checkpoint's scores and, unless ``null_seed`` is None, those of its null model
     (``lab.null_model(lab, null_seed)``), in one pass of the workers: they start once for both."""
     each = None if progress is None else (lambda _, done, total: progress(done, total))
-    for _, scores, null in score_treebanks_ray(lab, [sentences], batch_size, max_length, max_sentences, each, trees,
-                                               source, address, workers, device, threads, null_seed):
-        return scores, null
-    raise AssertionError("unreachable: one treebank in, one result out")
+    [(_, scores, null)] = score_treebanks_ray(lab, [sentences], batch_size, max_length, max_sentences, each, trees,
+                                              source, address, workers, device, threads, null_seed)
+    return scores, null
 
 
 def score_treebanks_ray(lab: Lab, treebanks: Sequence[Sequence[Sentence]], batch_size: int = 32,
