@@ -1,8 +1,8 @@
 """How far the shipped next-sentence head is from what its data allows (issue 14), in one run:
 
 - the head on the held-out pairs (the ``eval-nsp`` protocol, pooled and per source);
-- the same head on as many pairs drawn the same way from its *training* passages: the gap between
-  the two is what more epochs on this data cannot close;
+- the same head on pairs drawn the same way from its *training* passages (``--train-pairs``, from
+  300 passages): the gap between the two is what more epochs on this data cannot close;
 - a control that needs no training at all: the cosine of the published MiniLM sentence embeddings
   (mean-pooled, as all-MiniLM-L6-v2 is used) of A and B, with the threshold tuned on the validation
   passages. What it gets is topic similarity alone; the head should beat it.

@@ -604,13 +604,14 @@ def run_probe_job(args: argparse.Namespace, models: list[str], treebanks: list[P
               engine=args.engine, ray_address=args.ray_address, workers=args.workers,
               device="cpu" if args.device == "auto" else args.device, batch_size=args.batch_size,
               max_length=args.max_length, max_sentences=args.max_sentences, source=args.source,
-              null=not args.no_null_model, full_relations=args.full_relations)
+              null=not args.no_null_model, full_relations=args.full_relations, allow_pickle=args.allow_pickle)
     bars: dict[str, tqdm] = {}
 
     def progress_for(name: str):
         def update(done: int, total: int) -> None:
-            bar = bars.setdefault(name, tqdm(total=total, desc=name, unit="sentence", leave=False))
-            bar.update(done - bar.n)
+            if name not in bars:
+                bars[name] = tqdm(total=total, desc=name, unit="sentence", leave=False)
+            bars[name].update(done - bars[name].n)
         return update
 
     files = run_job(job, lambda model: lab_from_args(args, model), say=lambda m: print(m, file=sys.stderr),

@@ -137,3 +137,24 @@ def test_ray_engine_gives_the_local_counts_for_the_model_and_its_null_model(tmp_
             np.testing.assert_allclose(remote_scores.stats_sum[key], total, rtol=1e-5)
     # the null model is another model: its counts differ from the checkpoint's
     assert any(not np.array_equal(remote_null.arcs.hits[k], v) for k, v in remote.arcs.hits.items())
+
+
+def test_gpu_workers_never_outnumber_the_gpus_and_workers_load_the_driver_dtype(tiny_lab):
+    """Ray Data waits for its whole actor pool: asking for more one-GPU workers than there are GPUs
+    would hang, so the engine caps them (and refuses a cluster without GPUs)."""
+    from types import SimpleNamespace
+
+    from bertviz_lab.lab import InputError
+    from bertviz_lab.syntax.ray_engine import gpu_workers, weights_dtype
+
+    one_gpu = SimpleNamespace(cluster_resources=lambda: {"CPU": 8.0, "GPU": 1.0})
+    with pytest.warns(UserWarning, match="using 1 worker"):
+        assert gpu_workers(one_gpu, 2) == 1
+    assert gpu_workers(SimpleNamespace(cluster_resources=lambda: {"GPU": 4.0}), 2) == 2
+    with pytest.raises(InputError, match="needs GPUs"):
+        gpu_workers(SimpleNamespace(cluster_resources=lambda: {"CPU": 2.0}), 2)
+    assert weights_dtype(tiny_lab) is None
+    import torch
+
+    half = SimpleNamespace(model=torch.nn.Linear(2, 2).to(torch.bfloat16))
+    assert weights_dtype(half) == "bfloat16"

@@ -14,6 +14,7 @@ import re
 import shutil
 import uuid
 from collections.abc import Callable, Sequence
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -45,6 +46,7 @@ class Job:
     source: str = "attention"
     null: bool = True
     full_relations: bool = False
+    allow_pickle: bool = False  # the Ray workers load the checkpoint as the driver did
 
 
 def treebank_files(paths: Sequence[Path]) -> list[Path]:
@@ -82,19 +84,25 @@ def score(job: Job, lab: Lab, sentences, progress=None) -> tuple[TreebankScores,
     """One treebank on the local engine: the checkpoint, then its null model."""
     kwargs = {"batch_size": job.batch_size, "max_length": job.max_length, "max_sentences": job.max_sentences,
               "source": job.source}
-    scores = score_treebank(lab, sentences, progress=progress, **kwargs)
-    null = score_treebank(null_model(lab, job.settings.seed), sentences, **kwargs) if job.null else None
-    return scores, null
+    if progress is None or not job.null:
+        first = progress
+    else:  # one bar for both models, as on the Ray engine
+        first = lambda done, total: progress(done, 2 * total)  # noqa: E731
+    scores = score_treebank(lab, sentences, progress=first, **kwargs)
+    if not job.null:
+        return scores, None
+    second = None if progress is None else (lambda done, total: progress(total + done, 2 * total))
+    return scores, score_treebank(null_model(lab, job.settings.seed), sentences, progress=second, **kwargs)
 
 
 def score_on_ray(job: Job, lab: Lab, treebanks: list[list], progress: Callable[[int, int, int], None]):
     """All of a checkpoint's missing treebanks as one Ray job (its workers start once), null model
-    included: (index, scores, null scores) as each treebank completes. The driver runs no model."""
+    included: (index, scores, null scores) as each treebank completes. The driver scores no sentence."""
     from .ray_engine import score_treebanks_ray
 
     return score_treebanks_ray(lab, treebanks, job.batch_size, job.max_length, job.max_sentences, progress,
                                source=job.source, address=job.ray_address, workers=job.workers, device=job.device,
-                               null_seed=job.settings.seed if job.null else None)
+                               null_seed=job.settings.seed if job.null else None, allow_pickle=job.allow_pickle)
 
 
 def write_pair(folder: Path, summary: SyntaxSummary, treebank: Path) -> None:
@@ -159,10 +167,11 @@ def score_model(job: Job, model: str, lab: Lab, treebanks: list[Path], say: Call
     else:
         done = ((t, *score(job, lab, read_conllu(treebank, full_relations=job.full_relations), bars[t]))
                 for t, treebank in enumerate(treebanks))
-    for t, scores, null in done:
-        write_pair(pair_folder(job.out, model, treebanks[t]), summarise(scores, null, job.settings), treebanks[t])
-        say(f"{model} x {treebanks[t].name}: {scores.sentences_used} sentences scored "
-            f"({scores.sentences_skipped} too long)")
+    with closing(done):  # a failed write ends the Ray job too, instead of leaving it running
+        for t, scores, null in done:
+            write_pair(pair_folder(job.out, model, treebanks[t]), summarise(scores, null, job.settings), treebanks[t])
+            say(f"{model} x {treebanks[t].name}: {scores.sentences_used} sentences scored "
+                f"({scores.sentences_skipped} too long)")
 
 
 def write_combined(out: Path, folders: Sequence[Path]) -> dict[str, Path]:

@@ -5,7 +5,7 @@ per row to a pool of stateful actors, each of which loads the checkpoint once (o
 one), runs the batch, converts attention to word level and predicts heads *on the worker*, and
 returns only each sentence's arc rows (booleans per word and head) and summed head statistics.
 The random-weights null model is scored the same way: each worker builds it from the seed, so the
-driver never runs a model. The driver adds the results up in the plan's order, so the tables equal
+driver scores no sentence. The driver adds the results up in the plan's order, so the tables equal
 ``--engine local``'s.
 
 ``ray`` is an optional dependency (``pip install "bertviz-lab[ray]"`` or ``requirements-ray.txt``),
@@ -14,6 +14,7 @@ imported only here and only when this engine is chosen.
 from __future__ import annotations
 
 import pickle
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
@@ -55,17 +56,36 @@ def quiet_data_context(ray) -> Iterator[None]:
             setattr(context, name, value)
 
 
+def weights_dtype(lab: Lab) -> str | None:
+    """The driver's weight dtype by name ("float16", ...); None for float32, every device's default."""
+    name = str(next(lab.model.parameters()).dtype).removeprefix("torch.")
+    return None if name == "float32" else name
+
+
+def gpu_workers(ray, workers: int) -> int:
+    """Each GPU worker holds a whole GPU, and Ray Data waits for the whole pool before it starts:
+    more workers than GPUs would wait forever."""
+    available = int(ray.cluster_resources().get("GPU", 0))
+    if available < 1:
+        raise InputError("--device cuda on the Ray engine needs GPUs in the Ray cluster, and it has none "
+                         "(use --device cpu, or start the cluster on GPU machines)")
+    if workers > available:
+        warnings.warn(f"--workers {workers} on {available} GPU(s): using {available} worker(s), one per GPU",
+                      stacklevel=3)
+    return min(workers, available)
+
+
 class BatchScorer:
     """A Ray actor: one loaded checkpoint (and, with ``null_seed``, its random-weights null model), many batches."""
 
     def __init__(self, source: str, device: str, mlm_head, score_source: str, trees: bool, threads: int,
-                 null_seed: int | None = None) -> None:
+                 null_seed: int | None = None, dtype: str | None = None, allow_pickle: bool = False) -> None:
         import torch
 
         from .. import load
 
         torch.set_num_threads(threads)
-        lab = load(source, device=device, mlm_head=mlm_head)
+        lab = load(source, device=device, mlm_head=mlm_head, dtype=dtype, allow_pickle=allow_pickle)
         self.labs = {False: lab, True: null_model(lab, null_seed) if null_seed is not None else None}
         self.score_source, self.trees = score_source, trees
 
@@ -109,11 +129,12 @@ def score_treebanks_ray(lab: Lab, treebanks: Sequence[Sequence[Sentence]], batch
                         max_length: int | None = None, max_sentences: int | None = None,
                         progress: Callable[[int, int, int], None] | None = None, trees: bool = True,
                         source: str = "attention", address: str | None = None, workers: int = 2,
-                        device: str = "cpu", threads: int | None = None,
-                        null_seed: int | None = 0) -> Iterator[tuple[int, TreebankScores, TreebankScores | None]]:
+                        device: str = "cpu", threads: int | None = None, null_seed: int | None = 0,
+                        allow_pickle: bool = False) -> Iterator[tuple[int, TreebankScores, TreebankScores | None]]:
     """(index, scores, null scores) of each treebank as soon as its last batch is back: one Ray Data
     job for all of them, so each worker starts (and loads the checkpoint) once per checkpoint, not
-    once per treebank. Treebanks go in order, each longest batch first; ``progress(index, done, total)``."""
+    once per treebank. Treebanks go in order, each longest batch first; ``progress(index, done, total)``.
+    The workers load the checkpoint in the driver's dtype; on GPUs there is one worker per GPU at most."""
     ray = require_ray()
     plans = [plan_batches(lab, sentences, batch_size, max_length, max_sentences) for sentences in treebanks]
     if not ray.is_initialized():
@@ -141,6 +162,8 @@ def score_treebanks_ray(lab: Lab, treebanks: Sequence[Sequence[Sentence]], batch
     if not items:
         return
     gpus = 1 if device.startswith("cuda") else 0
+    if gpus:
+        workers = gpu_workers(ray, workers)
     blocks = max(1, -(-len(items) // BATCHES_PER_BLOCK))
     done = dict.fromkeys(range(len(plans)), 0)
     with quiet_data_context(ray):
@@ -148,12 +171,15 @@ def score_treebanks_ray(lab: Lab, treebanks: Sequence[Sequence[Sentence]], batch
         scored = dataset.map_batches(
             BatchScorer, batch_size=1, compute=ray.data.ActorPoolStrategy(size=workers),
             num_cpus=0 if gpus else 1, num_gpus=gpus,
-            fn_constructor_kwargs={"source": lab.source, "device": device, "mlm_head": lab.checkpoint.mlm_head_source,
-                                   "score_source": source, "trees": trees, "threads": threads or 1,
-                                   "null_seed": null_seed})
+            fn_constructor_kwargs={"source": lab.source, "device": "cuda" if gpus else device,  # a worker sees its own GPU
+                                   "mlm_head": lab.checkpoint.mlm_head_source, "score_source": source, "trees": trees,
+                                   "threads": threads or 1, "null_seed": null_seed, "dtype": weights_dtype(lab),
+                                   "allow_pickle": allow_pickle})
         for row in scored.iter_rows():
-            t = int(row["treebank"])
-            result = results[t][bool(row["null"]), int(row["order"])] = pickle.loads(row["result"])
+            t, key = int(row["treebank"]), (bool(row["null"]), int(row["order"]))
+            if t not in results or key in results[t]:
+                continue  # a batch Ray ran again after a worker failed: its first result counts
+            result = results[t][key] = pickle.loads(row["result"])
             done[t] += len(result[0])
             if progress is not None:
                 progress(t, done[t], plans[t].used * len(models))
