@@ -158,3 +158,26 @@ def test_gpu_workers_never_outnumber_the_gpus_and_workers_load_the_driver_dtype(
 
     half = SimpleNamespace(model=torch.nn.Linear(2, 2).to(torch.bfloat16))
     assert weights_dtype(half) == "bfloat16"
+
+
+def test_a_treebank_with_no_scorable_sentence_stops_the_job_with_a_reason(tmp_path, tiny_lab, capsys):
+    treebanks = split_treebank(tmp_path / "ud")
+    code = main(["probe", "--device", "cpu", "--no-null-model", "--max-length", "3", "--conllu", str(treebanks),
+                 "--model", tiny_lab.source, "--out", str(tmp_path / "job")])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "de_beta-ud-dev.conllu: no sentence could be scored" in err and "longer than 3 tokens" in err
+    assert "Traceback" not in err
+
+
+def test_ray_engine_answers_for_unscorable_treebanks_without_starting_ray(tiny_lab):
+    pytest.importorskip("ray")
+    import ray
+
+    from bertviz_lab.syntax.ray_engine import score_treebanks_ray
+    from bertviz_lab.syntax.treebank import read_conllu
+
+    sentences = read_conllu(SAMPLE_TREEBANK)
+    [(index, scores, null)] = score_treebanks_ray(tiny_lab, [sentences], max_length=3, null_seed=None)
+    assert (index, scores.sentences_used, scores.sentences_skipped, null) == (0, 0, len(sentences), None)
+    assert not ray.is_initialized()

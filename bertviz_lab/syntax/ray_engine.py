@@ -137,10 +137,6 @@ def score_treebanks_ray(lab: Lab, treebanks: Sequence[Sequence[Sentence]], batch
     The workers load the checkpoint in the driver's dtype; on GPUs there is one worker per GPU at most."""
     ray = require_ray()
     plans = [plan_batches(lab, sentences, batch_size, max_length, max_sentences) for sentences in treebanks]
-    if not ray.is_initialized():
-        options = {"address": address} if address else {"num_cpus": workers}
-        ray.init(include_dashboard=False, ignore_reinit_error=True, log_to_driver=False, configure_logging=False,
-                 **options)
     models = [False, True] if null_seed is not None else [False]
     null_lab = null_model(lab, null_seed) if null_seed is not None else None  # names and hashes it; runs nothing
 
@@ -153,7 +149,7 @@ def score_treebanks_ray(lab: Lab, treebanks: Sequence[Sequence[Sentence]], batch
 
     results: dict[int, dict[tuple[bool, int], tuple]] = {t: {} for t in range(len(plans))}
     for t, plan in enumerate(plans):
-        if not plan.batches:  # nothing to score (every sentence too long): done before any worker starts
+        if not plan.batches:  # nothing to score (every sentence too long): done before Ray starts
             yield finished(t)
     # Longest batches first (each plan sorts by length) in small blocks: no worker ends the job alone
     # on a run of long batches while the others idle (measured: BENCHMARKS.md, issue 17).
@@ -161,6 +157,10 @@ def score_treebanks_ray(lab: Lab, treebanks: Sequence[Sequence[Sentence]], batch
              for t, plan in enumerate(plans) for k, batch in reversed(list(enumerate(plan.batches))) for null in models]
     if not items:
         return
+    if not ray.is_initialized():
+        options = {"address": address} if address else {"num_cpus": workers}
+        ray.init(include_dashboard=False, ignore_reinit_error=True, log_to_driver=False, configure_logging=False,
+                 **options)
     gpus = 1 if device.startswith("cuda") else 0
     if gpus:
         workers = gpu_workers(ray, workers)
