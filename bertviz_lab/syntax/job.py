@@ -21,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..lab import InputError, Lab, null_model
-from .scoring import TreebankScores, score_treebank
+from .scoring import TreebankScores, check_scored, score_treebank
 from .summary import Settings, SyntaxSummary, summarise
 from .treebank import read_conllu
 
@@ -169,11 +169,8 @@ def score_model(job: Job, model: str, lab: Lab, treebanks: list[Path], say: Call
                 for t, treebank in enumerate(treebanks))
     with closing(done):  # a failed write ends the Ray job too, instead of leaving it running
         for t, scores, null in done:
-            if not scores.sentences_used:
-                raise InputError(f"{model} x {treebanks[t].name}: no sentence could be scored: all "
-                                 f"{scores.sentences_skipped} are longer than "
-                                 f"{min(job.max_length or lab.max_tokens, lab.max_tokens)} tokens (raise --max-length, "
-                                 "or leave this treebank out; the pairs done so far are kept)")
+            check_scored(scores, lab, job.max_length, where=f"{model} x {treebanks[t].name}: ",
+                         hint=" (raise --max-length, or leave this treebank out; the pairs done so far are kept)")
             write_pair(pair_folder(job.out, model, treebanks[t]), summarise(scores, null, job.settings), treebanks[t])
             say(f"{model} x {treebanks[t].name}: {scores.sentences_used} sentences scored "
                 f"({scores.sentences_skipped} too long)")

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ..bert import DEFAULT_SOURCE, ORIGINAL_SOURCE
-from ..lab import InputError, Lab, null_model
-from .scoring import score_treebank
+from ..lab import Lab, null_model
+from .scoring import check_scored, score_treebank
 from .summary import Settings, SyntaxSummary, compare_checkpoints, summarise
 from .treebank import Sentence
 
@@ -43,9 +43,7 @@ def run_syntax(lab: Lab, sentences: Sequence[Sentence], settings: Settings | Non
 
     kwargs = {"batch_size": batch_size, "max_length": max_length, "max_sentences": max_sentences, "source": source}
     scores = score_treebank(lab, sentences, progress=stage(0, "scoring heads"), **kwargs)
-    if not scores.sentences_used:
-        raise InputError(f"no sentence could be scored: all {scores.sentences_skipped} are longer than "
-                         f"{min(max_length or lab.max_tokens, lab.max_tokens)} tokens")
+    check_scored(scores, lab, max_length)
     null_scores = score_treebank(null_model(lab, settings.seed), sentences, progress=stage(1, "null model"),
                                  **kwargs) if null else None
     summary = summarise(scores, null_scores, settings)

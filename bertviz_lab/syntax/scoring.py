@@ -21,7 +21,7 @@ import numpy as np
 
 from ..attention import batch_head_statistics, to_word_level, word_groups
 from ..bert.norms import NORM_CAPTURES, check_source, source_from_cache
-from ..lab import CheckpointInfo, Encoded, Lab
+from ..lab import CheckpointInfo, Encoded, InputError, Lab
 from .predictors import OFFSETS, offset_predictions, predicted_heads, spanning_tree_edges
 from .treebank import Sentence
 
@@ -165,9 +165,21 @@ class Plan:
     skipped: int
 
 
+def token_limit(lab: Lab, max_length: int | None) -> int:
+    """Longest sentence, in tokens, that is scored: ``max_length`` within the model's own maximum."""
+    return min(max_length or lab.max_tokens, lab.max_tokens)
+
+
+def check_scored(scores: TreebankScores, lab: Lab, max_length: int | None, where: str = "", hint: str = "") -> None:
+    """A treebank of which no sentence fits is an input error, not an empty table."""
+    if not scores.sentences_used:
+        raise InputError(f"{where}no sentence could be scored: all {scores.sentences_skipped} are longer than "
+                         f"{token_limit(lab, max_length)} tokens{hint}")
+
+
 def plan_batches(lab: Lab, sentences: Sequence[Sentence], batch_size: int = 32, max_length: int | None = None,
                  max_sentences: int | None = None) -> Plan:
-    limit = min(max_length or lab.max_tokens, lab.max_tokens)
+    limit = token_limit(lab, max_length)
     chosen = list(sentences[:max_sentences] if max_sentences else sentences)
     kept, skipped = [], 0
     for index, s in enumerate(chosen):
