@@ -7,7 +7,10 @@
   (mean-pooled, as all-MiniLM-L6-v2 is used) of A and B, with the threshold tuned on the validation
   passages. What it gets is topic similarity alone; the head should beat it.
 
-    python benchmarks/nsp_ceiling.py --corpus data/corpus [--train-pairs 2000]
+    python benchmarks/nsp_ceiling.py --corpus data/corpus [--train-pairs 2000] [--also-pool ewt,gum,lines]
+
+``--also-pool`` adds the pooled figure over only those sources (e.g. an earlier corpus's, so heads
+trained on different corpora are compared on the same pairs).
 
 ``--corpus`` is a folder written by ``build-corpus --running-text`` (train_docs.jsonl,
 validation_docs.txt, heldout-<source>.txt).
@@ -52,12 +55,21 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--corpus", type=Path, required=True)
     parser.add_argument("--train-pairs", type=int, default=2000)
+    parser.add_argument("--also-pool", action="append", default=[], metavar="NAMES",
+                        help="comma-separated sources to pool as well (repeatable)")
     args = parser.parse_args()
     head = load("default", device="cpu")
     held_out = {s["name"]: read_documents(args.corpus / s["heldout_file"])
                 for s in held_out_sources(args.corpus) if s["name"] != "wordnet"}
     pooled = [d for docs in held_out.values() for d in docs]
     rows = {"held-out, pooled": evaluate_nsp(head, pooled, progress=False)}
+    for names in args.also_pool:
+        chosen = names.split(",")
+        unknown = sorted(set(chosen) - set(held_out))
+        if unknown:
+            parser.error(f"--also-pool: no held-out slice named {', '.join(unknown)} (have {', '.join(held_out)})")
+        rows[f"held-out, pooled over {' + '.join(chosen)}"] = evaluate_nsp(
+            head, [d for name in chosen for d in held_out[name]], progress=False)
     for name, docs in held_out.items():  # NotNext from the same source only: harder than pooled
         rows[f"held-out, {name} alone"] = evaluate_nsp(head, docs, progress=False)
     training = [json.loads(line)["sentences"] for line in (args.corpus / "train_docs.jsonl").open()]

@@ -327,8 +327,11 @@ def add_build_corpus(sub: argparse._SubParsersAction) -> None:
                        "and optionally UD train splits as running text")
     p.add_argument("--out", required=True, type=Path)
     p.add_argument("--heldout", type=positive_int, default=2000, help="WordNet lines held out")
-    p.add_argument("--running-text", type=Path, default=None, metavar="MANIFEST",
-                   help="manifest.json written by scripts/ud_running_text.py (UD train files, licences, origins)")
+    p.add_argument("--wordnet", type=Path, default=None, metavar="DIR",
+                   help="WordNet's data.noun/verb/adj/adv (default: /usr/share/wordnet, where wordnet-base puts them)")
+    p.add_argument("--running-text", type=Path, action="append", default=[], metavar="MANIFEST",
+                   help="manifest.json written by scripts/ud_running_text.py (UD train files) or "
+                   "scripts/nltk_brown.py (the Brown Corpus): paths, licences, origins; repeatable")
     p.add_argument("--heldout-sentences", type=positive_int, default=1000,
                    help="running-text sentences held out per source (at most 10%% of it)")
     p.add_argument("--seed", type=int, default=0)
@@ -336,18 +339,19 @@ def add_build_corpus(sub: argparse._SubParsersAction) -> None:
 
 
 def run_build_corpus(args: argparse.Namespace) -> int:
-    from .mlm.corpus import RunningText, build_corpus
+    from .mlm.corpus import WORDNET_DIR, RunningText, build_corpus
 
     running = []
-    if args.running_text is not None:
-        if not args.running_text.is_file():
-            raise FileNotFoundError(f"no such manifest: {args.running_text}")
-        base = args.running_text.parent
-        for item in json.loads(args.running_text.read_text()):
+    for manifest in args.running_text:
+        if not manifest.is_file():
+            raise FileNotFoundError(f"no such manifest: {manifest}")
+        base = manifest.parent
+        for item in json.loads(manifest.read_text()):
             running.append(RunningText(base / item["path"], item["licence"],
                                        base / item["licence_file"] if item.get("licence_file") else None,
-                                       item.get("origin", "")))
+                                       item.get("origin", ""), item.get("format", "conllu")))
     print(json.dumps(build_corpus(args.out, heldout=args.heldout, seed=args.seed, running=running,
+                                  folder=args.wordnet or WORDNET_DIR,
                                   heldout_sentences=args.heldout_sentences)))
     return 0
 

@@ -31,3 +31,15 @@ def test_published_settings_name_folders_not_machine_paths():
     assert portable_paths({"corpus": "data/corpus", "init": None}) == {"corpus": "data/corpus", "init": None}
     shipped = json.loads((DEFAULT_MLM_HEAD / "run.json").read_text())["settings"]
     assert not any(isinstance(v, str) and Path(v).is_absolute() for v in shipped.values()), shipped
+
+
+def test_licence_note_names_every_source_and_the_non_commercial_ones():
+    from bertviz_lab.mlm.model_card import licence_note
+
+    sources = [{"name": "wordnet", "licence": "WordNet 3.0 licence"}, {"name": "ewt", "licence": "CC BY-SA 4.0"},
+               {"name": "gum", "licence": "CC BY-NC-SA 4.0"},
+               {"name": "brown", "licence": "May be used for non-commercial purposes (Brown Corpus, per nltk_data)"}]
+    note = licence_note(sources)
+    assert "UD English EWT: CC BY-SA 4.0 (LICENSE-ewt.txt)" in note and "(LICENSE-WordNet)" in note
+    assert "Because UD English GUM, Brown Corpus are for non-commercial use only" in note
+    assert "non-commercial" not in licence_note(sources[:2])

@@ -203,3 +203,55 @@ def test_eval_nsp_cli_reports_json_and_refuses_what_it_cannot_score(tmp_path, ti
     run = subprocess.run([sys.executable, "-m", "bertviz_lab", "eval-nsp", "--text-file", str(one), "--model",
                           str(tiny_folder)], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert run.returncode == 2 and "two documents" in run.stderr and "Traceback" not in run.stderr
+
+
+def fake_brown(folder: Path) -> Path:
+    """Two Brown samples in NLTK's tagged form (``word/tag`` tokens, sentences on their own lines,
+    tab-indented, paragraphs separated by blank lines), as nltk_data's brown.zip has them."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "ca01").write_text(
+        "\n\n\tThe/at jury/nn said/vbd ``/`` no/at evidence/nn ''/'' was/bedz found/vbn ./.\n\n"
+        "\n\n\tIt/pps was/bedz n't/* over/rb ,/, he/pps said/vbd ./.\n"
+        "\n\tThe/at vote/nn came/vbd Friday/nr ./.\n\n")
+    (folder / "cn01").write_text("\n\n\tDan/np rode/vbd home/nr ./.\n\n\n\tAnn/np waited/vbd ?/.\n\n")
+    (folder / "cats.txt").write_text("ca01 news\ncn01 adventure\n")
+    return folder
+
+
+def test_brown_samples_become_documents_of_detokenized_sentences(tmp_path):
+    from bertviz_lab.mlm.running_text import read_brown_passages, read_source
+
+    passages = read_brown_passages(fake_brown(tmp_path / "brown"), passage=2)
+    assert [(p.source, p.document, p.sentences) for p in passages] == [
+        ("brown", "brown-ca01", ['The jury said "no evidence" was found.', "It wasn't over, he said."]),
+        ("brown", "brown-ca01", ["The vote came Friday."]),  # a sample longer than a passage is cut
+        ("brown", "brown-cn01", ["Dan rode home.", "Ann waited?"])]
+    assert read_source(tmp_path / "brown", "brown", passage=2) == passages
+    with pytest.raises(ValueError, match="unknown running-text format"):
+        read_source(tmp_path / "brown", "epub")
+    with pytest.raises(FileNotFoundError, match="cats.txt"):
+        read_brown_passages(tmp_path)
+
+
+def test_build_corpus_cli_takes_a_ud_and_a_brown_manifest(tmp_path, ud_files):
+    from bertviz_lab import cli
+
+    ud = tmp_path / "ud"
+    ud.mkdir()
+    (ud / ud_files[0].name).write_text(ud_files[0].read_text())
+    (ud / "manifest.json").write_text(json.dumps([{"path": ud_files[0].name, "licence": "CC BY-SA 4.0"}]))
+    brown = tmp_path / "b"
+    fake_brown(brown / "brown")
+    (brown / "LICENSE-brown.txt").write_text("May be used for non-commercial purposes.")
+    (brown / "manifest.json").write_text(json.dumps([{"path": "brown", "format": "brown", "licence": "non-commercial",
+                                                      "licence_file": "LICENSE-brown.txt", "origin": "nltk_data@abc"}]))
+    out = tmp_path / "corpus"
+    assert cli.main(["build-corpus", "--out", str(out), "--heldout", "10", "--heldout-sentences", "12",
+                     "--wordnet", str(fake_wordnet(tmp_path / "wn")),
+                     "--running-text", str(ud / "manifest.json"), "--running-text", str(brown / "manifest.json")]) == 0
+    record = json.loads((out / "corpus.json").read_text())
+    assert [s["name"] for s in record["sources"]] == ["wordnet", "web", "brown"]
+    assert record["sources"][2]["source"] == "Brown Corpus (NLTK's tagged form) (nltk_data@abc)"
+    assert (out / "LICENSE-brown.txt").read_text().startswith("May be used")
+    trained = {s for row in map(json.loads, (out / "train_docs.jsonl").read_text().splitlines()) for s in row["sentences"]}
+    assert trained & {"Dan rode home.", 'The jury said "no evidence" was found.'}

@@ -4,8 +4,8 @@
   (``apt-get install wordnet-base``): each synset's gloss gives one definition line and one line
   per quoted usage example; deduplicated, shuffled with a fixed seed, split into train, validation
   and held-out lines.
-- Running text (optional): the *train* splits of English UD treebanks (see ``running_text``),
-  split into train, validation and held-out passages.
+- Running text (optional): the *train* splits of English UD treebanks and the Brown Corpus (see
+  ``running_text``), split into train, validation and held-out passages.
 
 Files written: ``train.txt`` (WordNet lines), ``train_docs.jsonl`` (running-text passages with
 their document ids), ``validation.txt`` / ``validation_docs.txt`` (set aside from the training
@@ -24,7 +24,7 @@ from pathlib import Path
 
 from .running_text import (
     n_sentences,
-    read_passages,
+    read_source,
     source_name,
     split_passages,
     write_documents,
@@ -66,12 +66,17 @@ def read_wordnet(folder: Path = WORDNET_DIR) -> list[str]:
 
 @dataclass
 class RunningText:
-    """A UD train file and what to say about it (licence file, origin)."""
+    """A running-text source (a UD train file, or a Brown folder) and what to say about it."""
 
     path: Path
     licence: str  # e.g. "CC BY-SA 4.0"
     licence_file: Path | None = None
     origin: str = ""  # where it came from (repository and commit)
+    format: str = "conllu"  # "conllu" (a UD train file) or "brown" (NLTK's Brown Corpus folder)
+
+    def describe(self) -> str:
+        what = "Brown Corpus (NLTK's tagged form)" if self.format == "brown" else f"UD {Path(self.path).name}"
+        return f"{what} ({self.origin})" if self.origin else what
 
 
 def build_corpus(out: Path, heldout: int = 2000, seed: int = 0, folder: Path = WORDNET_DIR,
@@ -93,8 +98,8 @@ def build_corpus(out: Path, heldout: int = 2000, seed: int = 0, folder: Path = W
                 "validation_lines": len(validation), "heldout_lines": len(held), "heldout_file": "heldout.txt"}]
     train_passages, validation_passages = [], []
     for item in running:
-        passages = read_passages(Path(item.path))
-        name = passages[0].source if passages else source_name(Path(item.path))
+        passages = read_source(Path(item.path), item.format)
+        name = passages[0].source if passages else "brown" if item.format == "brown" else source_name(Path(item.path))
         total = n_sentences(passages)
         fit, check, kept = split_passages(passages, min(heldout_sentences, total // 10),
                                           min(validation_sentences, total // 20), seed=seed)
@@ -103,8 +108,7 @@ def build_corpus(out: Path, heldout: int = 2000, seed: int = 0, folder: Path = W
             shutil.copy(item.licence_file, out / f"LICENSE-{name}.txt")
         train_passages += fit
         validation_passages += check
-        sources.append({"name": name, "source": f"UD {Path(item.path).name} ({item.origin})" if item.origin
-                        else f"UD {Path(item.path).name}", "licence": item.licence,
+        sources.append({"name": name, "source": item.describe(), "licence": item.licence,
                         "train_lines": n_sentences(fit), "validation_lines": n_sentences(check),
                         "heldout_lines": n_sentences(kept), "heldout_file": f"heldout-{name}.txt",
                         "heldout_passages": len(kept), "train_passages": len(fit)})

@@ -7,7 +7,9 @@ from pathlib import Path
 
 NAMES = {"wordnet": "WordNet 3.0 glosses and examples", "ewt": "UD English EWT (web: blogs, reviews, e-mail, Q&A)",
          "gum": "UD English GUM (academic, bio, conversation, fiction, news, interviews, speeches, how-to, travel ...)",
-         "lines": "UD English LinES (fiction, a software manual)"}
+         "lines": "UD English LinES (fiction, a software manual)",
+         "brown": "Brown Corpus (American English of 1961, 500 samples in 15 genres: news, editorials, reviews, religion, "
+                  "hobbies, lore, belles-lettres, government, learned, five kinds of fiction, humour)"}
 
 
 def ci(r: dict, key: str) -> str:
@@ -33,6 +35,19 @@ def lineage(init: str | None) -> list[dict]:
 def describe(chain: list[dict]) -> str:
     return "; then ".join(f"{c['steps']:,} steps on {c['corpus']}{' with NSP' if c['nsp'] else ''} ({c['minutes']:.0f} min)"
                           for c in reversed(chain))
+
+
+def licence_note(sources: list[dict]) -> str:
+    """Each source's licence and the file that holds it, and what the strictest of them means."""
+    parts = [f"{NAMES.get(s['name'], s['name']).split(' (')[0]}: {s['licence']}"
+             + (" (LICENSE-WordNet)" if s["name"] == "wordnet" else f" (LICENSE-{s['name']}.txt)") for s in sources]
+    restricted = [NAMES.get(s["name"], s["name"]).split(" (")[0] for s in sources
+                  if "NC" in s["licence"] or "non-commercial" in s["licence"].lower()]
+    note = "Licences: " + "; ".join(parts) + ". The held-out excerpts keep their sources' licences."
+    if restricted:
+        note += (f" Because {', '.join(restricted)} {'is' if len(restricted) == 1 else 'are'} for non-commercial use only, "
+                 "treat these weights as for non-commercial (teaching and research) use.")
+    return note
 
 
 def write_model_card(folder: Path, report: dict, commands: list[str]) -> Path:
@@ -100,9 +115,7 @@ is never trained on, and ships here so anyone can re-measure.
 |---|---|---:|---:|---:|
 {source_rows}
 
-Licences: WordNet's (LICENSE-WordNet); EWT is CC BY-SA 4.0 (LICENSE-ewt.txt); GUM and LinES are
-CC BY-NC-SA 4.0 (LICENSE-gum.txt, LICENSE-lines.txt). The held-out excerpts keep their sources' licences.
-Because two sources are non-commercial, treat these weights as for non-commercial (teaching and research) use.
+{licence_note(sources)}
 
 ## Held-out masked-word accuracy (`eval-mlm` protocol: one seeded single-piece word per line)
 
@@ -132,7 +145,7 @@ Validation during training (validation lines and passages set aside from the tra
 
 ## Limits
 
-Trained on about 24,000 sentences of running English plus dictionary glosses: it predicts everyday words in
+Trained on about {round(sum(s['train_lines'] for s in sources if s['name'] != 'wordnet'), -3):,.0f} sentences of running English plus dictionary glosses: it predicts everyday words in
 plain sentences; expect worse on long, technical or conversational text and on rare facts. Words split
 into several WordPieces are never scored by the held-out protocol. It is a teaching aid for looking at
 attention and masked-word predictions, not a language model to rely on.

@@ -1,5 +1,6 @@
-"""Running English text for the MLM and next-sentence heads: the *train* splits of Universal
-Dependencies treebanks, read as documents of consecutive sentences.
+"""Running English text for the MLM and next-sentence heads, read as documents of consecutive
+sentences: the *train* splits of Universal Dependencies treebanks, and the Brown Corpus (Francis &
+Kucera 1964/1979; 500 samples of edited American English in 15 genres) in NLTK's tagged form.
 
 Why documents: next-sentence prediction needs a sentence's true successor (IsNext) and a sentence
 from another document (NotNext), and a held-out slice must be whole passages so that no held-out
@@ -41,6 +42,9 @@ def read_passages_jsonl(path: Path) -> list[Passage]:
     with open(path, encoding="utf-8") as handle:
         return [Passage(row["source"], row["document"], row["sentences"]) for row in map(json.loads, handle)
                 if row["sentences"]]
+
+
+FORMATS = ("conllu", "brown")
 
 
 def source_name(path: Path) -> str:
@@ -104,3 +108,39 @@ def read_documents(path: Path) -> list[list[str]]:
     text = path.read_text(encoding="utf-8")
     docs = [[ln.strip() for ln in block.splitlines() if ln.strip()] for block in re.split(r"\n\s*\n", text)]
     return [d for d in docs if d]
+
+
+def read_brown_passages(folder: Path, passage: int = PASSAGE) -> list[Passage]:
+    """The Brown Corpus as NLTK distributes it (``brown.zip`` of nltk_data: files ``ca01`` ...
+    ``cr09`` of ``word/tag`` tokens, ``cats.txt``): each of the 500 samples is a document, its
+    sentences detokenized back to running text (the quotes `` and '' become ") by NLTK's Treebank
+    detokenizer. NLTK's own reader parses the files; the folder is added to ``nltk.data.path``
+    because NLTK >= 3.9 refuses corpus roots outside it."""
+    import nltk
+    from nltk.corpus.reader import CategorizedTaggedCorpusReader
+    from nltk.tokenize.treebank import TreebankWordDetokenizer
+
+    folder = Path(folder).resolve()
+    if not (folder / "cats.txt").is_file():
+        raise FileNotFoundError(f"{folder}: not the Brown Corpus in NLTK's form (no cats.txt); "
+                                "unzip packages/corpora/brown.zip of nltk_data")
+    if str(folder) not in nltk.data.path:
+        nltk.data.path.append(str(folder))
+    reader = CategorizedTaggedCorpusReader(str(folder), r"c[a-r]\d\d", cat_file="cats.txt", encoding="ascii")
+    detokenize = TreebankWordDetokenizer().detokenize
+    passages = []
+    for fileid in reader.fileids():
+        sentences = [text for text in (re.sub(r"\s+", " ", detokenize(words)).strip() for words in reader.sents(fileid))
+                     if text]
+        passages += [Passage("brown", f"brown-{fileid}", sentences[i:i + passage])
+                     for i in range(0, len(sentences), passage)]
+    return passages
+
+
+def read_source(path: Path, form: str = "conllu", passage: int = PASSAGE) -> list[Passage]:
+    """Passages of one running-text source: a UD train file (``conllu``) or a Brown folder."""
+    if form == "conllu":
+        return read_passages(Path(path), passage)
+    if form == "brown":
+        return read_brown_passages(Path(path), passage)
+    raise ValueError(f"unknown running-text format {form!r}: one of {', '.join(FORMATS)}")
