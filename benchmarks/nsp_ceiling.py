@@ -58,16 +58,16 @@ def main() -> None:
     parser.add_argument("--also-pool", action="append", default=[], metavar="NAMES",
                         help="comma-separated sources to pool as well (repeatable)")
     args = parser.parse_args()
-    head = load("default", device="cpu")
     held_out = {s["name"]: read_documents(args.corpus / s["heldout_file"])
                 for s in held_out_sources(args.corpus) if s["name"] != "wordnet"}
+    pools = [[name.strip() for name in names.split(",") if name.strip()] for names in args.also_pool]
+    unknown = sorted({name for pool in pools for name in pool} - set(held_out))
+    if unknown:
+        parser.error(f"--also-pool: no held-out slice named {', '.join(unknown)} (have {', '.join(held_out)})")
+    head = load("default", device="cpu")
     pooled = [d for docs in held_out.values() for d in docs]
     rows = {"held-out, pooled": evaluate_nsp(head, pooled, progress=False)}
-    for names in args.also_pool:
-        chosen = names.split(",")
-        unknown = sorted(set(chosen) - set(held_out))
-        if unknown:
-            parser.error(f"--also-pool: no held-out slice named {', '.join(unknown)} (have {', '.join(held_out)})")
+    for chosen in pools:
         rows[f"held-out, pooled over {' + '.join(chosen)}"] = evaluate_nsp(
             head, [d for name in chosen for d in held_out[name]], progress=False)
     for name, docs in held_out.items():  # NotNext from the same source only: harder than pooled

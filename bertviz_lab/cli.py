@@ -324,7 +324,7 @@ def run_positions(args: argparse.Namespace) -> int:
 # ---- masked-word head ----------------------------------------------------------------------
 def add_build_corpus(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("build-corpus", help="write the training/held-out corpus: WordNet (needs wordnet-base) "
-                       "and optionally UD train splits as running text")
+                       "and optionally running text: UD train splits, the Brown Corpus")
     p.add_argument("--out", required=True, type=Path)
     p.add_argument("--heldout", type=positive_int, default=2000, help="WordNet lines held out")
     p.add_argument("--wordnet", type=Path, default=None, metavar="DIR",
@@ -338,21 +338,53 @@ def add_build_corpus(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run_build_corpus)
 
 
-def run_build_corpus(args: argparse.Namespace) -> int:
-    from .mlm.corpus import WORDNET_DIR, RunningText, build_corpus
+def read_manifest(manifest: Path) -> list:
+    """The running-text sources a manifest names, checked before anything is written."""
+    from .mlm.corpus import RunningText
+    from .mlm.running_text import FORMATS, source_name
 
-    running = []
-    for manifest in args.running_text:
-        if not manifest.is_file():
-            raise FileNotFoundError(f"no such manifest: {manifest}")
-        base = manifest.parent
-        for item in json.loads(manifest.read_text()):
-            running.append(RunningText(base / item["path"], item["licence"],
-                                       base / item["licence_file"] if item.get("licence_file") else None,
-                                       item.get("origin", ""), item.get("format", "conllu")))
-    print(json.dumps(build_corpus(args.out, heldout=args.heldout, seed=args.seed, running=running,
-                                  folder=args.wordnet or WORDNET_DIR,
-                                  heldout_sentences=args.heldout_sentences)))
+    if not manifest.is_file():
+        raise FileNotFoundError(f"no such manifest: {manifest}")
+    try:
+        items = json.loads(manifest.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise InputError(f"{manifest} is not JSON: {error}") from None
+    if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
+        raise InputError(f"{manifest}: expected a list of sources ({{\"path\", \"licence\", ...}})")
+    base, sources = manifest.parent, []
+    for number, item in enumerate(items, 1):
+        where = f"{manifest}, source {number}"
+        missing = [key for key in ("path", "licence") if not item.get(key)]
+        if missing:
+            raise InputError(f"{where}: no {' or '.join(missing)}")
+        form = item.get("format", "conllu")
+        if form not in FORMATS:
+            raise InputError(f"{where}: unknown format {form!r} (one of {', '.join(FORMATS)})")
+        path = base / item["path"]
+        if not path.exists():
+            raise FileNotFoundError(f"{where}: {path} does not exist")
+        if form == "conllu":
+            try:
+                source_name(path)
+            except ValueError as error:  # a dev or test split
+                raise InputError(f"{where}: {error}") from None
+        licence_file = base / item["licence_file"] if item.get("licence_file") else None
+        if licence_file is not None and not licence_file.is_file():
+            raise FileNotFoundError(f"{where}: licence file {licence_file} does not exist")
+        sources.append(RunningText(path, item["licence"], licence_file, item.get("origin", ""), form))
+    return sources
+
+
+def run_build_corpus(args: argparse.Namespace) -> int:
+    from .mlm.corpus import WORDNET_DIR, build_corpus
+
+    running = [source for manifest in args.running_text for source in read_manifest(manifest)]
+    try:
+        record = build_corpus(args.out, heldout=args.heldout, seed=args.seed, running=running,
+                              folder=args.wordnet or WORDNET_DIR, heldout_sentences=args.heldout_sentences)
+    except ValueError as error:  # two sources of one name
+        raise InputError(str(error)) from None
+    print(json.dumps(record))
     return 0
 
 

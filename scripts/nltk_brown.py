@@ -24,7 +24,10 @@ def show(repo: Path, path: str) -> bytes:
 
 def gather(out: Path, repo: Path) -> dict:
     index = show(repo, "packages/corpora/brown.xml").decode()
-    licence = re.search(r'license="([^"]*)"', index).group(1)
+    stated = re.search(r'license="([^"]*)"', index)
+    if stated is None:
+        raise SystemExit(f"{repo}: packages/corpora/brown.xml states no licence; not gathering the Brown Corpus")
+    licence = stated.group(1)
     with zipfile.ZipFile(io.BytesIO(show(repo, "packages/corpora/brown.zip"))) as archive:
         archive.extractall(out)
     readme = (out / "brown" / "README").read_text(encoding="ascii", errors="replace")

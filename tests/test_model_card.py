@@ -34,12 +34,17 @@ def test_published_settings_name_folders_not_machine_paths():
 
 
 def test_licence_note_names_every_source_and_the_non_commercial_ones():
-    from bertviz_lab.mlm.model_card import licence_note
+    from bertviz_lab.mlm.model_card import licence_note, running_size
 
-    sources = [{"name": "wordnet", "licence": "WordNet 3.0 licence"}, {"name": "ewt", "licence": "CC BY-SA 4.0"},
-               {"name": "gum", "licence": "CC BY-NC-SA 4.0"},
+    sources = [{"name": "wordnet", "licence": "WordNet 3.0 licence", "licence_file": "LICENSE-WordNet"},
+               {"name": "ewt", "licence": "CC BY-SA 4.0", "licence_file": "LICENSE-ewt.txt"},
+               {"name": "gum", "licence": "Creative Commons Attribution-NonCommercial-ShareAlike 4.0"},
                {"name": "brown", "licence": "May be used for non-commercial purposes (Brown Corpus, per nltk_data)"}]
     note = licence_note(sources)
-    assert "UD English EWT: CC BY-SA 4.0 (LICENSE-ewt.txt)" in note and "(LICENSE-WordNet)" in note
-    assert "Because UD English GUM, Brown Corpus are for non-commercial use only" in note
-    assert "non-commercial" not in licence_note(sources[:2])
+    assert "UD English EWT: CC BY-SA 4.0 (`LICENSE-ewt.txt`)" in note and "(`LICENSE-WordNet`)" in note
+    assert "ShareAlike 4.0;" in note  # no licence file was shipped for it, so none is named
+    assert "Because UD English GUM and Brown Corpus are for non-commercial use only" in note
+    assert "non-commercial" not in licence_note(sources[:2] + [{"name": "x", "licence": "University of Illinois/NCSA"}])
+    assert running_size(sources[:1]) == "dictionary glosses only"
+    assert running_size([{"name": "ewt", "train_lines": 800}]).startswith("about 800 sentences")
+    assert running_size([{"name": "ewt", "train_lines": 78_321}]).startswith("about 78,000 sentences")

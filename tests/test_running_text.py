@@ -206,27 +206,31 @@ def test_eval_nsp_cli_reports_json_and_refuses_what_it_cannot_score(tmp_path, ti
 
 
 def fake_brown(folder: Path) -> Path:
-    """Two Brown samples in NLTK's tagged form (``word/tag`` tokens, sentences on their own lines,
-    tab-indented, paragraphs separated by blank lines), as nltk_data's brown.zip has them."""
+    """Two Brown samples in NLTK's tagged form (``word/tag`` tokens, a sentence per line, paragraphs
+    apart), with what the real files have: a headline tagged ``-hl``, a doubled ``?/. ?/.``, an
+    abbreviation followed by its own full stop, a dialogue dash, a lone bracket."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "ca01").write_text(
+        "\n\n\tJury/nn-hl finds/vbz-hl nothing/pn-hl\n\n"
         "\n\n\tThe/at jury/nn said/vbd ``/`` no/at evidence/nn ''/'' was/bedz found/vbn ./.\n\n"
-        "\n\n\tIt/pps was/bedz n't/* over/rb ,/, he/pps said/vbd ./.\n"
-        "\n\tThe/at vote/nn came/vbd Friday/nr ./.\n\n")
-    (folder / "cn01").write_text("\n\n\tDan/np rode/vbd home/nr ./.\n\n\n\tAnn/np waited/vbd ?/.\n\n")
+        "\n\n\tIt/pps was/bedz over/rb ,/, said/vbd Ivan/np Allen/np Jr./np ./.\n"
+        "\n\t)/)\n"
+        "\n\tWho/wps voted/vbd ?/. ?/.\n\n")
+    (folder / "cn01").write_text("\n\n\t--/-- Come/vb home/nr !/. !/.\n\n\n\tAnn/np waited/vbd ./.\n\n")
     (folder / "cats.txt").write_text("ca01 news\ncn01 adventure\n")
     return folder
 
 
-def test_brown_samples_become_documents_of_detokenized_sentences(tmp_path):
+def test_brown_samples_become_whole_documents_of_clean_sentences(tmp_path):
     from bertviz_lab.mlm.running_text import read_brown_passages, read_source
 
-    passages = read_brown_passages(fake_brown(tmp_path / "brown"), passage=2)
+    passages = read_brown_passages(fake_brown(tmp_path / "brown"))
     assert [(p.source, p.document, p.sentences) for p in passages] == [
-        ("brown", "brown-ca01", ['The jury said "no evidence" was found.', "It wasn't over, he said."]),
-        ("brown", "brown-ca01", ["The vote came Friday."]),  # a sample longer than a passage is cut
-        ("brown", "brown-cn01", ["Dan rode home.", "Ann waited?"])]
-    assert read_source(tmp_path / "brown", "brown", passage=2) == passages
+        ("brown", "brown-ca01", ['The jury said "no evidence" was found.', "It was over, said Ivan Allen Jr.",
+                                 "Who voted?"]),  # no headline, no lone bracket, no "Jr. ." or "??"
+        ("brown", "brown-cn01", ["Come home!", "Ann waited."])]
+    assert read_source(tmp_path / "brown", "brown") == passages  # whole samples: a held-out one is a whole document
+    assert [len(p.sentences) for p in read_brown_passages(tmp_path / "brown", passage=2)] == [2, 1, 2]
     with pytest.raises(ValueError, match="unknown running-text format"):
         read_source(tmp_path / "brown", "epub")
     with pytest.raises(FileNotFoundError, match="cats.txt"):
@@ -253,5 +257,30 @@ def test_build_corpus_cli_takes_a_ud_and_a_brown_manifest(tmp_path, ud_files):
     assert [s["name"] for s in record["sources"]] == ["wordnet", "web", "brown"]
     assert record["sources"][2]["source"] == "Brown Corpus (NLTK's tagged form) (nltk_data@abc)"
     assert (out / "LICENSE-brown.txt").read_text().startswith("May be used")
+    assert [s["licence_file"] for s in record["sources"][1:]] == [None, "LICENSE-brown.txt"]  # the UD entry named none
     trained = {s for row in map(json.loads, (out / "train_docs.jsonl").read_text().splitlines()) for s in row["sentences"]}
     assert trained & {"Dan rode home.", 'The jury said "no evidence" was found.'}
+
+
+@pytest.mark.parametrize("manifest, message", [
+    ("not json", "is not JSON"),
+    ('{"path": "x"}', "expected a list of sources"),
+    ('[{"path": "brown"}]', "source 1: no licence"),
+    ('[{"path": "brown", "licence": "x", "format": "epub"}]', "unknown format 'epub'"),
+    ('[{"path": "nowhere", "licence": "x", "format": "brown"}]', "does not exist"),
+    ('[{"path": "brown", "licence": "x", "format": "brown", "licence_file": "LICENSE-none"}]', "licence file"),
+    ('[{"path": "en_web-ud-test.conllu", "licence": "x"}]', "reserved for evaluation"),
+    ('[{"path": "brown", "licence": "x", "format": "brown"}, {"path": "brown", "licence": "x", "format": "brown"}]',
+     "two running-text sources are named 'brown'"),
+])
+def test_build_corpus_refuses_a_bad_manifest_before_writing_anything(tmp_path, capsys, manifest, message):
+    from bertviz_lab import cli
+
+    fake_brown(tmp_path / "brown")
+    (tmp_path / "en_web-ud-test.conllu").write_text("")
+    (tmp_path / "manifest.json").write_text(manifest)
+    out = tmp_path / "corpus"
+    code = cli.main(["build-corpus", "--out", str(out), "--wordnet", str(fake_wordnet(tmp_path / "wn")),
+                     "--running-text", str(tmp_path / "manifest.json")])  # errors a user can make: no traceback
+    assert code == 2 and message in capsys.readouterr().err
+    assert not out.exists()

@@ -83,6 +83,13 @@ def build_corpus(out: Path, heldout: int = 2000, seed: int = 0, folder: Path = W
                  running: list[RunningText] = (), heldout_sentences: int = 1000,
                  validation_sentences: int = 300, validation_lines: int = 500) -> dict:
     """Write the training, validation and held-out files, licences and corpus.json into ``out``."""
+    loaded = []  # every running-text source is read before anything is written
+    for item in running:
+        passages = read_source(Path(item.path), item.format)
+        name = passages[0].source if passages else "brown" if item.format == "brown" else source_name(Path(item.path))
+        if name == "wordnet" or name in [n for n, _, _ in loaded]:
+            raise ValueError(f"two running-text sources are named {name!r} ({item.path}); each needs its own name")
+        loaded.append((name, item, passages))
     lines = read_wordnet(folder)
     random.Random(seed).shuffle(lines)
     out.mkdir(parents=True, exist_ok=True)
@@ -91,24 +98,26 @@ def build_corpus(out: Path, heldout: int = 2000, seed: int = 0, folder: Path = W
     train = lines[heldout + len(validation):]
     (out / "heldout.txt").write_text("\n".join(held) + "\n", encoding="utf-8")
     (out / "train.txt").write_text("\n".join(train) + "\n", encoding="utf-8")
+    wordnet_licence = None
     if WORDNET_LICENCE.is_file():
         shutil.copy(WORDNET_LICENCE, out / "LICENSE-WordNet")
+        wordnet_licence = "LICENSE-WordNet"
     sources = [{"name": "wordnet", "source": "WordNet 3.0 glosses and usage examples (Debian package wordnet-base)",
-                "licence": "WordNet 3.0 licence (permissive; see LICENSE-WordNet)", "train_lines": len(train),
+                "licence": "WordNet 3.0 licence (permissive)", "licence_file": wordnet_licence, "train_lines": len(train),
                 "validation_lines": len(validation), "heldout_lines": len(held), "heldout_file": "heldout.txt"}]
     train_passages, validation_passages = [], []
-    for item in running:
-        passages = read_source(Path(item.path), item.format)
-        name = passages[0].source if passages else "brown" if item.format == "brown" else source_name(Path(item.path))
+    for name, item, passages in loaded:
         total = n_sentences(passages)
         fit, check, kept = split_passages(passages, min(heldout_sentences, total // 10),
                                           min(validation_sentences, total // 20), seed=seed)
         write_documents(out / f"heldout-{name}.txt", kept)
+        licence_file = None
         if item.licence_file is not None and Path(item.licence_file).is_file():
-            shutil.copy(item.licence_file, out / f"LICENSE-{name}.txt")
+            licence_file = f"LICENSE-{name}.txt"
+            shutil.copy(item.licence_file, out / licence_file)
         train_passages += fit
         validation_passages += check
-        sources.append({"name": name, "source": item.describe(), "licence": item.licence,
+        sources.append({"name": name, "source": item.describe(), "licence": item.licence, "licence_file": licence_file,
                         "train_lines": n_sentences(fit), "validation_lines": n_sentences(check),
                         "heldout_lines": n_sentences(kept), "heldout_file": f"heldout-{name}.txt",
                         "heldout_passages": len(kept), "train_passages": len(fit)})

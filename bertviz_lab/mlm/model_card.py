@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 NAMES = {"wordnet": "WordNet 3.0 glosses and examples", "ewt": "UD English EWT (web: blogs, reviews, e-mail, Q&A)",
@@ -37,17 +38,30 @@ def describe(chain: list[dict]) -> str:
                           for c in reversed(chain))
 
 
+NON_COMMERCIAL = re.compile(r"\bNC\b|non-?commercial", re.IGNORECASE)
+
+
 def licence_note(sources: list[dict]) -> str:
     """Each source's licence and the file that holds it, and what the strictest of them means."""
-    parts = [f"{NAMES.get(s['name'], s['name']).split(' (')[0]}: {s['licence']}"
-             + (" (LICENSE-WordNet)" if s["name"] == "wordnet" else f" (LICENSE-{s['name']}.txt)") for s in sources]
-    restricted = [NAMES.get(s["name"], s["name"]).split(" (")[0] for s in sources
-                  if "NC" in s["licence"] or "non-commercial" in s["licence"].lower()]
+    def short(source: dict) -> str:
+        return NAMES.get(source["name"], source["name"]).split(" (")[0]
+
+    parts = [f"{short(s)}: {s['licence']}" + (f" (`{s['licence_file']}`)" if s.get("licence_file") else "")
+             for s in sources]
+    restricted = [short(s) for s in sources if NON_COMMERCIAL.search(s["licence"])]
     note = "Licences: " + "; ".join(parts) + ". The held-out excerpts keep their sources' licences."
     if restricted:
-        note += (f" Because {', '.join(restricted)} {'is' if len(restricted) == 1 else 'are'} for non-commercial use only, "
+        names = restricted[0] if len(restricted) == 1 else ", ".join(restricted[:-1]) + " and " + restricted[-1]
+        note += (f" Because {names} {'is' if len(restricted) == 1 else 'are'} for non-commercial use only, "
                  "treat these weights as for non-commercial (teaching and research) use.")
     return note
+
+
+def running_size(sources: list[dict]) -> str:
+    running = sum(s["train_lines"] for s in sources if s["name"] != "wordnet")
+    if not running:
+        return "dictionary glosses only"
+    return f"about {round(running, -3) if running >= 5000 else running:,} sentences of running English plus dictionary glosses"
 
 
 def write_model_card(folder: Path, report: dict, commands: list[str]) -> Path:
@@ -145,7 +159,7 @@ Validation during training (validation lines and passages set aside from the tra
 
 ## Limits
 
-Trained on about {round(sum(s['train_lines'] for s in sources if s['name'] != 'wordnet'), -3):,.0f} sentences of running English plus dictionary glosses: it predicts everyday words in
+Trained on {running_size(sources)}: it predicts everyday words in
 plain sentences; expect worse on long, technical or conversational text and on rare facts. Words split
 into several WordPieces are never scored by the held-out protocol. It is a teaching aid for looking at
 attention and masked-word predictions, not a language model to rely on.
@@ -176,6 +190,7 @@ def publish(out: Path, corpus: Path, commands: list[str], device: str = "cpu") -
     lab = load("default", device=device, mlm_head=out)  # float16 weights, as shipped
     report = heldout_report(lab, out)
     record = json.loads((out / "run.json").read_text())
+    record["corpus"] = json.loads((out / "corpus.json").read_text())  # as shipped: licence files included
     record["lineage"] = lineage(record["settings"].get("init"))
     record["settings"] = portable_paths(record["settings"])
     record["heldout"] = {k: v for k, v in report.items() if k != "teaching"}

@@ -3,11 +3,13 @@ sentences: the *train* splits of Universal Dependencies treebanks, and the Brown
 Kucera 1964/1979; 500 samples of edited American English in 15 genres) in NLTK's tagged form.
 
 Why documents: next-sentence prediction needs a sentence's true successor (IsNext) and a sentence
-from another document (NotNext), and a held-out slice must be whole passages so that no held-out
-sentence's neighbour was trained on. Long documents (a LinES novel) are cut into passages of at
-most ``PASSAGE`` sentences; a passage remembers its document, so NotNext never draws from the
-same document. Only train splits are accepted: dev/test files are refused by name, as UD's test
-splits are reserved for evaluation.
+from another document (NotNext), and a held-out slice must be whole passages, never single
+sentences of a trained passage. Long UD documents (a LinES novel, some GUM texts) are cut into
+passages of at most ``PASSAGE`` sentences, so a held-out UD passage may share its document (and the
+sentences at its edges) with trained ones; Brown samples are kept whole, so a held-out Brown passage
+is a whole document. A passage remembers its document, so NotNext never draws from the same
+document. Only UD train splits are accepted: dev/test files are refused by name, as UD's test splits
+are reserved for evaluation.
 """
 from __future__ import annotations
 
@@ -110,15 +112,46 @@ def read_documents(path: Path) -> list[list[str]]:
     return [d for d in docs if d]
 
 
-def read_brown_passages(folder: Path, passage: int = PASSAGE) -> list[Passage]:
+def brown_sentence(tagged: list[tuple[str, str]], detokenize) -> str | None:
+    """One Brown sentence (``(word, TAG)`` pairs) as running text, or None for what is not a sentence.
+
+    Why each rule, from the corpus itself: headlines and captions are tagged ``-HL`` on every word
+    (dropped: they are not running text and would make false IsNext pairs); sentence-final ``;``,
+    ``?`` and ``!`` are often given twice (``?/. ?/.``), and a full stop after an abbreviation
+    (``Jr./np ./.``) is given as a token of its own (both collapsed); a dash opens dialogue lines
+    (``-- Come on``, stripped); lone brackets, quotes and list numbers have no word (dropped)."""
+    words = [w for w, _ in tagged]
+    wordy = [t for w, t in tagged if any(c.isalpha() for c in w)]
+    if not wordy or all(t.lower().endswith("-hl") for t in wordy):
+        return None
+    kept: list[str] = []
+    for word in words:
+        if kept and word == kept[-1] and word in {";", "?", "!", "."}:
+            continue
+        if word == "." and kept and len(kept[-1]) > 1 and kept[-1].endswith("."):
+            continue
+        kept.append(word)
+    while kept and kept[0] == "--":
+        kept.pop(0)
+    text = re.sub(r"\s+", " ", detokenize(kept)).strip()
+    return text if any(c.isalpha() for c in text) else None
+
+
+def read_brown_passages(folder: Path, passage: int | None = None) -> list[Passage]:
     """The Brown Corpus as NLTK distributes it (``brown.zip`` of nltk_data: files ``ca01`` ...
     ``cr09`` of ``word/tag`` tokens, ``cats.txt``): each of the 500 samples is a document, its
-    sentences detokenized back to running text (the quotes `` and '' become ") by NLTK's Treebank
-    detokenizer. NLTK's own reader parses the files; the folder is added to ``nltk.data.path``
-    because NLTK >= 3.9 refuses corpus roots outside it."""
-    import nltk
-    from nltk.corpus.reader import CategorizedTaggedCorpusReader
-    from nltk.tokenize.treebank import TreebankWordDetokenizer
+    sentences cleaned (``brown_sentence``) and detokenized back to running text (the quotes `` and
+    '' become ") by NLTK's Treebank detokenizer. NLTK's own reader parses the files; the folder is
+    added to ``nltk.data.path`` because NLTK >= 3.9 refuses corpus roots outside it.
+
+    Why whole samples by default: a sample is ~2,000 words (~100 sentences), so a held-out passage
+    is a whole document, and no name or topic of a held-out sample is seen in training."""
+    try:
+        import nltk
+        from nltk.corpus.reader import CategorizedTaggedCorpusReader
+        from nltk.tokenize.treebank import TreebankWordDetokenizer
+    except ImportError:
+        raise ImportError("reading the Brown Corpus needs NLTK: pip install nltk (or bertviz-lab[corpus])") from None
 
     folder = Path(folder).resolve()
     if not (folder / "cats.txt").is_file():
@@ -130,10 +163,10 @@ def read_brown_passages(folder: Path, passage: int = PASSAGE) -> list[Passage]:
     detokenize = TreebankWordDetokenizer().detokenize
     passages = []
     for fileid in reader.fileids():
-        sentences = [text for text in (re.sub(r"\s+", " ", detokenize(words)).strip() for words in reader.sents(fileid))
+        sentences = [text for text in (brown_sentence(tagged, detokenize) for tagged in reader.tagged_sents(fileid))
                      if text]
-        passages += [Passage("brown", f"brown-{fileid}", sentences[i:i + passage])
-                     for i in range(0, len(sentences), passage)]
+        size = passage or max(1, len(sentences))
+        passages += [Passage("brown", f"brown-{fileid}", sentences[i:i + size]) for i in range(0, len(sentences), size)]
     return passages
 
 
@@ -142,5 +175,5 @@ def read_source(path: Path, form: str = "conllu", passage: int = PASSAGE) -> lis
     if form == "conllu":
         return read_passages(Path(path), passage)
     if form == "brown":
-        return read_brown_passages(Path(path), passage)
+        return read_brown_passages(Path(path))  # whole samples
     raise ValueError(f"unknown running-text format {form!r}: one of {', '.join(FORMATS)}")
