@@ -55,6 +55,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--corpus", type=Path, required=True)
     parser.add_argument("--train-pairs", type=int, default=2000)
+    parser.add_argument("--head", type=Path, default=None, metavar="DIR",
+                        help="a trained head folder to measure instead of the shipped one")
     parser.add_argument("--also-pool", action="append", default=[], metavar="NAMES",
                         help="comma-separated sources to pool as well (repeatable)")
     args = parser.parse_args()
@@ -64,7 +66,7 @@ def main() -> None:
     unknown = sorted({name for pool in pools for name in pool} - set(held_out))
     if unknown:
         parser.error(f"--also-pool: no held-out slice named {', '.join(unknown)} (have {', '.join(held_out)})")
-    head = load("default", device="cpu")
+    head = load("default", device="cpu", mlm_head=args.head) if args.head else load("default", device="cpu")
     pooled = [d for docs in held_out.values() for d in docs]
     rows = {"held-out, pooled": evaluate_nsp(head, pooled, progress=False)}
     for chosen in pools:
