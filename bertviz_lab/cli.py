@@ -341,7 +341,7 @@ def add_build_corpus(sub: argparse._SubParsersAction) -> None:
 def read_manifest(manifest: Path) -> list:
     """The running-text sources a manifest names, checked before anything is written."""
     from .mlm.corpus import RunningText
-    from .mlm.running_text import FORMATS, source_name
+    from .mlm.running_text import FORMATS, source_label
 
     if not manifest.is_file():
         raise FileNotFoundError(f"no such manifest: {manifest}")
@@ -357,17 +357,15 @@ def read_manifest(manifest: Path) -> list:
         missing = [key for key in ("path", "licence") if not item.get(key)]
         if missing:
             raise InputError(f"{where}: no {' or '.join(missing)}")
-        form = item.get("format", "conllu")
+        form, path = item.get("format", "conllu"), base / item["path"]
         if form not in FORMATS:
             raise InputError(f"{where}: unknown format {form!r} (one of {', '.join(FORMATS)})")
-        path = base / item["path"]
+        try:
+            source_label(path, form)
+        except ValueError as error:  # a UD dev or test split
+            raise InputError(f"{where}: {error}") from None
         if not path.exists():
             raise FileNotFoundError(f"{where}: {path} does not exist")
-        if form == "conllu":
-            try:
-                source_name(path)
-            except ValueError as error:  # a dev or test split
-                raise InputError(f"{where}: {error}") from None
         licence_file = base / item["licence_file"] if item.get("licence_file") else None
         if licence_file is not None and not licence_file.is_file():
             raise FileNotFoundError(f"{where}: licence file {licence_file} does not exist")

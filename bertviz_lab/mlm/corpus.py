@@ -25,7 +25,7 @@ from pathlib import Path
 from .running_text import (
     n_sentences,
     read_source,
-    source_name,
+    source_label,
     split_passages,
     write_documents,
     write_passages_jsonl,
@@ -85,11 +85,10 @@ def build_corpus(out: Path, heldout: int = 2000, seed: int = 0, folder: Path = W
     """Write the training, validation and held-out files, licences and corpus.json into ``out``."""
     loaded = []  # every running-text source is read before anything is written
     for item in running:
-        passages = read_source(Path(item.path), item.format)
-        name = passages[0].source if passages else "brown" if item.format == "brown" else source_name(Path(item.path))
+        name = source_label(Path(item.path), item.format)
         if name == "wordnet" or name in [n for n, _, _ in loaded]:
             raise ValueError(f"two running-text sources are named {name!r} ({item.path}); each needs its own name")
-        loaded.append((name, item, passages))
+        loaded.append((name, item, read_source(Path(item.path), item.format)))
     lines = read_wordnet(folder)
     random.Random(seed).shuffle(lines)
     out.mkdir(parents=True, exist_ok=True)

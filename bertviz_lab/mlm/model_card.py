@@ -41,14 +41,16 @@ def describe(chain: list[dict]) -> str:
 NON_COMMERCIAL = re.compile(r"\bNC\b|non-?commercial", re.IGNORECASE)
 
 
+def short_name(name: str) -> str:
+    """"ewt" -> "UD English EWT": a source's name without its description."""
+    return NAMES.get(name, name).split(" (")[0]
+
+
 def licence_note(sources: list[dict]) -> str:
     """Each source's licence and the file that holds it, and what the strictest of them means."""
-    def short(source: dict) -> str:
-        return NAMES.get(source["name"], source["name"]).split(" (")[0]
-
-    parts = [f"{short(s)}: {s['licence']}" + (f" (`{s['licence_file']}`)" if s.get("licence_file") else "")
+    parts = [f"{short_name(s['name'])}: {s['licence']}" + (f" (`{s['licence_file']}`)" if s.get("licence_file") else "")
              for s in sources]
-    restricted = [short(s) for s in sources if NON_COMMERCIAL.search(s["licence"])]
+    restricted = [short_name(s["name"]) for s in sources if NON_COMMERCIAL.search(s["licence"])]
     note = "Licences: " + "; ".join(parts) + ". The held-out excerpts keep their sources' licences."
     if restricted:
         names = restricted[0] if len(restricted) == 1 else ", ".join(restricted[:-1]) + " and " + restricted[-1]
@@ -75,7 +77,7 @@ def write_model_card(folder: Path, report: dict, commands: list[str]) -> Path:
         f"| {NAMES.get(s['name'], s['name'])} | {s['licence']} | {s['train_lines']:,} | {s.get('validation_lines', 0):,} | "
         f"{s['heldout_lines']:,} (`{s['heldout_file']}`) |" for s in sources)
     mlm_rows = "\n".join(
-        f"| {NAMES.get(name, name).split(' (')[0]} | {ci(r, 'top1')} | {ci(r, 'top5')} | {r['n']} | "
+        f"| {short_name(name)} | {ci(r, 'top1')} | {ci(r, 'top5')} | {r['n']} | "
         f"{r['function_words']['top1']:.3f} / {r['content_words']['top1']:.3f} |" for name, r in report["mlm"].items())
     natural = report.get("natural_english")
     if natural:

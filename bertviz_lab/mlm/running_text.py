@@ -170,10 +170,18 @@ def read_brown_passages(folder: Path, passage: int | None = None) -> list[Passag
     return passages
 
 
-def read_source(path: Path, form: str = "conllu", passage: int = PASSAGE) -> list[Passage]:
+def check_format(form: str) -> None:
+    if form not in FORMATS:
+        raise ValueError(f"unknown running-text format {form!r}: one of {', '.join(FORMATS)}")
+
+
+def source_label(path: Path, form: str = "conllu") -> str:
+    """The name a source's passages carry ("ewt", "brown"); refuses UD dev and test files."""
+    check_format(form)
+    return "brown" if form == "brown" else source_name(Path(path))
+
+
+def read_source(path: Path, form: str = "conllu") -> list[Passage]:
     """Passages of one running-text source: a UD train file (``conllu``) or a Brown folder."""
-    if form == "conllu":
-        return read_passages(Path(path), passage)
-    if form == "brown":
-        return read_brown_passages(Path(path))  # whole samples
-    raise ValueError(f"unknown running-text format {form!r}: one of {', '.join(FORMATS)}")
+    check_format(form)
+    return read_brown_passages(Path(path)) if form == "brown" else read_passages(Path(path))  # Brown: whole samples
