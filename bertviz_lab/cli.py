@@ -334,6 +334,9 @@ def add_build_corpus(sub: argparse._SubParsersAction) -> None:
                    "scripts/nltk_brown.py (the Brown Corpus): paths, licences, origins; repeatable")
     p.add_argument("--heldout-sentences", type=positive_int, default=1000,
                    help="running-text sentences held out per source (at most 10%% of it)")
+    p.add_argument("--heldout-unit", choices=("document", "passage"), default="document",
+                   help="hold out whole documents (default), or one passage of a document with the rest trained "
+                   "on, as the shipped head's corpus was cut")
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=run_build_corpus)
 
@@ -379,7 +382,8 @@ def run_build_corpus(args: argparse.Namespace) -> int:
     running = [source for manifest in args.running_text for source in read_manifest(manifest)]
     try:
         record = build_corpus(args.out, heldout=args.heldout, seed=args.seed, running=running,
-                              folder=args.wordnet or WORDNET_DIR, heldout_sentences=args.heldout_sentences)
+                              folder=args.wordnet or WORDNET_DIR, heldout_sentences=args.heldout_sentences,
+                              heldout_unit=args.heldout_unit)
     except ValueError as error:  # two sources of one name
         raise InputError(str(error)) from None
     print(json.dumps(record))

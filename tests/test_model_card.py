@@ -48,3 +48,14 @@ def test_licence_note_names_every_source_and_the_non_commercial_ones():
     assert running_size(sources[:1]) == "dictionary glosses only"
     assert running_size([{"name": "ewt", "train_lines": 800}]).startswith("about 800 sentences")
     assert running_size([{"name": "ewt", "train_lines": 78_321}]).startswith("about 78,000 sentences")
+
+
+def test_heldout_note_says_when_a_held_out_documents_other_passages_were_trained_on():
+    from bertviz_lab.mlm.model_card import heldout_note
+
+    shipped = json.loads((DEFAULT_MLM_HEAD / "corpus.json").read_text())["sources"]  # built before the unit existed
+    assert heldout_note(shipped) == ("whole passages, at most one per document; other passages of a held-out "
+                                     "passage's document were trained on in UD English EWT, UD English GUM, UD English LinES")
+    whole = [{"name": "wordnet"}, {"name": "ewt", "heldout_unit": "document"}, {"name": "brown", "heldout_unit": "document"}]
+    assert heldout_note(whole) == "whole documents"
+    assert heldout_note(whole[:2] + [{"name": "novel", "heldout_unit": "passage"}]).endswith("trained on in novel")

@@ -72,9 +72,30 @@ def test_held_out_and_validation_are_whole_passages_one_per_document(ud_files):
     assert len(train) == 30 - 4 - 2
     seen = [p.document for p in train + validation + held]
     assert len(seen) == len(set(seen)) == 30  # nothing lost, nothing twice
-    novel = read_passages(ud_files[1])
-    _, _, held = split_passages(novel, heldout_sentences=60, validation_sentences=0)
-    assert len(held) == 1  # one passage per document, even when that is fewer sentences than asked
+    novel = read_passages(ud_files[1])  # one document, four passages
+    train, _, held = split_passages(novel, heldout_sentences=60, validation_sentences=0, unit="passage")
+    assert [len(p.sentences) for p in held] == [40] and len(train) == 3  # one passage of it, fewer than asked
+    train, _, held = split_passages(novel, heldout_sentences=10, validation_sentences=0)
+    assert [len(p.sentences) for p in held] == [130] and train == []  # the whole document, joined in order
+    assert held[0].sentences[39:41] == ["the novel line 39 goes on and on", "the novel line 40 goes on and on"]
+
+
+def test_whole_documents_leave_training_whole_and_are_drawn_one_ticket_each():
+    # "long": 5 passages of 4 sentences; ten short documents of one passage each.
+    passages = [Passage("t", "long", [f"long {k}" for k in range(4 * i, 4 * i + 4)]) for i in range(5)]
+    passages += [Passage("t", f"short{d}", [f"short {d} {k}" for k in range(4)]) for d in range(10)]
+    long_held = {"document": 0, "passage": 0}
+    for seed in range(300):
+        for unit in long_held:
+            train, validation, held = split_passages(passages, 4, 4, seed=seed, unit=unit)
+            trained_docs = {p.document for p in train}
+            if unit == "document":
+                assert not trained_docs & {p.document for p in held + validation}
+                assert sum(map(len, (p.sentences for p in train + validation + held))) == 60  # nothing lost
+            long_held[unit] += any(p.document == "long" for p in held)
+    # one ticket per document: "long" is the held-out one about 1 time in 11; drawn per passage
+    # (one ticket per passage, the plausible misreading) it would be about 1 time in 3.
+    assert 0.04 < long_held["document"] / 300 < 0.15 and long_held["passage"] / 300 > 0.25
 
 
 def test_build_corpus_never_trains_on_held_out_text_and_records_licences(tmp_path, ud_files):
@@ -99,7 +120,10 @@ def test_build_corpus_never_trains_on_held_out_text_and_records_licences(tmp_pat
         held.update(s for d in docs for s in d)
     validation = set((out / "validation.txt").read_text().splitlines())
     assert held and not held & trained and not validation & trained and not held & validation
-    assert len(read_documents(out / "heldout-web.txt")) == 3  # 18 sentences: 3 whole passages of 6
+    assert len(read_documents(out / "heldout-web.txt")) == 3  # 18 sentences: 3 whole documents of 6
+    # one document cannot be held out whole and leave text to train on: that source falls back to passages
+    assert [s.get("heldout_unit") for s in record["sources"]] == [None, "document", "passage"]
+    assert [len(d) for d in read_documents(out / "heldout-novel.txt")] == [40]
 
 
 def test_epoch_examples_pair_true_successors_and_other_documents():
@@ -260,6 +284,11 @@ def test_build_corpus_cli_takes_a_ud_and_a_brown_manifest(tmp_path, ud_files):
     assert [s["licence_file"] for s in record["sources"][1:]] == [None, "LICENSE-brown.txt"]  # the UD entry named none
     trained = {s for row in map(json.loads, (out / "train_docs.jsonl").read_text().splitlines()) for s in row["sentences"]}
     assert trained & {"Dan rode home.", 'The jury said "no evidence" was found.'}
+    assert [s.get("heldout_unit") for s in record["sources"]] == [None, "document", "document"]
+    assert cli.main(["build-corpus", "--out", str(tmp_path / "c2"), "--heldout", "10", "--heldout-sentences", "12",
+                     "--wordnet", str(fake_wordnet(tmp_path / "wn")), "--running-text", str(ud / "manifest.json"),
+                     "--heldout-unit", "passage"]) == 0
+    assert json.loads((tmp_path / "c2" / "corpus.json").read_text())["sources"][1]["heldout_unit"] == "passage"
 
 
 @pytest.mark.parametrize("manifest, message", [

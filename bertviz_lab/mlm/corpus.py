@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .running_text import (
+    Passage,
     n_sentences,
     read_source,
     source_label,
@@ -79,10 +80,25 @@ class RunningText:
         return f"{what} ({self.origin})" if self.origin else what
 
 
+def split_source(passages: list[Passage], heldout_sentences: int, validation_sentences: int, seed: int,
+                 unit: str) -> tuple[list[Passage], list[Passage], list[Passage], str]:
+    """``split_passages`` with ``unit``, or with passages when whole documents would leave less
+    than half of the source to train on (a source of one long book); the last item is the unit used."""
+    fit, check, kept = split_passages(passages, heldout_sentences, validation_sentences, seed=seed, unit=unit)
+    if unit == "document" and n_sentences(fit) < n_sentences(passages) / 2:
+        unit = "passage"
+        fit, check, kept = split_passages(passages, heldout_sentences, validation_sentences, seed=seed, unit=unit)
+    return fit, check, kept, unit
+
+
 def build_corpus(out: Path, heldout: int = 2000, seed: int = 0, folder: Path = WORDNET_DIR,
                  running: list[RunningText] = (), heldout_sentences: int = 1000,
-                 validation_sentences: int = 300, validation_lines: int = 500) -> dict:
-    """Write the training, validation and held-out files, licences and corpus.json into ``out``."""
+                 validation_sentences: int = 300, validation_lines: int = 500, heldout_unit: str = "document") -> dict:
+    """Write the training, validation and held-out files, licences and corpus.json into ``out``.
+
+    ``heldout_unit`` is how running text is held out (see ``split_passages``); a source with too few
+    documents to hold whole ones out (they would take over half of it) falls back to passages, and
+    corpus.json records the unit each source used."""
     loaded = []  # every running-text source is read before anything is written
     for item in running:
         name = source_label(Path(item.path), item.format)
@@ -107,8 +123,8 @@ def build_corpus(out: Path, heldout: int = 2000, seed: int = 0, folder: Path = W
     train_passages, validation_passages = [], []
     for name, item, passages in loaded:
         total = n_sentences(passages)
-        fit, check, kept = split_passages(passages, min(heldout_sentences, total // 10),
-                                          min(validation_sentences, total // 20), seed=seed)
+        fit, check, kept, unit = split_source(passages, min(heldout_sentences, total // 10),
+                                              min(validation_sentences, total // 20), seed, heldout_unit)
         write_documents(out / f"heldout-{name}.txt", kept)
         licence_file = None
         if item.licence_file is not None and Path(item.licence_file).is_file():
@@ -119,7 +135,7 @@ def build_corpus(out: Path, heldout: int = 2000, seed: int = 0, folder: Path = W
         sources.append({"name": name, "source": item.describe(), "licence": item.licence, "licence_file": licence_file,
                         "train_lines": n_sentences(fit), "validation_lines": n_sentences(check),
                         "heldout_lines": n_sentences(kept), "heldout_file": f"heldout-{name}.txt",
-                        "heldout_passages": len(kept), "train_passages": len(fit)})
+                        "heldout_passages": len(kept), "train_passages": len(fit), "heldout_unit": unit})
     if running:
         write_passages_jsonl(out / "train_docs.jsonl", train_passages)
         write_documents(out / "validation_docs.txt", validation_passages)

@@ -66,6 +66,17 @@ def running_size(sources: list[dict]) -> str:
     return f"about {round(running, -3) if running >= 5000 else running:,} sentences of running English plus dictionary glosses"
 
 
+def heldout_note(sources: list[dict]) -> str:
+    """How the running text was held out: whole documents, or (corpora built before build-corpus
+    held out documents, which record no unit) one passage of a document whose others were trained on."""
+    units = {s["name"]: s.get("heldout_unit", "passage") for s in sources if s["name"] != "wordnet"}
+    by_passage = [short_name(n) for n, u in units.items() if u == "passage"]
+    if not by_passage:
+        return "whole documents"
+    return (f"whole passages, at most one per document; other passages of a held-out passage's document "
+            f"were trained on in {', '.join(by_passage)}")
+
+
 def write_model_card(folder: Path, report: dict, commands: list[str]) -> Path:
     record = json.loads((folder / "run.json").read_text())
     chain = record.get("lineage", [])
@@ -91,7 +102,7 @@ def write_model_card(folder: Path, report: dict, commands: list[str]) -> Path:
     nsp_text = (f"""## Next-sentence prediction (held-out passages of the running text)
 
 Pairs as in BERT's pretraining: a sentence and its successor (IsNext) or, half the time, a random
-sentence of another held-out passage (NotNext); seeded; `eval-nsp` protocol.
+sentence of another held-out document (NotNext); seeded; `eval-nsp` protocol.
 
 | pairs | accuracy [95% CI] | IsNext | NotNext |
 |---:|---:|---:|---:|
@@ -124,7 +135,7 @@ heads, the attention of layers {layers[0] + 1}-{layers[-1] + 1} comes from the f
 
 ## Corpus
 
-Never a test split of any treebank; each source's held-out slice (whole passages, at most one per document)
+Never a test split of any treebank; each source's held-out slice ({heldout_note(sources)})
 is never trained on, and ships here so anyone can re-measure.
 
 | source | licence | train lines | validation | held out |

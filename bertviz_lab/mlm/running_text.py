@@ -3,12 +3,12 @@ sentences: the *train* splits of Universal Dependencies treebanks, and the Brown
 Kucera 1964/1979; 500 samples of edited American English in 15 genres) in NLTK's tagged form.
 
 Why documents: next-sentence prediction needs a sentence's true successor (IsNext) and a sentence
-from another document (NotNext), and a held-out slice must be whole passages, never single
-sentences of a trained passage. Long UD documents (a LinES novel, some GUM texts) are cut into
-passages of at most ``PASSAGE`` sentences, so a held-out UD passage may share its document (and the
-sentences at its edges) with trained ones; Brown samples are kept whole, so a held-out Brown passage
-is a whole document. A passage remembers its document, so NotNext never draws from the same
-document. Only UD train splits are accepted: dev/test files are refused by name, as UD's test splits
+from another document (NotNext), and a held-out slice must be whole documents, so that no
+sentence, name or topic of it is trained on. Long UD documents (a LinES novel, some GUM texts) are
+cut into training passages of at most ``PASSAGE`` sentences; a passage remembers its document, so
+NotNext never draws from the same document and a held-out document leaves training whole (the
+shipped head's corpus was cut with ``unit="passage"``, one passage of a document held out and the
+rest trained on). Brown samples are kept whole. Only UD train splits are accepted: dev/test files are refused by name, as UD's test splits
 are reserved for evaluation.
 """
 from __future__ import annotations
@@ -76,12 +76,27 @@ def read_passages(path: Path, passage: int = PASSAGE) -> list[Passage]:
             for doc, sents in documents for i in range(0, len(sents), passage)]
 
 
+HELDOUT_UNITS = ("document", "passage")
+
+
 def split_passages(passages: list[Passage], heldout_sentences: int, validation_sentences: int,
-                   seed: int = 0) -> tuple[list[Passage], list[Passage], list[Passage]]:
-    """(train, validation, held-out): whole passages, drawn in a seeded order until each slice has
-    at least the asked number of sentences; the held-out slice is drawn first. A slice takes at
-    most one passage of a document, so in a held-out file every passage is another document."""
-    order = list(range(len(passages)))
+                   seed: int = 0, unit: str = "document") -> tuple[list[Passage], list[Passage], list[Passage]]:
+    """(train, validation, held-out), drawn in a seeded order until each slice has at least the asked
+    number of sentences; the held-out slice is drawn first.
+
+    ``unit="document"``: a held-out or validation document leaves training whole, so no sentence,
+    name or topic of it is ever trained on. ``unit="passage"`` (how the shipped head's corpus was
+    cut): a slice takes one passage of a document and the document's other passages stay in
+    training. Either way each slice comes back as one passage per document (its passages joined in
+    order), so ``eval-nsp`` never draws a NotNext sentence from the same document."""
+    if unit not in HELDOUT_UNITS:
+        raise ValueError(f"unknown held-out unit {unit!r}: use one of {', '.join(HELDOUT_UNITS)}")
+    members: dict[str, list[int]] = {}
+    for i in range(len(passages)):
+        members.setdefault(passages[i].document, []).append(i)
+    # Whole documents are drawn one ticket each (not one per passage, which would favour long ones);
+    # where every document is one passage (Brown) both units draw the same slices.
+    order = [m[0] for m in members.values()] if unit == "document" else list(range(len(passages)))
     random.Random(seed).shuffle(order)
     chosen: list[list[int]] = [[], []]
     used: set[int] = set()
@@ -92,12 +107,25 @@ def split_passages(passages: list[Passage], heldout_sentences: int, validation_s
                 break
             if i in used or passages[i].document in documents:
                 continue
-            chosen[slot].append(i)
-            used.add(i)
+            taken = members[passages[i].document] if unit == "document" else [i]
+            chosen[slot] += [j for j in taken if j not in used]
+            used.update(taken)
             documents.add(passages[i].document)
     train = [p for i, p in enumerate(passages) if i not in used]
-    held, validation = ([passages[i] for i in sorted(c)] for c in chosen)
+    held, validation = (join_documents([passages[i] for i in sorted(c)]) for c in chosen)
     return train, validation, held
+
+
+def join_documents(passages: list[Passage]) -> list[Passage]:
+    """One passage per document: the document's passages (given in order) joined."""
+    joined: dict[tuple[str, str], Passage] = {}
+    for p in passages:
+        key = (p.source, p.document)
+        if key in joined:
+            joined[key].sentences.extend(p.sentences)
+        else:
+            joined[key] = Passage(p.source, p.document, list(p.sentences))
+    return list(joined.values())
 
 
 def write_documents(path: Path, passages: list[Passage]) -> None:
