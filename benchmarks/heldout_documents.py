@@ -2,8 +2,8 @@
 
 The shipped head's corpus held out one 40-sentence passage of a long UD document and trained on the
 document's other passages (``build-corpus --heldout-unit passage``; whole documents are the default
-now). This splits that corpus's held-out passages into those whose whole document was held out and
-those whose document was partly trained on, and measures the head on each: masked words (the
+now). This splits that corpus's held-out passages into those no passage of whose document was trained
+on ("whole") and those whose document was partly trained on ("shared"), and measures the head on each: masked words (the
 ``eval-mlm`` protocol) and next-sentence pairs (the ``eval-nsp`` protocol, NotNext drawn within the
 group), pooled and per source, with 95% intervals. If the shared group scored clearly higher, the
 recorded held-out figures would be inflated by what training saw of those documents.
@@ -70,8 +70,8 @@ def main() -> None:
         pooled = [p for g in groups.values() for p in g[kind]]
         rows.append({"source": "pooled", "group": kind, **measure(lab, pooled)})
         rows += [{"source": name, "group": kind, **measure(lab, g[kind])} for name, g in groups.items() if g[kind]]
-    print(f"head: {args.head or 'shipped'}; held-out passages whose whole document was held out (whole) "
-          "or whose document has trained passages (shared)\n")
+    print(f"head: {args.head or 'shipped'}; held-out passages none of whose document's passages was trained on "
+          "(whole) or whose document has trained passages (shared)\n")
     print("| source | group | passages | sentences | MLM top-1 [95% CI] (n) | top-5 | content top-1 | NSP [95% CI] (n) |")
     print("|---|---|---:|---:|---:|---:|---:|---:|")
     for r in rows:

@@ -333,7 +333,8 @@ def add_build_corpus(sub: argparse._SubParsersAction) -> None:
                    help="manifest.json written by scripts/ud_running_text.py (UD train files) or "
                    "scripts/nltk_brown.py (the Brown Corpus): paths, licences, origins; repeatable")
     p.add_argument("--heldout-sentences", type=positive_int, default=1000,
-                   help="running-text sentences held out per source (at most 10%% of it)")
+                   help="running-text sentences held out per source (at most 10%% of it; whole documents "
+                   "may take up to one document more)")
     p.add_argument("--heldout-unit", choices=("document", "passage"), default="document",
                    help="hold out whole documents (default), or one passage of a document with the rest trained "
                    "on, as the shipped head's corpus was cut")

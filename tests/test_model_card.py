@@ -56,6 +56,8 @@ def test_heldout_note_says_when_a_held_out_documents_other_passages_were_trained
     shipped = json.loads((DEFAULT_MLM_HEAD / "corpus.json").read_text())["sources"]  # built before the unit existed
     assert heldout_note(shipped) == ("whole passages, at most one per document; other passages of a held-out "
                                      "passage's document were trained on in UD English EWT, UD English GUM, UD English LinES")
-    whole = [{"name": "wordnet"}, {"name": "ewt", "heldout_unit": "document"}, {"name": "brown", "heldout_unit": "document"}]
-    assert heldout_note(whole) == "whole documents"
-    assert heldout_note(whole[:2] + [{"name": "novel", "heldout_unit": "passage"}]).endswith("trained on in novel")
+    whole = [{"name": "wordnet"}, {"name": "ewt", "heldout_unit": "document", "heldout_shares_documents": False}]
+    brown = {"name": "brown", "heldout_unit": "passage", "heldout_shares_documents": False}  # one passage per sample
+    assert heldout_note(whole + [brown]) == "whole documents"
+    novel = {"name": "novel", "heldout_unit": "passage", "heldout_shares_documents": True}
+    assert heldout_note(whole + [brown, novel]).endswith("were trained on in novel")

@@ -78,6 +78,7 @@ def test_held_out_and_validation_are_whole_passages_one_per_document(ud_files):
     train, _, held = split_passages(novel, heldout_sentences=10, validation_sentences=0)
     assert [len(p.sentences) for p in held] == [130] and train == []  # the whole document, joined in order
     assert held[0].sentences[39:41] == ["the novel line 39 goes on and on", "the novel line 40 goes on and on"]
+    assert [len(p.sentences) for p in novel] == [40, 40, 40, 10]  # joining copied, never extended the input
 
 
 def test_whole_documents_leave_training_whole_and_are_drawn_one_ticket_each():
@@ -123,6 +124,7 @@ def test_build_corpus_never_trains_on_held_out_text_and_records_licences(tmp_pat
     assert len(read_documents(out / "heldout-web.txt")) == 3  # 18 sentences: 3 whole documents of 6
     # one document cannot be held out whole and leave text to train on: that source falls back to passages
     assert [s.get("heldout_unit") for s in record["sources"]] == [None, "document", "passage"]
+    assert [s.get("heldout_shares_documents") for s in record["sources"]] == [None, False, True]
     assert [len(d) for d in read_documents(out / "heldout-novel.txt")] == [40]
 
 
@@ -313,3 +315,17 @@ def test_build_corpus_refuses_a_bad_manifest_before_writing_anything(tmp_path, c
                      "--running-text", str(tmp_path / "manifest.json")])  # errors a user can make: no traceback
     assert code == 2 and message in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_whole_documents_fall_back_to_passages_where_they_would_take_far_more_than_asked():
+    from bertviz_lab.mlm.corpus import split_source
+
+    # six documents of 100 sentences (three passages each): one whole document is ten times the 10 asked
+    books = [Passage("t", f"book{d}", [f"book {d} line {k}" for k in range(40 * i, min(100, 40 * i + 40))])
+             for d in range(6) for i in range(3)]
+    train, validation, held, unit = split_source(books, 10, 0, seed=0, unit="document")
+    assert unit == "passage" and len(held) == 1 and len(held[0].sentences) in (20, 40) and len(train) == 17
+    # documents of 10 sentences: whole ones fit (20 asked, 20 taken)
+    short = [Passage("t", f"d{d}", [f"d {d} line {k}" for k in range(10)]) for d in range(20)]
+    train, validation, held, unit = split_source(short, 10, 10, seed=0, unit="document")
+    assert unit == "document" and len(held) == len(validation) == 1 and len(train) == 18

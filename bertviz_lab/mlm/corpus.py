@@ -82,10 +82,13 @@ class RunningText:
 
 def split_source(passages: list[Passage], heldout_sentences: int, validation_sentences: int, seed: int,
                  unit: str) -> tuple[list[Passage], list[Passage], list[Passage], str]:
-    """``split_passages`` with ``unit``, or with passages when whole documents would leave less
-    than half of the source to train on (a source of one long book); the last item is the unit used."""
+    """``split_passages`` with ``unit``, or with passages where whole documents do not fit: when they
+    would leave less than half of the source to train on (one long book), or take over twice the
+    sentences asked for (a few very long documents). The last item is the unit used."""
     fit, check, kept = split_passages(passages, heldout_sentences, validation_sentences, seed=seed, unit=unit)
-    if unit == "document" and n_sentences(fit) < n_sentences(passages) / 2:
+    asked = heldout_sentences + validation_sentences
+    if unit == "document" and (n_sentences(fit) < n_sentences(passages) / 2
+                               or n_sentences(check + kept) > 2 * asked):
         unit = "passage"
         fit, check, kept = split_passages(passages, heldout_sentences, validation_sentences, seed=seed, unit=unit)
     return fit, check, kept, unit
@@ -135,7 +138,8 @@ def build_corpus(out: Path, heldout: int = 2000, seed: int = 0, folder: Path = W
         sources.append({"name": name, "source": item.describe(), "licence": item.licence, "licence_file": licence_file,
                         "train_lines": n_sentences(fit), "validation_lines": n_sentences(check),
                         "heldout_lines": n_sentences(kept), "heldout_file": f"heldout-{name}.txt",
-                        "heldout_passages": len(kept), "train_passages": len(fit), "heldout_unit": unit})
+                        "heldout_passages": len(kept), "train_passages": len(fit), "heldout_unit": unit,
+                        "heldout_shares_documents": bool({p.document for p in kept} & {p.document for p in fit})})
     if running:
         write_passages_jsonl(out / "train_docs.jsonl", train_passages)
         write_documents(out / "validation_docs.txt", validation_passages)

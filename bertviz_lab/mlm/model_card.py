@@ -67,14 +67,14 @@ def running_size(sources: list[dict]) -> str:
 
 
 def heldout_note(sources: list[dict]) -> str:
-    """How the running text was held out: whole documents, or (corpora built before build-corpus
-    held out documents, which record no unit) one passage of a document whose others were trained on."""
-    units = {s["name"]: s.get("heldout_unit", "passage") for s in sources if s["name"] != "wordnet"}
-    by_passage = [short_name(n) for n, u in units.items() if u == "passage"]
-    if not by_passage:
+    """How the running text was held out: whole documents, or one passage of a document whose other
+    passages were trained on (corpora built before build-corpus recorded this were all cut so)."""
+    shared = [short_name(s["name"]) for s in sources if s["name"] != "wordnet"
+              and s.get("heldout_shares_documents", s.get("heldout_unit", "passage") == "passage")]
+    if not shared:
         return "whole documents"
     return (f"whole passages, at most one per document; other passages of a held-out passage's document "
-            f"were trained on in {', '.join(by_passage)}")
+            f"were trained on in {', '.join(shared)}")
 
 
 def write_model_card(folder: Path, report: dict, commands: list[str]) -> Path:
