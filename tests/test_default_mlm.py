@@ -94,3 +94,13 @@ def test_shipped_held_out_results_reproduce():
     assert run.returncode == 0, run.stderr
     nsp = json.loads(run.stdout.strip().splitlines()[-1])
     assert nsp["n"] > 250 and nsp["accuracy"] > 0.7 and nsp["ci"][0] < nsp["accuracy"] < nsp["ci"][1]
+
+
+def test_a_head_from_another_folder_is_named_by_that_folder(tmp_path, default_lab):
+    """Every output names the weights it came from: a head trained elsewhere is not the shipped one."""
+    assert default_lab.name.endswith("(assets/minilm-mlm)")
+    other = tmp_path / "my-head"
+    other.mkdir()
+    (other / "head.safetensors").write_bytes(HEAD.read_bytes())
+    lab = load("default", device="cpu", mlm_head=other)
+    assert lab.name.endswith(f"({other})") and "assets/minilm-mlm" not in lab.name

