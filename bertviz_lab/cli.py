@@ -323,6 +323,8 @@ def run_positions(args: argparse.Namespace) -> int:
 
 # ---- masked-word head ----------------------------------------------------------------------
 def add_build_corpus(sub: argparse._SubParsersAction) -> None:
+    from .mlm.running_text import HELDOUT_UNITS
+
     p = sub.add_parser("build-corpus", help="write the training/held-out corpus: WordNet (needs wordnet-base) "
                        "and optionally running text: UD train splits, the Brown Corpus")
     p.add_argument("--out", required=True, type=Path)
@@ -335,7 +337,7 @@ def add_build_corpus(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--heldout-sentences", type=positive_int, default=1000,
                    help="running-text sentences held out per source (at most 10%% of it; whole documents "
                    "may take up to one document more)")
-    p.add_argument("--heldout-unit", choices=("document", "passage"), default="document",
+    p.add_argument("--heldout-unit", choices=HELDOUT_UNITS, default="document",
                    help="hold out whole documents (default), or one passage of a document with the rest trained "
                    "on, as the shipped head's corpus was cut")
     p.add_argument("--seed", type=int, default=0)

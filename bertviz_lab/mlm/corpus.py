@@ -99,9 +99,8 @@ def build_corpus(out: Path, heldout: int = 2000, seed: int = 0, folder: Path = W
                  validation_sentences: int = 300, validation_lines: int = 500, heldout_unit: str = "document") -> dict:
     """Write the training, validation and held-out files, licences and corpus.json into ``out``.
 
-    ``heldout_unit`` is how running text is held out (see ``split_passages``); a source with too few
-    documents to hold whole ones out (they would take over half of it) falls back to passages, and
-    corpus.json records the unit each source used."""
+    ``heldout_unit`` is how running text is held out (see ``split_passages``; ``split_source`` says
+    when a source falls back to passages); corpus.json records the unit each source used."""
     loaded = []  # every running-text source is read before anything is written
     for item in running:
         name = source_label(Path(item.path), item.format)

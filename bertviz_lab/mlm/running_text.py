@@ -8,8 +8,8 @@ sentence, name or topic of it is trained on. Long UD documents (a LinES novel, s
 cut into training passages of at most ``PASSAGE`` sentences; a passage remembers its document, so
 NotNext never draws from the same document and a held-out document leaves training whole (the
 shipped head's corpus was cut with ``unit="passage"``, one passage of a document held out and the
-rest trained on). Brown samples are kept whole. Only UD train splits are accepted: dev/test files are refused by name, as UD's test splits
-are reserved for evaluation.
+rest trained on). Brown samples are kept whole. Only UD train splits are accepted: dev/test files
+are refused by name, as UD's test splits are reserved for evaluation.
 """
 from __future__ import annotations
 
