@@ -102,14 +102,16 @@ def split_passages(passages: list[Passage], heldout_sentences: int, validation_s
     used: set[int] = set()
     for slot, wanted in enumerate((heldout_sentences, validation_sentences)):
         documents: set[str] = set()
+        have = 0
         for i in order:
-            if n_sentences([passages[j] for j in chosen[slot]]) >= wanted:
+            if have >= wanted:
                 break
             if i in used or passages[i].document in documents:
                 continue
-            taken = members[passages[i].document] if unit == "document" else [i]
-            chosen[slot] += [j for j in taken if j not in used]
+            taken = members[passages[i].document] if unit == "document" else [i]  # never partly used before
+            chosen[slot] += taken
             used.update(taken)
+            have += n_sentences([passages[j] for j in taken])
             documents.add(passages[i].document)
     train = [p for i, p in enumerate(passages) if i not in used]
     held, validation = (join_documents([passages[i] for i in sorted(c)]) for c in chosen)
