@@ -167,7 +167,7 @@ def main() -> None:
     lab = load("default", device="cpu")
     demo = build_demo(lab)
     demo.queue(**queue_kwargs())
-    _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True, **launch_kwargs())
+    _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True, **launch_kwargs(demo=demo))
     folder = Path(tempfile.mkdtemp(prefix="bench-browser-"))
     files = cdn_files(Path(os.environ.get("BVL_NPM_CACHE", Path.home() / ".cache" / "bertviz-lab-npm")))
     chromium = os.environ.get("CHROMIUM", shutil.which("chromium") or "/usr/bin/chromium")

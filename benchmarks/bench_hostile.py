@@ -52,7 +52,7 @@ def treebank_with(payload: str, folder: Path, copies: int = 1) -> Path:
 def main() -> None:
     demo = build_demo(load("default", device="cpu"))
     demo.queue(**queue_kwargs())
-    _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True, **launch_kwargs())
+    _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True, **launch_kwargs(demo=demo))
     client = Client(url, verbose=False)
     folder = Path(tempfile.mkdtemp())
     unescaped, longest = 0, ("", 0.0)

@@ -625,8 +625,11 @@ def run_probe(args: argparse.Namespace) -> int:
     summary = run.summary
     files = write_outputs(summary, args.out, title=f"Syntax scores: {Path(path).name}", compare=run.compare)
     print(f"scored {summary.sentences_used} sentences with {summary.checkpoint.describe()}, skipped "
-          f"{summary.sentences_skipped} as too long", file=sys.stderr)
+          f"{summary.sentences_skipped} as too long and {summary.sentences_skipped_empty_words} for "
+          f"{summary.words_without_pieces} words that become no word piece", file=sys.stderr)
     print(json.dumps({"sentences": summary.sentences_used, "skipped": summary.sentences_skipped,
+                      "skipped_empty_words": summary.sentences_skipped_empty_words,
+                      "words_without_pieces": summary.words_without_pieces,
                       "model": summary.checkpoint.describe(), "model_sha256": summary.checkpoint.sha256,
                       **{k: str(v) for k, v in files.items()}}))
     return 0
@@ -636,7 +639,7 @@ def run_probe_job(args: argparse.Namespace, models: list[str], treebanks: list[P
     """Several treebanks and/or checkpoints, locally or on Ray; resumable with the same --out."""
     from tqdm import tqdm
 
-    from .syntax.job import Job, run_job
+    from .syntax.job import Job, complete_pairs, run_job
     from .syntax.summary import Settings
 
     if args.compare_model:
@@ -659,7 +662,7 @@ def run_probe_job(args: argparse.Namespace, models: list[str], treebanks: list[P
                     progress_for=progress_for)
     for bar in bars.values():
         bar.close()
-    print(json.dumps({"pairs": len(models) * len(treebanks), "engine": args.engine,
+    print(json.dumps({"pairs": complete_pairs(job), "engine": args.engine,
                       **{k: str(v) for k, v in files.items()}}))
     return 0
 

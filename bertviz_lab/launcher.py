@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 
 from bertviz_lab.app import LIMITS, build_demo, env_list, launch_kwargs, queue_kwargs
@@ -61,8 +62,9 @@ def main(argv=None) -> None:
         print("public mode: --allow-any-model ignored; users choose from --models only", file=sys.stderr)
     demo = build_demo(lab, allowed_models=models, allow_any_model=args.allow_any_model and not args.public,
                       limits=limits)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # as Ctrl-C: Gradio closes, temp folders go (atexit)
     demo.queue(**queue_kwargs(limits)).launch(server_name=args.host, server_port=args.port, share=args.share,
-                                                   **launch_kwargs(limits))
+                                                   **launch_kwargs(limits, demo))
 
 
 if __name__ == "__main__":

@@ -47,7 +47,7 @@ def launch(demo, limits=None):
 
     demo.queue(**queue_kwargs(limits or LIMITS))
     _, url, _ = demo.launch(server_name="127.0.0.1", server_port=None, prevent_thread_lock=True, quiet=True,
-                            **launch_kwargs(limits or LIMITS))
+                            **launch_kwargs(limits or LIMITS, demo))
     return url
 
 

@@ -173,7 +173,8 @@ def test_syntax_uploads_are_capped_and_named(tiny_lab, tmp_path):
 
 
 def test_two_hundred_new_sessions_leave_memory_bounded(default_lab):
-    """Each session's state holds its float32 attention; the server keeps at most Limits.sessions of them."""
+    """Each session's state holds its float32 attention; the server keeps at most Limits.sessions of them
+    (Gradio keeps more, light, session states: cheap events from new visitors evict no analysis)."""
     import uuid
 
     from conftest import launch
@@ -200,7 +201,9 @@ def test_two_hundred_new_sessions_leave_memory_bounded(default_lab):
             assert call(client, "analyze", text, "", 5)["message"] == "128 tokens."
             if i in (49, 199):
                 memory.append(rss_mb())
-        assert len(demo.state_holder.session_data) <= limits.sessions
+        kept = [v for state in demo.state_holder.session_data.values() for v in state.state_data.values()
+                if getattr(v, "analysis", None) is not None]
+        assert len(kept) == limits.sessions == len(demo.bvl_gate.slots)  # the newest 16 keep their analyses
         # unbounded, 150 more sessions would hold ~700 MB more; bounded, memory stays within what the
         # allocator keeps of freed per-request buffers (~100-150 MB here, more on a loaded machine)
         assert memory[1] - memory[0] < 300, memory
@@ -223,8 +226,8 @@ def test_public_mode_limits_tokens_and_reply_size(tiny_lab):
     try:
         client = gradio_client.Client(url, verbose=False)
         long = " ".join(["cat"] * 60)
-        assert "up to 40 tokens per request" in call(client, "analyze", long, "", 5)["message"]
-        with pytest.raises(Exception, match="up to 40 tokens"):
+        assert "up to 40 tokens per input" in call(client, "analyze", long, "", 5)["message"]
+        with pytest.raises(Exception, match="up to 40 tokens per input"):
             client.predict(long, "", 5, api_name="/attention")
         small = client.predict("the cat sat", "", 5, api_name="/attention")
         assert "attention" in small and "attention_f16" not in small  # small replies stay plain JSON

@@ -17,8 +17,9 @@ from ..lab import Lab, load
 from ..resources import STATIC
 from . import tabs
 from .events import URL_OUTPUTS, handler_of, wire
-from .handlers import Handlers
-from .state import LabCache, Limits
+from .gate import Gate
+from .handlers import Handlers, codes_route
+from .state import LabCache, Limits, gradio_cache_folder, remove_stale_folders
 
 CSS = """
 #header {align-items: center}
@@ -42,13 +43,16 @@ gr.set_static_paths([str(PLOTLY_JS)])
 def build_demo(lab: Lab | None = None, allowed_models: list[str] | None = None, allow_any_model: bool = False,
                device: str | None = None, limits: Limits = LIMITS) -> gr.Blocks:
     """The whole page on one loaded model; users may switch among ``allowed_models``."""
+    remove_stale_folders()  # of servers of this app that died without cleaning up (kill -9, a crash)
+    gradio_cache_folder()  # Gradio's copies of uploads in a folder of ours, so a restart reclaims it
     lab = lab or load(DEFAULT_SOURCE, device=device or "auto")
     cache = LabCache(sorted(set((allowed_models or []) + [lab.source, DEFAULT_SOURCE, ORIGINAL_SOURCE])),
                      allow_any_model)
     cache.pin(lab, str(lab.device))
     ui = SimpleNamespace()
-    # Gradio's own copies of uploads and exports are deleted after an hour (checked every 10 minutes).
-    with gr.Blocks(title="bertviz-lab", fill_width=True, delete_cache=(600, 3600)) as demo:
+    # Gradio's own copies of uploads are deleted after limits.gradio_cache[1] s; exports and payloads are
+    # served from our folders (static paths), never copied.
+    with gr.Blocks(title="bertviz-lab", fill_width=True, delete_cache=limits.gradio_cache) as demo:
         tabs.build_header(ui, lab, cache.allowed, limits.session_ttl)
         with gr.Row(equal_height=False):
             with gr.Column(scale=2, min_width=340, elem_id="controls"):
@@ -64,12 +68,13 @@ def build_demo(lab: Lab | None = None, allowed_models: list[str] | None = None, 
                     "API: every action is scriptable with `gradio_client` (see the README).",
                     elem_classes=["bvl-note"])
         handlers = Handlers(ui, cache, lab, limits)
-        gr.set_static_paths([handlers.payloads.root])  # views.js fetches an analysis's codes from here
-        wire(ui, handlers)
-        demo.load(handler_of(handlers, "from_url"), [ui.session], [getattr(ui, n) for n in URL_OUTPUTS],
-                  api_name="from_url")
-        gr.api(handlers.attention_api, api_name="attention")
-    demo.bvl_lab = lab  # for tests and the launcher
+        gr.set_static_paths([handlers.exports.root])  # exports are downloaded from our folder (Gradio copies none)
+        gate = Gate(ui, limits)
+        wire(ui, handlers, gate)
+        demo.load(handler_of(handlers, "from_url", gate, URL_OUTPUTS), [ui.session],
+                  [getattr(ui, n) for n in URL_OUTPUTS], api_name="from_url")
+        gr.api(gate.wrap(handlers.attention_api, ()), api_name="attention")
+    demo.bvl_gate, demo.bvl_handlers = gate, handlers  # for tests and benchmarks
     return demo
 
 
@@ -78,12 +83,14 @@ def queue_kwargs(limits: Limits = LIMITS) -> dict[str, Any]:
     return {"default_concurrency_limit": 4, "max_size": limits.queue}
 
 
-def launch_kwargs(limits: Limits = LIMITS) -> dict[str, Any]:
-    """Styling plus the server's limits: session states kept, upload size, readable error messages."""
+def launch_kwargs(limits: Limits = LIMITS, demo: gr.Blocks | None = None) -> dict[str, Any]:
+    """Styling plus the server's limits: session states kept, upload size, readable error messages;
+    with ``demo``, the route its page fetches an analysis's codes from (``codes_route``)."""
     head = "".join(f"<script>{(STATIC / name).read_text()}</script>" for name in ("figure_tools.js", "viewer.js", "views.js"))
     head += f'<script src="gradio_api/file={PLOTLY_JS}" defer></script>'  # views.js draws with it
     return {"css": CSS + (STATIC / "viewer.css").read_text(), "head": head, "theme": gr.themes.Soft(),
-            "state_session_capacity": limits.sessions, "max_file_size": limits.upload_bytes, "show_error": True}
+            "state_session_capacity": limits.light_sessions, "max_file_size": limits.upload_bytes, "show_error": True,
+            "app_kwargs": {"routes": [codes_route(demo.bvl_handlers.payloads)]} if demo is not None else {}}
 
 
 def env_list(name: str) -> list[str]:

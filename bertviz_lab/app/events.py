@@ -131,8 +131,12 @@ MODEL_HANDLERS = {"analyze", "mask", "run_intervention", "run_directional", "run
                   "select_tab"}
 
 
-def handler_of(handlers: Any, name: str):
+def handler_of(handlers: Any, name: str, gate: Any = None, outputs: tuple[str, ...] = ()):
+    """The handler as an event runs it: through the gate (the server's limits; see ``gate.py``), and on
+    a GPU on ZeroGPU if it runs the model (inside the gate, so the budget is set where the model runs)."""
     fn = getattr(handlers, name)
+    if gate is not None:
+        fn = gate.wrap(fn, outputs)
     return on_gpu(fn) if name in MODEL_HANDLERS else fn
 
 
@@ -144,11 +148,12 @@ def listener(ui: SimpleNamespace, trigger: str, kind: str):
     return target
 
 
-def wire(ui: SimpleNamespace, handlers: Any) -> None:
-    """Attach every event of EVENTS to its component and handler, and CLIENT_EVENTS to the page's JS."""
+def wire(ui: SimpleNamespace, handlers: Any, gate: Any) -> None:
+    """Attach every event of EVENTS to its component and handler (each through ``gate``), and
+    CLIENT_EVENTS to the page's JS."""
     for event in EVENTS:
         dependency = listener(ui, event.trigger, event.kind)(
-            handler_of(handlers, event.handler), [getattr(ui, n) for n in event.inputs],
+            handler_of(handlers, event.handler, gate, event.outputs), [getattr(ui, n) for n in event.inputs],
             [getattr(ui, n) for n in event.outputs], api_name=event.api_name, **event.options)
         if event.client_then is not None:
             dependency.then(None, [getattr(ui, n) for n in event.client_then.inputs], None, js=event.client_then.js)

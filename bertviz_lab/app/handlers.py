@@ -3,11 +3,15 @@ components it changes (Gradio leaves the others alone), never a padded tuple."""
 from __future__ import annotations
 
 import base64
+import re
 from types import SimpleNamespace
 from typing import Any
 
 import gradio as gr
 import numpy as np
+from starlette.requests import Request
+from starlette.responses import FileResponse, Response
+from starlette.routing import Route
 
 from ..attention import PAIR_FILTERS
 from ..bert import CheckpointError, DeviceError
@@ -45,13 +49,32 @@ def compact_reply(result, limit: int | None) -> dict[str, Any]:
     return reply
 
 
+CODES_ROUTE = "bvl-codes"  # where the page fetches an analysis's codes: by file name, no server path in the URL
+CODES_NAME = re.compile(r"[0-9a-f]{32}\.bin")
+
+
+def codes_route(payloads: TempFolder) -> Route:
+    """GET bvl-codes/NAME: one payload file of ``payloads`` as bytes, or 404 (names are checked, never paths)."""
+
+    def codes(request: Request) -> Response:
+        name = request.path_params["name"]
+        path = payloads.root / name
+        if not CODES_NAME.fullmatch(name) or not path.is_file():
+            return Response(status_code=404)
+        return FileResponse(path, media_type="application/octet-stream")
+
+    return Route(f"/{CODES_ROUTE}/{{name}}", codes, methods=["GET"])
+
+
 class Handlers(InterventionHandlers, SyntaxHandlers):
     """Every UI event's handler, bound to the page's components and the shared model cache."""
 
     def __init__(self, ui: SimpleNamespace, cache: LabCache, startup: Lab, limits: Limits) -> None:
         self.ui, self.cache, self.startup, self.limits = ui, cache, startup, limits
-        self.exports = TempFolder("bertviz-lab-exports-", limits.export_age)
-        self.payloads = TempFolder("bertviz-lab-payloads-", limits.payload_age, limits.payloads)  # served as static files
+        self.exports = TempFolder("bertviz-lab-exports-", limits.export_age, max_bytes=limits.export_bytes,
+                                  per_owner=limits.files_per_session)
+        self.payloads = TempFolder("bertviz-lab-payloads-", limits.payload_age, limits.payloads,
+                                   max_bytes=limits.payload_bytes, per_owner=limits.files_per_session)
 
     def lab_of(self, session: Session) -> Lab:
         return self.cache.get(session.model, session.device)
@@ -75,7 +98,7 @@ class Handlers(InterventionHandlers, SyntaxHandlers):
         view_notes = [] if session.source == "attention" else [f"{session.source}: {SOURCE_NOTES[session.source]}"]
         meta, codes = view_payload(a, o.layer, o.head, o.hide_special, o.word_level, o.pair_filter,
                                    extra_notes=view_notes, source_label=views.source_label(a))
-        meta["codes_url"] = f"gradio_api/file={self.payloads.write(codes, '.bin')}"  # relative to the page
+        meta["codes_url"] = f"{CODES_ROUTE}/{self.payloads.write(codes, '.bin', session.key()).name}"  # relative to the page
         return meta
 
     def drawn_from(self, session: Session, tab: str) -> tuple:
@@ -151,7 +174,6 @@ class Handlers(InterventionHandlers, SyntaxHandlers):
         landed meanwhile, this (the opening example's) result is dropped rather than shown over it."""
         try:
             lab = self.lab_of(session)
-            self.check_length(lab, text, pair)
             a = lab.analyze(text, pair=pair or None, top_k=whole(top_k, "top-k", 1, 50), truncate=True,
                             mask_positions=mask_positions or ())
             if unless_newer is not None and session.generation != unless_newer:
@@ -211,9 +233,11 @@ class Handlers(InterventionHandlers, SyntaxHandlers):
         return {self.ui.session: session, **self.tab_figures(session)}
 
     def select_tab(self, layer, head, hide, word, pair_filter, session: Session, source: str = "attention",
-                   evt: gr.SelectData = None) -> Updates:  # Gradio fills evt (it reads the annotation)
-        """A tab was opened: remember it, and draw its figure if the server draws it."""
-        label = evt.value if evt is not None else ""
+                   evt: gr.EventData = None) -> Updates:  # Gradio fills evt (it reads the annotation)
+        """A tab was opened: remember it, and draw its figure if the server draws it. ``gr.EventData``,
+        not ``gr.SelectData``: called through the API there is no event data, and SelectData fails on that."""
+        data = getattr(evt, "_data", None)
+        label = data.get("value", "") if isinstance(data, dict) else ""
         return self.sync_view(layer, head, hide, word, pair_filter, session, source, TABS.get(label, ""))
 
     def toggles(self, layer, head, hide, word, pair_filter, session: Session, source: str = "attention") -> Updates:
@@ -233,9 +257,14 @@ class Handlers(InterventionHandlers, SyntaxHandlers):
         return {ui.session: session, ui.payload: self.payload(session), ui.notes: "", **self.tab_figures(session)}
 
     def pick(self, value: str, session: Session) -> Updates:
+        """A thumbnail of the overview was clicked: "layer,head,time" (0-based; the time makes a repeated
+        click a change), checked against the model."""
+        lab = self.lab_of(session)
         try:
             layer, head = (int(v) for v in str(value).split(",")[:2])
         except ValueError:
+            return {self.ui.layer: gr.skip()}
+        if not (0 <= layer < lab.n_layers and 0 <= head < lab.n_heads):
             return {self.ui.layer: gr.skip()}
         session.tab = "single"
         return {self.ui.layer: layer + 1, self.ui.head: head + 1, self.ui.tabs: gr.Tabs(selected="single"),
@@ -264,8 +293,11 @@ class Handlers(InterventionHandlers, SyntaxHandlers):
         if kind == "csv" and csv_rows(a) > CSV_MAX_ROWS:
             return {self.ui.message: f"⚠️ As CSV this analysis would be {csv_rows(a):,} rows (the app writes up to "
                                      f"{CSV_MAX_ROWS:,}); export .npz instead (the same numbers, compressed)."}
-        folder = self.exports.new()
-        path = export_csv(a, folder) if kind == "csv" else export_npz(a, folder)
+        folder = self.exports.new(session.key())
+        try:
+            path = export_csv(a, folder) if kind == "csv" else export_npz(a, folder)
+        finally:
+            self.exports.settle(folder)
         return {self.ui.export_file: str(path), self.ui.message: f"Exported {path.name}."}
 
     def export_csv(self, session: Session) -> Updates:
@@ -274,20 +306,10 @@ class Handlers(InterventionHandlers, SyntaxHandlers):
     def export_npz(self, session: Session) -> Updates:
         return self.export("npz", session)
 
-    def check_length(self, lab: Lab, text: str, pair: str | None) -> None:
-        """Public mode: refuse inputs over the token limit instead of spending minutes on them."""
-        if self.limits.max_tokens is None or not isinstance(text, str):
-            return
-        n = len(lab.encode(text, pair or None, truncate=True).ids) if text.strip() else 0
-        if n > self.limits.max_tokens:
-            raise InputError(f"this server takes up to {self.limits.max_tokens} tokens per request; the input has {n} "
-                             "(run bertviz-lab locally for longer inputs)")
-
     def attention_api(self, text: str, pair: str = "", top_k: int = 5) -> dict[str, Any]:
         """Attention (layers x heads x query x key), tokens and masked-word predictions as JSON; on a
         server with a reply limit, large attention travels as base64 float16 (``attention_f16``)."""
         try:
-            self.check_length(self.startup, text, pair)
             result = self.startup.analyze(text, pair=pair or None, top_k=whole(top_k, "top-k", 1, 50), truncate=True)
             return compact_reply(result, self.limits.api_bytes)
         except InputError as error:

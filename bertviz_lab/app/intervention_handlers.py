@@ -132,7 +132,7 @@ class InterventionHandlers:
         try:
             lab = self.lab_of(session)
             lines = (DEFAULT_MLM_HEAD / "heldout.txt").read_text(encoding="utf-8").splitlines()
-            result = faithfulness(lab, lines, max_sentences=whole(n, "the number of sentences", 1, 100),
+            result = faithfulness(lab, lines, max_sentences=self.set_size(n, self.limits.faith_sentences),
                                   progress=lambda done, total: progress(done / total, desc="faithfulness"))
         except (InputError, CheckpointError) as error:
             return {ui.probe_message: f"⚠️ {error}"}
@@ -165,6 +165,15 @@ class InterventionHandlers:
                                   "sinusoidal positions is what differs from zeroed and random ones.",
                 ui.set_table: pd.DataFrame(rows).round(4)}
 
+    def set_size(self, n: Any, cap: int | None = None) -> int:
+        """How many sentences a set request may use: the server's cap says so in the message."""
+        cap = cap or self.limits.set_sentences
+        number = whole(n, "the number of sentences", 1, 10_000)
+        if number > cap:
+            raise InputError(f"this server uses up to {cap} sentences per request (got {number}); "
+                             "the command line takes any number")
+        return number
+
     def set_lines(self, source: str, upload: str | None) -> list[str]:
         """The sentences of a set the page chose: shipped held-out lines, the sample treebank, or an upload."""
         if source == "sample":
@@ -186,7 +195,7 @@ class InterventionHandlers:
         try:
             effects = directional_set(self.lab_of(session), self.set_lines(source, upload),
                                       sinks=sinks if sinks == "strict" else "symmetric",
-                                      max_sentences=whole(n, "the number of sentences", 1, 500),
+                                      max_sentences=self.set_size(n),
                                       progress=lambda done, total: progress(done / total, desc="directional set"))
         except (InputError, CheckpointError) as error:
             return {ui.probe_message: f"⚠️ {error}"}
@@ -202,7 +211,7 @@ class InterventionHandlers:
         try:
             lab = self.lab_of(session)
             effect = ablation_set(lab, self.set_lines(source, upload), self.reference(lab, ablation),
-                                  max_sentences=whole(n, "the number of sentences", 1, 500),
+                                  max_sentences=self.set_size(n),
                                   progress=lambda done, total: progress(done / total, desc="ablation set"))
         except (InputError, CheckpointError) as error:
             return {ui.probe_message: f"⚠️ {error}"}
@@ -229,7 +238,7 @@ class InterventionHandlers:
                 reference=self.reference(lab, ablation) if kind == "ablate-heads" else None,
                 heads=parse_heads(heads, lab.n_layers, lab.n_heads) if kind == "ablate-heads" else [])
             effects = compare_set(lab, self.set_lines(source, upload), intervention,
-                                  max_sentences=whole(n, "the number of sentences", 1, 500),
+                                  max_sentences=self.set_size(n),
                                   progress=lambda done, total: progress(done / total, desc="probe over the set"))
         except (InputError, InterventionError, CheckpointError) as error:
             return {ui.probe_message: f"⚠️ {error}"}

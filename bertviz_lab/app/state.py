@@ -4,11 +4,13 @@ all sessions, and the per-browser-session state (the current Analysis and choice
 from __future__ import annotations
 
 import atexit
+import os
 import shutil
 import tempfile
 import threading
 import time
 import uuid
+import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +18,7 @@ from typing import Any
 
 from gradio.components.plot import PlotData
 
-from ..bert import DEFAULT_SOURCE, CheckpointError
+from ..bert import DEFAULT_SOURCE, Budget, CheckpointError
 from ..figures.analysis import ViewOptions
 from ..figures.base import Figure, to_json
 from ..lab import Analysis, Lab, load
@@ -58,58 +60,203 @@ class LabCache:
 class Limits:
     """What one server holds and accepts, so no visitor can exhaust memory, disk or workers."""
 
-    sessions: int = 32  # sessions whose state is kept (least recently used dropped first): <= 32 x 75 MB at 512 tokens
+    sessions: int = 32  # sessions whose analyses are kept (least recently used dropped first): <= 32 x 75 MB at 512 tokens
+    light_sessions: int = 2000  # sessions Gradio keeps at all (a few kB each without an analysis)
     session_ttl: float = 3600  # seconds a session's state lives after its last use
     upload_bytes: int = 2_000_000  # largest upload Gradio accepts (it rejects larger ones before they land)
     queue: int = 64  # events waiting; more get "busy, try again"
     syntax_words: int = 10_000  # words one treebank request may score in the app (the CLI has no limit)
-    export_age: float = 120  # seconds an export file stays in our temp folder (Gradio keeps its own copy)
+    set_sentences: int = 500  # sentences one sentence-set request may use
+    faith_sentences: int = 100  # sentences of one faithfulness check
+    export_age: float = 120  # seconds an export file stays in our temp folder (served from there, never copied)
+    export_bytes: int = 1_000_000_000  # all export files of the server together
     payload_age: float = 600  # seconds the codes of an analysis stay fetchable by the page (views.js fetches at once)
-    payloads: int = 256  # at most this many on disk (<= 256 x 19 MB at 512 tokens; public mode: 256 tokens, 2.4 MB)
-    max_tokens: int | None = None  # tokens per request (None: the model maximum)
+    payloads: int = 256  # at most this many on disk (<= 256 x 19 MB at 512 tokens; public mode: 64 x 4.7 MB at 256)
+    payload_bytes: int = 2_000_000_000  # all payload files of the server together
+    files_per_session: int = 2  # a session's newest exports (and payloads) kept; older ones are deleted
+    gradio_cache: tuple[int, int] = (600, 3600)  # Gradio deletes its copies of uploads every [0] s older than [1] s
+    max_tokens: int | None = None  # tokens per input of every request that runs the model (None: the model maximum)
+    max_masks: int | None = None  # masked words predicted per input
+    token_passes: int | None = None  # model work per request: sum over forward passes of rows x tokens
+    seconds: float | None = None  # wall time one request may hold a worker before its next forward pass is refused
     api_bytes: int | None = None  # largest /attention reply; above it attention travels as float16 base64 or is refused
 
     @classmethod
     def public(cls) -> Limits:
-        """For a hosted Space or any public server: small requests, compact replies, fewer states."""
-        return cls(sessions=32, queue=32, syntax_words=5_000, max_tokens=256, api_bytes=8_000_000, payloads=64)
+        """For a hosted Space or any public server: small requests, each done in well under 20 s on 2 CPU
+        cores (benchmarks/bench_hostile.py), compact replies, bounded disk (<= 200 MB)."""
+        return cls(sessions=32, queue=32, syntax_words=2_000, set_sentences=40, faith_sentences=20,
+                   export_bytes=100_000_000, payload_bytes=60_000_000, payloads=64, gradio_cache=(60, 300),
+                   max_tokens=256, max_masks=20, token_passes=400_000, seconds=15, api_bytes=8_000_000)
+
+    def budget(self) -> Budget:
+        """The caps every forward pass of one request is checked against (bert.budget)."""
+        return Budget(self.max_tokens, self.max_masks, self.token_passes, self.seconds)
+
+
+MARKER = ".bertviz-lab-server"  # in every temp folder this app makes: the pid and start time of its server
+
+
+def process_started(pid: int) -> str:
+    """The start time of a live process (so a reused pid is not taken for the server), or '' if none runs."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return ""
+    except PermissionError:
+        pass  # alive, another user's
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return "alive"
+
+
+def remove_stale_folders(parent: Path | None = None) -> list[Path]:
+    """Delete temp folders of this app whose server is gone (killed with -9, or crashed): only folders
+    holding our marker, whose process no longer runs. Returns what was removed."""
+    parent = Path(parent or tempfile.gettempdir())
+    removed = []
+    for folder in parent.glob("bertviz-lab-*"):
+        try:
+            pid, started = (folder / MARKER).read_text().split()[:2]
+            if process_started(int(pid)) not in (started, "alive"):
+                shutil.rmtree(folder, ignore_errors=True)
+                removed.append(folder)
+        except (OSError, ValueError):
+            continue  # not ours, or not readable: leave it
+    return removed
+
+
+def gradio_cache_folder() -> Path:
+    """Gradio's cache (uploads, its copies of files) in a marked folder of this server, unless the
+    operator chose one with GRADIO_TEMP_DIR: a server killed with -9 leaves it to the next to remove."""
+    if not os.environ.get("GRADIO_TEMP_DIR"):
+        root = Path(tempfile.mkdtemp(prefix="bertviz-lab-gradio-"))
+        (root / MARKER).write_text(f"{os.getpid()} {process_started(os.getpid())}\n")
+        atexit.register(shutil.rmtree, root, True)
+        os.environ["GRADIO_TEMP_DIR"] = str(root)
+    return Path(os.environ["GRADIO_TEMP_DIR"])
 
 
 class TempFolder:
     """A temp folder per server whose entries (files or subfolders) are deleted after ``max_age``
-    seconds, and beyond the newest ``max_entries``, so no visitor can fill the disk."""
+    seconds, beyond the newest ``max_entries``, beyond ``per_owner`` entries of one session, and
+    oldest first while all of them hold more than ``max_bytes``, so no visitor can fill the disk.
+    A marker names the server's process, so a later server removes the folder if this one dies."""
 
-    def __init__(self, prefix: str, max_age: float, max_entries: int = 1000) -> None:
+    def __init__(self, prefix: str, max_age: float, max_entries: int = 1000, max_bytes: int | None = None,
+                 per_owner: int | None = None) -> None:
         self.root = Path(tempfile.mkdtemp(prefix=prefix))
-        self.max_age, self.max_entries = max_age, max_entries
+        (self.root / MARKER).write_text(f"{os.getpid()} {process_started(os.getpid())}\n")
+        self.max_age, self.max_entries, self.max_bytes, self.per_owner = max_age, max_entries, max_bytes, per_owner
+        self._owners: dict[str, str] = {}  # entry name -> the session that made it
         self._lock = threading.Lock()
         atexit.register(self.remove)
 
-    def prune(self) -> None:
-        now = time.time()
-        entries = sorted(self.root.iterdir(), key=lambda p: p.stat().st_mtime, reverse=True)
-        for rank, old in enumerate(entries):
-            if rank >= self.max_entries - 1 or now - old.stat().st_mtime > self.max_age:
-                shutil.rmtree(old, ignore_errors=True) if old.is_dir() else old.unlink(missing_ok=True)
+    def entries(self) -> list[Path]:
+        """Newest first."""
+        found = []
+        for entry in self.root.iterdir():
+            if entry.name != MARKER:
+                try:
+                    found.append((entry.stat().st_mtime, entry))
+                except FileNotFoundError:
+                    continue
+        return [entry for _, entry in sorted(found, reverse=True)]
 
-    def new(self) -> Path:
-        """A fresh subfolder (an export's)."""
-        with self._lock:
-            self.prune()
-            return Path(tempfile.mkdtemp(dir=self.root))
+    @staticmethod
+    def size(entry: Path) -> int:
+        try:
+            return sum(p.stat().st_size for p in entry.rglob("*")) if entry.is_dir() else entry.stat().st_size
+        except FileNotFoundError:
+            return 0
 
-    def write(self, data: bytes, suffix: str) -> Path:
-        """A fresh file holding ``data``, written whole before its name appears."""
+    def delete(self, entry: Path) -> None:
+        shutil.rmtree(entry, ignore_errors=True) if entry.is_dir() else entry.unlink(missing_ok=True)
+        self._owners.pop(entry.name, None)
+
+    def prune(self, owner: str = "", keep: Path | None = None) -> None:
+        """Before a new entry (``keep`` None): delete old entries, those beyond the newest
+        ``max_entries - 1`` and the owner's beyond its newest ``per_owner - 1``. After one (``keep``, just
+        written, stays): delete the oldest others while all hold more than ``max_bytes``."""
+        now, mine, total = time.time(), 0, 0
+        for rank, entry in enumerate(self.entries()):
+            if entry == keep:
+                total += self.size(entry)
+                continue
+            try:
+                old = now - entry.stat().st_mtime > self.max_age
+            except FileNotFoundError:
+                continue
+            if keep is None:
+                mine += bool(owner) and self._owners.get(entry.name) == owner
+                if rank >= self.max_entries - 1 or (self.per_owner is not None and mine >= self.per_owner):
+                    old = True
+            size = 0 if old else self.size(entry)
+            if old or (keep is not None and self.max_bytes is not None and total + size > self.max_bytes):
+                self.delete(entry)
+            else:
+                total += size
+
+    def new(self, owner: str = "") -> Path:
+        """A fresh subfolder (an export's); call ``settle`` once it is written."""
         with self._lock:
-            self.prune()
-            path = self.root / f"{uuid.uuid4().hex}{suffix}"
-            partial = path.with_suffix(".part")
-            partial.write_bytes(data)
-            partial.rename(path)
+            self.prune(owner)
+            path = Path(tempfile.mkdtemp(dir=self.root))
+            self._owners[path.name] = owner
             return path
+
+    def settle(self, entry: Path) -> None:
+        """An entry is complete: keep the folder within its byte budget, ``entry`` included if it fits."""
+        with self._lock:
+            self.prune(keep=entry)
+
+    def write(self, data: bytes, suffix: str, owner: str = "") -> Path:
+        """A fresh file holding ``data``, written whole before its name appears (nothing is left on failure)."""
+        with self._lock:
+            self.prune(owner)
+            path = self.root / f"{uuid.uuid4().hex}{suffix}"
+            partial = self.root / f".{path.name}.part"
+            try:
+                partial.write_bytes(data)
+                partial.rename(path)
+            except BaseException:
+                partial.unlink(missing_ok=True)
+                raise
+            self._owners[path.name] = owner
+            self.prune(keep=path)
+            return path
+
+    def used_bytes(self) -> int:
+        return sum(self.size(entry) for entry in self.entries())
 
     def remove(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+class SessionSlots:
+    """The sessions whose analyses the server keeps: at most ``capacity``, least recently used first out.
+    Gradio keeps many more (light) session states; only these hold attention, comparisons and
+    treebanks, so cheap events from many new visitors evict nobody's work."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = max(1, capacity)
+        self._held: OrderedDict[str, weakref.ref] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def hold(self, session: Session) -> None:
+        with self._lock:
+            key = session.key()
+            self._held[key] = weakref.ref(session)
+            self._held.move_to_end(key)
+            while len(self._held) > self.capacity:
+                _, ref = self._held.popitem(last=False)
+                evicted = ref()
+                if evicted is not None:
+                    evicted.drop_work()
+
+    def __len__(self) -> int:
+        return sum(ref() is not None and ref().holds_work() for ref in self._held.values())
 
 
 @dataclass
@@ -128,6 +275,21 @@ class Session:
     work_tab: str = "probes"  # the open tab of the lower group (probes, syntax, export)
     generation: int = 0  # bumped by every new analysis or source, so drawn figures know they are out of date
     drawn: dict = field(default_factory=dict)  # tab -> what its figure was drawn from
+    owner: str = ""  # a random key, given on first use (gr.State deep-copies the default, so not at creation)
+
+    def key(self) -> str:
+        if not self.owner:
+            self.owner = uuid.uuid4().hex
+        return self.owner
+
+    def holds_work(self) -> bool:
+        return self.analysis is not None or self.syntax is not None or self.comparison is not None
+
+    def drop_work(self) -> None:
+        """The server needs the room: forget the analyses (the page then asks for a new Run)."""
+        self.analysis, self.comparison, self.syntax = None, None, None
+        self.by_source, self.treebank, self.drawn = {}, [], {}
+        self.generation += 1
 
 
 def plot(fig: Figure) -> PlotData:

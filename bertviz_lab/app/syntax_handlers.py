@@ -65,7 +65,7 @@ class SyntaxHandlers:
             chosen, other = self.syntax_sources(session, bool(use_loaded))
             lab = self.cache.get(chosen, session.device)
             other_lab = self.cache.get(other, session.device) if compare and other != chosen else None
-            run = run_syntax(lab, sentences, APP_SETTINGS, compare_lab=other_lab,
+            run = run_syntax(lab, sentences, APP_SETTINGS, compare_lab=other_lab, max_length=self.limits.max_tokens,
                              source=score_source if score_source in ("attention", "norm") else "attention",
                              progress=lambda f, what: progress(f, desc=what))
         except (TreebankError, CheckpointError, DeviceError, InputError) as error:

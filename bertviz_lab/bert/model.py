@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .budget import charge
 from .hooks import Edit, HookPoint, active_run, hook_run, name_hook_points
 
 
@@ -343,6 +344,7 @@ class BertLab(nn.Module):
         b, t = input_ids.shape
         if t > self.config.max_tokens:
             raise ValueError(f"{t} tokens exceed the model maximum of {self.config.max_tokens}")
+        charge(input_ids, attention_mask, mlm_positions, compute_mlm and self.config.has_mlm_head)  # request caps
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)
         if position_ids is None:

@@ -20,7 +20,7 @@ from ..bert import BertConfig, BertLab
 from ..lab import Lab, load
 from .evaluate import evaluate
 from .evaluate_nsp import evaluate_nsp
-from .examples import NOT_PAIR, epoch_examples, tokenize_examples
+from .examples import NOT_PAIR, TokenizedCorpus, epoch_examples, tokenize_examples
 from .objective import IGNORE, mask_tokens, mlm_loss, nsp_loss
 from .running_text import Passage, n_sentences, read_documents, read_passages_jsonl
 
@@ -126,11 +126,19 @@ def make_optimizer(model: BertLab, names: list[str], settings: TrainSettings):
     return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, schedule), head_params + layer_params
 
 
+def validation_share(n_lines: int, wanted: int) -> int:
+    """How many of train.txt's first lines to watch instead of training on, when the corpus has no
+    validation.txt: ``wanted``, but at most a tenth of the lines (at least one of two or more).
+    Taking all ``wanted`` (1,000 by default) left a corpus of 1,000 lines or fewer nothing to train on."""
+    return min(wanted, max(1, n_lines // 10)) if n_lines > 1 else 0
+
+
 def read_lines(settings: TrainSettings) -> tuple[list[str], list[str], list[Passage]]:
     """(validation lines, training lines, running-text passages) of the corpus folder.
 
     Validation comes from ``validation.txt`` when build-corpus wrote one (set aside from the training
-    splits), else from the first lines of train.txt (which are then not trained on)."""
+    splits), else from the first lines of train.txt (which are then not trained on; see
+    ``validation_share``). A corpus with nothing to train on is a ValueError saying so."""
     corpus = Path(settings.corpus)
     if not (corpus / "train.txt").is_file():
         raise FileNotFoundError(f"{corpus}/train.txt not found: run `bertviz-lab build-corpus --out {corpus}`")
@@ -138,8 +146,21 @@ def read_lines(settings: TrainSettings) -> tuple[list[str], list[str], list[Pass
     passages = read_passages_jsonl(corpus / "train_docs.jsonl") if (corpus / "train_docs.jsonl").is_file() else []
     if (corpus / "validation.txt").is_file():
         validation = [ln for ln in (corpus / "validation.txt").read_text(encoding="utf-8").splitlines() if ln.strip()]
-        return validation, lines, passages
-    return lines[:settings.validation_lines], lines[settings.validation_lines:], passages
+    else:
+        held = validation_share(len(lines), settings.validation_lines)
+        validation, lines = lines[:held], lines[held:]
+    if not lines and not passages:
+        raise ValueError(f"{corpus}/train.txt has no line to train on: it needs at least one non-empty line "
+                         "(two or more to also watch a validation line)")
+    return validation, lines, passages
+
+
+def check_maskable(corpus: TokenizedCorpus, special_ids: torch.Tensor, where: str) -> None:
+    """An epoch with no token to mask would repeat forever without a training step."""
+    special = set(special_ids.tolist())
+    if not any(token not in special for row in corpus.ids for token in row):
+        raise ValueError(f"{where}: no training line has a word the tokenizer keeps (lines of only zero-width, "
+                         "control or combining characters become no word piece), so there is nothing to mask")
 
 
 def save_head(out: Path, model: BertLab, names: list[str], record: dict) -> dict:
@@ -253,6 +274,7 @@ def train(out: Path, settings: TrainSettings, progress: bool = True, resume: boo
         if not state.batches:
             state.epoch += 1
             corpus = examples_of(state.epoch)
+            check_maskable(corpus, special_ids, settings.corpus)
             state.batches = length_batches(corpus.lengths, settings.batch_size, rng)
         elif corpus is None:  # resumed mid-epoch: rebuild that epoch's inputs
             corpus = examples_of(state.epoch)

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import base64
 import html
-import json
 import sys
 import uuid
 from dataclasses import dataclass
 from typing import Any
 
 from ..figures.base import Figure, to_json
+from ..inline import escape_json_text, script_json
 from ..resources import STATIC
 
 _PLOTLY_SENT = False  # plotly.js already went into an output of this kernel
@@ -105,8 +105,8 @@ def viewer_html(sections: list[Section], figures: list[Figure] = (), include_plo
                 f'<b class="bvl-nb-head-value"></b></label>{filters}</div>')
     extra = "".join(f'<div class="bvl-nb-figure-{i}"></div>' for i in range(len(figures)))
     data = [{"name": s.name, "meta": s.meta, "codes": base64.b64encode(s.codes).decode("ascii")} for s in sections]
-    glue = GLUE % {"id": json.dumps(root), "sections": json.dumps(data), "figures": "[" + ",".join(
-        to_json(f) for f in figures) + "]"}
+    glue = GLUE % {"id": script_json(root), "sections": script_json(data), "figures": "[" + ",".join(
+        escape_json_text(to_json(f)) for f in figures) + "]"}
     heading = f"<div><b>{html.escape(title)}</b></div>" if title else ""
     return (f'<div id="{root}" class="bvl-nb"><style>{CSS}{(STATIC / "viewer.css").read_text()}</style>{heading}{controls}'
             '<div class="bvl-heatmap"></div><div class="bvl-caption"></div><div class="bvl-headview"></div>'

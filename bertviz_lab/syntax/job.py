@@ -9,6 +9,7 @@ and how often the same head wins across treebanks (languages).
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -50,7 +51,8 @@ class Job:
 
 
 def treebank_files(paths: Sequence[Path]) -> list[Path]:
-    """CoNLL-U files named directly, or every *.conllu inside the folders named, sorted."""
+    """CoNLL-U files named directly, or every *.conllu inside the folders named, sorted; a file
+    named twice (also as ``./x`` or by its absolute path) counts once."""
     files: list[Path] = []
     for path in paths:
         path = Path(path)
@@ -63,7 +65,15 @@ def treebank_files(paths: Sequence[Path]) -> list[Path]:
             files.append(path)
         else:
             raise InputError(f"{path}: no such file or folder")
-    return list(dict.fromkeys(files))
+    return distinct(files)
+
+
+def distinct(paths: Sequence[Path]) -> list[Path]:
+    """Each file once, whatever its spelling (``x``, ``./x``, ``/abs/x``); the first spelling is kept."""
+    unique: dict[Path, Path] = {}
+    for path in paths:
+        unique.setdefault(Path(path).resolve(), Path(path))
+    return list(unique.values())
 
 
 def language_of(path: Path) -> str:
@@ -77,7 +87,36 @@ def slug(text: str) -> str:
 
 
 def pair_folder(out: Path, model: str, treebank: Path) -> Path:
-    return out / "pairs" / f"{slug(model)}__{slug(treebank.stem)}"
+    """One folder per (checkpoint, treebank file): readable names plus a short hash of the model and
+    the treebank's resolved path, because de/dev.conllu and fr/dev.conllu share a stem (and long
+    model paths share their first 80 characters)."""
+    key = hashlib.sha256(f"{model}\n{Path(treebank).resolve()}".encode()).hexdigest()[:10]
+    return out / "pairs" / f"{slug(model)}__{slug(Path(treebank).stem)}__{key}"
+
+
+def pair_folders(job: Job) -> list[Path]:
+    """Every pair's folder, each once, in the job's order (checkpoints, then treebanks)."""
+    return list(dict.fromkeys(pair_folder(job.out, m, t) for m in job.models for t in distinct(job.treebanks)))
+
+
+def complete_pairs(job: Job) -> int:
+    """Pairs whose folder is complete (its DONE file written last): what the job really has."""
+    return sum((folder / DONE).is_file() for folder in pair_folders(job))
+
+
+def treebank_labels(treebanks: Sequence[Path]) -> dict[Path, str]:
+    """What the tables call each treebank: its file name, or, when two share a file name
+    (de/dev.conllu, fr/dev.conllu), its path from their common folder, so the rows of two
+    treebanks never look alike."""
+    names = [Path(t).name for t in treebanks]
+    if len(set(names)) == len(names):
+        return {t: Path(t).name for t in treebanks}
+    resolved = [Path(t).resolve() for t in treebanks]
+    try:
+        common = Path(os.path.commonpath([r.parent for r in resolved]))
+    except ValueError:  # no common folder (two drives): the whole path tells them apart
+        return {t: r.as_posix() for t, r in zip(treebanks, resolved)}
+    return {t: r.relative_to(common).as_posix() for t, r in zip(treebanks, resolved)}
 
 
 def score(job: Job, lab: Lab, sentences, progress=None) -> tuple[TreebankScores, TreebankScores | None]:
@@ -105,26 +144,34 @@ def score_on_ray(job: Job, lab: Lab, treebanks: list[list], progress: Callable[[
                                null_seed=job.settings.seed if job.null else None, allow_pickle=job.allow_pickle)
 
 
-def write_pair(folder: Path, summary: SyntaxSummary, treebank: Path) -> None:
-    """The pair's tables into a fresh folder, renamed into place only when complete."""
+def write_pair(folder: Path, summary: SyntaxSummary, treebank: Path, label: str | None = None) -> None:
+    """The pair's tables into a fresh folder, renamed into place only when complete. ``label`` is
+    the treebank's name in the tables (default: its file name; see ``treebank_labels``)."""
+    label = label or treebank.name
     partial = folder.with_name(f".{folder.name}.partial-{uuid.uuid4().hex[:8]}")
     partial.mkdir(parents=True)
     try:
         tidy = summary.head_scores.rename(columns={"model_sha256": "model_hash"})
-        tidy.insert(2, "treebank", treebank.name)
+        tidy.insert(2, "treebank", label)
         tidy.insert(3, "language", language_of(treebank))
         tidy[TIDY_COLUMNS].to_csv(partial / "scores.csv", index=False, float_format="%.6f")
         best = summary.best_heads.copy()
-        best.insert(1, "treebank", treebank.name)
+        best.insert(1, "treebank", label)
         best.insert(2, "language", language_of(treebank))
         best.to_csv(partial / "best_heads.csv", index=False, float_format="%.6f")
-        (partial / DONE).write_text(f"{summary.sentences_used} sentences\n")
+        (partial / DONE).write_text(f"{label}\n{skip_note(summary)}\n")
         if folder.exists():
             shutil.rmtree(folder)  # an incomplete earlier attempt (no DONE)
         os.replace(partial, folder)
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
+
+
+def skip_note(scores: TreebankScores | SyntaxSummary) -> str:
+    """How many sentences were scored, and how many left out for which reason."""
+    return (f"{scores.sentences_used} sentences scored ({scores.sentences_skipped} too long, "
+            f"{scores.sentences_skipped_empty_words} with {scores.words_without_pieces} words that become no word piece)")
 
 
 def agreement(best: pd.DataFrame) -> pd.DataFrame:
@@ -143,24 +190,25 @@ def run_job(job: Job, load_lab: Callable[[str], Lab], say: Callable[[str], None]
     """Score every missing pair (each written as soon as it is complete), then write the combined
     tables and the report."""
     job.out.mkdir(parents=True, exist_ok=True)
-    folders = []
-    for model in job.models:
+    treebanks = distinct(job.treebanks)
+    labels = treebank_labels(treebanks)
+    for model in dict.fromkeys(job.models):
         missing = []
-        for treebank in job.treebanks:
-            folder = pair_folder(job.out, model, treebank)
-            folders.append(folder)
-            if (folder / DONE).is_file():
-                say(f"{model} x {treebank.name}: done earlier, skipped")
+        for treebank in treebanks:
+            if (pair_folder(job.out, model, treebank) / DONE).is_file():
+                say(f"{model} x {labels[treebank]}: done earlier, skipped")
             else:
                 missing.append(treebank)
         if missing:
-            score_model(job, model, load_lab(model), missing, say, progress_for)
-    return write_combined(job.out, folders)
+            score_model(job, model, load_lab(model), missing, say, progress_for, labels)
+    return write_combined(job.out, pair_folders(job))
 
 
 def score_model(job: Job, model: str, lab: Lab, treebanks: list[Path], say: Callable[[str], None],
-                progress_for: Callable[[str], Callable[[int, int], None] | None]) -> None:
-    bars = [progress_for(f"{slug(model)} x {treebank.name}") for treebank in treebanks]
+                progress_for: Callable[[str], Callable[[int, int], None] | None],
+                labels: dict[Path, str] | None = None) -> None:
+    labels = labels or treebank_labels(treebanks)
+    bars = [progress_for(f"{slug(model)} x {labels[treebank]}") for treebank in treebanks]
     if job.engine == "ray":
         sentences = [read_conllu(treebank, full_relations=job.full_relations) for treebank in treebanks]
         done = score_on_ray(job, lab, sentences, lambda t, n, total: bars[t] and bars[t](n, total))
@@ -169,11 +217,13 @@ def score_model(job: Job, model: str, lab: Lab, treebanks: list[Path], say: Call
                 for t, treebank in enumerate(treebanks))
     with closing(done):  # a failed write ends the Ray job too, instead of leaving it running
         for t, scores, null in done:
-            check_scored(scores, lab, job.max_length, where=f"{model} x {treebanks[t].name}: ",
-                         hint=" (raise --max-length, or leave this treebank out; the pairs done so far are kept)")
-            write_pair(pair_folder(job.out, model, treebanks[t]), summarise(scores, null, job.settings), treebanks[t])
-            say(f"{model} x {treebanks[t].name}: {scores.sentences_used} sentences scored "
-                f"({scores.sentences_skipped} too long)")
+            label = labels[treebanks[t]]
+            longer = ", or raise --max-length" if scores.sentences_skipped else ""
+            check_scored(scores, lab, job.max_length, where=f"{model} x {label}: ",
+                         hint=f" (leave this treebank out{longer}; the pairs done so far are kept)")
+            write_pair(pair_folder(job.out, model, treebanks[t]), summarise(scores, null, job.settings), treebanks[t],
+                       label)
+            say(f"{model} x {label}: {skip_note(scores)}")
 
 
 def write_combined(out: Path, folders: Sequence[Path]) -> dict[str, Path]:

@@ -5,7 +5,6 @@ from the treebank or the user is escaped."""
 from __future__ import annotations
 
 import html
-import json
 from pathlib import Path
 
 import pandas as pd
@@ -19,6 +18,7 @@ from ..figures.syntax import (
     stats_figure,
     uuas_figure,
 )
+from ..inline import script_json
 from .summary import HELD_OUT_NOTE, OFFSET_NOTE, SyntaxSummary
 
 METHOD = ("Method: Clark et al. (2019), \"What Does BERT Look At?\", and their released code: word-level attention "
@@ -27,11 +27,6 @@ METHOD = ("Method: Clark et al. (2019), \"What Does BERT Look At?\", and their r
           "head->dep: the other word that attends to it most. 'all' counts every word, root words as misses. "
           "Intervals: 95% percentile bootstrap over sentences. Tree decoding: undirected maximum spanning tree of "
           "the symmetrised map, scored as UUAS (after Htut et al. 2019). Heads are 1-based layer-head.")
-
-
-def script_json(value) -> str:
-    """JSON that cannot close the <script> element it sits in."""
-    return json.dumps(value).replace("</", "<\\/").replace("<!--", "<\\!--")
 
 
 def _figure_div(fig: Figure, div_id: str) -> str:
@@ -52,6 +47,13 @@ table.best td,table.best th{{padding:3px 8px;border-bottom:1px solid #ddd}} .fig
 <h1>{html.escape(title)}</h1>"""
 
 
+def skipped_empty_words(summary: SyntaxSummary) -> str:
+    """The sentences left out because the tokenizer deletes one of their words, said beside the
+    over-length ones so no sentence goes missing silently."""
+    return (f"skipped for a word that becomes no word piece (only zero-width, soft-hyphen, combining or control "
+            f"characters): {summary.sentences_skipped_empty_words} ({summary.words_without_pieces} such words)")
+
+
 def report_html(summary: SyntaxSummary, title: str) -> str:
     relations = list(summary.best_heads["relation"])
     figures = [_figure_div(relation_figure(summary, rel), f"rel-{i}") for i, rel in enumerate(relations)]
@@ -62,7 +64,7 @@ def report_html(summary: SyntaxSummary, title: str) -> str:
     return f"""{page_head(title)}
 <p>Weights: <b>{html.escape(summary.checkpoint.describe())}</b>; heads scored on
 <b>{html.escape(summary.source)}</b>. Sentences scored: {summary.sentences_used};
-skipped as too long: {summary.sentences_skipped}. {html.escape(METHOD)}</p>
+skipped as too long: {summary.sentences_skipped}; {skipped_empty_words(summary)}. {html.escape(METHOD)}</p>
 {null}
 <p>{html.escape(HELD_OUT_NOTE)} {html.escape(OFFSET_NOTE)}</p>
 <h2>Best head per relation (relations with at least {summary.settings.min_arcs} arcs)</h2>

@@ -138,9 +138,11 @@ class TreebankScores:
     arcs: ArcTable
     checkpoint: CheckpointInfo
     sentences_used: int
-    sentences_skipped: int
+    sentences_skipped: int  # longer than the token limit
     stats_sum: dict[str, np.ndarray] = field(default_factory=dict)
     source: str = "attention"  # the weights heads were scored on (attention or a norm-based source)
+    sentences_skipped_empty_words: int = 0  # had a word the tokenizer turns into no piece (see words_without_pieces)
+    words_without_pieces: int = 0  # such words, over the skipped sentences
 
     @property
     def model(self) -> str:
@@ -158,11 +160,22 @@ def encode_sentence(lab: Lab, sentence: Sentence) -> Encoded:
 @dataclass
 class Plan:
     """Which sentences are scored, in which batches (similar lengths together), and how many were
-    skipped as too long. Every engine runs the same batches, so results do not depend on the engine."""
+    skipped: as too long, or for a word with no piece. Every engine runs the same batches, so
+    results do not depend on the engine."""
 
     batches: list[list[tuple[int, Sentence, Encoded]]]  # (index in the treebank, sentence, its tokens)
     used: int
-    skipped: int
+    skipped: int  # longer than the token limit
+    skipped_empty_words: int = 0  # sentences with a word the tokenizer deletes
+    words_without_pieces: int = 0  # those words
+
+
+def words_without_pieces(enc: Encoded, n_words: int) -> int:
+    """How many of a sentence's words became no word piece at all. BERT's normaliser deletes
+    U+200B, soft hyphens, lone combining marks and control characters, so a FORM made only of
+    them has no attention row and the sentence's gold tree cannot be scored (it would not line up
+    with the attention map)."""
+    return n_words - len({w for w in enc.word_ids if w is not None})
 
 
 def token_limit(lab: Lab, max_length: int | None) -> int:
@@ -170,28 +183,52 @@ def token_limit(lab: Lab, max_length: int | None) -> int:
     return min(max_length or lab.max_tokens, lab.max_tokens)
 
 
-def check_scored(scores: TreebankScores, lab: Lab, max_length: int | None, where: str = "", hint: str = "") -> None:
-    """A treebank of which no sentence fits is an input error, not an empty table."""
+def unscorable(scores: TreebankScores, limit: int | None = None) -> str:
+    """Why nothing in ``scores`` can be scored (no sentence kept, or no arc between two words,
+    which every head's accuracy needs), or "" when something can."""
     if not scores.sentences_used:
-        raise InputError(f"{where}no sentence could be scored: all {scores.sentences_skipped} are longer than "
-                         f"{token_limit(lab, max_length)} tokens{hint}")
+        reasons = []
+        long, empty = scores.sentences_skipped, scores.sentences_skipped_empty_words
+        if long:
+            reasons.append(f"{long} {'is' if long == 1 else 'are'} "
+                           f"{f'longer than {limit} tokens' if limit else 'too long for the model'}")
+        if empty:
+            reasons.append(f"{empty} {'has' if empty == 1 else 'have'} a word the tokenizer deletes entirely "
+                           f"({scores.words_without_pieces} such words: only zero-width, soft-hyphen, combining or "
+                           "control characters)")
+        return "no sentence could be scored" + (f": {' and '.join(reasons)}" if reasons else "")
+    if not (~scores.arcs.is_root).any():
+        return (f"nothing to score: the {scores.sentences_used} sentences scored have one word each, and a head "
+                "is scored on arcs between two words")
+    return ""
+
+
+def check_scored(scores: TreebankScores, lab: Lab | None = None, max_length: int | None = None, where: str = "",
+                 hint: str = "") -> None:
+    """A treebank with nothing to score is an input error, not an empty table or a numpy error."""
+    problem = unscorable(scores, token_limit(lab, max_length) if lab is not None else None)
+    if problem:
+        raise InputError(f"{where}{problem}{hint}")
 
 
 def plan_batches(lab: Lab, sentences: Sequence[Sentence], batch_size: int = 32, max_length: int | None = None,
                  max_sentences: int | None = None) -> Plan:
     limit = token_limit(lab, max_length)
     chosen = list(sentences[:max_sentences] if max_sentences else sentences)
-    kept, skipped = [], 0
+    kept, skipped, skipped_empty, empty_words = [], 0, 0, 0
     for index, s in enumerate(chosen):
         enc = encode_sentence(lab, s)  # tokenized once: the batches carry it
-        if len(enc.ids) > limit:
+        missing = words_without_pieces(enc, len(s.words))
+        if missing:
+            skipped_empty, empty_words = skipped_empty + 1, empty_words + missing
+        elif len(enc.ids) > limit:
             skipped += 1
-            continue
-        kept.append((index, s, enc))
+        else:
+            kept.append((index, s, enc))
     kept.sort(key=lambda item: len(item[2].ids))  # stable: equal lengths keep treebank order
     size = max(1, batch_size)
     batches = [kept[start:start + size] for start in range(0, len(kept), size)]
-    return Plan(batches, len(kept), skipped)
+    return Plan(batches, len(kept), skipped, skipped_empty, empty_words)
 
 
 def score_batch(lab: Lab, batch: Sequence[tuple[int, Sentence, Encoded]], source: str = "attention",
@@ -227,13 +264,15 @@ def collect(lab: Lab, plan: Plan, results: Iterable[tuple[list[dict], dict[str, 
         done += len(rows)
         if progress is not None:
             progress(done, plan.used)
-    return TreebankScores(collector.table(), lab.checkpoint_info(), plan.used, plan.skipped, stats_sum, source)
+    return TreebankScores(collector.table(), lab.checkpoint_info(), plan.used, plan.skipped, stats_sum, source,
+                          plan.skipped_empty_words, plan.words_without_pieces)
 
 
 def score_treebank(lab: Lab, sentences: Sequence[Sentence], batch_size: int = 32, max_length: int | None = None,
                    max_sentences: int | None = None, progress: Callable[[int, int], None] | None = None,
                    trees: bool = True, source: str = "attention") -> TreebankScores:
-    """Score every head on a treebank; sentences longer than max_length tokens are skipped and counted.
+    """Score every head on a treebank; sentences longer than max_length tokens, and sentences with a
+    word the tokenizer deletes, are skipped and counted (each separately).
 
     Batched with padding (similar lengths together); results equal one sentence at a time.
     ``source`` scores heads on softmax weights or on norm-based weights (Kobayashi et al. 2020).
@@ -252,6 +291,15 @@ def live_arcs(word_attn: np.ndarray, layer: int, head: int) -> list[tuple[int, i
 
 
 def sentence_word_attention(lab: Lab, sentence: Sentence) -> tuple[np.ndarray, list[str]]:
+    """One sentence's (layers, heads, words, words) map; an InputError when a word has no piece,
+    because the map would then have fewer words than the sentence's tree."""
     enc = encode_sentence(lab, sentence)
+    if words_without_pieces(enc, len(sentence.words)):
+        kept = {w for w in enc.word_ids if w is not None}
+        dropped = [f"{i + 1} ({w!r})" for i, w in enumerate(sentence.words) if i not in kept]
+        many = len(dropped) > 1
+        raise InputError(f"word{'s' if many else ''} {', '.join(dropped)} of this sentence become{'' if many else 's'} "
+                         "no word piece (the tokenizer deletes only zero-width, soft-hyphen, combining and control "
+                         "characters), so its attention cannot be drawn against its tree; choose another sentence")
     _, cache = lab.run(lab.batch_tensors([enc]), compute_mlm=False)
     return word_attention(lab.attention_of(cache)[0].float().cpu().numpy(), enc)

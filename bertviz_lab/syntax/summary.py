@@ -11,7 +11,7 @@ import pandas as pd
 
 from ..lab import CheckpointInfo
 from ..naming import head_name
-from .scoring import ALL, DIRECTIONS, ROOT, TREE, ArcTable, TreebankScores
+from .scoring import ALL, DIRECTIONS, ROOT, TREE, ArcTable, TreebankScores, check_scored
 from .statistics import (
     Estimate,
     Resampler,
@@ -44,7 +44,7 @@ class Settings:
 class SyntaxSummary:
     checkpoint: CheckpointInfo
     sentences_used: int
-    sentences_skipped: int
+    sentences_skipped: int  # longer than the token limit
     layers: int
     heads: int
     head_scores: pd.DataFrame
@@ -54,6 +54,8 @@ class SyntaxSummary:
     settings: Settings = field(default_factory=Settings)
     general_stats: dict[str, np.ndarray] = field(default_factory=dict)
     source: str = "attention"
+    sentences_skipped_empty_words: int = 0  # had a word the tokenizer turns into no piece
+    words_without_pieces: int = 0  # such words, over those sentences
 
     def figure(self, kind: str = "best-heads", relation: str | None = None):
         """"best-heads" (with intervals), "relation" (accuracy per head), "uuas" or "statistics",
@@ -168,7 +170,9 @@ def uuas_table(arcs: ArcTable, resampler: Resampler) -> tuple[pd.DataFrame, int]
 
 def summarise(scores: TreebankScores, null: TreebankScores | None = None,
               settings: Settings | None = None) -> SyntaxSummary:
-    """Every table of a syntax run, from one checkpoint's scores (and the null model's)."""
+    """Every table of a syntax run, from one checkpoint's scores (and the null model's); an
+    InputError when nothing could be scored (no sentence kept, or only one-word sentences)."""
+    check_scored(scores)
     settings = settings or Settings()
     arcs = scores.arcs
     resampler = Resampler.over(arcs.sentence, settings.resamples, settings.seed)
@@ -187,7 +191,8 @@ def summarise(scores: TreebankScores, null: TreebankScores | None = None,
     return SyntaxSummary(info, scores.sentences_used, scores.sentences_skipped, arcs.layers, arcs.heads,
                          _named(pd.concat(frames, ignore_index=True), info, scores.source),
                          _named(best, info, scores.source), _named(uuas, info, scores.source),
-                         null.checkpoint if null is not None else None, settings, scores.general_stats(), scores.source)
+                         null.checkpoint if null is not None else None, settings, scores.general_stats(), scores.source,
+                         scores.sentences_skipped_empty_words, scores.words_without_pieces)
 
 
 def compare_checkpoints(a: TreebankScores, b: TreebankScores, settings: Settings | None = None) -> pd.DataFrame:
