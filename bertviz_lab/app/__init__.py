@@ -61,7 +61,7 @@ def build_demo(lab: Lab | None = None, allowed_models: list[str] | None = None, 
                 with gr.Tabs(selected="single", **WRAP_TABS) as ui.tabs:
                     tabs.build_view_tabs(ui)
         with gr.Tabs(selected="probes", elem_id="work-tabs") as ui.work_tabs:  # longer work, full width
-            tabs.build_interventions_tab(ui, lab)
+            tabs.build_interventions_tab(ui, lab, limits)
             tabs.build_syntax_tab(ui)
             tabs.build_export_tab(ui)
         gr.Markdown("Figures: use the camera icon for PNG and the disk icon for SVG. "

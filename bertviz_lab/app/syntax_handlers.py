@@ -9,7 +9,7 @@ import gradio as gr
 
 from ..bert import CheckpointError, DeviceError
 from ..figures import syntax as syntax_views
-from ..lab import InputError
+from ..lab import InputError, InputTooLong
 from ..syntax.parse import spacy_model_name, spacy_parse
 from ..syntax.run import attention_weights_source, run_syntax
 from ..syntax.scoring import sentence_word_attention
@@ -74,6 +74,9 @@ class SyntaxHandlers:
         summary = run.summary
         relations = list(summary.best_heads.relation)
         skipped = f", skipped {summary.sentences_skipped} as too long" if summary.sentences_skipped else ""
+        if summary.sentences_skipped_empty_words:
+            skipped += (f", skipped {summary.sentences_skipped_empty_words} with a word the tokenizer deletes "
+                        f"({summary.words_without_pieces} such words, e.g. only zero-width or control characters)")
         choices = [(f"{i + 1}: {s.text[:80]}", i) for i, s in enumerate(sentences[:2000])]
         if spacy_model_name() is not None:
             choices.insert(0, ("the sentence typed above (parsed by spaCy)", -1))
@@ -124,7 +127,13 @@ class SyntaxHandlers:
             except (TypeError, ValueError, IndexError):
                 return {ui.syntax_arcs_text: f"⚠️ No sentence {index!r}: choose one from the list."}
         lab = self.cache.get(session.syntax_model or attention_weights_source(session.model), session.device)
-        words, _ = sentence_word_attention(lab, sentence)
+        try:
+            words, _ = sentence_word_attention(lab, sentence)
+        except InputTooLong as error:
+            return {ui.syntax_arcs_text: f"⚠️ This sentence is {error.n_tokens} tokens long, more than the model's "
+                                         f"{error.maximum}, so it was skipped when scoring; choose another sentence."}
+        except InputError as error:
+            return {ui.syntax_arcs_text: f"⚠️ This sentence cannot be drawn: {syntax_views.markdown_text(error)}"}
         layer_index = int(min(max(int(layer) - 1, 0), lab.n_layers - 1))
         head_index = int(min(max(int(head) - 1, 0), lab.n_heads - 1))
         fig, summary = syntax_views.arcs_figure(sentence, words, layer_index, head_index)

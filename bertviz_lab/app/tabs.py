@@ -15,7 +15,7 @@ from ..figures import analysis as views
 from ..figures import interventions as intervention_views
 from ..interventions import REGISTRY
 from ..lab import Lab
-from .state import Session, status_line, weights_note
+from .state import Limits, Session, status_line, weights_note
 
 EXAMPLES = [
     ["The cat sat on the mat because it was tired.", ""],
@@ -109,7 +109,7 @@ def build_view_tabs(ui: SimpleNamespace) -> None:
                                      interactive=False, elem_id="pred-table")
 
 
-def build_interventions_tab(ui: SimpleNamespace, lab: Lab) -> None:
+def build_interventions_tab(ui: SimpleNamespace, lab: Lab, limits: Limits) -> None:
     with gr.Tab(TAB_IDS["probes"], id="probes", elem_id="tab-probes"):
         gr.Markdown("Run the last analysed input twice — baseline and probed — and compare. Tokens picked under "
                     "*Mask tokens* are the "
@@ -153,7 +153,10 @@ def build_interventions_tab(ui: SimpleNamespace, lab: Lab) -> None:
                                          label="Sentences", elem_id="set-source")
                 ui.set_upload = gr.File(label="Text file (up to 2 MB)", file_types=[".txt"], type="filepath",
                                         elem_id="set-upload")
-                ui.set_n = gr.Slider(20, 300, value=100, step=20, label="At most this many sentences")
+                most = min(300, limits.set_sentences)  # a public server's cap (state.Limits)
+                low = min(20, max(1, most // 2))
+                ui.set_n = gr.Slider(low, most, value=min(100, most), step=low,
+                                     label="At most this many sentences")
             with gr.Row():
                 ui.direction_set_btn = gr.Button("Directional sweep", elem_id="direction-set-btn")
                 ui.ablation_set_btn = gr.Button("Head ablation sweep", elem_id="ablation-set-btn")
@@ -178,7 +181,10 @@ def build_interventions_tab(ui: SimpleNamespace, lab: Lab) -> None:
                         "its top 1-5 tokens from attention should hurt the prediction if the source is faithful. "
                         "Higher AOPC (mean drop in log P(gold)) = more faithful; *random* is the control.")
             with gr.Row():
-                ui.faith_n = gr.Slider(10, 100, value=40, step=10, label="Held-out sentences")
+                most = min(100, limits.faith_sentences)
+                low = min(10, max(1, most // 2))
+                ui.faith_n = gr.Slider(low, most, value=min(40, most), step=low,
+                                       label="Held-out sentences")
                 ui.faith_btn = gr.Button("Run the faithfulness check", elem_id="faith-btn")
             ui.faith_table = gr.Dataframe(label="AOPC per source (95% bootstrap interval)", interactive=False,
                                           elem_id="faith-table")
