@@ -1,12 +1,20 @@
-"""Replay the hostile list of issue 18 against the app (in this process, embedded model, the
-app's default limits) through gradio_client, and print the figures BENCHMARKS.md records:
-memory after 200 new sessions, the largest file one request writes, the longest time one
-request holds a worker, and whether any user text came back unescaped.
+"""Replay the hostile lists against the app (in this process, embedded model) through
+gradio_client, and print the figures BENCHMARKS.md records.
 
-    python benchmarks/bench_hostile.py
+Issue 18 (the app's default limits): memory after 200 new sessions, the largest file one request
+writes, the longest time one request holds a worker, and whether any user text came back unescaped.
+
+Issue 26 (public mode, ``Limits.public()``): how many model-running endpoints accept over-cap
+input, the disk our folders and Gradio's cache hold after 30 ``.npz`` + 10 CSV exports from one
+client, the longest single public request at the caps, pairs lost or duplicated by a probe job over
+two treebanks with one file name, scripts run by hostile tokens in Chromium, and memory over a
+16-client soak at 128 tokens.
+
+    python benchmarks/bench_hostile.py [--part 18|26|all] [--soak-seconds 120]
 """
 from __future__ import annotations
 
+import os
 import re
 import tempfile
 import time
@@ -18,6 +26,7 @@ from gradio_client import Client, handle_file
 from bertviz_lab import load
 from bertviz_lab.app import LIMITS, build_demo, launch_kwargs, queue_kwargs
 from bertviz_lab.app.events import api_outputs
+from bertviz_lab.app.state import Limits
 from bertviz_lab.resources import SAMPLE_TREEBANK
 
 PAYLOADS = ["</script><script>alert(1)</script>", "<img src=x onerror=alert(1)>", "![t](http://127.0.0.1:9/t.png)",
@@ -49,7 +58,7 @@ def treebank_with(payload: str, folder: Path, copies: int = 1) -> Path:
     return path
 
 
-def main() -> None:
+def issue18() -> None:
     demo = build_demo(load("default", device="cpu"))
     demo.queue(**queue_kwargs())
     _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True, **launch_kwargs(demo=demo))
@@ -97,5 +106,197 @@ def main() -> None:
         demo.close()
 
 
+def folder_mb(*roots: Path) -> float:
+    return sum(p.stat().st_size for root in roots for p in Path(root).rglob("*") if p.is_file()) / 1e6
+
+
+def message_of(out: dict) -> str:
+    return str(out.get("message") or out.get("probe_message") or out.get("syntax_message") or "")
+
+
+def over_cap_requests(limits: Limits, folder: Path) -> list[tuple[str, tuple, str]]:
+    """(api, arguments, what is over the cap) for every endpoint that runs the model."""
+    long = " ".join(["[MASK]"] + ["word"] * 500)  # 504 tokens
+    masks = " ".join(["[MASK] word"] * 100)  # 100 masks in 202 tokens (the model's own check allows 100)
+    long_lines = folder / "long_lines.txt"
+    long_lines.write_text((" ".join(["word"] * 120) + "\n") * 3)
+    over = limits.set_sentences + 20
+    requests = []
+    for what, text in (("tokens", long), ("masks", masks)):
+        requests += [("analyze", (text, "", 5), what), ("analyze_submit", (text, "", 5), what),
+                     ("attention", (text, "", 5), what),
+                     ("probe", (text, "", 5, "left-only", [], "1-1", 0, 0), what),
+                     ("directional_sweep", (text, "", []), what), ("ablation_sweep", (text, "", []), what),
+                     ("position_controls", (text, "", [], 3), what)]
+    requests.append(("patching", (long, long, "the", "a"), "tokens"))
+    sets = {"directional_set": ((), ("symmetric",)), "ablation_set": ((), ("zero",)),
+            "probe_set": (("left-only", "1-1", 0, 0, "symmetric", "words", "zero"), ())}
+    for api, (head, middle) in sets.items():
+        requests.append((api, (*head, over, *middle, "heldout", None), "sentences"))
+    requests.append(("faithfulness", (limits.faith_sentences + 10,), "sentences"))
+    return requests
+
+
+def at_cap_requests(limits: Limits, folder: Path) -> list[tuple[str, tuple]]:
+    """The heaviest request each endpoint accepts in public mode."""
+    text = " ".join(["[MASK] word"] * limits.max_masks + ["word"] * (limits.max_tokens - 2 - 2 * limits.max_masks))
+    treebank = treebank_with("det", folder, copies=max(1, limits.syntax_words // 600))
+    sets = {"directional_set": ((), ("symmetric",)), "ablation_set": ((), ("mean",)),
+            "probe_set": (("shuffle-words", "1-1", 0, 0, "symmetric", "words", "zero"), ())}
+    requests = [("analyze", (text, "", 20)), ("probe", (text, "", 20, "left-only", [], "1-1", 0, 0)),
+                ("directional_sweep", (text, "", [])), ("ablation_sweep", (text, "", [], "mean")),
+                ("position_controls", (text, "", [], 3)),
+                ("patching", (text.replace("[MASK]", "word", limits.max_masks - 1),) * 2 + ("the", "a"))]
+    requests += [(api, (*head, limits.set_sentences, *middle, "heldout", None)) for api, (head, middle) in sets.items()]
+    requests += [("faithfulness", (limits.faith_sentences,)),
+                 ("syntax_probe", ("upload", handle_file(str(treebank)), True, True, "attention")),
+                 ("syntax_arcs", (0, 3, 9, ""))]
+    return requests
+
+
+def pairs_job(folder: Path) -> tuple[int, int, int]:
+    """(pairs the job says, pair folders written, treebanks whose rows appear exactly once)."""
+    import json
+    import subprocess
+    import sys
+
+    import pandas as pd
+
+    for language in ("de", "fr"):
+        (folder / "tb" / language).mkdir(parents=True, exist_ok=True)
+        (folder / "tb" / language / "dev.conllu").write_text(SAMPLE_TREEBANK.read_text())
+    out = folder / "job"
+    run = subprocess.run([sys.executable, "-m", "bertviz_lab", "probe", "--conllu", str(folder / "tb"), "--out", str(out),
+                          "--model", "minilm-original", "--no-null-model", "--device", "cpu"],
+                         capture_output=True, text=True, check=True)
+    said = json.loads(run.stdout.strip().splitlines()[-1])["pairs"]
+    written = len([p for p in (out / "pairs").iterdir() if (p / "DONE").is_file()])
+    rows = pd.read_csv(out / "scores.csv").groupby("treebank").size()
+    return said, written, int((rows == rows.max()).sum()) if len(rows) == 2 else len(rows)
+
+
+def scripts_run() -> tuple[int, int]:
+    """Hostile tokens in the notebook drop-ins, opened in Chromium: (scripts run, pages)."""
+    import numpy as np
+    from playwright.sync_api import sync_playwright
+
+    import bertviz_lab
+
+    tokens = ["[CLS]", "</script><script>window.__pwned = 1</script>", "<img src=x onerror=window.__pwned=2>",
+              "<!--", "&lt;b&gt;", "[SEP]"]
+    attention = [np.full((1, 2, 6, 6), 1 / 6)]
+    pages = [bertviz_lab.head_view(attention, tokens, html_action="return").data,
+             bertviz_lab.model_view(attention, tokens, html_action="return").data]
+    ran = 0
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True,
+                                    args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        for html in pages:
+            page = browser.new_page()
+            page.set_content(f"<!doctype html><meta charset='utf-8'><body>{html}</body>")
+            page.wait_for_selector(".bvl-hv-token", timeout=60000)
+            ran += page.evaluate("window.__pwned") is not None
+            page.close()
+        browser.close()
+    return ran, len(pages)
+
+
+def soak(url: str, seconds: float, clients: int = 16) -> list[float]:
+    """``clients`` visitors analysing 128-token inputs for ``seconds``; RSS every 10 s."""
+    import threading
+
+    text = " ".join(["word"] * 126)
+    stop = time.monotonic() + seconds
+    errors: list[str] = []
+
+    def visitor(i: int) -> None:
+        client = Client(url, verbose=False)
+        while time.monotonic() < stop:
+            client.session_hash = str(uuid.uuid4())
+            try:
+                call(client, "analyze", text, "", 5)
+            except Exception as error:  # a busy queue answers "try again": counted, not fatal
+                errors.append(str(error)[:60])
+
+    threads = [threading.Thread(target=visitor, args=(i,)) for i in range(clients)]
+    for t in threads:
+        t.start()
+    samples = []
+    while any(t.is_alive() for t in threads):
+        time.sleep(10)
+        samples.append(rss_mb())
+    if errors:
+        print(f"  soak: {len(errors)} requests refused (e.g. {errors[0]!r})")
+    return samples
+
+
+def issue26(soak_seconds: float) -> None:
+    limits = Limits.public()
+    demo = build_demo(load("default", device="cpu"), limits=limits)
+    demo.queue(**queue_kwargs(limits))
+    _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True,
+                            **launch_kwargs(limits, demo))
+    folder = Path(tempfile.mkdtemp())
+    handlers = demo.bvl_handlers
+    try:
+        client = Client(url, verbose=False)
+        accepted = []
+        requests = over_cap_requests(limits, folder)
+        for api, args, what in requests:
+            client.session_hash = str(uuid.uuid4())
+            try:
+                out, seconds = call(client, api, *args)
+                refused = message_of(out).startswith("⚠️")
+            except Exception as error:  # the /attention API and Gradio's own checks raise
+                refused, seconds = "up to" in str(error) or "maximum" in str(error), 0.0
+            if not refused:
+                accepted.append(f"{api} ({what})")
+        print(f"model-running endpoints accepting over-cap input: {len(accepted)} of {len(requests)} requests "
+              f"{accepted or ''}")
+
+        longest = ("", 0.0)
+        for api, args in at_cap_requests(limits, folder):
+            client.session_hash = str(uuid.uuid4())
+            if api == "syntax_arcs":
+                call(client, "syntax_probe", "sample", None, True, True, "attention")
+            out, seconds = call(client, api, *args)
+            print(f"  at the cap: {api:18s} {seconds:5.1f} s  {message_of(out)[:90]}")
+            longest = max(longest, (api, seconds), key=lambda x: x[1])
+        print(f"longest single public request at the caps: {longest[0]} {longest[1]:.1f} s")
+
+        client.session_hash = str(uuid.uuid4())
+        call(client, "analyze", " ".join(["word"] * 254), "", 5)
+        for i in range(40):
+            call(client, "export_npz" if i < 30 else "export_csv")
+        gradio_cache = Path(os.environ["GRADIO_TEMP_DIR"])
+        print(f"disk after 30 .npz + 10 CSV exports at 256 tokens from one client: exports "
+              f"{folder_mb(handlers.exports.root):.1f} MB, payloads {folder_mb(handlers.payloads.root):.1f} MB, "
+              f"Gradio cache {folder_mb(gradio_cache):.1f} MB; in all "
+              f"{folder_mb(handlers.exports.root, handlers.payloads.root, gradio_cache):.1f} MB")
+
+        said, written, once = pairs_job(folder)
+        print(f"probe job over de/dev.conllu + fr/dev.conllu: says {said} pairs, {written} pair folders written, "
+              f"{once} of 2 treebanks' rows present once each -> {2 - min(written, once)} lost or duplicated")
+        ran, pages = scripts_run()
+        print(f"scripts run from hostile tokens: {ran} of {pages} pages")
+
+        samples = soak(url, soak_seconds)
+        base = samples[0]
+        print(f"16-client soak, {soak_seconds:.0f} s at 128 tokens: RSS MB every 10 s "
+              f"{', '.join(f'{m:.0f}' for m in samples)}; range {100 * (min(samples) / base - 1):+.1f}% .. "
+              f"{100 * (max(samples) / base - 1):+.1f}% of the first sample")
+    finally:
+        demo.close()
+
+
 if __name__ == "__main__":
-    main()
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--part", choices=["18", "26", "all"], default="all")
+    parser.add_argument("--soak-seconds", type=float, default=120)
+    options = parser.parse_args()
+    if options.part in ("18", "all"):
+        issue18()
+    if options.part in ("26", "all"):
+        issue26(options.soak_seconds)

@@ -71,7 +71,7 @@ class Limits:
     export_age: float = 120  # seconds an export file stays in our temp folder (served from there, never copied)
     export_bytes: int = 1_000_000_000  # all export files of the server together
     payload_age: float = 600  # seconds the codes of an analysis stay fetchable by the page (views.js fetches at once)
-    payloads: int = 256  # at most this many on disk (<= 256 x 19 MB at 512 tokens; public mode: 64 x 4.7 MB at 256)
+    payloads: int = 256  # at most this many on disk (19 MB each at 512 tokens, 9.4 MB at 256; bytes capped below)
     payload_bytes: int = 2_000_000_000  # all payload files of the server together
     files_per_session: int = 2  # a session's newest exports (and payloads) kept; older ones are deleted
     gradio_cache: tuple[int, int] = (600, 3600)  # Gradio deletes its copies of uploads every [0] s older than [1] s

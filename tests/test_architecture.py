@@ -1,0 +1,102 @@
+"""docs/ARCHITECTURE.md's rule as a checked fact: every import of the package (module-level or inside
+a function, read with ``ast``) points down the documented order, units of one tier do not import
+each other, and every module of the package is listed in ARCHITECTURE.md."""
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "bertviz_lab"
+
+# The order of docs/ARCHITECTURE.md, bottom first. A unit is a subpackage or a top-level module; a unit
+# imports only itself and units of lower tiers.
+TIERS = [
+    {"naming", "resources", "inline", "drawing"},
+    {"bert"},
+    {"lab"},
+    {"attention", "sources", "export", "sentences"},
+    {"interventions", "syntax", "mlm"},
+    {"figures"},
+    {"reports"},
+    {"notebook", "app", "cli"},
+    {"launcher", "__main__", "__init__"},
+]
+TIER = {unit: rank for rank, units in enumerate(TIERS) for unit in units}
+
+
+def unit_of(module: str) -> str:
+    """bertviz_lab.syntax.job -> syntax; bertviz_lab.lab -> lab; bertviz_lab -> __init__."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports_of(path: Path) -> list[tuple[str, int]]:
+    """(imported bertviz_lab module, line) for every import in the file, nested ones included."""
+    module = module_name(path)
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[:len(package.split(".")) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            targets = [target] if node.module or not node.level else [f"{target}.{a.name}" for a in node.names]
+            found += [(t, node.lineno) for t in targets if t.split(".")[0] == "bertviz_lab"]
+        elif isinstance(node, ast.Import):
+            found += [(a.name, node.lineno) for a in node.names if a.name.split(".")[0] == "bertviz_lab"]
+    return found
+
+
+def modules() -> list[Path]:
+    return sorted(PACKAGE.rglob("*.py"))
+
+
+def test_every_unit_has_a_tier():
+    units = {unit_of(module_name(p)) for p in modules()}
+    assert units <= set(TIER), f"add {sorted(units - set(TIER))} to TIERS and to docs/ARCHITECTURE.md"
+
+
+def violations() -> list[str]:
+    found = []
+    for path in modules():
+        source = unit_of(module_name(path))
+        for target, line in imports_of(path):
+            into = unit_of(target)
+            if target == "bertviz_lab" and source != "__init__":
+                found.append(f"{path.relative_to(ROOT)}:{line} imports the package façade")
+            elif into != source and TIER.get(into, -1) >= TIER.get(source, -1):
+                found.append(f"{path.relative_to(ROOT)}:{line}: {source} (tier {TIER.get(source)}) imports {target} "
+                             f"(tier {TIER.get(into)})")
+    return found
+
+
+def test_no_import_points_up_or_sideways():
+    assert violations() == []
+
+
+def test_the_checker_catches_a_nested_upward_import(tmp_path, monkeypatch):
+    """A lazy import inside a method (how the old Analysis.figure reached the notebook layer) is found."""
+    fake = PACKAGE / "lab.py"
+    text = "def figure():\n    from .notebook.views import analysis_figure\n    return analysis_figure\n"
+    path = tmp_path / "bertviz_lab" / "lab.py"
+    path.parent.mkdir()
+    path.write_text(text)
+    monkeypatch.setattr(__import__(__name__), "ROOT", tmp_path)
+    assert imports_of(path) == [("bertviz_lab.notebook.views", 2)]
+    assert fake.is_file()
+
+
+@pytest.mark.parametrize("path", modules() + sorted(PACKAGE.rglob("*.js")), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_every_module_is_listed_in_the_architecture_doc(path):
+    doc = (ROOT / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    if path.name == "__init__.py":
+        return
+    assert path.name in doc, f"docs/ARCHITECTURE.md does not list {path.relative_to(ROOT)}"
