@@ -17,8 +17,8 @@ import numpy as np
 from bertviz_lab import load
 from bertviz_lab.interventions.sets import ablation_set, directional_set
 from bertviz_lab.interventions.sweeps import ablation_drops, mean_head_outputs
-from bertviz_lab.mlm.evaluate import masked_items
 from bertviz_lab.resources import DEFAULT_MLM_HEAD, SAMPLE_TREEBANK
+from bertviz_lab.sentences import masked_items
 from bertviz_lab.syntax.treebank import read_conllu
 
 

@@ -5,13 +5,13 @@ from .lab import Analysis, InputError, InputTooLong, Lab, load
 
 __version__ = "0.1.0"
 __all__ = ["Analysis", "BertConfig", "BertLab", "CheckpointError", "DeviceError", "InputError",
-           "InputTooLong", "Lab", "available_devices", "head_view", "load", "model_view", "resolve_device", "show"]
+           "InputTooLong", "Lab", "available_devices", "figure", "head_view", "load", "model_view", "resolve_device", "show"]
 
 
 def __getattr__(name: str):
-    """``head_view``, ``model_view`` and ``show`` (the notebook layer) load on first use, so
-    scripts and Ray workers that never draw do not import them."""
-    if name in ("head_view", "model_view", "show"):
+    """``figure``, ``head_view``, ``model_view`` and ``show`` (the notebook layer) load on first use,
+    so scripts and Ray workers that never draw do not import them."""
+    if name in ("figure", "head_view", "model_view", "show"):
         from . import notebook
 
         return getattr(notebook, name)

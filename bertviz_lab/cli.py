@@ -176,9 +176,9 @@ def run_compare(args: argparse.Namespace) -> int:
                                      seed=args.seed, sinks=args.sinks, unit=args.unit, mode=args.ablation,
                                      reference=reference)
     if wants_set(args):
-        from .interventions.sets import compare_set, sentence_lines
+        from .interventions.sets import compare_set
 
-        effects = compare_set(lab, sentence_lines(args.text_file, args.conllu), intervention, seed=args.seed,
+        effects = compare_set(lab, set_lines(args), intervention, seed=args.seed,
                               max_sentences=args.max_sentences)
         print(json.dumps({"probe": intervention.describe(), "scored": "gold",
                           **{name: effect_json(e) for name, e in effects.items()}}))
@@ -221,12 +221,20 @@ def effect_json(effect) -> dict:
             "n": effect.n}
 
 
+def set_lines(args: argparse.Namespace) -> list[str]:
+    """The sentences of a set: --text-file (one per line), --conllu (its sentences' text), or the sample treebank."""
+    from .sentences import read_lines
+    from .syntax.treebank import SAMPLE_TREEBANK, sentence_texts
+
+    return read_lines(args.text_file) if args.text_file is not None else sentence_texts(args.conllu or SAMPLE_TREEBANK)
+
+
 def run_sweep_set(args: argparse.Namespace, lab: Lab) -> dict:
     from tqdm import tqdm
 
-    from .interventions.sets import ablation_set, directional_set, sentence_lines
+    from .interventions.sets import ablation_set, directional_set
 
-    lines = sentence_lines(args.text_file, args.conllu)
+    lines = set_lines(args)
     with tqdm(total=min(len(lines), args.max_sentences), desc=f"{args.kind} sweep", unit="sent") as bar:
         def progress(done: int, total: int) -> None:
             bar.total = total
@@ -467,8 +475,8 @@ def add_scoring_options(p: argparse.ArgumentParser, limit: str, batch_size: int)
 
 
 def run_eval(args: argparse.Namespace) -> int:
-    from .interventions.sets import sentence_lines
     from .mlm.evaluate import evaluate
+    from .sentences import read_lines
 
     if (args.text_file is None) == (args.teaching is None):
         raise InputError("give either --text-file FILE or --teaching")
@@ -479,7 +487,7 @@ def run_eval(args: argparse.Namespace) -> int:
         raise InputError(f"model {args.model!r} has no MLM head; eval-mlm needs one")
     if args.teaching is not None:
         return print_teaching(lab, args)
-    lines = sentence_lines(args.text_file)
+    lines = read_lines(args.text_file)
     scores = evaluate(lab, lines, seed=args.seed, max_sentences=args.max_sentences, batch_size=args.batch_size,
                       progress=sys.stderr.isatty())
     if not scores["n"]:
@@ -598,8 +606,9 @@ def add_probe(sub: argparse._SubParsersAction) -> None:
 def run_probe(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
+    from .export import check_writable
+    from .reports.syntax import write_outputs
     from .syntax.job import treebank_files
-    from .syntax.report import check_writable, write_outputs
     from .syntax.run import attention_weights_source, run_syntax
     from .syntax.summary import Settings
     from .syntax.treebank import SAMPLE_TREEBANK, read_conllu
@@ -639,6 +648,7 @@ def run_probe_job(args: argparse.Namespace, models: list[str], treebanks: list[P
     """Several treebanks and/or checkpoints, locally or on Ray; resumable with the same --out."""
     from tqdm import tqdm
 
+    from .reports.syntax import job_report_html
     from .syntax.job import Job, complete_pairs, run_job
     from .syntax.summary import Settings
 
@@ -659,7 +669,7 @@ def run_probe_job(args: argparse.Namespace, models: list[str], treebanks: list[P
         return update
 
     files = run_job(job, lambda model: lab_from_args(args, model), say=lambda m: print(m, file=sys.stderr),
-                    progress_for=progress_for)
+                    progress_for=progress_for, report=job_report_html)
     for bar in bars.values():
         bar.close()
     print(json.dumps({"pairs": complete_pairs(job), "engine": args.engine,
@@ -685,11 +695,11 @@ def run_faithfulness(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from .interventions.faithfulness import faithfulness
-    from .interventions.sets import sentence_lines
     from .resources import DEFAULT_MLM_HEAD
+    from .sentences import heldout_lines, read_lines
 
     path = args.text_file or DEFAULT_MLM_HEAD / "heldout.txt"
-    lines = sentence_lines(path)
+    lines = read_lines(args.text_file) if args.text_file else heldout_lines()
     lab = lab_from_args(args)
     with tqdm(total=min(len(lines), args.max_sentences), desc="faithfulness", unit="sent") as bar:
         result = faithfulness(lab, lines, k_max=args.k, seed=args.seed, max_sentences=args.max_sentences,

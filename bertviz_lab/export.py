@@ -1,6 +1,6 @@
-"""Attention of an Analysis as files: long-format CSV (pandas) and compressed .npz, each written
-under a temporary name and renamed when complete, so an interrupted export never leaves a file
-that looks whole."""
+"""Results as files, each written under a temporary name and renamed when complete, so an
+interrupted export never leaves a file that looks whole: attention of an Analysis as long-format
+CSV (pandas) and compressed .npz, and any set of text files at once (``write_atomically``)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -54,3 +54,30 @@ def export_npz(analysis: Analysis, folder: Path) -> Path:
                                 segment_ids=np.array(analysis.segment_ids), token_ids=np.array(analysis.token_ids))
 
     return _atomic(Path(folder) / "attention.npz", write)
+
+
+def write_atomically(out: Path, contents: dict[str, tuple[str, str]]) -> dict[str, Path]:
+    """key -> (file name, text): every file to a temporary name first, renamed at the end."""
+    out.mkdir(parents=True, exist_ok=True)
+    temps: dict[str, Path] = {}
+    try:
+        for key, (name, text) in contents.items():
+            temps[key] = out / f".{name}.tmp"
+            temps[key].write_text(text, encoding="utf-8")
+    except OSError:
+        for tmp in temps.values():
+            tmp.unlink(missing_ok=True)
+        raise
+    files = {}
+    for key, tmp in temps.items():
+        files[key] = out / contents[key][0]
+        tmp.replace(files[key])
+    return files
+
+
+def check_writable(out: Path) -> None:
+    """Fail before hours of work, not after: the folder must exist (or be creatable) and take a file."""
+    out.mkdir(parents=True, exist_ok=True)
+    trial = out / ".bertviz-lab-write-test"
+    trial.write_text("ok", encoding="utf-8")
+    trial.unlink()

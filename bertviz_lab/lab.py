@@ -134,14 +134,6 @@ class Analysis:
     mlm_probabilities: np.ndarray | None = None
     source: str = "attention"  # what ``attention`` holds: softmax weights, or a norm-based source
 
-    def figure(self, kind: str = "single-head", layer: int = 1, head: int = 1, **options: Any):
-        """A view as a Plotly Figure for notebooks: "single-head", "overview", "head-view",
-        "aggregates", "summary" or "predictions"; ``layer``/``head`` 1-based, as titles say them;
-        options: hide_special, word_level, pair_filter, token (head view: one query's lines)."""
-        from .notebook.views import analysis_figure  # the notebook layer sits above this one
-
-        return analysis_figure(self, kind, layer, head, **options)
-
     @property
     def truncated(self) -> bool:
         return self.n_tokens_before_truncation > len(self.tokens)

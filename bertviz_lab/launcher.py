@@ -42,7 +42,8 @@ def parse_args(argv=None) -> argparse.Namespace:
 def main(argv=None) -> None:
     from tqdm import tqdm
 
-    from bertviz_lab import CheckpointError, DeviceError, load
+    from bertviz_lab.bert import CheckpointError, DeviceError
+    from bertviz_lab.lab import load
 
     args = parse_args(argv)
     if not args.no_keep_freed_memory:

@@ -12,7 +12,7 @@ PACKAGE = ROOT / "bertviz_lab"
 # The order of docs/ARCHITECTURE.md, bottom first. A unit is a subpackage or a top-level module; a unit
 # imports only itself and units of lower tiers.
 TIERS = [
-    {"naming", "resources", "inline", "drawing"},
+    {"naming", "resources", "inline"},
     {"bert"},
     {"lab"},
     {"attention", "sources", "export", "sentences"},
@@ -31,14 +31,14 @@ def unit_of(module: str) -> str:
     return parts[1] if len(parts) > 1 else "__init__"
 
 
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+def module_name(path: Path, root: Path = ROOT) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def imports_of(path: Path) -> list[tuple[str, int]]:
+def imports_of(path: Path, root: Path = ROOT) -> list[tuple[str, int]]:
     """(imported bertviz_lab module, line) for every import in the file, nested ones included."""
-    module = module_name(path)
+    module = module_name(path, root)
     package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
     found = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -82,16 +82,27 @@ def test_no_import_points_up_or_sideways():
     assert violations() == []
 
 
-def test_the_checker_catches_a_nested_upward_import(tmp_path, monkeypatch):
-    """A lazy import inside a method (how the old Analysis.figure reached the notebook layer) is found."""
-    fake = PACKAGE / "lab.py"
-    text = "def figure():\n    from .notebook.views import analysis_figure\n    return analysis_figure\n"
-    path = tmp_path / "bertviz_lab" / "lab.py"
-    path.parent.mkdir()
-    path.write_text(text)
-    monkeypatch.setattr(__import__(__name__), "ROOT", tmp_path)
-    assert imports_of(path) == [("bertviz_lab.notebook.views", 2)]
-    assert fake.is_file()
+def test_the_checker_catches_a_nested_upward_import(tmp_path):
+    """A lazy import inside a method (how the old Analysis.figure reached the notebook layer) is found,
+    relative or absolute, and ``from . import x`` names the module x."""
+    path = tmp_path / "bertviz_lab" / "syntax" / "summary.py"
+    path.parent.mkdir(parents=True)
+    path.write_text("class S:\n    def figure(self):\n        from ..notebook.views import syntax_figure\n"
+                    "        import bertviz_lab.figures.base\n        from . import scoring\n")
+    assert imports_of(path, tmp_path) == [("bertviz_lab.notebook.views", 3), ("bertviz_lab.figures.base", 4),
+                                          ("bertviz_lab.syntax.scoring", 5)]
+
+
+def test_nothing_below_figures_imports_plotly_or_gradio():
+    drawing = []
+    for path in modules():
+        if TIER[unit_of(module_name(path))] < TIER["figures"]:
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                    [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+                drawing += [f"{path.relative_to(ROOT)}:{node.lineno} {n}" for n in names
+                            if n.split(".")[0] in ("plotly", "gradio")]
+    assert drawing == []
 
 
 @pytest.mark.parametrize("path", modules() + sorted(PACKAGE.rglob("*.js")), ids=lambda p: str(p.relative_to(PACKAGE)))

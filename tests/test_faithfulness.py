@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from bertviz_lab.interventions.faithfulness import RANKINGS, FaithfulnessResult, rankings, sentence_drops
-from bertviz_lab.mlm.evaluate import masked_items
+from bertviz_lab.sentences import masked_items
 
 ROOT = Path(__file__).resolve().parent.parent
 LINES = ["the big cat sat on the red mat in the house", "a small dog ran to the park with a ball today"]

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+import bertviz_lab
 from bertviz_lab import load
 
 ROOT_WORDS = " ".join(builders.WORDS[:40]).replace(" ##", "")
@@ -140,7 +141,7 @@ def test_roberta_masks_typed_as_bert_masks_and_the_lab_works_unchanged(family):
     with torch.no_grad():
         probs = torch.softmax(hf(input_ids=ids).logits[0, position], -1)
     assert a.mlm[0].predictions[0].probability == pytest.approx(float(probs.max()), abs=1e-5)
-    assert a.figure("single-head", layer=2, head=1, hide_special=True).layout.title.text == "Layer 2, head 1"
+    assert bertviz_lab.figure(a, "single-head", layer=2, head=1, hide_special=True).layout.title.text == "Layer 2, head 1"
     c = compare(lab, "the cat [MASK] on the mat", make_intervention("left-only"))
     assert c.js.shape == (2, 4)
     scores = score_treebank(lab, read_conllu(SAMPLE_TREEBANK), max_sentences=5)

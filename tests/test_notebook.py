@@ -112,13 +112,13 @@ def test_analysis_figures_and_show(browser, tiny_lab, tmp_path):  # noqa: F811
 
     a = tiny_lab.analyze("the cat sat on the [MASK]")
     for kind in ("single-head", "overview", "head-view", "aggregates", "summary", "predictions"):
-        assert isinstance(a.figure(kind, layer=2, head=1), go.Figure)
-    fig = a.figure("single-head", layer=2, head=3)
+        assert isinstance(bertviz_lab.figure(a, kind, layer=2, head=1), go.Figure)
+    fig = bertviz_lab.figure(a, "single-head", layer=2, head=3)
     assert fig.layout.title.text == "Layer 2, head 3"
     with pytest.raises(ValueError, match="1-based"):
-        a.figure("single-head", layer=0)
+        bertviz_lab.figure(a, "single-head", layer=0)
     with pytest.raises(ValueError, match="unknown figure"):
-        a.figure("nope")
+        bertviz_lab.figure(a, "nope")
     page = draw(browser, bertviz_lab.show(a, layer=2, head=3, html_action="return"), tmp_path, "show")
     assert title(page) == "Layer 2, head 3"
     page.close()

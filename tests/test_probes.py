@@ -249,7 +249,7 @@ def test_sets_carry_intervals():
 
 def test_directional_set_matches_single_runs(sharp_lab):
     from bertviz_lab.interventions.sets import directional_set
-    from bertviz_lab.mlm.evaluate import masked_items
+    from bertviz_lab.sentences import masked_items
 
     lines = ["the big cat sat on the red mat", "a small dog ran to the park"]
     effects = directional_set(sharp_lab, lines, resamples=20)

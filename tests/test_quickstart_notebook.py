@@ -36,9 +36,9 @@ def test_quickstart_notebook_runs_and_shows_figures(tmp_path, monkeypatch):
     outputs = {i: c.get("outputs", []) for i, c in enumerate(nb.cells) if c.cell_type == "code"}
     kinds = {i: {k for o in outs for k in o.get("data", {})} for i, outs in outputs.items()}
     sources = {i: nb.cells[i].source for i in outputs}
-    figure_cells = [i for i, s in sources.items() if s.rstrip().endswith(("fig", 'a.figure("overview")',
-                                                                            'c.figure("comparison", layer=2, head=1)',
-                                                                            'run.summary.figure("best-heads")'))]
+    figure_cells = [i for i, s in sources.items() if s.rstrip().endswith((
+        "fig", 'bertviz_lab.figure(a, "overview")', 'bertviz_lab.figure(c, "comparison", layer=2, head=1)',
+        'bertviz_lab.figure(run.summary, "best-heads")'))]
     assert len(figure_cells) == 4
     for i in figure_cells:
         assert "application/vnd.plotly.v1+json" in kinds[i], (sources[i], kinds[i])

@@ -2,7 +2,7 @@
 that came from the treebank."""
 from browser import browser  # noqa: F401  (fixture)
 
-from bertviz_lab.syntax.report import write_outputs
+from bertviz_lab.reports.syntax import write_outputs
 from bertviz_lab.syntax.scoring import score_treebank
 from bertviz_lab.syntax.summary import Settings, summarise
 from bertviz_lab.syntax.treebank import SAMPLE_TREEBANK, read_conllu

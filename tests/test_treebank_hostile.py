@@ -208,13 +208,14 @@ def check_both_treebanks_once(out: Path, lab, de: Path, fr: Path) -> None:
 
 
 def test_a_job_keeps_two_treebanks_of_one_file_name_apart(tmp_path, tiny_lab):
+    from bertviz_lab.reports.syntax import job_report_html
     from bertviz_lab.syntax.job import Job, complete_pairs, pair_folder, run_job
 
     de, fr = same_name_treebanks(tmp_path / "ud")
     assert pair_folder(tmp_path, "m", de) != pair_folder(tmp_path, "m", fr)
     job = Job([tiny_lab.source], [de, fr], tmp_path / "job", FAST, null=False)
     said: list[str] = []
-    run_job(job, lambda _: tiny_lab, say=said.append)
+    run_job(job, lambda _: tiny_lab, say=said.append, report=job_report_html)
     check_both_treebanks_once(job.out, tiny_lab, de, fr)
     assert complete_pairs(job) == 2
     assert any(line.startswith(f"{tiny_lab.source} x de/dev.conllu: ") for line in said)

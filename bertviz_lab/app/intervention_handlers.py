@@ -23,19 +23,16 @@ from ..interventions import (
     position_similarity,
 )
 from ..interventions.faithfulness import faithfulness
-from ..interventions.sets import ablation_set, compare_set, directional_set, sentence_lines
+from ..interventions.sets import ablation_set, compare_set, directional_set
 from ..interventions.sweeps import mean_head_outputs, patching_sweep, position_controls
 from ..lab import InputError, Lab
-from ..resources import DEFAULT_MLM_HEAD, SAMPLE_TREEBANK
-from ..syntax.treebank import read_conllu
+from ..resources import SAMPLE_TREEBANK
+from ..sentences import heldout_lines, read_lines
+from ..syntax.treebank import read_conllu, sentence_texts
 from .state import Session, plot
 from .validation import positions, whole
 
 Updates = dict[Any, Any]
-
-
-def heldout_lines() -> list[str]:
-    return (DEFAULT_MLM_HEAD / "heldout.txt").read_text(encoding="utf-8").splitlines()
 
 
 class InterventionHandlers:
@@ -131,7 +128,7 @@ class InterventionHandlers:
         ui = self.ui
         try:
             lab = self.lab_of(session)
-            lines = (DEFAULT_MLM_HEAD / "heldout.txt").read_text(encoding="utf-8").splitlines()
+            lines = heldout_lines()
             result = faithfulness(lab, lines, max_sentences=self.set_size(n, self.limits.faith_sentences),
                                   progress=lambda done, total: progress(done / total, desc="faithfulness"))
         except (InputError, CheckpointError) as error:
@@ -177,7 +174,7 @@ class InterventionHandlers:
     def set_lines(self, source: str, upload: str | None) -> list[str]:
         """The sentences of a set the page chose: shipped held-out lines, the sample treebank, or an upload."""
         if source == "sample":
-            return sentence_lines()
+            return sentence_texts()
         if source != "upload":
             return heldout_lines()
         if not upload:
@@ -185,7 +182,7 @@ class InterventionHandlers:
         if Path(upload).stat().st_size > self.limits.upload_bytes:
             raise InputError(f"the file is over {self.limits.upload_bytes / 1e6:.0f} MB")
         try:
-            return sentence_lines(upload)
+            return read_lines(upload)
         except InputError as error:
             raise InputError(str(error).replace(str(upload), Path(upload).name)) from None
 

@@ -39,13 +39,6 @@ class Comparison:
     offsets_after: np.ndarray | None = None
     note: str = ""
 
-    def figure(self, kind: str = "comparison", layer: int = 1, head: int = 1):
-        """"comparison" (baseline, probed, difference), "divergence" (per head) or "offsets", as a
-        Plotly Figure; ``layer``/``head`` 1-based."""
-        from ..notebook.views import comparison_figure  # the notebook layer sits above this one
-
-        return comparison_figure(self, kind, layer, head)
-
     def to_json(self) -> dict:
         return {
             "probe": self.intervention.describe(), "tokens": self.baseline.tokens,

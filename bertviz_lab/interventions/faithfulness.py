@@ -22,8 +22,8 @@ import torch
 from ..attention.flow import attention_flow, rollout
 from ..bert.norms import NORM_CAPTURES, layer_source_from_cache
 from ..lab import Encoded, InputError, Lab
-from ..mlm.evaluate import masked_items
 from ..naming import SPECIAL_TOKENS
+from ..sentences import masked_items
 from .sets import mean_interval
 
 RANKINGS = ("attention (last layer)", "attention (all layers)", "rollout", "flow", "norm (last layer)",

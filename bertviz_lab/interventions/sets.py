@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 from ..lab import InputError, Lab
-from ..mlm.evaluate import masked_items
+from ..sentences import masked_items
 from .sweeps import CONDITIONS, ablation_drops, condition_bias
 
 Progress = Callable[[int, int], None]
@@ -77,22 +77,6 @@ def ablation_set(lab: Lab, lines: Sequence[str], reference: torch.Tensor | None 
         if progress is not None:
             progress(row + 1, len(items))
     return mean_interval(drops, resamples, seed)
-
-
-def sentence_lines(text_file: str | None = None, conllu: str | None = None) -> list[str]:
-    """The sentences of a set: a text file (one per line), a CoNLL-U file (its sentences' text), or
-    by default the shipped sample treebank."""
-    from pathlib import Path
-
-    from ..resources import SAMPLE_TREEBANK
-    from ..syntax.treebank import read_conllu
-
-    if text_file is not None:
-        try:
-            return Path(text_file).read_text(encoding="utf-8").splitlines()
-        except UnicodeDecodeError as error:
-            raise InputError(f"{text_file} is not UTF-8 text (byte {error.start})") from None
-    return [s.text for s in read_conllu(conllu or SAMPLE_TREEBANK)]
 
 
 def compare_set(lab: Lab, lines: Sequence[str], intervention, seed: int = 0, max_sentences: int | None = 200,

@@ -12,13 +12,13 @@ auxiliaries, particles) and content words (all others).
 from __future__ import annotations
 
 import math
-import random
 from collections.abc import Iterable
 
 import torch
 from tqdm import tqdm
 
-from ..lab import Encoded, Lab
+from ..lab import Lab
+from ..sentences import masked_items
 
 MASKING = "one single-WordPiece word per line (multi-piece words are never masked)"
 FUNCTION_WORDS = frozenset("""
@@ -48,40 +48,6 @@ def accuracy_of(hits1: list[bool], hits5: list[bool]) -> dict:
     n = len(hits1)
     return {"top1": sum(hits1) / n if n else 0.0, "top5": sum(hits5) / n if n else 0.0, "n": n,
             "top1_ci": wilson_interval(sum(hits1), n), "top5_ci": wilson_interval(sum(hits5), n)}
-
-
-def candidates(enc: Encoded, special_ids: set[int]) -> list[int]:
-    toks, n = enc.tokens, len(enc.tokens)
-    return [i for i, t in enumerate(toks)
-            if enc.ids[i] not in special_ids and t.isalpha() and not t.startswith("##")
-            and not (i + 1 < n and toks[i + 1].startswith("##"))]
-
-
-def masked_items(lab: Lab, lines: Iterable[str], seed: int, max_sentences: int | None, max_length: int = 128):
-    """(masked Encoded, position, original id) per usable line, in file order."""
-    rng = random.Random(seed)
-    items = []
-    cut = min(max_length, lab.max_tokens)
-    for line in lines:
-        line = line.strip()
-        if not line:
-            continue
-        enc = lab.encode(line, truncate=True)
-        if len(enc.ids) > cut:
-            enc = Encoded(enc.tokens[:cut - 1] + ["[SEP]"], enc.ids[:cut - 1] + [enc.ids[-1]],
-                          enc.segment_ids[:cut], enc.word_ids[:cut - 1] + [None], enc.offsets[:cut],
-                          enc.n_tokens_before_truncation)
-        options = candidates(enc, lab.special_ids | {lab.mask_id})
-        if not options:
-            continue
-        pos = rng.choice(options)
-        ids = list(enc.ids)
-        original = ids[pos]
-        ids[pos] = lab.mask_id
-        items.append((Encoded(enc.tokens, ids, enc.segment_ids, enc.word_ids, enc.offsets, len(ids)), pos, original))
-        if max_sentences is not None and len(items) >= max_sentences:
-            break
-    return items
 
 
 def evaluate(lab: Lab, lines: Iterable[str], seed: int = 0, max_sentences: int | None = None,

@@ -1,7 +1,7 @@
-"""bertviz-lab in notebooks: the views as Plotly figures (``Analysis.figure``), one-call
+"""bertviz-lab in notebooks: the views as Plotly figures (``bertviz_lab.figure``), one-call
 interactive output (``show``), and a BertViz drop-in (``head_view``, ``model_view``) for any
 model's attention. Nothing here needs a server of ours or the network."""
 from .dropin import head_view, model_view, show
-from .views import analysis_figure, comparison_figure, syntax_figure
+from .views import analysis_figure, comparison_figure, figure, syntax_figure
 
-__all__ = ["analysis_figure", "comparison_figure", "head_view", "model_view", "show", "syntax_figure"]
+__all__ = ["analysis_figure", "comparison_figure", "figure", "head_view", "model_view", "show", "syntax_figure"]

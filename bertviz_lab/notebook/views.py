@@ -10,7 +10,9 @@ from ..figures import analysis as views
 from ..figures import interventions as intervention_views
 from ..figures import syntax as syntax_views
 from ..figures.base import Figure
+from ..interventions import Comparison
 from ..lab import Analysis
+from ..syntax.summary import SyntaxSummary
 
 ANALYSIS_FIGURES = ("single-head", "overview", "head-view", "aggregates", "summary", "predictions")
 COMPARISON_FIGURES = ("comparison", "divergence", "offsets")
@@ -76,3 +78,16 @@ def syntax_figure(summary, kind: str = "best-heads", relation: str | None = None
     if kind not in builders:
         raise ValueError(f"unknown figure {kind!r}: choose one of {', '.join(SYNTAX_FIGURES)}")
     return plotly_figure(builders[kind]())
+
+
+def figure(obj: Analysis | Comparison | SyntaxSummary, kind: str | None = None, **options: Any):
+    """Any of our results as a Plotly Figure: ``bertviz_lab.figure(analysis, "overview")``,
+    ``figure(comparison, "comparison", layer=2, head=1)``, ``figure(summary, "best-heads")``.
+    The data classes hold no drawing code (they sit below this layer); this is the one door to it."""
+    if isinstance(obj, Analysis):
+        return analysis_figure(obj, kind or "single-head", **options)
+    if isinstance(obj, Comparison):
+        return comparison_figure(obj, kind or "comparison", **options)
+    if isinstance(obj, SyntaxSummary):
+        return syntax_figure(obj, kind or "best-heads", **options)
+    raise TypeError(f"cannot draw a {type(obj).__name__}: pass an Analysis, a Comparison or a SyntaxSummary")

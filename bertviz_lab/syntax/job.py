@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..export import write_atomically
 from ..lab import InputError, Lab, null_model
 from .scoring import TreebankScores, check_scored, score_treebank
 from .summary import Settings, SyntaxSummary, summarise
@@ -28,6 +29,7 @@ from .treebank import read_conllu
 
 TIDY_COLUMNS = ["model", "model_hash", "treebank", "language", "relation", "direction", "layer", "head", "correct",
                 "total", "accuracy", "ci_low", "ci_high"]
+Report = Callable[[pd.DataFrame, pd.DataFrame, pd.DataFrame], str]  # (tidy, best heads, agreement) -> HTML
 DONE = "DONE"  # written last in a pair's folder: its presence means the pair is complete
 
 
@@ -186,9 +188,11 @@ def agreement(best: pd.DataFrame) -> pd.DataFrame:
 
 
 def run_job(job: Job, load_lab: Callable[[str], Lab], say: Callable[[str], None] = print,
-            progress_for: Callable[[str], Callable[[int, int], None] | None] = lambda _: None) -> dict[str, Path]:
+            progress_for: Callable[[str], Callable[[int, int], None] | None] = lambda _: None,
+            report: Report | None = None) -> dict[str, Path]:
     """Score every missing pair (each written as soon as it is complete), then write the combined
-    tables and the report."""
+    tables and, given ``report`` (``reports.syntax.job_report_html``; drawing sits above this layer),
+    report.html."""
     job.out.mkdir(parents=True, exist_ok=True)
     treebanks = distinct(job.treebanks)
     labels = treebank_labels(treebanks)
@@ -201,7 +205,7 @@ def run_job(job: Job, load_lab: Callable[[str], Lab], say: Callable[[str], None]
                 missing.append(treebank)
         if missing:
             score_model(job, model, load_lab(model), missing, say, progress_for, labels)
-    return write_combined(job.out, pair_folders(job))
+    return write_combined(job.out, pair_folders(job), report)
 
 
 def score_model(job: Job, model: str, lab: Lab, treebanks: list[Path], say: Callable[[str], None],
@@ -226,15 +230,16 @@ def score_model(job: Job, model: str, lab: Lab, treebanks: list[Path], say: Call
             say(f"{model} x {label}: {skip_note(scores)}")
 
 
-def write_combined(out: Path, folders: Sequence[Path]) -> dict[str, Path]:
-    from .report import job_report_html, write_atomically
-
+def write_combined(out: Path, folders: Sequence[Path], report: Report | None = None) -> dict[str, Path]:
+    """The job's tables from its pairs' folders (and the report, if asked), all renamed into place together."""
     tidy = pd.concat([pd.read_csv(f / "scores.csv") for f in folders], ignore_index=True)
     best = pd.concat([pd.read_csv(f / "best_heads.csv") for f in folders], ignore_index=True)
     agree = agreement(best)
-    return write_atomically(out, {
+    contents = {
         "scores": ("scores.csv", tidy.to_csv(index=False, float_format="%.6f")),
         "best_heads": ("best_heads.csv", best.to_csv(index=False, float_format="%.6f")),
         "agreement": ("agreement.csv", agree.to_csv(index=False, float_format="%.6f")),
-        "report": ("report.html", job_report_html(tidy, best, agree)),
-    })
+    }
+    if report is not None:
+        contents["report"] = ("report.html", report(tidy, best, agree))
+    return write_atomically(out, contents)

@@ -57,13 +57,6 @@ class SyntaxSummary:
     sentences_skipped_empty_words: int = 0  # had a word the tokenizer turns into no piece
     words_without_pieces: int = 0  # such words, over those sentences
 
-    def figure(self, kind: str = "best-heads", relation: str | None = None):
-        """"best-heads" (with intervals), "relation" (accuracy per head), "uuas" or "statistics",
-        as a Plotly Figure."""
-        from ..notebook.views import syntax_figure  # the notebook layer sits above this one
-
-        return syntax_figure(self, kind, relation)
-
     def accuracy_map(self, relation: str, direction: str) -> np.ndarray:
         """(layers, heads) accuracy of every head for one relation and direction."""
         rows = self.head_scores[(self.head_scores.relation == relation) & (self.head_scores.direction == direction)]

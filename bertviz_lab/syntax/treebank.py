@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..resources import SAMPLE_TREEBANK
 
-__all__ = ["SAMPLE_TREEBANK", "Sentence", "TreebankError", "read_conllu"]
+__all__ = ["SAMPLE_TREEBANK", "Sentence", "TreebankError", "read_conllu", "sentence_texts"]
 
 
 class TreebankError(ValueError):
@@ -150,3 +150,8 @@ def read_conllu(path: str | Path, full_relations: bool = False) -> list[Sentence
     if not sentences:
         raise TreebankError(f"{path}: no sentences found")
     return sentences
+
+
+def sentence_texts(path: str | Path = SAMPLE_TREEBANK) -> list[str]:
+    """A treebank's sentences as plain text (its ``# text`` lines): a sentence set for interventions."""
+    return [s.text for s in read_conllu(path)]

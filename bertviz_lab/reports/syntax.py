@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..export import write_atomically
 from ..figures.base import Figure
 from ..figures.syntax import (
     agreement_figure,
@@ -19,7 +20,7 @@ from ..figures.syntax import (
     uuas_figure,
 )
 from ..inline import script_json
-from .summary import HELD_OUT_NOTE, OFFSET_NOTE, SyntaxSummary
+from ..syntax.summary import HELD_OUT_NOTE, OFFSET_NOTE, SyntaxSummary
 
 METHOD = ("Method: Clark et al. (2019), \"What Does BERT Look At?\", and their released code: word-level attention "
           "(to a word = sum over its pieces, from a word = mean over its pieces; [CLS]/[SEP] kept for the "
@@ -96,25 +97,6 @@ def write_outputs(summary: SyntaxSummary, out: Path, title: str = "bertviz-lab s
     return write_atomically(out, contents)
 
 
-def write_atomically(out: Path, contents: dict[str, tuple[str, str]]) -> dict[str, Path]:
-    """key -> (file name, text): every file to a temporary name first, renamed at the end."""
-    out.mkdir(parents=True, exist_ok=True)
-    temps: dict[str, Path] = {}
-    try:
-        for key, (name, text) in contents.items():
-            temps[key] = out / f".{name}.tmp"
-            temps[key].write_text(text, encoding="utf-8")
-    except OSError:
-        for tmp in temps.values():
-            tmp.unlink(missing_ok=True)
-        raise
-    files = {}
-    for key, tmp in temps.items():
-        files[key] = out / contents[key][0]
-        tmp.replace(files[key])
-    return files
-
-
 def job_report_html(tidy: pd.DataFrame, best: pd.DataFrame, agree: pd.DataFrame,
                     title: str = "bertviz-lab syntax probe: treebanks x checkpoints") -> str:
     """One offline report for a whole job: each pair's best heads and the cross-treebank agreement."""
@@ -137,11 +119,3 @@ def job_report_html(tidy: pd.DataFrame, best: pd.DataFrame, agree: pd.DataFrame,
 {table}
 </body></html>
 """
-
-
-def check_writable(out: Path) -> None:
-    """Fail before hours of work, not after: the folder must exist (or be creatable) and take a file."""
-    out.mkdir(parents=True, exist_ok=True)
-    trial = out / ".bertviz-lab-write-test"
-    trial.write_text("ok", encoding="utf-8")
-    trial.unlink()
