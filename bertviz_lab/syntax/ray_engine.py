@@ -82,7 +82,7 @@ class BatchScorer:
                  null_seed: int | None = None, dtype: str | None = None, allow_pickle: bool = False) -> None:
         import torch
 
-        from .. import load
+        from ..lab import load
 
         torch.set_num_threads(threads)
         lab = load(source, device=device, mlm_head=mlm_head, dtype=dtype, allow_pickle=allow_pickle)
