@@ -111,7 +111,8 @@ def add_compare(sub: argparse._SubParsersAction) -> None:
     p.add_argument("text", nargs="?", default=None, help="the input, unless a sentence set is given")
     add_set_options(p)
     p.add_argument("--pair", default=None)
-    p.add_argument("--probe", required=True, choices=KINDS, help="the intervention")
+    p.add_argument("--intervention", "--probe", dest="intervention", required=True, choices=KINDS,
+                   help="what to change in the forward pass (--probe is the old name, kept as an alias)")
     p.add_argument("--positions", type=int, nargs="*", default=[], help="token positions for mask-tokens / hide-keys")
     p.add_argument("--mask", type=int, nargs="*", default=[], help="positions masked in both runs")
     p.add_argument("--heads", default="", help="ablate-heads: 1-based layer-head list, e.g. '3-5,6-1'")
@@ -170,9 +171,9 @@ def run_compare(args: argparse.Namespace) -> int:
     from .interventions import compare
 
     lab = lab_from_args(args)
-    heads = parse_heads(args.heads, lab.n_layers, lab.n_heads) if args.probe == "ablate-heads" else []
-    reference = ablation_reference(lab, args) if args.probe == "ablate-heads" else None
-    intervention = make_intervention(args.probe, positions=args.positions, heads=heads, shift=args.shift,
+    heads = parse_heads(args.heads, lab.n_layers, lab.n_heads) if args.intervention == "ablate-heads" else []
+    reference = ablation_reference(lab, args) if args.intervention == "ablate-heads" else None
+    intervention = make_intervention(args.intervention, positions=args.positions, heads=heads, shift=args.shift,
                                      seed=args.seed, sinks=args.sinks, unit=args.unit, mode=args.ablation,
                                      reference=reference)
     if wants_set(args):
@@ -180,7 +181,7 @@ def run_compare(args: argparse.Namespace) -> int:
 
         effects = compare_set(lab, set_lines(args), intervention, seed=args.seed,
                               max_sentences=args.max_sentences)
-        print(json.dumps({"probe": intervention.describe(), "scored": "gold",
+        print(json.dumps({"intervention": intervention.describe(), "scored": "gold",
                           **{name: effect_json(e) for name, e in effects.items()}}))
         return 0
     if not args.text:
@@ -192,7 +193,7 @@ def run_compare(args: argparse.Namespace) -> int:
     print(f"probe: {intervention.describe()}; mean JS divergence {float(c.js.mean()):.4f} nats")
     for x in c.changes:
         print(f"position {x.position} ({x.token}): p({x.baseline_top}) {x.baseline_probability:.4f} -> "
-              f"{x.probed_probability:.4f}; probed top-1 {x.probed_top}")
+              f"{x.intervened_probability:.4f}; intervened top-1 {x.intervened_top}")
     return 0
 
 
@@ -569,7 +570,9 @@ def run_eval_nsp(args: argparse.Namespace) -> int:
 
 # ---- syntax --------------------------------------------------------------------------------
 def add_probe(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("probe", help="score every head against a dependency treebank (Clark et al. 2019)")
+    p = sub.add_parser("score-heads", aliases=["probe"],
+                       help="score every head against a dependency treebank (Clark et al. 2019); "
+                            "'probe' is the old name, kept as an alias for one release")
     p.add_argument("--conllu", type=Path, nargs="+", default=None,
                    help="CoNLL-U treebanks: files or folders of *.conllu (default: the sample treebank shipped "
                         "with bertviz-lab); several, or several --model, make one job (see --engine)")
@@ -627,7 +630,7 @@ def run_probe(args: argparse.Namespace) -> int:
     lab = lab_from_args(args, models[0])
     other = lab_from_args(args, args.compare_model) if args.compare_model else None
     settings = Settings(args.resamples, args.seed, args.select_fraction, args.min_arcs)
-    with tqdm(total=100, desc="probe", unit="%") as bar:
+    with tqdm(total=100, desc="score-heads", unit="%") as bar:
         run = run_syntax(lab, sentences, settings, null=not args.no_null_model, compare_lab=other,
                          batch_size=args.batch_size, max_length=args.max_length, max_sentences=args.max_sentences,
                          source=args.source, progress=lambda f, what: (bar.set_description(what), bar.update(round(100 * f) - bar.n)))

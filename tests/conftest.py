@@ -98,3 +98,24 @@ def call(client, api_name: str, *args) -> dict:
     names = api_outputs(api_name)
     result = client.predict(*args, api_name=f"/{api_name}")
     return dict(zip(names, result if len(names) > 1 else (result,)))
+
+
+# ---- tiers: `pytest -m "not slow"` is the inner loop (no browser, no server, no subprocess, no Ray, no
+# wheel or notebook build); CI runs everything. A test is slow by what it uses, so a new one is placed
+# without anyone remembering to mark it.
+SLOW_FIXTURES = {"browser", "tiny_app", "default_app", "public_app", "default_lab", "minilm_lab"}
+SLOW_CODE = ("subprocess", "cli(", "probe(", "gradio_client.Client", "launch(", "build_demo(", "ray.", "import ray",
+             "nbclient", "build_space", "Popen", "run_cli")
+
+
+def pytest_collection_modifyitems(config, items):
+    import inspect
+
+    for item in items:
+        function = getattr(item, "function", None)
+        try:
+            source = inspect.getsource(function) if function is not None else ""
+        except (OSError, TypeError):
+            source = ""
+        if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())) or any(code in source for code in SLOW_CODE):
+            item.add_marker(pytest.mark.slow)

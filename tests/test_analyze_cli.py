@@ -112,11 +112,11 @@ def test_sweep_over_a_sentence_set_and_patch(tmp_path, tiny_folder):
 
 
 def test_compare_over_a_conllu_set_and_patch_pairs(tmp_path, tiny_folder):
-    run = cli("compare", "--probe", "left-only", "--conllu", str(ROOT / "assets" / "sample_treebank.conllu"),
+    run = cli("compare", "--intervention", "left-only", "--conllu", str(ROOT / "assets" / "sample_treebank.conllu"),
               "--max-sentences", "8", "--model", str(tiny_folder))
     assert run.returncode == 0, run.stderr
     result = json.loads(run.stdout.strip().splitlines()[-1])
-    assert result["probe"] == "left-only" and result["change in P(gold)"]["n"] == 8
+    assert result["intervention"] == "left-only" and result["change in P(gold)"]["n"] == 8
     pairs = tmp_path / "pairs.txt"
     pairs.write_text("the big cat [MASK] on the mat | the big dog [MASK] on the mat | the | mat\n"
                      "a red cat [MASK] here | a red dog [MASK] here | the | mat\n")

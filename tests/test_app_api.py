@@ -87,12 +87,12 @@ def test_directional_probe_and_sweep_through_the_api(sharp_app, sharp_lab):
     expected = compare(sharp_lab, text, make_intervention("left-only"))
     assert f"{float(expected.js.mean()):.4f}" in message
     assert table["data"][0][0] == 4
-    assert table["data"][0][4] == pytest.approx(round(expected.changes[0].probed_probability, 4))
+    assert table["data"][0][4] == pytest.approx(round(expected.changes[0].intervened_probability, 4))
     sweep = call(client, "directional_sweep", text, "", [])["direction_table"]
     assert sweep["headers"][4:] == ["p both", "p left only", "p right only", "p left control", "p right control"]
     row = dict(zip(sweep["headers"], sweep["data"][0]))
     assert row["scored"] == "top-1"  # a typed [MASK]: no gold word, the full-context top-1 is scored
-    assert row["p left only"] == pytest.approx(round(expected.changes[0].probed_probability, 4))
+    assert row["p left only"] == pytest.approx(round(expected.changes[0].intervened_probability, 4))
 
 
 def test_positional_probe_and_position_inspector_through_the_api(sharp_app, sharp_lab):

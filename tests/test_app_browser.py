@@ -147,10 +147,10 @@ def test_probe_shows_the_difference_heatmap(browser, sharp_lab):  # noqa: F811
         page = open_app(browser, url)
         run(page, "the big cat [MASK] on the red mat")
         page.wait_for_selector("#single-plot .main-svg", timeout=30000)
-        page.get_by_role("tab", name="Probes").click()
+        page.get_by_role("tab", name="Interventions").click()
         page.click("#probe-btn")  # default probe: left context only
         page.wait_for_function("document.querySelector('#probe-plot') && "
-                               "document.querySelector('#probe-plot').innerText.includes('probed - baseline')",
+                               "document.querySelector('#probe-plot').innerText.includes('intervened - baseline')",
                                timeout=30000)
         z = page.evaluate("document.querySelector('#probe-plot .js-plotly-plot').calcdata[2][0].z")
         # difference of a left-only probe: the first query row loses everything but itself
@@ -315,7 +315,7 @@ def test_probes_use_the_last_analysed_input_and_follow_the_sliders(browser, defa
     assert "[MASK]" in tokens  # lower-case [mask] is the mask token
     wait_for_labels(page, [f"{i} {t}" for i, t in enumerate(tokens)])
     page.fill("#text-a textarea", "Something else entirely, never analysed.")
-    page.get_by_role("tab", name="Probes").click()
+    page.get_by_role("tab", name="Interventions").click()
     page.click("#probe-btn")
     page.wait_for_function("document.querySelector('#probe-plot .gtitle') && "
                            "document.querySelector('#probe-plot .gtitle').textContent.startsWith('Layer 1, head 1')",

@@ -116,3 +116,17 @@ def test_every_module_is_listed_in_the_architecture_doc(path):
     if path.name == "__init__.py":
         return
     assert path.name in doc, f"docs/ARCHITECTURE.md does not list {path.relative_to(ROOT)}"
+
+
+def test_one_word_one_meaning_on_the_command_line():
+    """Scoring heads against a treebank is `score-heads`; what changes a forward pass is an
+    intervention. The old names stay accepted as aliases."""
+    from bertviz_lab.cli import build_parser, run_probe
+
+    parser = build_parser()
+    for command in ("score-heads", "probe"):
+        assert parser.parse_args([command, "--out", "x"]).func is run_probe
+    for flag in ("--intervention", "--probe"):
+        assert parser.parse_args(["compare", "the cat", flag, "left-only"]).intervention == "left-only"
+    help_text = parser.format_help()
+    assert "score-heads" in help_text

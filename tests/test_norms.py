@@ -114,7 +114,7 @@ def test_comparisons_in_a_norm_source(sharp_lab):
     from bertviz_lab.interventions import compare, make_intervention
 
     c = compare(sharp_lab, "the big cat [MASK] on the red mat", make_intervention("left-only"), source="norm")
-    assert c.baseline.source == c.probed.source == "norm"
+    assert c.baseline.source == c.intervened.source == "norm"
     np.testing.assert_allclose(c.baseline.attention, with_source(sharp_lab, sharp_lab.analyze(
         "the big cat [MASK] on the red mat"), "norm").attention, rtol=1e-5, atol=1e-6)
     assert np.isfinite(c.js).all() and float(c.js.min()) >= 0

@@ -41,7 +41,7 @@ def read_treebank(path: Path, limits: Limits) -> list:
     words = sum(len(s.words) for s in sentences)
     if words > limits.syntax_words:
         raise TreebankError(f"{path.name} has {words:,} words; the app scores up to {limits.syntax_words:,} per "
-                            "request (use `bertviz-lab probe --conllu FILE` for whole treebanks)")
+                            "request (use `bertviz-lab score-heads --conllu FILE` for whole treebanks)")
     return sentences
 
 

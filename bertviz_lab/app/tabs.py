@@ -29,7 +29,7 @@ EXAMPLES = [
 
 # Tab label -> tab id; the server draws the figures of the tabs in SERVER_TABS, the page the others.
 TABS = {"Single head": "single", "Head view": "headview", "Model overview": "overview", "Aggregates": "aggregates",
-        "Head summary": "summary", "Masked words": "predictions", "Probes": "probes", "Syntax": "syntax",
+        "Head summary": "summary", "Masked words": "predictions", "Interventions": "probes", "Syntax": "syntax",
         "Export": "export"}
 TAB_IDS = {tab_id: label for label, tab_id in TABS.items()}
 SERVER_TABS = ("overview", "aggregates", "summary", "predictions", "probes")
@@ -111,7 +111,7 @@ def build_view_tabs(ui: SimpleNamespace) -> None:
 
 def build_interventions_tab(ui: SimpleNamespace, lab: Lab, limits: Limits) -> None:
     with gr.Tab(TAB_IDS["probes"], id="probes", elem_id="tab-probes"):
-        gr.Markdown("Run the last analysed input twice — baseline and probed — and compare. Tokens picked under "
+        gr.Markdown("Run the last analysed input twice — baseline and intervened — and compare. Tokens picked under "
                     "*Mask tokens* are the "
                     "targets of *mask*/*hide* probes; for the other probes they are masked in both runs "
                     "(as are [MASK]s you typed), so their predictions can be compared.")
@@ -136,9 +136,9 @@ def build_interventions_tab(ui: SimpleNamespace, lab: Lab, limits: Limits) -> No
             ui.direction_btn = gr.Button("Directional sweep over masked positions", elem_id="direction-btn")
             ui.ablation_btn = gr.Button("Head ablation sweep", elem_id="ablation-btn")
         ui.probe_message = gr.Markdown("", elem_id="probe-message")
-        ui.probe_plot = gr.Plot(label="Baseline, probed and difference", elem_id="probe-plot")
+        ui.probe_plot = gr.Plot(label="Baseline, intervened and difference", elem_id="probe-plot")
         ui.probe_changes = gr.Dataframe(pd.DataFrame(columns=intervention_views.CHANGE_COLUMNS), interactive=False,
-                                        label="Masked-word predictions: baseline vs probed", elem_id="probe-changes")
+                                        label="Masked-word predictions: baseline vs intervened", elem_id="probe-changes")
         ui.js_plot = gr.Plot(label="Per-head divergence", elem_id="js-plot")
         ui.offsets_plot = gr.Plot(label="Attention by relative offset", elem_id="offsets-plot")
         ui.direction_table = gr.Dataframe(intervention_views.directional_table([]), label="Directional context",

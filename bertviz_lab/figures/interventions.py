@@ -17,14 +17,14 @@ OFFSETS = [str(o) for o in range(-5, 6)]
 def comparison_figure(c: Comparison, opts: ViewOptions) -> Figure:
     opts = opts.clamp(c.baseline)
     l, h = opts.layer, opts.head
-    b, p = c.baseline.attention[l, h], c.probed.attention[l, h]
+    b, p = c.baseline.attention[l, h], c.intervened.attention[l, h]
     views = [attention_view(z, c.baseline.tokens, c.baseline.word_ids, c.baseline.segment_ids,
                             hide_special=opts.hide_special, word_level=opts.word_level, pair_filter=opts.pair_filter)
              for z in (b, p)]
     diff = views[1].weights - views[0].weights
-    fig = heatmap_grid([("baseline", views[0].weights), (f"probed: {c.intervention.describe()}", views[1].weights),
-                              ("probed - baseline", diff)], views[0].key_labels, views[0].query_labels,
-                             title=f"Layer {l + 1}, head {h + 1}: baseline vs probed", filename=f"probe-L{l + 1}-H{h + 1}",
+    fig = heatmap_grid([("baseline", views[0].weights), (f"intervened: {c.intervention.describe()}", views[1].weights),
+                              ("intervened - baseline", diff)], views[0].key_labels, views[0].query_labels,
+                             title=f"Layer {l + 1}, head {h + 1}: baseline vs intervened", filename=f"probe-L{l + 1}-H{h + 1}",
                              columns=3, height_per_row=460)
     return with_diverging(fig, 2, diff)
 
@@ -45,13 +45,13 @@ def offsets_figure(c: Comparison, layer: int) -> Figure:
     return with_diverging(fig, 2, change)
 
 
-CHANGE_COLUMNS = ["position", "token", "baseline top-1", "p(top-1) baseline", "p(top-1) probed", "change",
-                  "probed top-1", "p(probed top-1)"]
+CHANGE_COLUMNS = ["position", "token", "baseline top-1", "p(top-1) baseline", "p(top-1) intervened", "change",
+                  "intervened top-1", "p(intervened top-1)"]
 
 
 def changes_table(c: Comparison) -> pd.DataFrame:
-    rows = [(x.position, x.token, x.baseline_top, round(x.baseline_probability, 4), round(x.probed_probability, 4),
-             round(x.change, 4), x.probed_top, round(x.probed_top_probability, 4)) for x in c.changes]
+    rows = [(x.position, x.token, x.baseline_top, round(x.baseline_probability, 4), round(x.intervened_probability, 4),
+             round(x.change, 4), x.intervened_top, round(x.intervened_top_probability, 4)) for x in c.changes]
     return pd.DataFrame(rows, columns=CHANGE_COLUMNS)
 
 

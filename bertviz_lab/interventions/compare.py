@@ -19,20 +19,20 @@ class PredictionChange:
     token: str  # the token in the input at this position (before any masking)
     baseline_top: str
     baseline_probability: float
-    probed_probability: float  # of the baseline's top token
-    probed_top: str
-    probed_top_probability: float
+    intervened_probability: float  # of the baseline's top token
+    intervened_top: str
+    intervened_top_probability: float
 
     @property
     def change(self) -> float:
-        return self.probed_probability - self.baseline_probability
+        return self.intervened_probability - self.baseline_probability
 
 
 @dataclass
 class Comparison:
     intervention: Intervention
     baseline: Analysis
-    probed: Analysis  # the run with the intervention; attention re-indexed to the baseline's token order
+    intervened: Analysis  # the run with the intervention; attention re-indexed to the baseline's token order
     js: np.ndarray  # (layers, heads) Jensen-Shannon divergence, nats
     changes: list[PredictionChange] = field(default_factory=list)
     offsets_before: np.ndarray | None = None  # (layers, heads, 11) mean attention at offsets -5..+5
@@ -41,7 +41,7 @@ class Comparison:
 
     def to_json(self) -> dict:
         return {
-            "probe": self.intervention.describe(), "tokens": self.baseline.tokens,
+            "intervention": self.intervention.describe(), "tokens": self.baseline.tokens,
             "js_divergence": self.js.tolist(),
             "prediction_changes": [{**c.__dict__, "change": c.change} for c in self.changes],
             "offsets": list(range(-5, 6)),
@@ -86,25 +86,25 @@ def compare(lab: Lab, text: str, intervention: Intervention, pair: str | None = 
         enc = Encoded([base.tokens[i] for i in order], [base.token_ids[i] for i in order], base.segment_ids,
                       [base.word_ids[i] for i in order], [base.offsets[i] for i in order], len(order))
         inverse = [int(i) for i in np.argsort(order)]
-        probed = lab.analyze(text, pair=pair, top_k=top_k, encoded=enc, keep_probabilities=True,
+        intervened = lab.analyze(text, pair=pair, top_k=top_k, encoded=enc, keep_probabilities=True,
                              positions=[inverse[p.position] for p in base.mlm], source=source)
-        probed = _reorder(probed, order)
+        intervened = _reorder(intervened, order)
     else:
-        probed = lab.analyze(text, pair=pair, top_k=top_k, mask_positions=masks, positions=predict_at,
+        intervened = lab.analyze(text, pair=pair, top_k=top_k, mask_positions=masks, positions=predict_at,
                              truncate=True, attention_bias=inputs.attention_bias, position_ids=inputs.position_ids,
                              edits=inputs.edits or None, keep_probabilities=True, source=source, encoded=encoded)
     changes = []
-    probed_by_pos = {p.position: p for p in probed.mlm}
+    intervened_by_pos = {p.position: p for p in intervened.mlm}
     for p in base.mlm:
         top = p.predictions[0]
-        after = probed_by_pos.get(p.position)
+        after = intervened_by_pos.get(p.position)
         if after is None:
             continue
         changes.append(PredictionChange(p.position, p.original or lab.tokenizer.id_to_token(base.token_ids[p.position]),
-                                        top.token, top.probability, probability_of(probed, p.position, top.token, lab),
+                                        top.token, top.probability, probability_of(intervened, p.position, top.token, lab),
                                         after.predictions[0].token, after.predictions[0].probability))
     as_rows = (lambda a: a) if source == "attention" else row_normalised
-    return Comparison(intervention, base, probed, js_divergence(as_rows(base.attention), as_rows(probed.attention)),
+    return Comparison(intervention, base, intervened, js_divergence(as_rows(base.attention), as_rows(intervened.attention)),
                       changes,
-                      relative_offset_profile(base.attention), relative_offset_profile(probed.attention),
+                      relative_offset_profile(base.attention), relative_offset_profile(intervened.attention),
                       note="" if lab.model.has_mlm_head else "this checkpoint has no MLM head: only attention changes")

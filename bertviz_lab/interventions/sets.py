@@ -91,7 +91,7 @@ def compare_set(lab: Lab, lines: Sequence[str], intervention, seed: int = 0, max
         c = compare(lab, "", intervention, encoded=enc)
         token = lab.tokenizer.id_to_token(gold)
         js[row] = float(c.js.mean())
-        change[row] = probability_of(c.probed, position, token, lab) - probability_of(c.baseline, position, token, lab)
+        change[row] = probability_of(c.intervened, position, token, lab) - probability_of(c.baseline, position, token, lab)
         if progress is not None:
             progress(row + 1, len(items))
     return {"mean JS (nats)": mean_interval(js, resamples, seed), "change in P(gold)": mean_interval(change, resamples,

@@ -55,7 +55,7 @@ def analysis_figure(analysis: Analysis, kind: str = "single-head", layer: int = 
 
 
 def comparison_figure(comparison, kind: str = "comparison", layer: int = 1, head: int = 1):
-    """A probe's baseline vs probed view (``comparison``), per-head divergence, or offset profile."""
+    """A probe's baseline vs intervened view (``comparison``), per-head divergence, or offset profile."""
     o = _options(comparison.baseline, layer, head)
     builders: dict[str, Callable[[], Figure]] = {
         "comparison": lambda: intervention_views.comparison_figure(comparison, o),

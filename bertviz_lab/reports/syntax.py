@@ -1,4 +1,4 @@
-"""What ``bertviz-lab probe`` writes: head_scores.csv, best_heads.csv, uuas.csv (and
+"""What ``bertviz-lab score-heads`` writes: head_scores.csv, best_heads.csv, uuas.csv (and
 compare_scores.csv for two checkpoints), plus an offline report.html with tables, error bars
 and heatmaps. Plotly.js is inlined, so the report opens with no network; everything that comes
 from the treebank or the user is escaped."""

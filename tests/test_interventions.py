@@ -23,11 +23,11 @@ TEXT = "the big cat [MASK] on the red mat and slept"
 
 def test_strict_left_only_gives_zero_attention_to_later_keys(sharp_lab):
     c = compare(sharp_lab, TEXT, make_intervention("left-only", sinks="strict"))
-    a = c.probed.attention  # (layers, heads, query, key)
+    a = c.intervened.attention  # (layers, heads, query, key)
     later = np.triu(np.ones(a.shape[-2:], dtype=bool), k=1)
     assert np.all(a[..., later] == 0.0)
     np.testing.assert_allclose(a.sum(-1), 1.0, atol=1e-5)
-    right = compare(sharp_lab, TEXT, make_intervention("right-only", sinks="strict")).probed.attention
+    right = compare(sharp_lab, TEXT, make_intervention("right-only", sinks="strict")).intervened.attention
     assert np.all(right[..., np.tril(np.ones(a.shape[-2:], dtype=bool), k=-1)] == 0.0)
     assert float(c.js.min()) > 0.0  # every head changes
 
@@ -82,9 +82,9 @@ def test_word_shuffle_keeps_pieces_together():
 
 def test_hidden_key_gets_zero_attention_from_every_query(sharp_lab):
     c = compare(sharp_lab, TEXT, make_intervention("hide-keys", positions=[2, 5]))
-    assert np.all(c.probed.attention[..., [2, 5]] == 0.0)
-    assert c.probed.tokens == c.baseline.tokens  # the tokens stay in the input
-    np.testing.assert_allclose(c.probed.attention.sum(-1), 1.0, atol=1e-5)
+    assert np.all(c.intervened.attention[..., [2, 5]] == 0.0)
+    assert c.intervened.tokens == c.baseline.tokens  # the tokens stay in the input
+    np.testing.assert_allclose(c.intervened.attention.sum(-1), 1.0, atol=1e-5)
 
 
 def test_ablated_head_context_is_zero_and_the_others_unchanged(sharp_lab):
@@ -142,7 +142,7 @@ def test_position_probes_change_attention_and_map_back(sharp_lab):
              ("sinusoidal-positions", {}), ("shuffle-words", {"seed": 1})]
     for probe in (make_intervention(kind, **options) for kind, options in kinds):
         c = compare(sharp_lab, TEXT, probe)
-        assert c.probed.tokens == c.baseline.tokens
+        assert c.intervened.tokens == c.baseline.tokens
         assert float(c.js.max()) > 1e-3, probe.kind
         assert c.offsets_before.shape == (2, 4, 11)
     with pytest.raises(InterventionError, match="shift"):
@@ -158,7 +158,7 @@ def test_shuffled_words_are_mapped_back_to_the_original_order(sharp_lab):
     _, cache = sharp_lab.run({"input_ids": shuffled_ids})
     raw = sharp_lab.attention_of(cache)[0].numpy()
     # attention between slots i, j of the shuffled input is between original tokens order[i], order[j]
-    np.testing.assert_allclose(c.probed.attention[..., order[1], order[2]], raw[..., 1, 2], atol=1e-6)
+    np.testing.assert_allclose(c.intervened.attention[..., order[1], order[2]], raw[..., 1, 2], atol=1e-6)
 
 
 def test_offset_profile_by_hand():
@@ -177,7 +177,7 @@ def test_ablation_sweep_batched_equals_one_at_a_time_and_matches_a_direct_run(sh
     base = sharp_lab.analyze(TEXT, keep_probabilities=True)
     top = base.mlm[0].predictions[0]
     ablated = compare(sharp_lab, TEXT, make_intervention("ablate-heads", heads=[(1, 3)]))
-    expected = math.log(top.probability) - math.log(ablated.changes[0].probed_probability)
+    expected = math.log(top.probability) - math.log(ablated.changes[0].intervened_probability)
     assert batched[1, 3] == pytest.approx(expected, abs=1e-4)
 
 
@@ -186,8 +186,8 @@ def test_directional_sweep_matches_directional_probes(sharp_lab):
     assert [r.position for r in rows] == [4]
     left = compare(sharp_lab, TEXT, make_intervention("left-only")).changes[0]
     right = compare(sharp_lab, TEXT, make_intervention("right-only")).changes[0]
-    assert rows[0].left_only == pytest.approx(left.probed_probability, rel=1e-5)
-    assert rows[0].right_only == pytest.approx(right.probed_probability, rel=1e-5)
+    assert rows[0].left_only == pytest.approx(left.intervened_probability, rel=1e-5)
+    assert rows[0].right_only == pytest.approx(right.intervened_probability, rel=1e-5)
     assert rows[0].both == pytest.approx(left.baseline_probability, rel=1e-6)
     with pytest.raises(Exception, match="mask at least one"):
         directional_sweep(sharp_lab, "the cat sat")
@@ -198,7 +198,7 @@ def test_mask_probe_baseline_is_a_plain_analyze_on_the_embedded_model(minilm_lab
     c = compare(minilm_lab, text, make_intervention("mask-tokens", positions=[4]))
     plain = minilm_lab.analyze(text)
     np.testing.assert_array_equal(c.baseline.attention, plain.attention)
-    assert c.probed.tokens[4] == "[MASK]" and c.baseline.tokens[4] == "fox"
+    assert c.intervened.tokens[4] == "[MASK]" and c.baseline.tokens[4] == "fox"
     # masking position 4 changes nothing in layer 1 for queries that do not attend... but the input does change
     assert float(c.js.max()) > 0
     dir_bias = directional_bias(3, "left-only")
@@ -234,7 +234,7 @@ def test_mean_ablation_paths_agree(sharp_lab):
     np.testing.assert_allclose(mean, as_resample, atol=1e-5)
     single = compare(sharp_lab, TEXT, make_intervention("ablate-heads", heads=[(1, 2)], mode="mean",
                                                         reference=reference))
-    logp = np.log(single.probed.mlm_probabilities[0, target[0]]) - np.log(single.baseline.mlm_probabilities[0, target[0]])
+    logp = np.log(single.intervened.mlm_probabilities[0, target[0]]) - np.log(single.baseline.mlm_probabilities[0, target[0]])
     assert -logp == pytest.approx(mean[1, 2], abs=1e-4)  # the typed intervention equals the batched sweep
 
 
