@@ -22,7 +22,7 @@ from bertviz_lab import load
 from bertviz_lab.attention.flow import attention_flow, residual_augmented
 from bertviz_lab.bert.norms import NORM_CAPTURES, source_from_cache
 from bertviz_lab.naming import is_punctuation
-from bertviz_lab.syntax.treebank import SAMPLE_TREEBANK, read_conllu
+from bertviz_lab.treebank import SAMPLE_TREEBANK, read_conllu
 
 
 def cost(lab) -> None:

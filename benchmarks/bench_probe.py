@@ -24,7 +24,7 @@ from bertviz_lab.bert.checkpoints import packaged_default_folder
 from bertviz_lab.syntax.scoring import ArcCollector, score_treebank, word_attention
 from bertviz_lab.syntax.statistics import Resampler, head_estimates, relations_by_count
 from bertviz_lab.syntax.summary import Settings, summarise
-from bertviz_lab.syntax.treebank import SAMPLE_TREEBANK, Sentence, read_conllu
+from bertviz_lab.treebank import SAMPLE_TREEBANK, Sentence, read_conllu
 
 
 def long_sentences(count: int) -> list[Sentence]:

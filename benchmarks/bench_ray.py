@@ -22,7 +22,7 @@ from bertviz_lab import load
 from bertviz_lab.lab import null_model
 from bertviz_lab.syntax.ray_engine import require_ray, score_treebank_and_null_ray, score_treebank_ray
 from bertviz_lab.syntax.scoring import score_treebank
-from bertviz_lab.syntax.treebank import read_conllu
+from bertviz_lab.treebank import read_conllu
 
 UD_WORDS = 2_000_000  # words in all UD test and dev splits, roughly (the figure)
 CHECKPOINTS = 4

@@ -19,7 +19,7 @@ from bertviz_lab.interventions.sets import ablation_set, directional_set
 from bertviz_lab.interventions.sweeps import ablation_drops, mean_head_outputs
 from bertviz_lab.resources import DEFAULT_MLM_HEAD, SAMPLE_TREEBANK
 from bertviz_lab.sentences import masked_items
-from bertviz_lab.syntax.treebank import read_conllu
+from bertviz_lab.treebank import read_conllu
 
 
 def main() -> None:

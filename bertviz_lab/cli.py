@@ -15,9 +15,9 @@ from pathlib import Path
 
 from .bert import CheckpointError, DeviceError
 from .bert.norms import SOURCES
-from .interventions import KINDS, InterventionError, make_intervention, parse_heads
+from .interventions import KINDS, InterventionError, make_intervention
 from .lab import InputError, InputTooLong, Lab, load
-from .syntax.treebank import TreebankError
+from .treebank import TreebankError
 
 USER_ERRORS = (InputError, CheckpointError, DeviceError, FileNotFoundError, InterventionError, TreebankError)
 
@@ -151,8 +151,7 @@ def add_ablation_options(p: argparse.ArgumentParser) -> None:
 
 def ablation_reference(lab: Lab, args: argparse.Namespace):
     """The reference head outputs an ablation mode needs (None for zero ablation)."""
-    from .interventions.sweeps import head_outputs, mean_head_outputs
-    from .syntax.treebank import SAMPLE_TREEBANK, read_conllu
+    from .interventions.sweeps import head_outputs, mean_head_outputs, sample_mean_outputs
 
     if args.ablation == "zero":
         return None
@@ -161,21 +160,17 @@ def ablation_reference(lab: Lab, args: argparse.Namespace):
             raise InputError("resample ablation needs --resample-text (the input whose head outputs replace them)")
         return head_outputs(lab, lab.encode(args.resample_text, truncate=True))
     if args.reference_file:
-        lines = args.reference_file.read_text(encoding="utf-8").splitlines()
-    else:
-        lines = [s.text for s in read_conllu(SAMPLE_TREEBANK)]
-    return mean_head_outputs(lab, lines)
+        return mean_head_outputs(lab, args.reference_file.read_text(encoding="utf-8").splitlines())
+    return sample_mean_outputs(lab)
 
 
 def run_compare(args: argparse.Namespace) -> int:
     from .interventions import compare
 
     lab = lab_from_args(args)
-    heads = parse_heads(args.heads, lab.n_layers, lab.n_heads) if args.intervention == "ablate-heads" else []
-    reference = ablation_reference(lab, args) if args.intervention == "ablate-heads" else None
-    intervention = make_intervention(args.intervention, positions=args.positions, heads=heads, shift=args.shift,
-                                     seed=args.seed, sinks=args.sinks, unit=args.unit, mode=args.ablation,
-                                     reference=reference)
+    intervention = make_intervention(args.intervention, (lab.n_layers, lab.n_heads), positions=args.positions,
+                                     heads=args.heads, shift=args.shift, seed=args.seed, sinks=args.sinks,
+                                     unit=args.unit, mode=args.ablation, reference=lambda: ablation_reference(lab, args))
     if wants_set(args):
         from .interventions.sets import compare_set
 
@@ -225,7 +220,7 @@ def effect_json(effect) -> dict:
 def set_lines(args: argparse.Namespace) -> list[str]:
     """The sentences of a set: --text-file (one per line), --conllu (its sentences' text), or the sample treebank."""
     from .sentences import read_lines
-    from .syntax.treebank import SAMPLE_TREEBANK, sentence_texts
+    from .treebank import SAMPLE_TREEBANK, sentence_texts
 
     return read_lines(args.text_file) if args.text_file is not None else sentence_texts(args.conllu or SAMPLE_TREEBANK)
 
@@ -614,7 +609,7 @@ def run_probe(args: argparse.Namespace) -> int:
     from .syntax.job import treebank_files
     from .syntax.run import attention_weights_source, run_syntax
     from .syntax.summary import Settings
-    from .syntax.treebank import SAMPLE_TREEBANK, read_conllu
+    from .treebank import SAMPLE_TREEBANK, read_conllu
 
     if not 0 < args.select_fraction < 1:
         raise InputError(f"--select-fraction must be between 0 and 1 (got {args.select_fraction})")

@@ -313,7 +313,7 @@ class Lab:
         mlm, mlm_note, kept = self._predictions(out, enc, predict_at, originals, int(top_k), keep_probabilities)
 
         nsp, nsp_note = None, None
-        if pair is not None and str(pair).strip() or 1 in enc.segment_ids:
+        if (pair is not None and str(pair).strip()) or 1 in enc.segment_ids:
             if self.model.has_nsp_head:
                 nsp = float(torch.softmax(out.nsp_logits.float(), dim=-1)[0, 0])
             else:

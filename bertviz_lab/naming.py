@@ -9,10 +9,6 @@ SPECIAL_TOKENS = ("[CLS]", "[SEP]", "[PAD]")
 PUNCTUATION = frozenset(string.punctuation) | {"``", "''", "–", "—", "…", "“", "”", "‘", "’"}
 
 
-def is_special(token: str) -> bool:
-    return token in SPECIAL_TOKENS
-
-
 def is_punctuation(token: str) -> bool:
     return bool(token) and all(ch in PUNCTUATION for ch in token)
 

@@ -119,7 +119,7 @@ def test_positional_probe_and_position_inspector_through_the_api(sharp_app, shar
 def test_syntax_probe_and_sentence_arcs_through_the_api(sharp_app, sharp_lab, tmp_path):
     from bertviz_lab.syntax.scoring import score_treebank
     from bertviz_lab.syntax.summary import Settings, summarise
-    from bertviz_lab.syntax.treebank import SAMPLE_TREEBANK, read_conllu
+    from bertviz_lab.treebank import SAMPLE_TREEBANK, read_conllu
 
     client = gradio_client.Client(sharp_app, verbose=False)
     out = call(client, "syntax_probe", "sample", None, False, False)
@@ -197,7 +197,7 @@ def test_probe_tab_controls_sets_and_patching(sharp_app, sharp_lab):
 def test_sets_through_the_api(sharp_app, sharp_lab, tmp_path):
     from bertviz_lab.interventions import make_intervention
     from bertviz_lab.interventions.sets import compare_set
-    from bertviz_lab.syntax.treebank import sentence_texts
+    from bertviz_lab.treebank import sentence_texts
 
     client = gradio_client.Client(sharp_app, verbose=False)
     uploaded = tmp_path / "mine.txt"

@@ -15,7 +15,7 @@ TIERS = [
     {"naming", "resources", "inline"},
     {"bert"},
     {"lab"},
-    {"attention", "sources", "export", "sentences"},
+    {"attention", "sources", "export", "sentences", "treebank"},
     {"interventions", "syntax", "mlm"},
     {"figures"},
     {"reports"},

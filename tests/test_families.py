@@ -130,7 +130,7 @@ def test_roberta_masks_typed_as_bert_masks_and_the_lab_works_unchanged(family):
     from bertviz_lab.interventions import compare, make_intervention
     from bertviz_lab.resources import SAMPLE_TREEBANK
     from bertviz_lab.syntax.scoring import score_treebank
-    from bertviz_lab.syntax.treebank import read_conllu
+    from bertviz_lab.treebank import read_conllu
 
     hf, folder = family["roberta"]
     lab = load(str(folder), device="cpu")

@@ -136,7 +136,7 @@ def test_api_errors_say_what_to_change(tiny_app):
 
 def test_treebank_text_is_inert_in_the_arcs_summary():
     from bertviz_lab.figures.syntax import arcs_figure
-    from bertviz_lab.syntax.treebank import Sentence
+    from bertviz_lab.treebank import Sentence
 
     words = ["<b>bold</b>", "![x](http://127.0.0.1:9/track.png)", "ok"]
     sentence = Sentence(words, [2, 0, 2], [HOSTILE, "root", "dep"])

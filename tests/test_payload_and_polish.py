@@ -64,7 +64,7 @@ def test_offsets_say_their_direction(offset, text):
 
 def test_dependency_arcs_have_arrowheads_on_the_dependent():
     from bertviz_lab.figures.syntax import arcs_figure
-    from bertviz_lab.syntax.treebank import Sentence
+    from bertviz_lab.treebank import Sentence
 
     # "dogs bark loudly": bark is the root; dogs <- bark (nsubj), loudly <- bark (advmod)
     sentence = Sentence(["dogs", "bark", "loudly"], [2, 0, 2], ["nsubj", "root", "advmod"])

@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bertviz_lab import InputError
-from bertviz_lab.syntax.treebank import TreebankError, read_conllu
+from bertviz_lab.treebank import TreebankError, read_conllu
 
 ANY_TEXT = st.one_of(
     st.text(st.characters(blacklist_categories=()), max_size=300),  # surrogates and controls included

@@ -10,7 +10,7 @@ import pytest
 
 from bertviz_lab.syntax.scoring import ALL, ArcCollector, score_treebank, word_attention
 from bertviz_lab.syntax.summary import Settings, summarise
-from bertviz_lab.syntax.treebank import SAMPLE_TREEBANK, Sentence, TreebankError, read_conllu
+from bertviz_lab.treebank import SAMPLE_TREEBANK, Sentence, TreebankError, read_conllu
 
 ROOT = Path(__file__).resolve().parent.parent
 SMALL = """# sent_id = a

@@ -42,7 +42,7 @@ def test_two_treebanks_two_checkpoints_one_tidy_table_and_resume(tmp_path, sharp
     # the tidy counts of a pair equal scoring that treebank alone
     from bertviz_lab.syntax.scoring import score_treebank
     from bertviz_lab.syntax.summary import Settings, summarise
-    from bertviz_lab.syntax.treebank import read_conllu
+    from bertviz_lab.treebank import read_conllu
 
     alone = summarise(score_treebank(sharp_lab, read_conllu(treebanks / "de_beta-ud-dev.conllu")),
                       settings=Settings(resamples=50, min_arcs=5)).head_scores
@@ -95,7 +95,7 @@ def test_ray_engine_gives_the_local_counts_for_the_model_and_its_null_model(tmp_
     from bertviz_lab.syntax.ray_engine import QUIET, score_treebank_and_null_ray
     from bertviz_lab.syntax.scoring import score_treebank
     from bertviz_lab.syntax.summary import Settings
-    from bertviz_lab.syntax.treebank import read_conllu
+    from bertviz_lab.treebank import read_conllu
 
     sentences = read_conllu(SAMPLE_TREEBANK)
     context = ray.data.DataContext.get_current()
@@ -175,7 +175,7 @@ def test_ray_engine_answers_for_unscorable_treebanks_without_starting_ray(tiny_l
     import ray
 
     from bertviz_lab.syntax.ray_engine import score_treebanks_ray
-    from bertviz_lab.syntax.treebank import read_conllu
+    from bertviz_lab.treebank import read_conllu
 
     sentences = read_conllu(SAMPLE_TREEBANK)
     [(index, scores, null)] = score_treebanks_ray(tiny_lab, [sentences], max_length=3, null_seed=None)

@@ -5,7 +5,7 @@ from browser import browser  # noqa: F401  (fixture)
 from bertviz_lab.reports.syntax import write_outputs
 from bertviz_lab.syntax.scoring import score_treebank
 from bertviz_lab.syntax.summary import Settings, summarise
-from bertviz_lab.syntax.treebank import SAMPLE_TREEBANK, read_conllu
+from bertviz_lab.treebank import SAMPLE_TREEBANK, read_conllu
 
 HOSTILE = "</script><script>alert(1)</script>"
 

@@ -6,7 +6,7 @@ from bertviz_lab.lab import CheckpointInfo, null_model
 from bertviz_lab.syntax.scoring import ALL, TREE, ArcTable, TreebankScores, score_treebank
 from bertviz_lab.syntax.statistics import Resampler, estimate, split_sentences
 from bertviz_lab.syntax.summary import Settings, compare_checkpoints, summarise
-from bertviz_lab.syntax.treebank import SAMPLE_TREEBANK, read_conllu
+from bertviz_lab.treebank import SAMPLE_TREEBANK, read_conllu
 
 
 def table(sentence, relation_names, relation, dep_hits, head_hits=None, layers=1, heads=2):

@@ -16,7 +16,7 @@ from bertviz_lab.cli import main
 from bertviz_lab.lab import InputError
 from bertviz_lab.syntax.scoring import check_scored, score_treebank
 from bertviz_lab.syntax.summary import Settings, summarise
-from bertviz_lab.syntax.treebank import SAMPLE_TREEBANK, Sentence, read_conllu
+from bertviz_lab.treebank import SAMPLE_TREEBANK, Sentence, read_conllu
 
 ROOT = Path(__file__).resolve().parent.parent
 DELETED = ["\u200b", "\u00ad", "\u0301", "\x07"]  # zero-width space, soft hyphen, combining acute, BEL

@@ -23,10 +23,11 @@ from ..figures.base import empty_figure
 from ..figures.payload import view_payload
 from ..lab import Analysis, InputError, Lab
 from ..sources import layer_matrices, with_source
+from .events import SERVER_PLOTS
 from .intervention_handlers import InterventionHandlers
 from .state import LabCache, Limits, Session, TempFolder, plot, status_line, weights_note
 from .syntax_handlers import SyntaxHandlers
-from .tabs import EXAMPLES, SERVER_PLOTS, SERVER_TABS, TABS, WORK_TABS
+from .tabs import EXAMPLES, SERVER_TABS, TABS, WORK_TABS
 from .validation import positions, whole
 
 Updates = dict[Any, Any]
@@ -73,6 +74,7 @@ class Handlers(InterventionHandlers, SyntaxHandlers):
         self.ui, self.cache, self.startup, self.limits = ui, cache, startup, limits
         self.exports = TempFolder("bertviz-lab-exports-", limits.export_age, max_bytes=limits.export_bytes,
                                   per_owner=limits.files_per_session)
+        self.references: dict = {}  # (model, device) -> mean head outputs, for mean ablation
         self.payloads = TempFolder("bertviz-lab-payloads-", limits.payload_age, limits.payloads,
                                    max_bytes=limits.payload_bytes, per_owner=limits.files_per_session)
 

@@ -19,16 +19,14 @@ from ..interventions import (
     compare,
     directional_sweep,
     make_intervention,
-    parse_heads,
     position_similarity,
 )
 from ..interventions.faithfulness import faithfulness
 from ..interventions.sets import ablation_set, compare_set, directional_set
-from ..interventions.sweeps import mean_head_outputs, patching_sweep, position_controls
+from ..interventions.sweeps import patching_sweep, position_controls, sample_mean_outputs
 from ..lab import InputError, Lab
-from ..resources import SAMPLE_TREEBANK
 from ..sentences import heldout_lines, read_lines
-from ..syntax.treebank import read_conllu, sentence_texts
+from ..treebank import sentence_texts
 from .state import Session, plot
 from .validation import positions, whole
 
@@ -38,7 +36,7 @@ Updates = dict[Any, Any]
 class InterventionHandlers:
     ui: Any
     limits: Any
-    _references: dict
+    references: dict  # (model, device) -> mean head outputs for mean ablation (Handlers.__init__ makes it)
 
     def lab_of(self, session: Session) -> Lab:
         raise NotImplementedError
@@ -56,10 +54,9 @@ class InterventionHandlers:
         if ablation != "mean":
             return None
         key = (lab.source, str(lab.device))
-        cache = self.__dict__.setdefault("_references", {})
-        if key not in cache:
-            cache[key] = mean_head_outputs(lab, [s.text for s in read_conllu(SAMPLE_TREEBANK)])
-        return cache[key]
+        if key not in self.references:
+            self.references[key] = sample_mean_outputs(lab)
+        return self.references[key]
 
     def run_intervention(self, text: str, pair: str, top_k: float, kind: str, picked: list[int], heads: str,
                          shift: float, seed: float, session: Session, sinks: str = "symmetric", unit: str = "words",
@@ -70,10 +67,9 @@ class InterventionHandlers:
             picked = positions(picked)
             targets = REGISTRY[kind].targets_picked_tokens if kind in REGISTRY else False
             intervention = make_intervention(
-                kind, positions=picked if targets else [], shift=whole(shift or 0, "shift k", 0, lab.max_tokens),
-                seed=whole(seed or 0, "the shuffle seed", 0, 2**32 - 1), sinks=sinks, unit=unit,
-                mode=ablation, reference=self.reference(lab, ablation) if kind == "ablate-heads" else None,
-                heads=parse_heads(heads, lab.n_layers, lab.n_heads) if kind == "ablate-heads" else [])
+                kind, (lab.n_layers, lab.n_heads), positions=picked if targets else [],
+                shift=whole(shift or 0, "shift k", 0, lab.max_tokens), seed=whole(seed or 0, "the shuffle seed", 0, 2**32 - 1),
+                sinks=sinks, unit=unit, mode=ablation, reference=lambda: self.reference(lab, ablation), heads=heads)
             text, pair = self.analysed(session, text, pair)
             c = compare(lab, text, intervention, pair=pair, mask_positions=[] if targets else picked,
                         top_k=whole(top_k, "top-k", 1, 50), source=session.source)
@@ -230,10 +226,10 @@ class InterventionHandlers:
             if REGISTRY.get(kind) is not None and REGISTRY[kind].targets_picked_tokens:
                 raise InputError("mask and hide probes need picked tokens; over a set, choose another probe")
             intervention = make_intervention(
-                kind, shift=whole(shift or 0, "shift k", 0, lab.max_tokens), sinks=sinks, unit=unit, mode=ablation,
+                kind, (lab.n_layers, lab.n_heads), shift=whole(shift or 0, "shift k", 0, lab.max_tokens), sinks=sinks,
+                unit=unit, mode=ablation,
                 seed=whole(seed or 0, "the shuffle seed", 0, 2**32 - 1),
-                reference=self.reference(lab, ablation) if kind == "ablate-heads" else None,
-                heads=parse_heads(heads, lab.n_layers, lab.n_heads) if kind == "ablate-heads" else [])
+                reference=lambda: self.reference(lab, ablation), heads=heads)
             effects = compare_set(lab, self.set_lines(source, upload), intervention,
                                   max_sentences=self.set_size(n),
                                   progress=lambda done, total: progress(done / total, desc="probe over the set"))

@@ -14,7 +14,7 @@ from ..syntax.parse import spacy_model_name, spacy_parse
 from ..syntax.run import attention_weights_source, run_syntax
 from ..syntax.scoring import sentence_word_attention
 from ..syntax.summary import HELD_OUT_NOTE, Settings
-from ..syntax.treebank import SAMPLE_TREEBANK, TreebankError, read_conllu
+from ..treebank import SAMPLE_TREEBANK, TreebankError, read_conllu
 from .state import Limits, Session, plot
 
 APP_SETTINGS = Settings(resamples=1000, seed=0, select_fraction=0.5, min_arcs=10)

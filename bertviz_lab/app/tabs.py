@@ -34,7 +34,6 @@ TABS = {"Single head": "single", "Head view": "headview", "Model overview": "ove
 TAB_IDS = {tab_id: label for label, tab_id in TABS.items()}
 SERVER_TABS = ("overview", "aggregates", "summary", "predictions", "probes")
 WORK_TABS = ("probes", "syntax", "export")  # the lower, full-width group
-SERVER_PLOTS = ("overview_plot", "aggregates_plot", "summary_plot", "pred_plot", "probe_plot", "offsets_plot")
 
 
 def build_header(ui: SimpleNamespace, lab: Lab, allowed: list[str], session_ttl: float) -> None:

@@ -93,12 +93,6 @@ def head_view(analysis: Analysis, opts: ViewOptions) -> Figure:
     return head_view_figure(view.weights, labels, opts.layer, token=token)
 
 
-def head_view_choices(analysis: Analysis, opts: ViewOptions) -> list[tuple[str, int]]:
-    view = attention_view(analysis.attention[0, 0], analysis.tokens, analysis.word_ids, analysis.segment_ids,
-                          hide_special=opts.hide_special, word_level=opts.word_level)
-    return [(label, i) for i, label in enumerate(view.query_labels)]
-
-
 def weights_subtitle(analysis: Analysis) -> str:
     """The line under a title that says which weights a figure shows."""
     return f"<br><sup>weights: {html.escape(analysis.model)}</sup>"

@@ -26,11 +26,6 @@ HEAD_VIEW_MAX_TOKENS = 128  # the head view draws at most this many tokens at on
 MAIN_HEIGHT = (420, 640)  # the main heatmap's smallest and largest height: it fits a 800-pixel-high screen
 
 
-def main_height(rows: int) -> int:
-    """The main heatmap's height for ``rows`` rows (views.js uses the same rule)."""
-    return int(min(MAIN_HEIGHT[1], max(MAIN_HEIGHT[0], 150 + 22 * rows)))
-
-
 def quantise(weights: np.ndarray, bits: int) -> tuple[bytes, np.ndarray]:  # little-endian, as the page reads
     """Codes of ``weights`` (layers, heads, q, k) scaled per head to [0, 2**bits - 1], and the scales."""
     top = 2 ** bits - 1

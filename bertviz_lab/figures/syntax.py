@@ -14,7 +14,7 @@ from ..naming import head_labels, layer_labels
 from ..syntax.predictors import best_words
 from ..syntax.scoring import DIRECTIONS, live_arcs
 from ..syntax.summary import SyntaxSummary
-from ..syntax.treebank import Sentence
+from ..treebank import Sentence
 from .base import DIVERGING, SEQUENTIAL, Figure, figure, heatmap_grid, layer_head_figure
 
 TABLE_COLUMNS = ["relation", "count", "best_head", "direction", "accuracy", "ci_low", "ci_high", "heldout_head",

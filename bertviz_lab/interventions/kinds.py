@@ -69,6 +69,13 @@ class Intervention:
     def describe(self) -> str:
         return self.kind
 
+    @classmethod
+    def build(cls, options: dict[str, Any], shape: tuple[int, int] | None) -> Intervention:
+        """From generic options: those this kind does not use are ignored. ``shape`` is the model's
+        (layers, heads), for kinds that read head names."""
+        used = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in options.items() if k in used})
+
     def inputs(self, model: BertLab, tokens: Sequence[str]) -> InterventionInputs:
         raise NotImplementedError
 
@@ -78,15 +85,16 @@ class Intervention:
         return []
 
 
-def make_intervention(kind: str, **options: Any) -> Intervention:
-    """Build a registered intervention from generic options (positions, heads, shift, seed);
-    options a kind does not use are ignored, so the CLI and the app pass all they have."""
+def make_intervention(kind: str, shape: tuple[int, int] | None = None, **options: Any) -> Intervention:
+    """Build a registered intervention from generic options (positions, heads, shift, seed, ...);
+    options a kind does not use are ignored, so the CLI and the app pass all they have and never
+    name a kind. ``heads`` may be text ("3-5, 6-1", read against ``shape``) and ``reference`` a
+    function, called only by a kind that needs it (mean or resample ablation)."""
     try:
         cls = REGISTRY[kind]
     except KeyError:
         raise InterventionError(f"unknown intervention {kind!r}; choose one of {', '.join(REGISTRY)}") from None
-    used = {f.name for f in fields(cls)}
-    return cls(**{k: v for k, v in options.items() if k in used})
+    return cls.build(options, shape)
 
 
 def check_positions(positions: Sequence[int], n: int, what: str) -> None:
@@ -234,6 +242,17 @@ class AblateHeads(Intervention):
     def describe(self) -> str:
         return f"{self.kind} heads " + ", ".join(head_name(layer, head) for layer, head in self.heads) + \
             ("" if self.mode == "zero" else f" ({self.mode})")
+
+    @classmethod
+    def build(cls, options: dict[str, Any], shape: tuple[int, int] | None) -> AblateHeads:
+        options = dict(options)
+        if isinstance(options.get("heads"), str):
+            if shape is None:
+                raise InterventionError("heads named as text need the model's layers and heads")
+            options["heads"] = parse_heads(options["heads"], *shape)
+        if callable(options.get("reference")):
+            options["reference"] = options["reference"]() if options.get("mode", "zero") != "zero" else None
+        return super().build(options, shape)
 
     def inputs(self, model: BertLab, tokens: Sequence[str]) -> InterventionInputs:
         if not self.heads:

@@ -12,6 +12,7 @@ import torch
 from ..attention import cosine_matrix
 from ..bert import layer_hook
 from ..lab import Analysis, Encoded, InputError, Lab
+from ..treebank import sentence_texts
 from .compare import compare, probability_of
 from .edits import batched_ablation_edits, learned_positions, scaled_sinusoidal
 from .kinds import InterventionError, make_intervention
@@ -89,6 +90,12 @@ def mean_head_outputs(lab: Lab, texts: Sequence[str], batch_size: int = 32) -> t
     if not count:
         raise InputError("the reference set has no words to average head outputs over")
     return total / count
+
+
+def sample_mean_outputs(lab: Lab) -> torch.Tensor:
+    """Every head's mean output over the shipped sample treebank's sentences: the mean-ablation
+    reference the app and the command line use unless given another set."""
+    return mean_head_outputs(lab, sentence_texts())
 
 
 def scored_tokens(lab: Lab, base: Analysis) -> tuple[list[int], str]:

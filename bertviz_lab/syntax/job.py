@@ -23,9 +23,9 @@ import pandas as pd
 
 from ..export import write_atomically
 from ..lab import InputError, Lab, null_model
+from ..treebank import read_conllu
 from .scoring import TreebankScores, check_scored, score_treebank
 from .summary import Settings, SyntaxSummary, summarise
-from .treebank import read_conllu
 
 TIDY_COLUMNS = ["model", "model_hash", "treebank", "language", "relation", "direction", "layer", "head", "correct",
                 "total", "accuracy", "ci_low", "ci_high"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 
-from .treebank import Sentence
+from ..treebank import Sentence
 
 SPACY_MODELS = ("en_core_web_sm", "en_core_web_md", "en_core_web_lg", "en_core_web_trf")
 

@@ -21,8 +21,8 @@ from contextlib import contextmanager
 import numpy as np
 
 from ..lab import InputError, Lab, null_model
+from ..treebank import Sentence
 from .scoring import TreebankScores, collect, plan_batches
-from .treebank import Sentence
 
 BATCHES_PER_BLOCK = 2  # a Ray Data task per 2 batches: fewer per-task costs than 1, a shorter tail than 8
 

@@ -9,9 +9,9 @@ import pandas as pd
 
 from ..bert import DEFAULT_SOURCE, ORIGINAL_SOURCE
 from ..lab import Lab, null_model
+from ..treebank import Sentence
 from .scoring import check_scored, score_treebank
 from .summary import Settings, SyntaxSummary, compare_checkpoints, summarise
-from .treebank import Sentence
 
 Progress = Callable[[float, str], None]
 

@@ -22,8 +22,8 @@ import numpy as np
 from ..attention import batch_head_statistics, to_word_level, word_groups
 from ..bert.norms import NORM_CAPTURES, check_source, source_from_cache
 from ..lab import CheckpointInfo, Encoded, InputError, Lab
+from ..treebank import Sentence
 from .predictors import OFFSETS, offset_predictions, predicted_heads, spanning_tree_edges
-from .treebank import Sentence
 
 DIRECTIONS = ("dep->head", "head->dep")
 TREE = "tree"  # undirected maximum spanning tree of the symmetrised map (UUAS)

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..resources import SAMPLE_TREEBANK
+from .resources import SAMPLE_TREEBANK
 
 __all__ = ["SAMPLE_TREEBANK", "Sentence", "TreebankError", "read_conllu", "sentence_texts"]
 
