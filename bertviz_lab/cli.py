@@ -76,8 +76,8 @@ def add_analyze(sub: argparse._SubParsersAction) -> None:
 def run_analyze(args: argparse.Namespace) -> int:
     lab = lab_from_args(args)
     try:
-        result = lab.analyze(args.text, pair=args.pair, top_k=args.top_k, positions=args.position or (),
-                             mask_positions=args.mask or (), truncate=args.truncate)
+        result = lab.analyze_encoded(lab.encode(args.text, args.pair, truncate=args.truncate), args.text, args.pair,
+                                     masks=args.mask or (), top_k=args.top_k, predict_at=args.position or ())
     except InputTooLong as error:
         raise InputError(f"the input is {error.n_tokens} tokens long, more than the model maximum of "
                          f"{error.maximum}; shorten it or pass --truncate") from None

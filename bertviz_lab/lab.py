@@ -172,6 +172,16 @@ def words_across_segments(word_ids: Sequence[int | None], sequence_ids: Sequence
     shift = max(a_words) + 1 if a_words else 0
     return [None if w is None else w + shift if s == 1 else w for w, s in zip(word_ids, sequence_ids)]
 
+@dataclass(frozen=True)
+class ForwardChanges:
+    """What an intervention compiles to for one forward pass (``interventions.kinds``): hook edits,
+    an additive attention bias broadcastable to (batch, heads, query, key), and position ids."""
+
+    edits: dict[str, Edit | list[Edit]] | None = None
+    attention_bias: torch.Tensor | None = None
+    position_ids: torch.Tensor | None = None
+
+
 class Lab:
     """A loaded model and tokenizer; safe to share between threads (no per-call state here)."""
 
@@ -262,62 +272,40 @@ class Lab:
         """Stack captured patterns: (batch, layers, heads, query, key)."""
         return torch.stack([cache[layer_hook(i, "pattern")] for i in range(self.n_layers)], dim=1)
 
-    def analyze(
-        self,
-        text: str,
-        pair: str | None = None,
-        top_k: int = 5,
-        positions: Sequence[int] = (),
-        mask_positions: Sequence[int] = (),
-        truncate: bool = False,
-        edits: dict[str, Edit | list[Edit]] | None = None,
-        attention_bias: torch.Tensor | None = None,
-        position_ids: torch.Tensor | None = None,
-        encoded: Encoded | None = None,
-        keep_probabilities: bool = False,
-        source: str = "attention",
-    ) -> Analysis:
-        """Run one input and collect attention, MLM top-k and NSP.
+    def analyze(self, text: str, pair: str | None = None, masks: Sequence[int] = (), top_k: int = 5,
+                source: str = "attention", truncate: bool = False) -> Analysis:
+        """Run one input and collect attention, masked-word top-k and NSP.
 
-        ``mask_positions`` replaces those tokens by [MASK] (the token picker in the app);
-        ``positions`` asks for predictions at unmasked positions too. ``source`` chooses what
-        ``attention`` holds: softmax weights, or norm-based weights computed in the same pass.
-        """
+        ``masks`` are token positions replaced by [MASK] (the app's token picker; a typed [MASK]
+        needs none); ``source`` chooses what ``attention`` holds: softmax weights, or norm-based
+        weights computed in the same pass; ``truncate`` cuts an input longer than the model takes.
+        Interventions and sweeps use ``analyze_encoded``."""
+        return self.analyze_encoded(self.encode(text, pair, truncate=truncate), text, pair, masks=masks, top_k=top_k,
+                                    source=source)
+
+    def analyze_encoded(self, enc: Encoded, text: str = "", pair: str | None = None, masks: Sequence[int] = (),
+                        top_k: int = 5, source: str = "attention", predict_at: Sequence[int] = (),
+                        changes: ForwardChanges | None = None, keep_probabilities: bool = False) -> Analysis:
+        """``analyze`` of an encoded input, with what an intervention compiled to (``changes``),
+        predictions also at the unmasked ``predict_at`` positions, and, with ``keep_probabilities``,
+        the full masked-word distributions (for comparisons)."""
         if source not in SOURCES:
             raise InputError(f"unknown attention source {source!r}; choose one of {', '.join(SOURCES)}")
         if int(top_k) < 1:
             raise InputError(f"top-k must be at least 1 (got {top_k})")
-        enc = encoded if encoded is not None else self.encode(text, pair, truncate=truncate)
-        enc, originals = self._masked(enc, mask_positions)
+        enc, originals = self._masked(enc, masks)
         n = len(enc.ids)
-        for p in positions:
+        for p in predict_at:
             if not 0 <= int(p) < n:
                 raise InputError(f"no position {p}: the input has positions 0..{n - 1}")
-        masked = [i for i, t in enumerate(enc.ids) if t == self.mask_id]
-        predict_at = sorted(set(masked) | {int(p) for p in positions})
-
-        tensors = self.batch_tensors([enc])
-        select = torch.zeros((1, n), dtype=torch.bool, device=self.device)
-        select[0, predict_at] = True
-        kwargs: dict[str, Any] = {"mlm_positions": select, "compute_mlm": bool(predict_at)}
-        if attention_bias is not None:
-            kwargs["attention_bias"] = attention_bias.to(self.device)
-        if position_ids is not None:
-            kwargs["position_ids"] = position_ids.to(self.device)
-        out, cache = self.run(tensors, capture=("*hook_pattern",) if source == "attention" else NORM_CAPTURES,
-                              edits=edits, **kwargs)
+        predict = sorted({i for i, t in enumerate(enc.ids) if t == self.mask_id} | {int(p) for p in predict_at})
+        out, cache = self._forward(enc, predict, source, changes or ForwardChanges())
         if source == "attention":
             attention = self.attention_of(cache)[0].float().cpu().numpy()  # (layers, heads, query, key)
         else:
             attention = source_from_cache(self.model, cache, source, 0, n)
-        mlm, mlm_note, kept = self._predictions(out, enc, predict_at, originals, int(top_k), keep_probabilities)
-
-        nsp, nsp_note = None, None
-        if (pair is not None and str(pair).strip()) or 1 in enc.segment_ids:
-            if self.model.has_nsp_head:
-                nsp = float(torch.softmax(out.nsp_logits.float(), dim=-1)[0, 0])
-            else:
-                nsp_note = "this checkpoint has no next-sentence-prediction head"
+        mlm, mlm_note, kept = self._predictions(out, enc, predict, originals, int(top_k), keep_probabilities)
+        nsp, nsp_note = self._nsp(out, enc, pair)
         return Analysis(
             model=self.name, device=str(self.device), text=text, pair=pair if pair and str(pair).strip() else None,
             tokens=list(enc.tokens), token_ids=list(enc.ids), segment_ids=list(enc.segment_ids), word_ids=list(enc.word_ids),
@@ -325,6 +313,25 @@ class Lab:
             nsp_note=nsp_note, n_tokens_before_truncation=enc.n_tokens_before_truncation,
             masked_positions=sorted(originals), mlm_probabilities=kept, source=source)
 
+    def _forward(self, enc: Encoded, predict: list[int], source: str, changes: ForwardChanges):
+        """One forward pass of one input with ``changes``, logits only at ``predict``."""
+        select = torch.zeros((1, len(enc.ids)), dtype=torch.bool, device=self.device)  # (batch, pos)
+        select[0, predict] = True
+        kwargs: dict[str, Any] = {"mlm_positions": select, "compute_mlm": bool(predict)}
+        if changes.attention_bias is not None:
+            kwargs["attention_bias"] = changes.attention_bias.to(self.device)
+        if changes.position_ids is not None:
+            kwargs["position_ids"] = changes.position_ids.to(self.device)
+        return self.run(self.batch_tensors([enc]), capture=("*hook_pattern",) if source == "attention" else NORM_CAPTURES,
+                        edits=changes.edits or None, **kwargs)
+
+    def _nsp(self, out, enc: Encoded, pair: str | None) -> tuple[float | None, str | None]:
+        """P(B follows A) for a pair (typed, or segment B in an encoded input), or why there is none."""
+        if not ((pair is not None and str(pair).strip()) or 1 in enc.segment_ids):
+            return None, None
+        if not self.model.has_nsp_head:
+            return None, "this checkpoint has no next-sentence-prediction head"
+        return float(torch.softmax(out.nsp_logits.float(), dim=-1)[0, 0]), None
 
     def _masked(self, enc: Encoded, mask_positions: Sequence[int]) -> tuple[Encoded, dict[int, str]]:
         """Replace the chosen positions by [MASK]; refuse specials and inputs with too little context left."""

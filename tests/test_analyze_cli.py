@@ -32,7 +32,7 @@ def test_analyze_predicts_exactly_the_masked_positions(tiny_lab, tiny_hf):
 
 
 def test_mask_by_position_and_pair_nsp(tiny_lab, tiny_hf):
-    result = tiny_lab.analyze("the cat sat", pair="it slept", mask_positions=[2])
+    result = tiny_lab.analyze("the cat sat", pair="it slept", masks=[2])
     assert result.tokens[2] == "[MASK]" and result.masked_positions == [2]
     assert result.mlm[0].original == "cat"
     assert result.segment_ids == [0, 0, 0, 0, 0, 1, 1, 1]
@@ -48,7 +48,7 @@ def test_bad_inputs(tiny_lab):
     with pytest.raises(InputError, match="top-k"):
         tiny_lab.analyze("the cat", top_k=0)
     with pytest.raises(InputError, match="special token"):
-        tiny_lab.analyze("the cat", mask_positions=[0])
+        tiny_lab.analyze("the cat", masks=[0])
     with pytest.raises(InputError, match="too many masked"):
         tiny_lab.analyze("[MASK] [MASK] [MASK] cat")
     with pytest.raises(InputTooLong) as info:

@@ -105,7 +105,7 @@ def test_mask_from_token_picker_shows_predictions(browser, tiny_app, tiny_lab): 
     page.locator("#token-picker label", has_text="2 cat").click()
     page.click("#mask-btn")
     page.get_by_role("tab", name="Masked words").click()
-    expected = tiny_lab.analyze("the cat sat on the mat", mask_positions=[2], top_k=5)
+    expected = tiny_lab.analyze("the cat sat on the mat", masks=[2], top_k=5)
     top = expected.mlm[0].predictions[0].token
     page.wait_for_function(
         f"document.querySelector('#pred-table') && document.querySelector('#pred-table').innerText.includes('{top}')"

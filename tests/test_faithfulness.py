@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from bertviz_lab.interventions.faithfulness import RANKINGS, FaithfulnessResult, rankings, sentence_drops
+from bertviz_lab.lab import ForwardChanges
 from bertviz_lab.sentences import masked_items
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,7 +37,7 @@ def test_batched_perturbations_equal_one_hidden_set_at_a_time(sharp_lab):
     def logp(hidden):
         bias = torch.zeros((1, 1, 1, len(enc.ids)))
         bias[..., hidden] = torch.finfo(torch.float32).min
-        a = sharp_lab.analyze("", encoded=enc, attention_bias=bias, keep_probabilities=True)
+        a = sharp_lab.analyze_encoded(enc, changes=ForwardChanges(attention_bias=bias), keep_probabilities=True)
         return float(np.log(a.mlm_probabilities[0, gold]))
 
     base = logp([])

@@ -174,7 +174,7 @@ def test_ablation_sweep_batched_equals_one_at_a_time_and_matches_a_direct_run(sh
     batched = ablation_sweep(sharp_lab, TEXT)
     single = ablation_sweep(sharp_lab, TEXT, batched=False)
     np.testing.assert_allclose(batched, single, atol=1e-5)
-    base = sharp_lab.analyze(TEXT, keep_probabilities=True)
+    base = sharp_lab.analyze_encoded(sharp_lab.encode(TEXT), TEXT, keep_probabilities=True)
     top = base.mlm[0].predictions[0]
     ablated = compare(sharp_lab, TEXT, make_intervention("ablate-heads", heads=[(1, 3)]))
     expected = math.log(top.probability) - math.log(ablated.changes[0].intervened_probability)
@@ -256,6 +256,6 @@ def test_directional_set_matches_single_runs(sharp_lab):
     assert effects["both"].n == 2
     both = []
     for enc, position, gold in masked_items(sharp_lab, lines, 0, None):
-        a = sharp_lab.analyze("", encoded=enc, keep_probabilities=True)
+        a = sharp_lab.analyze_encoded(enc, keep_probabilities=True)
         both.append(a.mlm_probabilities[[p.position for p in a.mlm].index(position), gold])
     assert float(effects["both"].mean) == pytest.approx(float(np.mean(both)), rel=1e-4)

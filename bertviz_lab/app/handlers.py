@@ -177,7 +177,7 @@ class Handlers(InterventionHandlers, SyntaxHandlers):
         try:
             lab = self.lab_of(session)
             a = lab.analyze(text, pair=pair or None, top_k=whole(top_k, "top-k", 1, 50), truncate=True,
-                            mask_positions=mask_positions or ())
+                            masks=mask_positions or ())
             if unless_newer is not None and session.generation != unless_newer:
                 return {self.ui.message: gr.skip()}
             self.read_options(session, layer, head, hide, word, pair_filter, a)

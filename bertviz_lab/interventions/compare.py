@@ -77,8 +77,9 @@ def compare(lab: Lab, text: str, intervention: Intervention, pair: str | None = 
     ``source`` compares softmax attention or norm-based weights (Kobayashi et al.); for norms the
     JS divergence is taken between rows renormalised to sum to 1."""
     predict_at = intervention.targets
-    base = lab.analyze(text, pair=pair, top_k=top_k, mask_positions=mask_positions, positions=predict_at,
-                       truncate=True, keep_probabilities=True, source=source, encoded=encoded)
+    encoded = encoded if encoded is not None else lab.encode(text, pair, truncate=True)
+    base = lab.analyze_encoded(encoded, text, pair, masks=mask_positions, top_k=top_k, source=source,
+                               predict_at=predict_at, keep_probabilities=True)
     inputs = intervention.inputs(lab.model, base.tokens)
     masks = sorted(set(mask_positions) | set(inputs.mask_positions))
     if inputs.token_order is not None:
@@ -86,13 +87,12 @@ def compare(lab: Lab, text: str, intervention: Intervention, pair: str | None = 
         enc = Encoded([base.tokens[i] for i in order], [base.token_ids[i] for i in order], base.segment_ids,
                       [base.word_ids[i] for i in order], [base.offsets[i] for i in order], len(order))
         inverse = [int(i) for i in np.argsort(order)]
-        intervened = lab.analyze(text, pair=pair, top_k=top_k, encoded=enc, keep_probabilities=True,
-                             positions=[inverse[p.position] for p in base.mlm], source=source)
+        intervened = lab.analyze_encoded(enc, text, pair, top_k=top_k, source=source,
+                                         predict_at=[inverse[p.position] for p in base.mlm], keep_probabilities=True)
         intervened = _reorder(intervened, order)
     else:
-        intervened = lab.analyze(text, pair=pair, top_k=top_k, mask_positions=masks, positions=predict_at,
-                             truncate=True, attention_bias=inputs.attention_bias, position_ids=inputs.position_ids,
-                             edits=inputs.edits or None, keep_probabilities=True, source=source, encoded=encoded)
+        intervened = lab.analyze_encoded(encoded, text, pair, masks=masks, top_k=top_k, source=source,
+                                         predict_at=predict_at, changes=inputs.changes(), keep_probabilities=True)
     changes = []
     intervened_by_pos = {p.position: p for p in intervened.mlm}
     for p in base.mlm:

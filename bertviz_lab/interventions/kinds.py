@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from ..bert import BertLab, Edit, layer_hook
+from ..lab import ForwardChanges
 from ..naming import SPECIAL_TOKENS, head_name
 from .edits import (
     ablate_heads_edit,
@@ -44,6 +45,10 @@ class InterventionInputs:
     position_ids: torch.Tensor | None = None
     edits: dict[str, Edit | list[Edit]] = field(default_factory=dict)
     token_order: list[int] | None = None  # shuffle-words: input position i holds original token order[i]
+
+    def changes(self) -> ForwardChanges:
+        """What the forward pass itself receives (masks and token order change the input instead)."""
+        return ForwardChanges(self.edits or None, self.attention_bias, self.position_ids)
 
 
 REGISTRY: dict[str, type[Intervention]] = {}

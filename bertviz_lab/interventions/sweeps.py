@@ -11,7 +11,7 @@ import torch
 
 from ..attention import cosine_matrix
 from ..bert import layer_hook
-from ..lab import Analysis, Encoded, InputError, Lab
+from ..lab import Analysis, Encoded, ForwardChanges, InputError, Lab
 from ..treebank import sentence_texts
 from .compare import compare, probability_of
 from .edits import batched_ablation_edits, learned_positions, scaled_sinusoidal
@@ -51,11 +51,13 @@ def directional_sweep(lab: Lab, text: str, pair: str | None = None, mask_positio
     right context, and the matched random controls (symmetric sinks by default)."""
     if not lab.model.has_mlm_head:
         raise InputError("this checkpoint has no MLM head, so the directional sweep cannot score predictions")
-    base = lab.analyze(text, pair=pair, mask_positions=mask_positions, truncate=True, keep_probabilities=True)
+    enc = lab.encode(text, pair, truncate=True)
+    base = lab.analyze_encoded(enc, text, pair, masks=mask_positions, keep_probabilities=True)
     if not base.mlm:
         raise InputError("mask at least one token (type [MASK] or pick tokens) to run the directional sweep")
-    runs = {c: lab.analyze(text, pair=pair, mask_positions=mask_positions, truncate=True, keep_probabilities=True,
-                           attention_bias=condition_bias(base.tokens, c, sinks, seed)) for c in CONDITIONS[1:]}
+    runs = {c: lab.analyze_encoded(enc, text, pair, masks=mask_positions, keep_probabilities=True,
+                                   changes=ForwardChanges(attention_bias=condition_bias(base.tokens, c, sinks, seed)))
+            for c in CONDITIONS[1:]}
     rows = []
     for p in base.mlm:
         target = p.original or p.predictions[0].token
@@ -144,7 +146,7 @@ def ablation_sweep(lab: Lab, text: str, pair: str | None = None, mask_positions:
     Positive = the head helped this prediction."""
     if not lab.model.has_mlm_head:
         raise InputError("this checkpoint has no MLM head, so head importance for predictions cannot be measured")
-    base = lab.analyze(text, pair=pair, mask_positions=mask_positions, truncate=True)
+    base = lab.analyze(text, pair, masks=mask_positions, truncate=True)
     if not base.mlm:
         raise InputError("mask at least one token (type [MASK] or pick tokens) to run the ablation sweep")
     targets, _ = scored_tokens(lab, base)
