@@ -24,8 +24,8 @@ def main() -> None:
     if "[MASK]" not in text:
         raise SystemExit("the benchmark sentence lost its [MASK]")
     n = len(lab.encode(text).ids)
-    batched = ablation_sweep(lab, text, batched=True)
-    single = ablation_sweep(lab, text, batched=False)
+    batched = ablation_sweep(lab, text, batched=True).drops
+    single = ablation_sweep(lab, text, batched=False).drops
     assert np.allclose(batched, single, atol=1e-4)
     t_batched = timed(lambda: ablation_sweep(lab, text, batched=True))
     t_single = timed(lambda: ablation_sweep(lab, text, batched=False))

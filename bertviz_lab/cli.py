@@ -177,7 +177,7 @@ def run_compare(args: argparse.Namespace) -> int:
         effects = compare_set(lab, set_lines(args), intervention, seed=args.seed,
                               max_sentences=args.max_sentences)
         print(json.dumps({"intervention": intervention.describe(), "scored": "gold",
-                          **{name: effect_json(e) for name, e in effects.items()}}))
+                          **{name: e.to_json() for name, e in effects.items()}}))
         return 0
     if not args.text:
         raise InputError("give the input text, or --text-file / --conllu for a set of sentences")
@@ -209,14 +209,6 @@ def add_sweep(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run_sweep)
 
 
-def effect_json(effect) -> dict:
-    def plain(value):
-        return value.tolist() if hasattr(value, "tolist") else value
-
-    return {"mean": plain(effect.mean), "ci_low": plain(effect.ci_low), "ci_high": plain(effect.ci_high),
-            "n": effect.n}
-
-
 def set_lines(args: argparse.Namespace) -> list[str]:
     """The sentences of a set: --text-file (one per line), --conllu (its sentences' text), or the sample treebank."""
     from .sentences import read_lines
@@ -240,12 +232,12 @@ def run_sweep_set(args: argparse.Namespace, lab: Lab) -> dict:
             effects = directional_set(lab, lines, sinks=args.sinks, seed=args.seed,
                                       max_sentences=args.max_sentences, progress=progress)
             return {"kind": "directional", "sinks": args.sinks, "scored": "gold",
-                    "p_gold": {c: effect_json(e) for c, e in effects.items()}}
+                    "p_gold": {c: e.to_json() for c, e in effects.items()}}
         if args.kind == "ablation":
             effect = ablation_set(lab, lines, ablation_reference(lab, args), seed=args.seed,
                                   max_sentences=args.max_sentences, progress=progress)
             return {"kind": "ablation", "ablation": args.ablation, "scored": "gold",
-                    "drop_in_log_probability": effect_json(effect)}
+                    "drop_in_log_probability": effect.to_json()}
     raise InputError("sentence sets work with --kind directional or ablation (positions: use compare --text-file)")
 
 
@@ -263,10 +255,10 @@ def run_sweep(args: argparse.Namespace) -> int:
                                  seed=args.seed)
         result = {"kind": "directional", "sinks": args.sinks, "rows": [r.__dict__ for r in rows]}
     elif args.kind == "ablation":
-        drops = ablation_sweep(lab, args.text, pair=args.pair, mask_positions=args.mask,
-                               reference=ablation_reference(lab, args))
-        result = {"kind": "ablation", "ablation": args.ablation, "drop_in_log_probability": drops.tolist(),
-                  "scored": "gold" if args.mask and "[MASK]" not in args.text.upper() else "top-1",
+        importance = ablation_sweep(lab, args.text, pair=args.pair, mask_positions=args.mask,
+                                    reference=ablation_reference(lab, args))
+        result = {"kind": "ablation", "ablation": args.ablation, "drop_in_log_probability": importance.drops.tolist(),
+                  "scored": importance.scored,
                   "layers": lab.n_layers, "heads": lab.n_heads}
     else:
         result = {"kind": "positions", "rows": position_controls(lab, args.text, pair=args.pair,
@@ -298,7 +290,7 @@ def run_patch(args: argparse.Namespace) -> int:
         from .interventions.sets import patching_set, read_pairs
 
         heads, residual = patching_set(lab_from_args(args), read_pairs(args.pairs_file))
-        print(json.dumps({"pairs": heads.n, "heads": effect_json(heads), "residual": effect_json(residual)}))
+        print(json.dumps({"pairs": heads.n, "heads": heads.to_json(), "residual": residual.to_json()}))
         return 0
     if not (args.text and args.source and args.correct and args.wrong):
         raise InputError("give TEXT --source --correct --wrong, or --pairs-file")

@@ -130,3 +130,11 @@ def test_one_word_one_meaning_on_the_command_line():
         assert parser.parse_args(["compare", "the cat", flag, "left-only"]).intervention == "left-only"
     help_text = parser.format_help()
     assert "score-heads" in help_text
+
+
+def test_no_function_over_80_lines():
+    """Small functions with one job each (a template string counts: move it out if it grows)."""
+    long = [f"{p.relative_to(ROOT)}:{n.lineno} {n.name} ({n.end_lineno - n.lineno + 1} lines)"
+            for p in modules() for n in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.end_lineno - n.lineno + 1 > 80]
+    assert long == []

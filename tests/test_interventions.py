@@ -171,14 +171,16 @@ def test_offset_profile_by_hand():
 
 
 def test_ablation_sweep_batched_equals_one_at_a_time_and_matches_a_direct_run(sharp_lab):
-    batched = ablation_sweep(sharp_lab, TEXT)
-    single = ablation_sweep(sharp_lab, TEXT, batched=False)
+    sweep = ablation_sweep(sharp_lab, TEXT)
+    assert sweep.scored == "top-1"  # a typed [MASK]: no gold word to score
+    batched, single = sweep.drops, ablation_sweep(sharp_lab, TEXT, batched=False).drops
     np.testing.assert_allclose(batched, single, atol=1e-5)
     base = sharp_lab.analyze_encoded(sharp_lab.encode(TEXT), TEXT, keep_probabilities=True)
     top = base.mlm[0].predictions[0]
     ablated = compare(sharp_lab, TEXT, make_intervention("ablate-heads", heads=[(1, 3)]))
     expected = math.log(top.probability) - math.log(ablated.changes[0].intervened_probability)
     assert batched[1, 3] == pytest.approx(expected, abs=1e-4)
+    assert ablation_sweep(sharp_lab, "the cat sat on the mat", mask_positions=[2]).scored == "gold"  # picked
 
 
 def test_directional_sweep_matches_directional_probes(sharp_lab):

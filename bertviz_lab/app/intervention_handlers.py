@@ -22,7 +22,7 @@ from ..interventions import (
     position_similarity,
 )
 from ..interventions.faithfulness import faithfulness
-from ..interventions.sets import ablation_set, compare_set, directional_set
+from ..interventions.sets import ablation_set, compare_set, directional_set, effects_table
 from ..interventions.sweeps import patching_sweep, position_controls, sample_mean_outputs
 from ..lab import InputError, Lab
 from ..sentences import heldout_lines, read_lines
@@ -108,13 +108,15 @@ class InterventionHandlers:
         try:
             lab = self.lab_of(session)
             text, pair = self.analysed(session, text, pair)
-            drops = ablation_sweep(lab, text, pair=pair, mask_positions=positions(picked), chunk=24,
-                                   reference=self.reference(lab, ablation), progress=lambda f, d: progress(f, desc=d))
+            importance = ablation_sweep(lab, text, pair=pair, mask_positions=positions(picked), chunk=24,
+                                        reference=self.reference(lab, ablation),
+                                        progress=lambda f, d: progress(f, desc=d))
         except (InputError, InterventionError) as error:
             return {ui.probe_message: f"⚠️ {error}"}
+        drops = importance.drops
         layer, head = np.unravel_index(int(np.argmax(drops)), drops.shape)
-        gold = bool(picked) and "[MASK]" not in str(text).upper()
-        scored = "the gold word" if gold else "the full-context top-1 (pick tokens instead of typing [MASK] to score gold)"
+        scored = "the gold word" if importance.scored == "gold" else \
+            "the full-context top-1 (pick tokens instead of typing [MASK] to score gold)"
         return {ui.probe_message: (f"Most important head for this prediction: layer {layer + 1}, head {head + 1} "
                                    f"(log-probability of {scored} drops by {drops[layer, head]:.3f} without it; "
                                    f"{ablation} ablation)."),
@@ -192,8 +194,7 @@ class InterventionHandlers:
                                       progress=lambda done, total: progress(done / total, desc="directional set"))
         except (InputError, CheckpointError) as error:
             return {ui.probe_message: f"⚠️ {error}"}
-        table = pd.DataFrame([{"condition": c, "mean P(gold)": float(e.mean), "ci_low": float(e.ci_low),
-                               "ci_high": float(e.ci_high), "n": e.n} for c, e in effects.items()]).round(4)
+        table = pd.DataFrame(effects_table(effects, "condition", "mean P(gold)")).round(4)
         return {ui.probe_message: f"P(gold word) over {effects['both'].n} sentences, one masked word each "
                                   f"({sinks} sinks); the controls hide as many random keys as the directional masks.",
                 ui.set_table: table}
@@ -235,8 +236,7 @@ class InterventionHandlers:
                                   progress=lambda done, total: progress(done / total, desc="probe over the set"))
         except (InputError, InterventionError, CheckpointError) as error:
             return {ui.probe_message: f"⚠️ {error}"}
-        table = pd.DataFrame([{"measure": name, "mean": float(e.mean), "ci_low": float(e.ci_low),
-                               "ci_high": float(e.ci_high), "n": e.n} for name, e in effects.items()]).round(4)
+        table = pd.DataFrame(effects_table(effects)).round(4)
         return {ui.probe_message: f"{intervention.describe()} over {table.n.iloc[0]} sentences (gold word scored).",
                 ui.set_table: table}
 

@@ -49,9 +49,8 @@ class FaithfulnessResult:
                 rows.append({"source": name, "aopc": float("nan"), "ci_low": float("nan"), "ci_high": float("nan"),
                              "n": 0, "drop_by_k": []})
                 continue
-            effect = mean_interval(values, resamples, seed)
-            rows.append({"source": name, "aopc": float(effect.mean), "ci_low": float(effect.ci_low),
-                         "ci_high": float(effect.ci_high), "n": effect.n,
+            row = mean_interval(values, resamples, seed).to_json()
+            rows.append({"source": name, "aopc": row.pop("mean"), **row,
                          "drop_by_k": np.nanmean(self.drops[:, s], 0).round(4).tolist()})
         return rows
 

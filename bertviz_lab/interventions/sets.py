@@ -18,10 +18,28 @@ Progress = Callable[[int, int], None]
 
 @dataclass
 class Effect:
+    """A mean over sentences with its 95% bootstrap interval (scalars, or arrays such as (layers, heads))."""
+
     mean: np.ndarray | float
     ci_low: np.ndarray | float
     ci_high: np.ndarray | float
     n: int
+
+    def to_json(self) -> dict:
+        """The one way an effect is written out: JSON (the command line) and table rows (the app)."""
+        def plain(value):
+            return value.tolist() if hasattr(value, "tolist") else float(value)
+
+        return {"mean": plain(self.mean), "ci_low": plain(self.ci_low), "ci_high": plain(self.ci_high), "n": self.n}
+
+
+def effects_table(effects: dict[str, Effect], name: str = "measure", mean: str = "mean") -> list[dict]:
+    """Rows of named scalar effects: {name: key, mean: ..., ci_low, ci_high, n}."""
+    rows = []
+    for key, effect in effects.items():
+        row = effect.to_json()
+        rows.append({name: key, mean: row.pop("mean"), **row})
+    return rows
 
 
 def mean_interval(values: np.ndarray, resamples: int = 1000, seed: int = 0) -> Effect:

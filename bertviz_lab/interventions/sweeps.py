@@ -137,9 +137,18 @@ def ablation_drops(lab: Lab, enc: Encoded, positions: Sequence[int], targets: Se
     return (value[0] - value[1:]).view(layers, heads).numpy()
 
 
+@dataclass
+class HeadImportance:
+    """``drops``: (layers, heads) drop in log-probability of the scored words when each head alone is
+    ablated; ``scored``: "gold" (the user masked known words) or "top-1" (see ``scored_tokens``)."""
+
+    drops: np.ndarray
+    scored: str
+
+
 def ablation_sweep(lab: Lab, text: str, pair: str | None = None, mask_positions: Sequence[int] = (),
                    batched: bool = True, chunk: int = 72, progress: Progress | None = None,
-                   reference: torch.Tensor | None = None) -> np.ndarray:
+                   reference: torch.Tensor | None = None) -> HeadImportance:
     """Drop in log-probability of the gold word (when the user masked known words; else of the
     baseline's top-1; see ``scored_tokens``), mean over masked positions, when each head alone is
     zeroed — or replaced by ``reference`` outputs (mean or resample ablation): (layers, heads).
@@ -149,9 +158,10 @@ def ablation_sweep(lab: Lab, text: str, pair: str | None = None, mask_positions:
     base = lab.analyze(text, pair, masks=mask_positions, truncate=True)
     if not base.mlm:
         raise InputError("mask at least one token (type [MASK] or pick tokens) to run the ablation sweep")
-    targets, _ = scored_tokens(lab, base)
+    targets, scored = scored_tokens(lab, base)
     enc = Encoded(base.tokens, base.token_ids, base.segment_ids, base.word_ids, base.offsets, len(base.tokens))
-    return ablation_drops(lab, enc, [p.position for p in base.mlm], targets, reference, batched, chunk, progress)
+    drops = ablation_drops(lab, enc, [p.position for p in base.mlm], targets, reference, batched, chunk, progress)
+    return HeadImportance(drops, scored)
 
 
 @dataclass

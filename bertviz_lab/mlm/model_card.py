@@ -77,11 +77,9 @@ def heldout_note(sources: list[dict]) -> str:
             f"were trained on in {', '.join(shared)}")
 
 
-def write_model_card(folder: Path, report: dict, commands: list[str]) -> Path:
-    record = json.loads((folder / "run.json").read_text())
-    chain = record.get("lineage", [])
-    total = record["train_seconds"] / 60 + sum(c["minutes"] for c in chain)
-    settings, layers = record["settings"], record["fine_tuned_layers"]
+def card_tables(record: dict, report: dict) -> tuple[str, str, str, str, str]:
+    """The model card's table rows (sources, held-out accuracy, training history, teaching topics)
+    and its next-sentence section, from the run record and the evaluation report."""
     sources = record["corpus"].get("sources", [])
     nsp = report.get("nsp")
     source_rows = "\n".join(
@@ -108,6 +106,17 @@ sentence of another held-out document (NotNext); seeded; `eval-nsp` protocol.
 |---:|---:|---:|---:|
 | {nsp['n']} | **{nsp['accuracy']:.3f}** [{nsp['ci'][0]:.3f}, {nsp['ci'][1]:.3f}] | {nsp['is_next']['accuracy']:.3f} | {nsp['not_next']['accuracy']:.3f} |
 """ if nsp else "")
+    return source_rows, mlm_rows, history, teaching_rows, nsp_text
+
+
+def write_model_card(folder: Path, report: dict, commands: list[str]) -> Path:
+    record = json.loads((folder / "run.json").read_text())
+    chain = record.get("lineage", [])
+    total = record["train_seconds"] / 60 + sum(c["minutes"] for c in chain)
+    settings, layers = record["settings"], record["fine_tuned_layers"]
+    sources = record["corpus"].get("sources", [])
+    teaching = report["teaching"]
+    source_rows, mlm_rows, history, teaching_rows, nsp_text = card_tables(record, report)
     text = f"""# bertviz-lab MiniLM-L6 MLM + NSP
 
 Masked-word and next-sentence heads for the embedded encoder (`all-MiniLM-L6-v2`, MiniLM-L6-H384,

@@ -83,6 +83,6 @@ def make_nsp_pairs(documents: Sequence[Sequence[str]], seed: int = 0) -> list[tu
             if rng.random() < 0.5:
                 pairs.append((doc[i], doc[i + 1], 0))
             else:
-                other = rng.choice([j for j in usable if j != d]) if len(usable) > 1 else d
+                other = rng.choice([j for j in usable if j != d])  # two or more usable: never empty
                 pairs.append((doc[i], rng.choice(documents[other]), 1))
     return pairs

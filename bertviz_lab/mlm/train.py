@@ -237,6 +237,41 @@ def load_checkpoint(out: Path, model: BertLab, optimizer, scheduler, rng: random
     return Progress(**json.loads(payload["progress"]))
 
 
+def validation_documents(settings: TrainSettings) -> list:
+    """Held-aside documents for watching NSP during training (NotNext needs at least two), or none."""
+    path = Path(settings.corpus) / "validation_docs.txt"
+    documents = read_documents(path) if settings.nsp and path.is_file() else []
+    return documents if len(documents) > 1 else []
+
+
+def batch_loss(model: BertLab, batch: dict, inputs: torch.Tensor, labels: torch.Tensor,
+               settings: TrainSettings) -> torch.Tensor:
+    """MLM loss at the masked positions, plus NSP loss over the batch's sentence pairs."""
+    device = next(model.parameters()).device
+    chosen = labels != IGNORE  # (batch, pos)
+    set_train_mode(model, settings.train_layers)
+    with torch.autocast(device.type, dtype=torch.bfloat16, enabled=settings.bf16):
+        result = model(input_ids=inputs.to(device), token_type_ids=batch["segments"].to(device),
+                       attention_mask=batch["attention_mask"].to(device), mlm_positions=chosen.to(device))
+    loss = mlm_loss(result.mlm_logits.float(), labels.to(device))
+    pairs = batch["is_random"] != NOT_PAIR  # (batch,)
+    if settings.nsp and pairs.any():
+        pairs = pairs.to(device)
+        loss = loss + nsp_loss(result.nsp_logits.float()[pairs], batch["is_random"].to(device)[pairs])
+    return loss
+
+
+def validation_point(eval_lab: Lab, validation: list[str], documents: list, settings: TrainSettings, state,
+                     started: float) -> dict:
+    """One row of the training history: running loss, validation top-1/top-5 and (with documents) NSP."""
+    scores = evaluate(eval_lab, validation, seed=settings.seed, progress=False)
+    point = {"step": state.step, "loss": round(state.running, 4), "elapsed_s": round(time.time() - started, 1),
+             **{k: round(v, 4) for k, v in scores.items() if k in ("top1", "top5", "n")}}
+    if documents:
+        point["nsp"] = round(evaluate_nsp(eval_lab, documents, seed=settings.seed, progress=False)["accuracy"], 4)
+    return point
+
+
 def train(out: Path, settings: TrainSettings, progress: bool = True, resume: bool = False,
           stop_after: int | None = None) -> dict | None:
     """Train (or with ``resume`` continue) a head; checkpoints every ``settings.checkpoint_every`` steps.
@@ -248,9 +283,7 @@ def train(out: Path, settings: TrainSettings, progress: bool = True, resume: boo
     if settings.nsp and not passages:
         raise ValueError(f"{settings.corpus} has no running text (train_docs.jsonl), which next-sentence "
                          "prediction needs: build the corpus with --running-text")
-    validation_docs = Path(settings.corpus) / "validation_docs.txt"
-    validation_docs = read_documents(validation_docs) if settings.nsp and validation_docs.is_file() else []
-    validation_docs = validation_docs if len(validation_docs) > 1 else []  # NotNext needs another document
+    validation_docs = validation_documents(settings)
     encoder = load(settings.model, device=settings.device, mlm_head=None)
     device = encoder.device
     model = head_model(encoder, nsp=settings.nsp, init=settings.init).to(device)
@@ -279,23 +312,13 @@ def train(out: Path, settings: TrainSettings, progress: bool = True, resume: boo
         elif corpus is None:  # resumed mid-epoch: rebuild that epoch's inputs
             corpus = examples_of(state.epoch)
         batch = corpus.batch(state.batches.pop())
-        ids, attention_mask = batch["ids"], batch["attention_mask"]
-        special = torch.isin(ids, special_ids) | (attention_mask == 0)
-        inputs, labels = mask_tokens(ids, special, encoder.mask_id, vocab, generator,
+        inputs, labels = mask_tokens(batch["ids"], torch.isin(batch["ids"], special_ids) | (batch["attention_mask"] == 0),
+                                     encoder.mask_id, vocab, generator,
                                      word_ids=batch["words"] if settings.whole_word else None,
                                      random_token_low=random_low)
-        chosen = labels != IGNORE
-        if not chosen.any():
+        if not (labels != IGNORE).any():
             continue
-        set_train_mode(model, settings.train_layers)
-        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=settings.bf16):
-            result = model(input_ids=inputs.to(device), token_type_ids=batch["segments"].to(device),
-                           attention_mask=attention_mask.to(device), mlm_positions=chosen.to(device))
-        loss = mlm_loss(result.mlm_logits.float(), labels.to(device))
-        pairs = batch["is_random"] != NOT_PAIR  # (batch,)
-        if settings.nsp and pairs.any():
-            pairs = pairs.to(device)
-            loss = loss + nsp_loss(result.nsp_logits.float()[pairs], batch["is_random"].to(device)[pairs])
+        loss = batch_loss(model, batch, inputs, labels, settings)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
@@ -307,14 +330,10 @@ def train(out: Path, settings: TrainSettings, progress: bool = True, resume: boo
         bar.update(1)
         if state.step % settings.eval_every == 0 or state.step == settings.steps:
             model.eval()
-            scores = evaluate(eval_lab, validation, seed=settings.seed, progress=False)
-            point = {"step": state.step, "loss": round(state.running, 4), "elapsed_s": round(time.time() - started, 1),
-                     **{k: round(v, 4) for k, v in scores.items() if k in ("top1", "top5", "n")}}
-            if validation_docs:
-                point["nsp"] = round(evaluate_nsp(eval_lab, validation_docs, seed=settings.seed, progress=False)["accuracy"], 4)
+            point = validation_point(eval_lab, validation, validation_docs, settings, state, started)
             state.history.append(point)
-            bar.write(f"step {state.step}: loss {state.running:.3f}, validation top1 {scores['top1']:.3f} "
-                      f"top5 {scores['top5']:.3f} (n={scores['n']})" + (f", NSP {point['nsp']:.3f}" if "nsp" in point else ""))
+            bar.write(f"step {state.step}: loss {state.running:.3f}, validation top1 {point['top1']:.3f} "
+                      f"top5 {point['top5']:.3f} (n={point['n']})" + (f", NSP {point['nsp']:.3f}" if "nsp" in point else ""))
         if state.step % settings.checkpoint_every == 0 or state.step == stop_after:
             state.elapsed = time.time() - started
             save_checkpoint(out, model, names, optimizer, scheduler, rng, generator, state, settings)
