@@ -14,11 +14,26 @@ def is_punctuation(token: str) -> bool:
 
 
 def layer_labels(n_layers: int) -> list[str]:
-    return [f"L{layer + 1}" for layer in range(n_layers)]
+    return [layer_name(layer) for layer in range(n_layers)]
 
 
 def head_labels(n_heads: int) -> list[str]:
     return [f"H{head + 1}" for head in range(n_heads)]
+
+
+def layer_name(layer: int) -> str:
+    """0-based layer -> ``"L3"`` (axes, panel titles, file names)."""
+    return f"L{layer + 1}"
+
+
+def layer_head(layer: int, head: int, capital: bool = True) -> str:
+    """0-based (layer, head) -> ``"Layer 3, head 5"`` (titles; ``capital=False`` inside a sentence)."""
+    return f"{'Layer' if capital else 'layer'} {layer + 1}, head {head + 1}"
+
+
+def layer_head_file(layer: int, head: int) -> str:
+    """0-based (layer, head) -> ``"L3-H5"``, the part of a figure's file name that says which head."""
+    return f"L{layer + 1}-H{head + 1}"
 
 
 def head_name(layer: int, head: int) -> str:

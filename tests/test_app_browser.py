@@ -2,6 +2,7 @@
 import time
 
 import pandas as pd
+import pytest
 from browser import browser  # noqa: F401  (fixture)
 
 
@@ -136,37 +137,38 @@ def test_empty_input_message_and_two_tabs_see_their_own_result(browser, default_
     two.close()
 
 
-def test_probe_shows_the_difference_heatmap(browser, sharp_lab):  # noqa: F811
-    from conftest import launch
+@pytest.fixture(scope="module")
+def sharp_app(sharp_lab):
+    from conftest import serve
 
-    from bertviz_lab.app import build_demo
+    yield from serve(sharp_lab)
 
-    demo = build_demo(sharp_lab)
-    url = launch(demo)
-    try:
-        page = open_app(browser, url)
-        run(page, "the big cat [MASK] on the red mat")
-        page.wait_for_selector("#single-plot .main-svg", timeout=30000)
-        page.get_by_role("tab", name="Interventions").click()
-        page.click("#probe-btn")  # default probe: left context only
-        page.wait_for_function("document.querySelector('#probe-plot') && "
-                               "document.querySelector('#probe-plot').innerText.includes('intervened - baseline')",
-                               timeout=30000)
-        z = page.evaluate("document.querySelector('#probe-plot .js-plotly-plot').calcdata[2][0].z")
-        # difference of a left-only probe: the first query row loses everything but itself
-        assert any(abs(v) > 1e-3 for row in z for v in row)
-        assert "Mean JS divergence" in page.locator("#probe-message").inner_text()
 
-        # Syntax tab: the best heads with their intervals drawn as error bars, and the weights named
-        page.get_by_role("tab", name="Syntax").click()
-        page.click("#syntax-btn")
-        page.wait_for_function("document.querySelector('#syntax-message').innerText.includes('Scored 66 sentences')",
-                               timeout=60000)
-        page.wait_for_selector("#syntax-bars .errorbar", timeout=20000)
-        assert sharp_lab.checkpoint_info().sha256[:12] in page.locator("#syntax-weights").inner_text()
-        page.close()
-    finally:
-        demo.close()
+def test_intervention_shows_the_difference_heatmap(browser, sharp_app):  # noqa: F811
+    page = open_app(browser, sharp_app)
+    run(page, "the big cat [MASK] on the red mat")
+    page.wait_for_selector("#single-plot .main-svg", timeout=60000)
+    page.get_by_role("tab", name="Interventions").click()
+    page.click("#probe-btn")  # default intervention: left context only
+    page.wait_for_function("document.querySelector('#probe-plot') && "
+                           "document.querySelector('#probe-plot').innerText.includes('intervened - baseline')",
+                           timeout=60000)
+    z = page.evaluate("document.querySelector('#probe-plot .js-plotly-plot').calcdata[2][0].z")
+    # difference of a left-only intervention: the first query row loses everything but itself
+    assert any(abs(v) > 1e-3 for row in z for v in row)
+    assert "Mean JS divergence" in page.locator("#probe-message").inner_text()
+    page.close()
+
+
+def test_syntax_tab_draws_best_heads_with_intervals_and_names_the_weights(browser, sharp_app, sharp_lab):  # noqa: F811
+    page = open_app(browser, sharp_app)
+    page.get_by_role("tab", name="Syntax").click()
+    page.click("#syntax-btn")
+    page.wait_for_function("document.querySelector('#syntax-message').innerText.includes('Scored 66 sentences')",
+                           timeout=120000)
+    page.wait_for_selector("#syntax-bars .errorbar", timeout=60000)
+    assert sharp_lab.checkpoint_info().sha256[:12] in page.locator("#syntax-weights").inner_text()
+    page.close()
 
 
 def test_shareable_link_restores_input_and_view(browser, default_app, default_lab):  # noqa: F811
@@ -187,7 +189,9 @@ def test_page_opens_and_controls_work_before_any_run_without_errors(browser, tin
     page = open_app(browser, tiny_app)
     set_slider(page, "layer", 2)
     page.locator("#source label", has_text="norm ||").first.click()
-    page.wait_for_timeout(1500)  # give any error toast the time to appear
+    # the source's round trip is complete when the heatmap's caption names it (or an error toast shows)
+    page.wait_for_function("document.querySelector('#single-plot .bvl-caption').textContent.includes('norm:') || "
+                           "document.querySelector('.toast-body') !== null", timeout=30000)
     assert page.locator(".toast-body").count() == 0, page.locator(".toast-body").all_inner_texts()
     page.close()
 

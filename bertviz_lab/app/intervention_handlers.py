@@ -25,6 +25,7 @@ from ..interventions.faithfulness import faithfulness
 from ..interventions.sets import ablation_set, compare_set, directional_set, effects_table
 from ..interventions.sweeps import patching_sweep, position_controls, sample_mean_outputs
 from ..lab import InputError, Lab
+from ..naming import head_name, layer_head, layer_name
 from ..sentences import heldout_lines, read_lines
 from ..treebank import sentence_texts
 from .state import Session, plot
@@ -117,7 +118,7 @@ class InterventionHandlers:
         layer, head = np.unravel_index(int(np.argmax(drops)), drops.shape)
         scored = "the gold word" if importance.scored == "gold" else \
             "the full-context top-1 (pick tokens instead of typing [MASK] to score gold)"
-        return {ui.probe_message: (f"Most important head for this prediction: layer {layer + 1}, head {head + 1} "
+        return {ui.probe_message: (f"Most important head for this prediction: {layer_head(layer, head, capital=False)} "
                                    f"(log-probability of {scored} drops by {drops[layer, head]:.3f} without it; "
                                    f"{ablation} ablation)."),
                 ui.ablation_plot: plot(intervention_views.ablation_figure(drops))}
@@ -213,7 +214,7 @@ class InterventionHandlers:
         figure = intervention_views.ablation_figure(effect.mean)
         figure["layout"]["title"]["text"] = (f"Mean drop in log P(gold) over {effect.n} sentences when each head "
                                              f"alone is ablated ({ablation})")
-        return {ui.probe_message: f"Most important head over {effect.n} sentences: {layer + 1}-{head + 1}, mean drop "
+        return {ui.probe_message: f"Most important head over {effect.n} sentences: {head_name(layer, head)}, mean drop "
                                   f"{effect.mean[layer, head]:.3f} [{effect.ci_low[layer, head]:.3f}, "
                                   f"{effect.ci_high[layer, head]:.3f}] ({ablation} ablation, gold word scored).",
                 ui.ablation_plot: plot(figure)}
@@ -247,7 +248,7 @@ class InterventionHandlers:
             result = patching_sweep(self.lab_of(session), text, source, str(correct).strip(), str(wrong).strip())
         except (InputError, InterventionError) as error:
             return {ui.probe_message: f"⚠️ {error}"}
-        residual = ", ".join(f"L{i + 1} {v:+.2f}" for i, v in enumerate(result.residual))
+        residual = ", ".join(f"{layer_name(i)} {v:+.2f}" for i, v in enumerate(result.residual))
         figure = layer_head_figure(result.heads, "Activation patching: change in logit difference "
                                    f"({correct} - {wrong}) when one head's output comes from the source",
                                    "patching", diverging=True, value_label="change")

@@ -14,7 +14,7 @@ import pandas as pd
 from ..attention import HEAD_STATS, attention_view, head_statistics
 from ..attention.flow import attention_flow, rollout, row_normalised
 from ..lab import Analysis
-from ..naming import SPECIAL_TOKENS, head_labels, layer_labels
+from ..naming import SPECIAL_TOKENS, head_labels, layer_head, layer_head_file, layer_labels
 from .attention import head_view_figure, heatmap_figure, overview_figure, predictions_figure
 from .base import Figure, heatmap_grid
 
@@ -42,8 +42,8 @@ def _view(analysis: Analysis, weights: np.ndarray, opts: ViewOptions):
 def single_head(analysis: Analysis, opts: ViewOptions) -> tuple[Figure, list[str]]:
     opts = opts.clamp(analysis)
     view = _view(analysis, analysis.attention[opts.layer, opts.head], opts)
-    title = f"Layer {opts.layer + 1}, head {opts.head + 1}{source_label(analysis)}"
-    return heatmap_figure(view, title, filename=f"attention-L{opts.layer + 1}-H{opts.head + 1}"), view.notes
+    title = f"{layer_head(opts.layer, opts.head)}{source_label(analysis)}"
+    return heatmap_figure(view, title, filename=f"attention-{layer_head_file(opts.layer, opts.head)}"), view.notes
 
 
 FLOW_VIEW_TOKENS = 24  # flow up to the chosen layer is recomputed on every switch: keep it under ~0.1 s
@@ -80,7 +80,7 @@ def aggregates(analysis: Analysis, opts: ViewOptions, layers: np.ndarray | None 
     flow = "flow shown up to 24 tokens" if len(panels) == 4 else "rollout and flow rows sum to 1"
     return heatmap_grid([(name, v.weights) for (name, _), v in zip(panels, views)], labels_x, labels_y,
                         title=f"Raw{source_label(analysis)} vs aggregates (rollout and flow: Abnar & Zuidema 2020; "
-                              f"{flow})", filename=f"aggregates-L{opts.layer + 1}", columns=2, height_per_row=420,
+                              f"{flow})", filename=f"aggregates-{layer_name(opts.layer)}", columns=2, height_per_row=420,
                         zmax_shared=analysis.source == "attention")
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..attention import AttentionView
-from ..naming import head_labels, layer_labels
+from ..naming import head_labels, layer_head, layer_labels
 from .base import DIVERGING, HEAD_COLOURS, SEQUENTIAL, Figure, diverging_scale, figure, grid_domains, typed
 
 
@@ -111,7 +111,7 @@ def overview_figure(attention: np.ndarray, tile: int = 48, selected: tuple[int, 
     image = {"type": "image", "source": src, "x0": 0, "y0": 0, "dx": 1, "dy": 1, "hoverinfo": "skip"}
     a = attention.astype(np.float32)
     entropy = -(a * np.log(np.clip(a, 1e-12, None))).sum(-1).mean(-1)  # (layers, heads)
-    hover_text = [[f"layer {l + 1}, head {h + 1}<br>mean entropy {entropy[l, h]:.2f} nats<br>click to open"
+    hover_text = [[f"{layer_head(l, h, capital=False)}<br>mean entropy {entropy[l, h]:.2f} nats<br>click to open"
                    for h in range(heads)] for l in range(layers)]
     picker = {"type": "heatmap", "z": typed(np.zeros((layers, heads))), "x0": t / 2 - 1, "dx": t,
               "y0": t / 2 - 1, "dy": t, "opacity": 0.01, "showscale": False, "text": hover_text,

@@ -7,7 +7,7 @@ import pandas as pd
 
 from ..attention import attention_view
 from ..interventions import Comparison, DirectionalRow
-from ..naming import head_labels
+from ..naming import head_labels, layer_head, layer_head_file, layer_name
 from .analysis import ViewOptions
 from .base import DIVERGING, Figure, heatmap_grid, layer_head_figure, with_diverging
 
@@ -24,7 +24,7 @@ def comparison_figure(c: Comparison, opts: ViewOptions) -> Figure:
     diff = views[1].weights - views[0].weights
     fig = heatmap_grid([("baseline", views[0].weights), (f"intervened: {c.intervention.describe()}", views[1].weights),
                               ("intervened - baseline", diff)], views[0].key_labels, views[0].query_labels,
-                             title=f"Layer {l + 1}, head {h + 1}: baseline vs intervened", filename=f"probe-L{l + 1}-H{h + 1}",
+                             title=f"{layer_head(l, h)}: baseline vs intervened", filename=f"probe-{layer_head_file(l, h)}",
                              columns=3, height_per_row=460)
     return with_diverging(fig, 2, diff)
 
@@ -40,7 +40,7 @@ def offsets_figure(c: Comparison, layer: int) -> Figure:
     fig = heatmap_grid([("before", c.offsets_before[layer]), ("after", c.offsets_after[layer]),
                               ("after - before", change)],
                              OFFSETS, heads, title=f"Mean attention by relative offset (key - query), layer {layer + 1}",
-                             filename=f"offset-profile-L{layer + 1}", columns=3, height_per_row=380,
+                             filename=f"offset-profile-{layer_name(layer)}", columns=3, height_per_row=380,
                              hover="head %{y}, offset %{x}<br>%{z:.4f}", x_title="offset", y_title="head")
     return with_diverging(fig, 2, change)
 

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ..attention import HEAD_STATS
-from ..naming import head_labels, layer_labels
+from ..naming import head_labels, layer_head, layer_head_file, layer_labels
 from ..syntax.predictors import best_words
 from ..syntax.scoring import DIRECTIONS, live_arcs
 from ..syntax.summary import SyntaxSummary
@@ -150,14 +150,14 @@ def arcs_figure(sentence: Sentence, word_attn: np.ndarray, layer: int, head: int
     data = [{"type": "scatter", "mode": "text+markers", "x": list(range(n)), "y": [0] * n,
              "text": [plotly_text(w) for w in sentence.words], "textposition": "middle center", "marker": {"size": 1, "color": "white"},
              "textfont": {"size": 14, "color": "#111"}, "hoverinfo": "text", "showlegend": False}]
-    layout = {"title": {"text": f"Gold arcs head → dependent (above) vs layer {layer + 1}, head {head + 1}: each "
+    layout = {"title": {"text": f"Gold arcs head → dependent (above) vs {layer_head(layer, head, capital=False)}: each "
                                 "word → its most-attended word (below; green = a gold arc)"},
               "shapes": shapes, "annotations": annotations, "height": 520,
               "xaxis": {"visible": False, "range": [-0.8, n - 0.2]},
               "yaxis": {"visible": False, "range": [-span * 0.55, span * 0.6]},
               "margin": {"l": 20, "r": 20, "t": 70, "b": 20}}
-    summary = f"Layer {layer + 1}, head {head + 1} recovers {recovered} of {len(gold)} gold arcs:\n\n" + "\n".join(lines)
-    return figure(data, layout, f"arcs-L{layer + 1}-H{head + 1}"), summary
+    summary = f"{layer_head(layer, head)} recovers {recovered} of {len(gold)} gold arcs:\n\n" + "\n".join(lines)
+    return figure(data, layout, f"arcs-{layer_head_file(layer, head)}"), summary
 
 
 def relation_figure(summary: SyntaxSummary, relation: str) -> Figure:
