@@ -20,7 +20,7 @@ import numpy as np
 
 from bertviz_lab import load
 from bertviz_lab.lab import null_model
-from bertviz_lab.syntax.ray_engine import require_ray, score_treebank_and_null_ray, score_treebank_ray
+from bertviz_lab.syntax.ray_engine import require_ray, score_treebanks_ray
 from bertviz_lab.syntax.scoring import score_treebank
 from bertviz_lab.treebank import read_conllu
 
@@ -65,12 +65,12 @@ def main() -> None:
     times = []
     for _ in range(2):
         start = time.perf_counter()
-        remote = score_treebank_ray(lab, sentences, workers=args.workers)
+        [(_, remote, _)] = list(score_treebanks_ray(lab, [sentences], workers=args.workers, null_seed=None))
         times.append(time.perf_counter() - start)
     first_s, ray_s = times
     # The job as `probe` runs it by default: the checkpoint and its random-weights null model.
     start = time.perf_counter()
-    remote_pair = score_treebank_and_null_ray(lab, sentences, workers=args.workers, null_seed=0)
+    [(_, *remote_pair)] = list(score_treebanks_ray(lab, [sentences], workers=args.workers, null_seed=0))
     ray_null_s = time.perf_counter() - start
     ray.shutdown()
     start = time.perf_counter()

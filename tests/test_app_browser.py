@@ -166,7 +166,7 @@ def test_syntax_tab_draws_best_heads_with_intervals_and_names_the_weights(browse
     page.click("#syntax-btn")
     page.wait_for_function("document.querySelector('#syntax-message').innerText.includes('Scored 66 sentences')",
                            timeout=120000)
-    page.wait_for_selector("#syntax-bars .errorbar", timeout=60000)
+    page.wait_for_selector("#syntax-bars .errorbar", state="attached", timeout=60000)  # drawn into the figure
     assert sharp_lab.checkpoint_info().sha256[:12] in page.locator("#syntax-weights").inner_text()
     page.close()
 

@@ -345,15 +345,10 @@ def ours(tmp: Path) -> set[str]:
 
 
 @pytest.mark.slow
-def test_sigterm_cleans_up_and_a_restart_reclaims_what_kill_9_left(tiny_folder, tmp_path):
-    first, _ = start_server(tiny_folder, tmp_path)
-    left = ours(tmp_path)
-    assert {"exports", "payloads", "gradio"} <= {name.split("-")[2] for name in left}
-    first.send_signal(signal.SIGTERM)
-    assert first.wait(60) is not None
-    assert ours(tmp_path) == set()  # SIGTERM: every folder of ours is gone
+def test_a_restart_reclaims_what_kill_9_left_and_sigterm_cleans_up(tiny_folder, tmp_path):
     killed, _ = start_server(tiny_folder, tmp_path)
     left = ours(tmp_path)
+    assert {"exports", "payloads", "gradio"} <= {name.split("-")[2] for name in left}
     killed.kill()
     killed.wait(60)
     assert ours(tmp_path) == left  # kill -9 leaves them ...
@@ -363,7 +358,8 @@ def test_sigterm_cleans_up_and_a_restart_reclaims_what_kill_9_left(tiny_folder, 
         assert not (now & left) and len(now) == len(left)  # ... and the next server removes them
     finally:
         second.send_signal(signal.SIGTERM)
-        second.wait(60)
+        assert second.wait(60) is not None
+    assert ours(tmp_path) == set()  # SIGTERM: every folder of ours is gone
 
 
 # ---- hostile tokens in HTML -----------------------------------------------------------------------------

@@ -92,7 +92,7 @@ def test_ray_engine_gives_the_local_counts_for_the_model_and_its_null_model(tmp_
     from bertviz_lab.lab import null_model
     from bertviz_lab.syntax import job as job_module
     from bertviz_lab.syntax import ray_engine
-    from bertviz_lab.syntax.ray_engine import QUIET, score_treebank_and_null_ray
+    from bertviz_lab.syntax.ray_engine import QUIET, score_treebanks_ray
     from bertviz_lab.syntax.scoring import score_treebank
     from bertviz_lab.syntax.summary import Settings
     from bertviz_lab.treebank import read_conllu
@@ -104,7 +104,8 @@ def test_ray_engine_gives_the_local_counts_for_the_model_and_its_null_model(tmp_
     local_runs, ray_jobs = [], []
     original, original_ray = job_module.score_treebank, ray_engine.score_treebanks_ray
     try:
-        remote, remote_null = score_treebank_and_null_ray(sharp_lab, sentences, batch_size=8, workers=2, null_seed=3)
+        [(_, remote, remote_null)] = list(score_treebanks_ray(sharp_lab, [sentences], batch_size=8, workers=2,
+                                                               null_seed=3))
         # the whole probe job over two treebanks, null model included: one Ray job (the workers
         # start once), and the driver runs no model
         monkeypatch.setattr(job_module, "score_treebank", lambda *a, **k: local_runs.append(1) or original(*a, **k))

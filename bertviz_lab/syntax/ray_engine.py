@@ -100,31 +100,6 @@ class BatchScorer:
                 "result": np.array(out, dtype=object)}
 
 
-def score_treebank_ray(lab: Lab, sentences: Sequence[Sentence], batch_size: int = 32, max_length: int | None = None,
-                       max_sentences: int | None = None, progress: Callable[[int, int], None] | None = None,
-                       trees: bool = True, source: str = "attention", address: str | None = None,
-                       workers: int = 2, device: str = "cpu", threads: int | None = None) -> TreebankScores:
-    """``lab`` is the driver's copy (for planning and the checkpoint's name and hash); each worker
-    loads the same checkpoint from ``lab.source``."""
-    scores, _ = score_treebank_and_null_ray(lab, sentences, batch_size, max_length, max_sentences, progress, trees,
-                                            source, address, workers, device, threads, null_seed=None)
-    return scores
-
-
-def score_treebank_and_null_ray(lab: Lab, sentences: Sequence[Sentence], batch_size: int = 32,
-                                max_length: int | None = None, max_sentences: int | None = None,
-                                progress: Callable[[int, int], None] | None = None, trees: bool = True,
-                                source: str = "attention", address: str | None = None, workers: int = 2,
-                                device: str = "cpu", threads: int | None = None,
-                                null_seed: int | None = 0) -> tuple[TreebankScores, TreebankScores | None]:
-    """The checkpoint's scores and, unless ``null_seed`` is None, those of its null model
-    (``lab.null_model(lab, null_seed)``), in one pass of the workers: they start once for both."""
-    each = None if progress is None else (lambda _, done, total: progress(done, total))
-    [(_, scores, null)] = score_treebanks_ray(lab, [sentences], batch_size, max_length, max_sentences, each, trees,
-                                              source, address, workers, device, threads, null_seed)
-    return scores, null
-
-
 def score_treebanks_ray(lab: Lab, treebanks: Sequence[Sequence[Sentence]], batch_size: int = 32,
                         max_length: int | None = None, max_sentences: int | None = None,
                         progress: Callable[[int, int, int], None] | None = None, trees: bool = True,
