@@ -593,13 +593,21 @@ def add_probe(sub: argparse._SubParsersAction) -> None:
                            "bertviz-lab's fine-tuned masked-word version), a folder or a hub id; repeatable")
 
 
+def models_to_score(given: list[str] | None) -> list[str]:
+    """What score-heads scores: every distinct --model as typed ('default' is the fine-tuned checkpoint,
+    as everywhere); the published weights (minilm-original) only when no --model is given."""
+    from .bert import ORIGINAL_SOURCE
+
+    return list(dict.fromkeys(given or [ORIGINAL_SOURCE]))
+
+
 def run_probe(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from .export import check_writable
     from .reports.syntax import write_outputs
     from .syntax.job import treebank_files
-    from .syntax.run import attention_weights_source, run_syntax
+    from .syntax.run import run_syntax
     from .syntax.summary import Settings
     from .treebank import SAMPLE_TREEBANK, read_conllu
 
@@ -607,7 +615,7 @@ def run_probe(args: argparse.Namespace) -> int:
         raise InputError(f"--select-fraction must be between 0 and 1 (got {args.select_fraction})")
     if args.resamples < 0:
         raise InputError(f"--resamples must be 0 or more (got {args.resamples})")
-    models = [attention_weights_source(m) for m in (args.model or [None])]
+    models = models_to_score(args.model)
     treebanks = treebank_files(args.conllu or [SAMPLE_TREEBANK])
     parsed = [read_conllu(t, full_relations=args.full_relations) for t in treebanks]  # a bad file fails first
     check_writable(args.out)

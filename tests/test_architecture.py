@@ -138,3 +138,4 @@ def test_no_function_over_80_lines():
             for p in modules() for n in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
             if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.end_lineno - n.lineno + 1 > 80]
     assert long == []
+

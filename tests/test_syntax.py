@@ -237,3 +237,17 @@ def test_cli_compares_two_checkpoints_on_the_same_sentences(tmp_path, default_la
     np.testing.assert_allclose(diff.difference, diff.accuracy_b - diff.accuracy_a, atol=2e-6)  # CSV keeps 6 decimals
     # layers 1-2 of `default` are the published weights exactly: their heads score the same
     assert (diff[diff.layer <= 2].difference == 0).all() and (diff[diff.layer > 2].difference != 0).any()
+
+
+def test_score_heads_scores_the_models_typed():
+    """`--model default` is the fine-tuned checkpoint (it was silently swapped for the published one);
+    the published weights are the default only when no --model is given; repeats score once."""
+    from bertviz_lab.cli import build_parser, models_to_score
+
+    def models(*argv):
+        return models_to_score(build_parser().parse_args(["score-heads", "--out", "x", *argv]).model)
+
+    assert models() == ["minilm-original"]
+    assert models("--model", "default") == ["default"]
+    assert models("--model", "default", "--model", "minilm-original", "--model", "default") == ["default",
+                                                                                                  "minilm-original"]
