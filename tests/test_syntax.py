@@ -201,7 +201,9 @@ def test_cli_scores_published_weights_with_intervals(tmp_path, minilm_lab):
     assert ((scores.ci_low <= scores.accuracy + 1e-9) & (scores.accuracy <= scores.ci_high + 1e-9)).all()
     best = pd.read_csv(out / "best_heads.csv")
     for column in ("best_head", "direction", "accuracy", "ci_low", "ci_high", "heldout_accuracy", "baseline_offset",
-                   "baseline_accuracy", "p_value", "null_accuracy", "tree_recall", "count"):
+                   "baseline_accuracy", "p_value_in_sample", "heldout_p_value", "heldout_difference",
+                   "heldout_difference_ci_low", "heldout_difference_ci_high", "heldout_verdict", "null_accuracy",
+                   "tree_recall", "count"):
         assert column in best.columns
     assert best.relation.iloc[0] == ALL and (best["count"][1:] >= 20).all()
     top = best[best.relation == "det"].iloc[0]

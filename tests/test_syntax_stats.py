@@ -61,12 +61,35 @@ def test_held_out_selection_reports_the_chosen_head_on_other_sentences():
     assert row.heldout_accuracy == 0.0  # ... and on the report half it is always wrong
 
 
+def test_held_out_p_value_compares_head_and_baseline_both_chosen_on_the_other_half():
+    """Hand-counted: 20 one-arc sentences. Head 0 is right exactly on the selection half (chosen there,
+    always wrong on the report half); offset -1 is never right on the selection half and right on every
+    report sentence. In sample, head 1 (12 of 20) is compared with offset -1 (10 of 20); held out,
+    head 0 (0 of 10) is compared with the offset chosen on the selection half: all
+    offsets tie at 0 there and the tie goes to the largest, +2, which is never right -> difference 0 - 0,
+    p = 1. A reading that picks the baseline on the report half (offset -1, 10 of 10) would give -1.0."""
+    from bertviz_lab.syntax.predictors import OFFSETS
+
+    select, report = split_sentences(np.arange(20), 0.5, seed=0)
+    head0 = np.isin(np.arange(20), select)
+    head1 = np.arange(20) % 5 < 3
+    arcs = table(np.arange(20), ["nsubj"], np.zeros(20, int), np.stack([head0, head1], 1))
+    arcs.offset_hits[:, OFFSETS.index(-1)] = ~head0  # right on every report sentence only
+    row = summarise(scores_of(arcs), settings=Settings(resamples=200, min_arcs=1)).best_heads.set_index(
+        "relation").loc["nsubj"]
+    assert row.baseline_offset == -1 and row.baseline_accuracy == pytest.approx(0.5)  # in sample: 10 of 20
+    assert row.heldout_head == "1-1" and row.heldout_accuracy == 0.0
+    assert row.heldout_baseline_offset == max(OFFSETS) and row.heldout_baseline_accuracy == 0.0
+    assert row.heldout_difference == 0.0 and row.heldout_p_value == 1.0
+    assert "indistinguishable" in row.heldout_verdict and "includes 0" in row.heldout_verdict
+
+
 def test_paired_p_value_when_the_head_wins_in_every_sentence():
     sentence = np.repeat(np.arange(30), 2)
     arcs = table(sentence, ["det"], np.zeros(60, int), np.ones((60, 2)))
     row = summarise(scores_of(arcs), settings=Settings(resamples=99, min_arcs=1)).best_heads.iloc[0]
     # the offset baseline is never right here, so every resample favours the head: p = 1 / (B + 1)
-    assert row.accuracy == 1.0 and row.baseline_accuracy == 0.0 and row.p_value == pytest.approx(1 / 100)
+    assert row.accuracy == 1.0 and row.baseline_accuracy == 0.0 and row.p_value_in_sample == pytest.approx(1 / 100)
 
 
 def test_null_model_is_seeded_random_weights_of_the_same_shape(sharp_lab):
@@ -98,3 +121,15 @@ def test_comparing_a_checkpoint_with_itself_gives_zero_difference(sharp_lab, tin
     other = compare_checkpoints(a, score_treebank(tiny_lab, sentences), Settings(resamples=50, min_arcs=5))
     assert (other.difference != 0).any()
     assert ((other.ci_low <= other.difference + 1e-9) | other.ci_low.isna()).all()
+
+
+def test_verdicts_follow_the_interval_of_the_difference():
+    from bertviz_lab.conclusions import verdict
+
+    assert verdict(0.01, 0.2, "A", "B").startswith("A is above B") and "excludes 0" in verdict(0.01, 0.2, "A", "B")
+    assert verdict(-0.2, -0.01, "A", "B").startswith("A is below B")
+    assert verdict(-0.034, 0.002, "left-only", "its control") == (
+        "left-only and its control are indistinguishable: the 95% interval of the difference [-0.034, 0.002] "
+        "includes 0")
+    assert verdict(0.0, 0.5, "A", "B").startswith("A and B are indistinguishable")  # touching 0 is not excluding it
+    assert "no interval" in verdict(float("nan"), float("nan"), "A", "B")

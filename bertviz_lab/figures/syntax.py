@@ -18,7 +18,8 @@ from ..treebank import Sentence
 from .base import DIVERGING, SEQUENTIAL, Figure, figure, heatmap_grid, layer_head_figure
 
 TABLE_COLUMNS = ["relation", "count", "best_head", "direction", "accuracy", "ci_low", "ci_high", "heldout_head",
-                 "heldout_accuracy", "baseline_offset", "baseline_accuracy", "p_value", "null_best_head",
+                 "heldout_accuracy", "baseline_offset", "baseline_accuracy", "p_value_in_sample",
+                 "heldout_difference", "heldout_p_value", "heldout_verdict", "null_best_head",
                  "null_accuracy", "tree_recall", "chain_recall"]
 
 
