@@ -122,3 +122,14 @@ def test_analysis_figures_and_show(browser, tiny_lab, tmp_path):  # noqa: F811
     page = draw(browser, bertviz_lab.show(a, layer=2, head=3, html_action="return"), tmp_path, "show")
     assert title(page) == "Layer 2, head 3"
     page.close()
+
+
+def test_every_figure_kind_draws_with_its_title(tiny_lab):
+    """The fast tier's check of every view (the browser tests draw them too, slowly)."""
+    a = tiny_lab.analyze("the cat sat on the [MASK]")
+    titles = {kind: bertviz_lab.figure(a, kind, layer=2, head=1).layout.title.text
+              for kind in ("single-head", "overview", "head-view", "aggregates", "summary", "predictions")}
+    assert titles["single-head"] == "Layer 2, head 1"
+    assert titles["aggregates"].startswith("Raw vs aggregates") and titles["head-view"].startswith("Head view, layer 2")
+    panels = [n.text for n in bertviz_lab.figure(a, "aggregates", layer=1, head=1).layout.annotations]
+    assert "<b>mean of layer 1</b>" in panels and "<b>rollout up to layer 1</b>" in panels

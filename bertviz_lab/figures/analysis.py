@@ -14,7 +14,7 @@ import pandas as pd
 from ..attention import HEAD_STATS, attention_view, head_statistics
 from ..attention.flow import attention_flow, rollout, row_normalised
 from ..lab import Analysis
-from ..naming import SPECIAL_TOKENS, head_labels, layer_head, layer_head_file, layer_labels
+from ..naming import SPECIAL_TOKENS, head_labels, layer_head, layer_head_file, layer_labels, layer_name
 from .attention import head_view_figure, heatmap_figure, overview_figure, predictions_figure
 from .base import Figure, heatmap_grid
 
@@ -65,10 +65,10 @@ def aggregates(analysis: Analysis, opts: ViewOptions, layers: np.ndarray | None 
     a = analysis.attention
     layers = a.mean(1) if layers is None else layers
     residual = analysis.source != "norm-residual"
-    layer_name = "mean of layer" if analysis.source == "attention" else "norm of layer"
+    layer_kind = "mean of layer" if analysis.source == "attention" else "norm of layer"
     panels = [
         (f"L{opts.layer + 1} H{opts.head + 1}{source_label(analysis)}", a[opts.layer, opts.head]),
-        (f"{layer_name} {opts.layer + 1}", layers[opts.layer]),
+        (f"{layer_kind} {opts.layer + 1}", layers[opts.layer]),
         ("mean over layers", layers.mean(0)),
         (f"rollout up to layer {opts.layer + 1}", rollout(layers, residual=residual)[opts.layer]),
     ]
