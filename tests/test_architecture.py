@@ -12,7 +12,7 @@ PACKAGE = ROOT / "bertviz_lab"
 # The order of docs/ARCHITECTURE.md, bottom first. A unit is a subpackage or a top-level module; a unit
 # imports only itself and units of lower tiers.
 TIERS = [
-    {"naming", "resources", "inline"},
+    {"naming", "resources", "inline", "conclusions"},
     {"bert"},
     {"lab"},
     {"attention", "sources", "export", "sentences", "treebank"},
