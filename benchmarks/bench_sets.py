@@ -27,7 +27,7 @@ def main() -> None:
     lines = (DEFAULT_MLM_HEAD / "heldout.txt").read_text().splitlines()
     for sinks in ("symmetric", "strict"):
         start = time.perf_counter()
-        effects = directional_set(lab, lines, sinks=sinks, max_sentences=500)
+        effects = directional_set(lab, lines, sinks=sinks, max_sentences=500).effects
         seconds = time.perf_counter() - start
         cells = ", ".join(f"{c} {float(e.mean):.3f} [{float(e.ci_low):.3f}, {float(e.ci_high):.3f}]"
                           for c, e in effects.items())

@@ -231,8 +231,7 @@ def run_sweep_set(args: argparse.Namespace, lab: Lab) -> dict:
         if args.kind == "directional":
             effects = directional_set(lab, lines, sinks=args.sinks, seed=args.seed,
                                       max_sentences=args.max_sentences, progress=progress)
-            return {"kind": "directional", "sinks": args.sinks, "scored": "gold",
-                    "p_gold": {c: e.to_json() for c, e in effects.items()}}
+            return {"kind": "directional", "sinks": args.sinks, "scored": "gold", **effects.to_json()}
         if args.kind == "ablation":
             effect = ablation_set(lab, lines, ablation_reference(lab, args), seed=args.seed,
                                   max_sentences=args.max_sentences, progress=progress)

@@ -254,10 +254,19 @@ def test_directional_set_matches_single_runs(sharp_lab):
     from bertviz_lab.sentences import masked_items
 
     lines = ["the big cat sat on the red mat", "a small dog ran to the park"]
-    effects = directional_set(sharp_lab, lines, resamples=20)
+    result = directional_set(sharp_lab, lines, resamples=20)
+    effects = result.effects
     assert effects["both"].n == 2
     both = []
     for enc, position, gold in masked_items(sharp_lab, lines, 0, None):
         a = sharp_lab.analyze_encoded(enc, keep_probabilities=True)
         both.append(a.mlm_probabilities[[p.position for p in a.mlm].index(position), gold])
     assert float(effects["both"].mean) == pytest.approx(float(np.mean(both)), rel=1e-4)
+    # the paired differences the directional claims rest on, each with the sentence its interval supports
+    left = result.differences[0]
+    assert (left.a, left.b) == ("left-only", "left-only-control")
+    assert float(left.effect.mean) == pytest.approx(float(effects["left-only"].mean - effects["left-only-control"].mean))
+    low, high = float(left.effect.ci_low), float(left.effect.ci_high)
+    assert ("indistinguishable" in left.verdict()) == (low <= 0 <= high)
+    out = result.to_json()["differences"][0]
+    assert set(out) == {"a", "b", "difference", "difference_ci", "n", "verdict"} and out["difference_ci"] == [low, high]

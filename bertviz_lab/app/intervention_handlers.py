@@ -189,15 +189,17 @@ class InterventionHandlers:
                             upload: str | None = None, progress=gr.Progress()) -> Updates:
         ui = self.ui
         try:
-            effects = directional_set(self.lab_of(session), self.set_lines(source, upload),
-                                      sinks=sinks if sinks == "strict" else "symmetric",
-                                      max_sentences=self.set_size(n),
-                                      progress=lambda done, total: progress(done / total, desc="directional set"))
+            result = directional_set(self.lab_of(session), self.set_lines(source, upload),
+                                     sinks=sinks if sinks == "strict" else "symmetric",
+                                     max_sentences=self.set_size(n),
+                                     progress=lambda done, total: progress(done / total, desc="directional set"))
         except (InputError, CheckpointError) as error:
             return {ui.probe_message: f"⚠️ {error}"}
-        table = pd.DataFrame(effects_table(effects, "condition", "mean P(gold)")).round(4)
-        return {ui.probe_message: f"P(gold word) over {effects['both'].n} sentences, one masked word each "
-                                  f"({sinks} sinks); the controls hide as many random keys as the directional masks.",
+        table = pd.DataFrame(effects_table(result.effects, "condition", "mean P(gold)")).round(4)
+        verdicts = " ".join(f"{d.verdict()}." for d in result.differences)
+        return {ui.probe_message: f"P(gold word) over {result.effects['both'].n} sentences, one masked word each "
+                                  f"({sinks} sinks); each control hides as many random keys as its directional "
+                                  f"mask. {verdicts}",
                 ui.set_table: table}
 
     def run_ablation_set(self, n: float, ablation: str, session: Session, source: str = "heldout",

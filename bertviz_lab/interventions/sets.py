@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ..conclusions import verdict
 from ..lab import InputError, Lab
 from ..sentences import masked_items
 from .sweeps import CONDITIONS, ablation_drops, condition_bias
@@ -31,6 +32,45 @@ class Effect:
             return value.tolist() if hasattr(value, "tolist") else float(value)
 
         return {"mean": plain(self.mean), "ci_low": plain(self.ci_low), "ci_high": plain(self.ci_high), "n": self.n}
+
+
+@dataclass
+class Difference:
+    """A paired difference ``a - b`` over the same sentences, with its interval and the conclusion
+    the interval supports (``conclusions.verdict``): what a comparison prints, never hand-written."""
+
+    a: str
+    b: str
+    effect: Effect
+
+    def verdict(self) -> str:
+        return verdict(float(self.effect.ci_low), float(self.effect.ci_high), self.a, self.b)
+
+    def to_json(self) -> dict:
+        e = self.effect.to_json()
+        return {"a": self.a, "b": self.b, "difference": e["mean"], "difference_ci": [e["ci_low"], e["ci_high"]],
+                "n": e["n"], "verdict": self.verdict()}
+
+
+def paired_difference(values: dict[str, np.ndarray], a: str, b: str, resamples: int, seed: int) -> Difference:
+    """``a - b`` per sentence, then its mean with a bootstrap interval over sentences."""
+    return Difference(a, b, mean_interval(values[a] - values[b], resamples, seed))
+
+
+@dataclass
+class DirectionalSet:
+    """Mean P(gold) per condition, and the paired differences the directional claims rest on."""
+
+    effects: dict[str, Effect]
+    differences: list[Difference]
+
+    def to_json(self) -> dict:
+        return {"p_gold": {c: e.to_json() for c, e in self.effects.items()},
+                "differences": [d.to_json() for d in self.differences]}
+
+
+DIRECTIONAL_CLAIMS = (("left-only", "left-only-control"), ("right-only", "right-only-control"),
+                      ("left-only", "right-only"))
 
 
 def effects_table(effects: dict[str, Effect], name: str = "measure", mean: str = "mean") -> list[dict]:
@@ -66,8 +106,9 @@ def items_of(lab: Lab, lines: Sequence[str], seed: int, max_sentences: int | Non
 
 def directional_set(lab: Lab, lines: Sequence[str], sinks: str = "symmetric", seed: int = 0,
                     max_sentences: int | None = 500, resamples: int = 1000,
-                    progress: Progress | None = None) -> dict[str, Effect]:
-    """Mean P(gold) with both sides, left only, right only and the matched random controls."""
+                    progress: Progress | None = None) -> DirectionalSet:
+    """Mean P(gold) with both sides, left only, right only and the matched random controls, and the
+    paired differences (each directional mask minus its control; left minus right) with intervals."""
     items = items_of(lab, lines, seed, max_sentences)
     values = np.empty((len(items), len(CONDITIONS)))
     for row, (enc, position, gold) in enumerate(items):
@@ -81,7 +122,9 @@ def directional_set(lab: Lab, lines: Sequence[str], sinks: str = "symmetric", se
         values[row] = torch.softmax(out.mlm_logits.float(), -1)[:, gold].cpu().numpy()
         if progress is not None:
             progress(row + 1, len(items))
-    return {c: mean_interval(values[:, i], resamples, seed) for i, c in enumerate(CONDITIONS)}
+    by_condition = {c: values[:, i] for i, c in enumerate(CONDITIONS)}
+    return DirectionalSet({c: mean_interval(v, resamples, seed) for c, v in by_condition.items()},
+                          [paired_difference(by_condition, a, b, resamples, seed) for a, b in DIRECTIONAL_CLAIMS])
 
 
 def ablation_set(lab: Lab, lines: Sequence[str], reference: torch.Tensor | None = None, seed: int = 0,
