@@ -66,6 +66,26 @@ def test_matched_control_hides_as_many_random_keys(sharp_lab):
     assert not torch.equal(hidden, ~direction)  # random, not the directional mask
 
 
+def test_matched_control_hides_other_keys_and_treats_sinks_alike_with_strict_masks():
+    """Hand-counted: [CLS] a b c d [SEP], strict left-only. Query b (2) hides c, d and [SEP]: one sink
+    and two other keys. Its control hides one sink, drawn from those the mask keeps ([CLS]), and two
+    other keys, first those the mask keeps (a; b itself never), then one of c, d. The old control drew
+    among non-sinks only: it never hid a sink, and could hide exactly c and d (the mask itself)."""
+    from bertviz_lab.interventions.edits import directional_allowed, matched_random_allowed
+
+    allowed = directional_allowed(6, "left-only")  # strict: no sinks kept open
+    for seed in range(8):
+        control = matched_random_allowed(allowed, [0, 5], seed)
+        hidden, probe_hidden = ~control, ~allowed
+        assert hidden.sum(1).tolist() == probe_hidden.sum(1).tolist()  # as many keys per query
+        assert hidden[1:5][:, [0, 5]].sum(1).tolist() == probe_hidden[1:5][:, [0, 5]].sum(1).tolist()  # as many sinks
+        assert torch.equal(hidden[[0, 5]], probe_hidden[[0, 5]]) and not hidden.diagonal().any()
+        row = set(torch.nonzero(hidden[2]).flatten().tolist())
+        assert {0, 1} <= row and len(row & {3, 4}) == 1 and 5 not in row  # b: [CLS], a, and one of c, d
+        # a keeps no other key but itself: its three non-sink keys come from those the mask hides
+        assert set(torch.nonzero(hidden[1]).flatten().tolist()) == {0, 2, 3, 4}
+
+
 def test_word_shuffle_keeps_pieces_together():
     from bertviz_lab.interventions.kinds import ShuffleWords
 

@@ -37,22 +37,36 @@ def directional_bias(n: int, direction: str, sinks: Sequence[int] = ()) -> torch
     return bias_from_allowed(directional_allowed(n, direction, sinks))
 
 
+def _draw(pools: Sequence[list[int]], count: int, generator: torch.Generator) -> list[int]:
+    """``count`` keys drawn at random, from the first pool first, then (if it runs out) the next."""
+    drawn: list[int] = []
+    for pool in pools:
+        if len(drawn) >= count or not pool:
+            continue
+        order = torch.randperm(len(pool), generator=generator)[:count - len(drawn)]
+        drawn += [pool[int(i)] for i in order]
+    return drawn
+
+
 def matched_random_allowed(allowed: torch.Tensor, sinks: Sequence[int], seed: int) -> torch.Tensor:
-    """The control of a directional mask: each query hides as many keys as ``allowed`` hides, but
-    chosen at random among the non-sink keys other than itself (seeded). Sink queries keep their
-    row of ``allowed`` (with symmetric sinks they see only themselves in every condition)."""
+    """The control of a directional mask: it differs from the mask only in *which* keys are hidden.
+    Each non-sink query hides as many sink keys and as many other keys (never itself) as ``allowed``
+    hides for it, drawn at random (seeded) from the keys the mask keeps where possible, then from
+    those it hides: so the control tells "left/right context" apart from "fewer keys", and with
+    strict masks it hides [CLS]/[SEP] exactly as often as the mask does. Sink queries keep their row
+    of ``allowed`` (with symmetric sinks they see only themselves in every condition)."""
     n = allowed.shape[0]
     generator = torch.Generator().manual_seed(seed)
-    sink = set(sinks)
-    out = torch.ones((n, n), dtype=torch.bool)
+    sink = set(int(s) for s in sinks)
+    out = allowed.clone()
     for query in range(n):
         if query in sink:
-            out[query] = allowed[query]
             continue
-        hidden = int((~allowed[query]).sum())
-        options = torch.tensor([k for k in range(n) if k != query and k not in sink], dtype=torch.long)
-        if hidden and len(options):
-            out[query, options[torch.randperm(len(options), generator=generator)[:hidden]]] = False
+        out[query] = True
+        for group in ([k for k in range(n) if k in sink], [k for k in range(n) if k != query and k not in sink]):
+            hidden = [k for k in group if not allowed[query, k]]
+            kept = [k for k in group if allowed[query, k]]
+            out[query, torch.tensor(_draw((kept, hidden), len(hidden), generator), dtype=torch.long)] = False
     return out
 
 
