@@ -146,11 +146,13 @@ def learned_positions(model: BertLab, n_positions: int) -> torch.Tensor:
 
 
 def scaled_sinusoidal(model: BertLab, n_positions: int) -> torch.Tensor:
-    """Sinusoidal table for the first n positions, rescaled to the mean norm of the learned rows
-    those positions actually use."""
+    """Sinusoidal table for the first n positions, each row rescaled to the norm of the learned row it
+    replaces (position 0 included, whose learned norm is several times the others' in MiniLM): the
+    probe changes the positions' directions only, as its control (``random_positions``) does. A
+    single mean norm for every row would also change position 0's size, which the control keeps."""
     learned = learned_positions(model, n_positions)
     table = sinusoidal_table(n_positions, learned.shape[1])
-    return table * (learned.norm(dim=1).mean() / table.norm(dim=1).mean())
+    return table / table.norm(dim=1, keepdim=True) * learned.norm(dim=1, keepdim=True)
 
 
 def random_positions(model: BertLab, n_positions: int, seed: int) -> torch.Tensor:
