@@ -201,12 +201,45 @@ def scripts_run() -> tuple[int, int]:
     return ran, len(pages)
 
 
-def soak(url: str, seconds: float, clients: int = 16) -> list[float]:
-    """``clients`` visitors analysing 128-token inputs for ``seconds``; RSS every 10 s."""
+def process_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def public_server() -> tuple:
+    """``python app.py --public`` on the embedded model in a process of its own: (process, url)."""
+    import socket
+    import subprocess
+    import sys
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    root = Path(__file__).resolve().parent.parent
+    proc = subprocess.Popen([sys.executable, "app.py", "--public", "--device", "cpu", "--port", str(port)], cwd=root,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/"
+    for _ in range(1200):
+        try:
+            with urllib.request.urlopen(url, timeout=5):
+                return proc, url
+        except OSError:
+            time.sleep(0.25)
+    proc.kill()
+    raise SystemExit("the public server did not start")
+
+
+def soak(url: str, seconds: float, pid: int, clients: int = 16, warmup: float = 60) -> list[float]:
+    """``clients`` visitors analysing 128-token inputs for ``warmup`` + ``seconds`` (the session caps
+    fill and the allocator settles during the warm-up); the server's RSS every 10 s after it."""
     import threading
 
     text = " ".join(["word"] * 126)
-    stop = time.monotonic() + seconds
+    measure_from = time.monotonic() + warmup
+    stop = measure_from + seconds
     errors: list[str] = []
 
     def visitor(i: int) -> None:
@@ -224,10 +257,24 @@ def soak(url: str, seconds: float, clients: int = 16) -> list[float]:
     samples = []
     while any(t.is_alive() for t in threads):
         time.sleep(10)
-        samples.append(rss_mb())
+        if time.monotonic() >= measure_from:
+            samples.append(process_rss_mb(pid))
     if errors:
         print(f"  soak: {len(errors)} requests refused (e.g. {errors[0]!r})")
     return samples
+
+
+def issue26_soak(soak_seconds: float) -> None:
+    server, url = public_server()
+    try:
+        samples = soak(url, soak_seconds, server.pid)
+        print(f"16-client soak of `python app.py --public`, {soak_seconds:.0f} s at 128 tokens after a 60-s warm-up "
+              f"at the same load: server RSS MB every 10 s {', '.join(f'{m:.0f}' for m in samples)}; "
+              f"{100 * (min(samples) / samples[0] - 1):+.1f}% .. {100 * (max(samples) / samples[0] - 1):+.1f}% of "
+              f"the first")
+    finally:
+        server.terminate()
+        server.wait(60)
 
 
 def issue26(soak_seconds: float) -> None:
@@ -280,23 +327,21 @@ def issue26(soak_seconds: float) -> None:
         ran, pages = scripts_run()
         print(f"scripts run from hostile tokens: {ran} of {pages} pages")
 
-        samples = soak(url, soak_seconds)
-        base = samples[0]
-        print(f"16-client soak, {soak_seconds:.0f} s at 128 tokens: RSS MB every 10 s "
-              f"{', '.join(f'{m:.0f}' for m in samples)}; range {100 * (min(samples) / base - 1):+.1f}% .. "
-              f"{100 * (max(samples) / base - 1):+.1f}% of the first sample")
     finally:
         demo.close()
+    issue26_soak(soak_seconds)
 
 
 if __name__ == "__main__":
     import argparse
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--part", choices=["18", "26", "all"], default="all")
+    parser.add_argument("--part", choices=["18", "26", "26-soak", "all"], default="all")
     parser.add_argument("--soak-seconds", type=float, default=120)
     options = parser.parse_args()
     if options.part in ("18", "all"):
         issue18()
     if options.part in ("26", "all"):
         issue26(options.soak_seconds)
+    if options.part == "26-soak":
+        issue26_soak(options.soak_seconds)

@@ -61,7 +61,7 @@ class Limits:
     """What one server holds and accepts, so no visitor can exhaust memory, disk or workers."""
 
     sessions: int = 32  # sessions whose analyses are kept (least recently used dropped first): <= 32 x 75 MB at 512 tokens
-    light_sessions: int = 2000  # sessions Gradio keeps at all (a few kB each without an analysis)
+    light_sessions: int = 256  # sessions Gradio keeps at all (~0.3 MB each without an analysis; LRU)
     session_ttl: float = 3600  # seconds a session's state lives after its last use
     upload_bytes: int = 2_000_000  # largest upload Gradio accepts (it rejects larger ones before they land)
     queue: int = 64  # events waiting; more get "busy, try again"
