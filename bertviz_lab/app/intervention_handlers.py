@@ -79,7 +79,7 @@ class InterventionHandlers:
         session.comparison = c
         o = session.options.clamp(c.baseline)
         shown = "" if session.source == "attention" else f" Comparing {session.source} (rows renormalised for JS)."
-        message = (f"Probe: {intervention.describe()}. Mean JS divergence over heads {float(c.js.mean()):.4f} nats."
+        message = (f"Intervention: {intervention.describe()}. Mean JS divergence over heads {float(c.js.mean()):.4f} nats."
                    + shown)
         if c.note:
             message += f" ({c.note})"
@@ -157,7 +157,7 @@ class InterventionHandlers:
                                      shift=whole(shift or 0, "shift k", 0, lab.max_tokens))
         except (InputError, InterventionError) as error:
             return {ui.probe_message: f"⚠️ {error}"}
-        return {ui.probe_message: "Positional probes with their controls on this input: what is specific to "
+        return {ui.probe_message: "Positional interventions with their controls on this input: what is specific to "
                                   "sinusoidal positions is what differs from zeroed and random ones.",
                 ui.set_table: pd.DataFrame(rows).round(4)}
 
@@ -228,7 +228,7 @@ class InterventionHandlers:
         try:
             lab = self.lab_of(session)
             if REGISTRY.get(kind) is not None and REGISTRY[kind].targets_picked_tokens:
-                raise InputError("mask and hide probes need picked tokens; over a set, choose another probe")
+                raise InputError("mask and hide interventions need picked tokens; over a set, choose another intervention")
             intervention = make_intervention(
                 kind, (lab.n_layers, lab.n_heads), shift=whole(shift or 0, "shift k", 0, lab.max_tokens), sinks=sinks,
                 unit=unit, mode=ablation,

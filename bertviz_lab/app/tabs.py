@@ -112,11 +112,11 @@ def build_interventions_tab(ui: SimpleNamespace, lab: Lab, limits: Limits) -> No
     with gr.Tab(TAB_IDS["probes"], id="probes", elem_id="tab-probes"):
         gr.Markdown("Run the last analysed input twice — baseline and intervened — and compare. Tokens picked under "
                     "*Mask tokens* are the "
-                    "targets of *mask*/*hide* probes; for the other probes they are masked in both runs "
+                    "targets of *mask*/*hide* interventions; for the others they are masked in both runs "
                     "(as are [MASK]s you typed), so their predictions can be compared.")
         with gr.Row():
             ui.probe_kind = gr.Dropdown([(cls.label, kind) for kind, cls in REGISTRY.items()], value="left-only",
-                                        label="Probe", elem_id="probe-kind")
+                                        label="Intervention", elem_id="probe-kind")
             ui.probe_heads = gr.Textbox(label="Heads to ablate (layer-head, 1-based)", value="1-1",
                                         placeholder="e.g. 3-5, 6-1")
             ui.probe_shift = gr.Number(label="Shift k", value=5, precision=0)
@@ -131,7 +131,7 @@ def build_interventions_tab(ui: SimpleNamespace, lab: Lab, limits: Limits) -> No
             ui.probe_ablation = gr.Radio(["zero", "mean"], value="zero", label="Ablation",
                                          info="mean: the head's mean output over the sample treebank")
         with gr.Row():
-            ui.probe_btn = gr.Button("Run probe", variant="primary", elem_id="probe-btn")
+            ui.probe_btn = gr.Button("Run the intervention", variant="primary", elem_id="probe-btn")
             ui.direction_btn = gr.Button("Directional sweep over masked positions", elem_id="direction-btn")
             ui.ablation_btn = gr.Button("Head ablation sweep", elem_id="ablation-btn")
         ui.probe_message = gr.Markdown("", elem_id="probe-message")
@@ -143,7 +143,7 @@ def build_interventions_tab(ui: SimpleNamespace, lab: Lab, limits: Limits) -> No
         ui.direction_table = gr.Dataframe(intervention_views.directional_table([]), label="Directional context",
                                           interactive=False, elem_id="direction-table")
         ui.ablation_plot = gr.Plot(label="Head importance", elem_id="ablation-plot")
-        ui.positions_table_btn = gr.Button("Positional probes and their controls side by side (this input)",
+        ui.positions_table_btn = gr.Button("Positional interventions and their controls side by side (this input)",
                                            elem_id="positions-table-btn")
         with gr.Accordion("Over a set of sentences, with 95% intervals (one seeded masked word each)", open=False):
             with gr.Row():
@@ -159,7 +159,7 @@ def build_interventions_tab(ui: SimpleNamespace, lab: Lab, limits: Limits) -> No
             with gr.Row():
                 ui.direction_set_btn = gr.Button("Directional sweep", elem_id="direction-set-btn")
                 ui.ablation_set_btn = gr.Button("Head ablation sweep", elem_id="ablation-set-btn")
-                ui.probe_set_btn = gr.Button("The probe chosen above", elem_id="probe-set-btn")
+                ui.probe_set_btn = gr.Button("The intervention chosen above", elem_id="probe-set-btn")
         ui.set_table = gr.Dataframe(label="Positional controls / sentence-set results", interactive=False,
                                     elem_id="set-table")
         with gr.Accordion("Activation patching (minimal pairs)", open=False):
