@@ -99,7 +99,9 @@ def head_view(attention=None, tokens=None, sentence_b_start=None, prettify_token
               encoder_attention=None, decoder_attention=None, cross_attention=None, encoder_tokens=None,
               decoder_tokens=None, include_layers=None, html_action="view"):
     """BertViz's ``head_view``: the single-head heatmap and the head view with layer/head
-    controls, head toggles and token hover; "return" gives an object whose ``.data`` is the HTML."""
+    controls, head toggles and token hover; "return" gives an object whose ``.data`` is the HTML.
+    ``layer`` and ``heads`` are 0-based, as in BertViz: the drop-ins are the one documented exception
+    to bertviz-lab's 1-based layers and heads."""
     sections = _sections(attention, tokens, sentence_b_start, prettify_tokens, layer, heads, encoder_attention,
                          decoder_attention, cross_attention, encoder_tokens, decoder_tokens, include_layers)
     page = viewer_html(sections, include_plotlyjs=True if html_action == "return" else "once",
