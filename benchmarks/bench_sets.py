@@ -35,7 +35,7 @@ def main() -> None:
     reference = mean_head_outputs(lab, [s.text for s in read_conllu(SAMPLE_TREEBANK)])
     for name, ref in (("zero", None), ("mean", reference)):
         start = time.perf_counter()
-        effect = ablation_set(lab, lines, ref, max_sentences=200)
+        effect = ablation_set(lab, lines, ref, max_sentences=200).effect
         seconds = time.perf_counter() - start
         layer, head = np.unravel_index(int(np.argmax(effect.mean)), effect.mean.shape)
         print(f"ablation ({name}), 72 heads x {effect.n} sentences: {seconds:.1f} s; most important head "

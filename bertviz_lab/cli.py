@@ -233,10 +233,9 @@ def run_sweep_set(args: argparse.Namespace, lab: Lab) -> dict:
                                       max_sentences=args.max_sentences, progress=progress)
             return {"kind": "directional", "sinks": args.sinks, "scored": "gold", **effects.to_json()}
         if args.kind == "ablation":
-            effect = ablation_set(lab, lines, ablation_reference(lab, args), seed=args.seed,
+            result = ablation_set(lab, lines, ablation_reference(lab, args), seed=args.seed,
                                   max_sentences=args.max_sentences, progress=progress)
-            return {"kind": "ablation", "ablation": args.ablation, "scored": "gold",
-                    "drop_in_log_probability": effect.to_json()}
+            return {"kind": "ablation", "ablation": args.ablation, "scored": "gold", **result.to_json()}
     raise InputError("sentence sets work with --kind directional or ablation (positions: use compare --text-file)")
 
 

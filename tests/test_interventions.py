@@ -293,3 +293,22 @@ def test_directional_set_matches_single_runs(sharp_lab):
     assert ("indistinguishable" in left.verdict()) == (low <= 0 <= high)
     out = result.to_json()["differences"][0]
     assert set(out) == {"a", "b", "difference", "difference_ci", "n", "verdict"} and out["difference_ci"] == [low, high]
+
+
+def test_most_important_head_is_chosen_on_one_half_and_measured_on_the_other():
+    """Hand-counted: 6 sentences, heads (1, 2). Head 1-1 drops 1.0 on the three selection sentences and
+    0.0 on the others; head 1-2 drops 0.5 everywhere. The head is chosen on the selection half (1-1,
+    mean 1.0 against 0.5) and its reported drop is measured on the other half: 0.0 [0.0, 0.0]. Picking
+    and measuring on all sentences would quote 1-2 at 0.5, or 1-1 at 0.5 in sample."""
+    from bertviz_lab.interventions.sets import heldout_best_head
+
+    order = np.random.default_rng(4).permutation(6)
+    select = order[:3]
+    values = np.full((6, 1, 2), 0.5)
+    values[:, 0, 0] = 0.0
+    values[select, 0, 0] = 1.0
+    best = heldout_best_head(values, resamples=50, seed=4)
+    assert (best.layer, best.head, best.selected_on, best.effect.n) == (0, 0, 3, 3)
+    assert float(best.effect.mean) == 0.0 and float(best.effect.ci_low) == float(best.effect.ci_high) == 0.0
+    assert best.to_json()["head"] == "1-1"
+    assert heldout_best_head(values[:1]) is None

@@ -207,18 +207,22 @@ class InterventionHandlers:
         ui = self.ui
         try:
             lab = self.lab_of(session)
-            effect = ablation_set(lab, self.set_lines(source, upload), self.reference(lab, ablation),
+            result = ablation_set(lab, self.set_lines(source, upload), self.reference(lab, ablation),
                                   max_sentences=self.set_size(n),
                                   progress=lambda done, total: progress(done / total, desc="ablation set"))
         except (InputError, CheckpointError) as error:
             return {ui.probe_message: f"⚠️ {error}"}
-        layer, head = np.unravel_index(int(np.argmax(effect.mean)), effect.mean.shape)
+        effect, best = result.effect, result.most_important
         figure = intervention_views.ablation_figure(effect.mean)
         figure["layout"]["title"]["text"] = (f"Mean drop in log P(gold) over {effect.n} sentences when each head "
                                              f"alone is ablated ({ablation})")
-        return {ui.probe_message: f"Most important head over {effect.n} sentences: {head_name(layer, head)}, mean drop "
-                                  f"{effect.mean[layer, head]:.3f} [{effect.ci_low[layer, head]:.3f}, "
-                                  f"{effect.ci_high[layer, head]:.3f}] ({ablation} ablation, gold word scored).",
+        if best is None:
+            found = "too few sentences to choose a head on one half and measure it on the other."
+        else:
+            e = best.effect
+            found = (f"chosen on {best.selected_on} sentences: {head_name(best.layer, best.head)}; on the other "
+                     f"{e.n} its mean drop is {float(e.mean):.3f} [{float(e.ci_low):.3f}, {float(e.ci_high):.3f}].")
+        return {ui.probe_message: f"Most important head ({ablation} ablation, gold word scored), {found}",
                 ui.ablation_plot: plot(figure)}
 
     def run_probe_set(self, kind: str, heads: str, shift: float, seed: float, sinks: str, unit: str, ablation: str,

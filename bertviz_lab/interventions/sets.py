@@ -11,6 +11,7 @@ import torch
 
 from ..conclusions import verdict
 from ..lab import InputError, Lab
+from ..naming import head_name
 from ..sentences import masked_items
 from .sweeps import CONDITIONS, ablation_drops, condition_bias
 
@@ -127,17 +128,60 @@ def directional_set(lab: Lab, lines: Sequence[str], sinks: str = "symmetric", se
                           [paired_difference(by_condition, a, b, resamples, seed) for a, b in DIRECTIONAL_CLAIMS])
 
 
+@dataclass
+class HeldOutHead:
+    """The head with the largest mean effect on one seeded half of the sentences (``selected_on``
+    of them), and its effect measured on the other half only: the best of many heads, quoted with an
+    interval that was not used to pick it."""
+
+    layer: int  # 0-based
+    head: int  # 0-based
+    effect: Effect  # on the other half
+    selected_on: int
+
+    def to_json(self) -> dict:
+        return {"head": head_name(self.layer, self.head), "selected_on": self.selected_on,
+                "heldout": self.effect.to_json()}
+
+
+def heldout_best_head(values: np.ndarray, resamples: int = 1000, seed: int = 0,
+                      fraction: float = 0.5) -> HeldOutHead | None:
+    """``values`` (sentences, layers, heads): choose on a seeded ``fraction`` of the sentences, report
+    on the rest (None with fewer than two sentences)."""
+    n = len(values)
+    if n < 2:
+        return None
+    order = np.random.default_rng(seed).permutation(n)
+    cut = min(n - 1, max(1, int(round(fraction * n))))
+    select, report = order[:cut], order[cut:]
+    layer, head = np.unravel_index(int(np.argmax(values[select].mean(0))), values.shape[1:])
+    return HeldOutHead(int(layer), int(head), mean_interval(values[report][:, layer, head], resamples, seed), cut)
+
+
+@dataclass
+class AblationSet:
+    """Mean drop in log P(gold) per head (layers, heads) over the sentences, with intervals, and the
+    most important head chosen and measured on separate halves."""
+
+    effect: Effect
+    most_important: HeldOutHead | None
+
+    def to_json(self) -> dict:
+        return {"drop_in_log_probability": self.effect.to_json(),
+                "most_important_head": self.most_important.to_json() if self.most_important else None}
+
+
 def ablation_set(lab: Lab, lines: Sequence[str], reference: torch.Tensor | None = None, seed: int = 0,
                  max_sentences: int | None = 200, resamples: int = 1000,
-                 progress: Progress | None = None) -> Effect:
-    """Mean drop in log P(gold) per head when it alone is ablated: (layers, heads) with intervals."""
+                 progress: Progress | None = None) -> AblationSet:
+    """Drop in log P(gold) per head when it alone is ablated, over sentences with one masked word each."""
     items = items_of(lab, lines, seed, max_sentences)
     drops = np.empty((len(items), lab.n_layers, lab.n_heads))
     for row, (enc, position, gold) in enumerate(items):
         drops[row] = ablation_drops(lab, enc, [position], [gold], reference)
         if progress is not None:
             progress(row + 1, len(items))
-    return mean_interval(drops, resamples, seed)
+    return AblationSet(mean_interval(drops, resamples, seed), heldout_best_head(drops, resamples, seed))
 
 
 def compare_set(lab: Lab, lines: Sequence[str], intervention, seed: int = 0, max_sentences: int | None = 200,
