@@ -127,14 +127,20 @@ def remove_stale_folders(parent: Path | None = None) -> list[Path]:
     return removed
 
 
+def marked_folder(prefix: str) -> Path:
+    """A fresh temp folder holding this server's marker (``remove_stale_folders`` reads it), removed
+    when the process exits normally."""
+    root = Path(tempfile.mkdtemp(prefix=prefix))
+    (root / MARKER).write_text(f"{os.getpid()} {process_started(os.getpid())}\n")
+    atexit.register(shutil.rmtree, root, True)
+    return root
+
+
 def gradio_cache_folder() -> Path:
     """Gradio's cache (uploads, its copies of files) in a marked folder of this server, unless the
     operator chose one with GRADIO_TEMP_DIR: a server killed with -9 leaves it to the next to remove."""
     if not os.environ.get("GRADIO_TEMP_DIR"):
-        root = Path(tempfile.mkdtemp(prefix="bertviz-lab-gradio-"))
-        (root / MARKER).write_text(f"{os.getpid()} {process_started(os.getpid())}\n")
-        atexit.register(shutil.rmtree, root, True)
-        os.environ["GRADIO_TEMP_DIR"] = str(root)
+        os.environ["GRADIO_TEMP_DIR"] = str(marked_folder("bertviz-lab-gradio-"))
     return Path(os.environ["GRADIO_TEMP_DIR"])
 
 
@@ -146,12 +152,10 @@ class TempFolder:
 
     def __init__(self, prefix: str, max_age: float, max_entries: int = 1000, max_bytes: int | None = None,
                  per_owner: int | None = None) -> None:
-        self.root = Path(tempfile.mkdtemp(prefix=prefix))
-        (self.root / MARKER).write_text(f"{os.getpid()} {process_started(os.getpid())}\n")
+        self.root = marked_folder(prefix)
         self.max_age, self.max_entries, self.max_bytes, self.per_owner = max_age, max_entries, max_bytes, per_owner
         self._owners: dict[str, str] = {}  # entry name -> the session that made it
         self._lock = threading.Lock()
-        atexit.register(self.remove)
 
     def entries(self) -> list[Path]:
         """Newest first."""
