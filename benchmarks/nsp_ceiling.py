@@ -28,7 +28,7 @@ import torch
 from bertviz_lab import load
 from bertviz_lab.lab import Lab
 from bertviz_lab.mlm.evaluate_nsp import evaluate_nsp
-from bertviz_lab.mlm.objective import make_nsp_pairs
+from bertviz_lab.mlm.examples import make_nsp_pairs
 from bertviz_lab.mlm.report import held_out_sources
 from bertviz_lab.mlm.running_text import read_documents
 

@@ -70,7 +70,11 @@ def test_heatmap_rows_layer_head_switch_csv_and_screenshot(browser, default_app,
     # PNG and SVG downloads from the figure's own toolbar
     titles = page.locator("#single-plot .modebar-btn").evaluate_all("els => els.map(e => e.getAttribute('data-title'))")
     assert "Download plot as a PNG" in titles and "Download plot as SVG" in titles
-    page.wait_for_timeout(1000)  # let the last re-render settle before using its toolbar
+    # the figure's own renders have all finished (figure_tools.js counts them) before we use its toolbar
+    page.wait_for_function("(() => { const gd = document.querySelector('#single-plot .js-plotly-plot');"
+                           " return gd && gd.dataset.bvlPending === '0'"
+                           " && document.querySelector('#single-plot .gtitle').textContent === 'Layer 4, head 7'; })()",
+                           timeout=20000)
     page.locator("#single-plot").hover()
     with page.expect_download() as svg:
         page.locator("#single-plot .modebar-btn[data-title='Download plot as SVG']").click()

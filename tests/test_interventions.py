@@ -1,4 +1,4 @@
-"""Probing controls with exact expectations."""
+"""Interventions and their controls, one behaviour per test, with exact expectations."""
 import math
 
 import numpy as np
@@ -27,9 +27,17 @@ def test_strict_left_only_gives_zero_attention_to_later_keys(sharp_lab):
     later = np.triu(np.ones(a.shape[-2:], dtype=bool), k=1)
     assert np.all(a[..., later] == 0.0)
     np.testing.assert_allclose(a.sum(-1), 1.0, atol=1e-5)
+
+
+def test_strict_right_only_gives_zero_attention_to_earlier_keys(sharp_lab):
     right = compare(sharp_lab, TEXT, make_intervention("right-only", sinks="strict")).intervened.attention
-    assert np.all(right[..., np.tril(np.ones(a.shape[-2:], dtype=bool), k=-1)] == 0.0)
-    assert float(c.js.min()) > 0.0  # every head changes
+    assert np.all(right[..., np.tril(np.ones(right.shape[-2:], dtype=bool), k=-1)] == 0.0)
+    np.testing.assert_allclose(right.sum(-1), 1.0, atol=1e-5)
+
+
+def test_left_only_changes_every_head(sharp_lab):
+    c = compare(sharp_lab, TEXT, make_intervention("left-only", sinks="strict"))
+    assert float(c.js.min()) > 0.0  # (layers, heads): no head keeps its pattern
 
 
 def test_symmetric_sinks_by_hand():
@@ -96,6 +104,12 @@ def test_word_shuffle_keeps_pieces_together():
         start = shown.index("un")
         assert shown[start:start + 5] == ["un", "##bel", "##ie", "##va", "##bly"]
         assert shown[0] == "[CLS]" and shown[-1] == "[SEP]"
+
+
+def test_token_shuffle_separates_pieces():
+    from bertviz_lab.interventions.kinds import ShuffleWords
+
+    tokens = ["[CLS]", "it", "was", "un", "##bel", "##ie", "##va", "##bly", "good", "[SEP]"]
     pieces = [ShuffleWords(seed=s, unit="tokens").inputs(None, tokens).token_order for s in range(5)]
     assert any([tokens[i] for i in o].index("##bel") != [tokens[i] for i in o].index("un") + 1 for o in pieces)
 
@@ -119,6 +133,9 @@ def test_ablated_head_context_is_zero_and_the_others_unchanged(sharp_lab):
     assert ctx[:, 2].abs().max().item() == 0.0
     assert torch.equal(ctx[:, [0, 1, 3]], base[layer_hook(1, "context")][:, [0, 1, 3]])
     assert torch.equal(edited[layer_hook(0, "context")], base[layer_hook(0, "context")])
+
+
+def test_parse_heads_is_one_based_and_checks_range():
     assert parse_heads("2-3, 1-1", 2, 4) == [(1, 2), (0, 0)]
     with pytest.raises(InterventionError, match="does not exist"):
         parse_heads("3-1", 2, 4)
@@ -143,18 +160,24 @@ def test_zeroed_positions_make_the_model_permutation_equivariant(sharp_lab):
     assert (out2_p.last_hidden_state[0] - out2.last_hidden_state[0][perm]).abs().max() > 1e-2
 
 
-def test_sinusoidal_values_match_the_formula(sharp_lab):
+def test_sinusoidal_values_match_the_formula():
     table = sinusoidal_table(50, 32)
     for pos, i in [(0, 0), (3, 1), (17, 5), (49, 15)]:
         angle = pos / 10000 ** (2 * i / 32)
         assert table[pos, 2 * i].item() == pytest.approx(math.sin(angle), abs=1e-6)
         assert table[pos, 2 * i + 1].item() == pytest.approx(math.cos(angle), abs=1e-6)
+
+
+def test_positional_probe_and_control_keep_each_rows_norm(sharp_lab):
     scaled = scaled_sinusoidal(sharp_lab.model, 64)
     learned = sharp_lab.model.bert.embeddings.position_embeddings.weight[:64].detach()
     control = random_positions(sharp_lab.model, 64, seed=0)
     # probe and control replace each row by a vector of that row's learned norm, position 0 included
     torch.testing.assert_close(scaled.norm(dim=1), learned.norm(dim=1), rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(control.norm(dim=1), learned.norm(dim=1), rtol=1e-5, atol=1e-6)
+
+
+def test_position_similarity_is_cosine_with_unit_diagonal(sharp_lab):
     learned_sim, sin_sim = position_similarity(sharp_lab, 20)
     assert learned_sim.shape == sin_sim.shape == (20, 20)
     np.testing.assert_allclose(np.diag(sin_sim), 1.0, atol=1e-5)
@@ -168,6 +191,9 @@ def test_position_probes_change_attention_and_map_back(sharp_lab):
         assert c.intervened.tokens == c.baseline.tokens
         assert float(c.js.max()) > 1e-3, probe.kind
         assert c.offsets_before.shape == (2, 4, 11)
+
+
+def test_shift_beyond_the_position_table_is_refused(sharp_lab):
     with pytest.raises(InterventionError, match="shift"):
         compare(sharp_lab, TEXT, make_intervention("shift-positions", shift=60))
 
@@ -193,17 +219,23 @@ def test_offset_profile_by_hand():
     assert prof[0, 0, 5] == pytest.approx(1 / 6)  # offset 0: only the first token attends to itself
 
 
-def test_ablation_sweep_batched_equals_one_at_a_time_and_matches_a_direct_run(sharp_lab):
-    sweep = ablation_sweep(sharp_lab, TEXT)
-    assert sweep.scored == "top-1"  # a typed [MASK]: no gold word to score
-    batched, single = sweep.drops, ablation_sweep(sharp_lab, TEXT, batched=False).drops
+def test_ablation_sweep_batched_equals_one_at_a_time(sharp_lab):
+    batched, single = ablation_sweep(sharp_lab, TEXT).drops, ablation_sweep(sharp_lab, TEXT, batched=False).drops
     np.testing.assert_allclose(batched, single, atol=1e-5)
+
+
+def test_ablation_sweep_scores_top1_at_a_typed_mask_and_gold_at_a_picked_one(sharp_lab):
+    assert ablation_sweep(sharp_lab, TEXT).scored == "top-1"  # a typed [MASK]: no gold word to score
+    assert ablation_sweep(sharp_lab, "the cat sat on the mat", mask_positions=[2]).scored == "gold"
+
+
+def test_ablation_sweep_matches_a_direct_ablation(sharp_lab):
+    batched = ablation_sweep(sharp_lab, TEXT).drops  # (layers, heads)
     base = sharp_lab.analyze_encoded(sharp_lab.encode(TEXT), TEXT, keep_probabilities=True)
     top = base.mlm[0].predictions[0]
     ablated = compare(sharp_lab, TEXT, make_intervention("ablate-heads", heads=[(1, 3)]))
     expected = math.log(top.probability) - math.log(ablated.changes[0].intervened_probability)
     assert batched[1, 3] == pytest.approx(expected, abs=1e-4)
-    assert ablation_sweep(sharp_lab, "the cat sat on the mat", mask_positions=[2]).scored == "gold"  # picked
 
 
 def test_directional_sweep_matches_directional_probes(sharp_lab):
@@ -214,6 +246,9 @@ def test_directional_sweep_matches_directional_probes(sharp_lab):
     assert rows[0].left_only == pytest.approx(left.intervened_probability, rel=1e-5)
     assert rows[0].right_only == pytest.approx(right.intervened_probability, rel=1e-5)
     assert rows[0].both == pytest.approx(left.baseline_probability, rel=1e-6)
+
+
+def test_directional_sweep_needs_a_mask(sharp_lab):
     with pytest.raises(Exception, match="mask at least one"):
         directional_sweep(sharp_lab, "the cat sat")
 
@@ -224,9 +259,11 @@ def test_mask_probe_baseline_is_a_plain_analyze_on_the_embedded_model(minilm_lab
     plain = minilm_lab.analyze(text)
     np.testing.assert_array_equal(c.baseline.attention, plain.attention)
     assert c.intervened.tokens[4] == "[MASK]" and c.baseline.tokens[4] == "fox"
-    # masking position 4 changes nothing in layer 1 for queries that do not attend... but the input does change
-    assert float(c.js.max()) > 0
-    dir_bias = directional_bias(3, "left-only")
+    assert float(c.js.max()) > 0  # the input changed, so some head's pattern does
+
+
+def test_left_only_bias_blocks_later_keys_by_hand():
+    dir_bias = directional_bias(3, "left-only")  # (1, 1, query, key)
     assert dir_bias[0, 0, 0, 1] == torch.finfo(torch.float32).min and dir_bias[0, 0, 1, 0] == 0
 
 
@@ -240,8 +277,13 @@ def test_patching_by_construction(sharp_lab):
     # the last layer's residual stream at the [MASK] is all the MLM head reads: patching it gives the source's value
     assert p.residual[-1] == pytest.approx(p.source - p.baseline, abs=1e-4)
     assert np.abs(p.heads).max() > 1e-4
-    from bertviz_lab import InputError
 
+
+def test_patching_needs_inputs_of_one_length(sharp_lab):
+    from bertviz_lab import InputError
+    from bertviz_lab.interventions.sweeps import patching_sweep
+
+    target = "the big cat [MASK] on the red mat"
     with pytest.raises(InputError, match="same number of tokens"):
         patching_sweep(sharp_lab, target, "a [MASK] b", "the", "mat")
 

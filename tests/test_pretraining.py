@@ -4,7 +4,8 @@ import math
 import pytest
 import torch
 
-from bertviz_lab.mlm.objective import IGNORE, choose_positions, make_nsp_pairs, mask_tokens, mlm_loss, nsp_loss
+from bertviz_lab.mlm.examples import make_nsp_pairs
+from bertviz_lab.mlm.objective import IGNORE, choose_positions, mask_tokens, mlm_loss, nsp_loss
 
 MASK, VOCAB = 4, 1000
 

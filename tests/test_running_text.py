@@ -10,8 +10,7 @@ import torch
 from bertviz_lab import load
 from bertviz_lab.mlm.corpus import RunningText, build_corpus
 from bertviz_lab.mlm.evaluate_nsp import evaluate_nsp, nsp_probabilities
-from bertviz_lab.mlm.examples import NOT_PAIR, Example, epoch_examples, tokenize_examples
-from bertviz_lab.mlm.objective import make_nsp_pairs
+from bertviz_lab.mlm.examples import NOT_PAIR, Example, epoch_examples, make_nsp_pairs, tokenize_examples
 from bertviz_lab.mlm.running_text import Passage, read_documents, read_passages, source_name, split_passages
 from bertviz_lab.mlm.train import TrainSettings, train
 

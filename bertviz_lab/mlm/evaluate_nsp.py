@@ -2,7 +2,7 @@
 
 The pairs are BERT's (Devlin et al. 2019, sec. 3.1): for every sentence that has a successor in
 its document, with probability 1/2 the true next sentence (IsNext), otherwise a random sentence
-of another document (NotNext), seeded (``objective.make_nsp_pairs``). A pair is correct when
+of another document (NotNext), seeded, by the generator training uses (``examples.make_nsp_pairs``). A pair is correct when
 the head's more probable class is the true one. The 95% interval is Wilson's; pairs share
 sentences, so it is slightly optimistic. IsNext and NotNext accuracies are reported apart, since
 a head that always answers one class scores about 0.5 overall.
@@ -16,7 +16,7 @@ from tqdm import tqdm
 
 from ..lab import Lab
 from .evaluate import wilson_interval
-from .objective import make_nsp_pairs
+from .examples import make_nsp_pairs
 
 PROTOCOL = "B is A's successor (IsNext) or, with probability 1/2, a random sentence of another document (NotNext)"
 

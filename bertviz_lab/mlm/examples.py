@@ -9,6 +9,7 @@ are drawn again each epoch, so the NSP head cannot memorise pairs. Everything is
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -47,6 +48,16 @@ def running_examples(passages: list[Passage], rng: random.Random, pair_fraction:
             else:
                 out.append(Example(sentence))
     return out
+
+
+def make_nsp_pairs(documents: Sequence[Sequence[str]], seed: int = 0) -> list[tuple[str, str, int]]:
+    """(A, B, label) for every sentence that has a successor, drawn by the generator training uses
+    (``running_examples`` with every such sentence starting a pair): half the time B is the true
+    next sentence (label 0), otherwise a random sentence of another document (label 1). One
+    generator, so the NotNext rule evaluated is the one trained."""
+    passages = [Passage("", str(d), list(doc)) for d, doc in enumerate(documents) if doc]
+    examples = running_examples(passages, random.Random(seed), pair_fraction=1.0)
+    return [(e.a, e.b, e.is_random) for e in examples if e.b is not None]
 
 
 def epoch_examples(lines: list[str], passages: list[Passage], seed: int, epoch: int,

@@ -3,9 +3,6 @@ dynamic masking, the masked-LM loss over the chosen positions only, next-sentenc
 the NSP loss. Used to train the embedded model's MLM head (see train_mlm.py)."""
 from __future__ import annotations
 
-import random
-from collections.abc import Sequence
-
 import torch
 import torch.nn.functional as F
 
@@ -68,21 +65,3 @@ def mlm_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
 def nsp_loss(logits: torch.Tensor, is_random: torch.Tensor) -> torch.Tensor:
     """``logits`` (batch, 2): index 0 = "B follows A", 1 = "B is random" (Hugging Face's order)."""
     return F.cross_entropy(logits, is_random.long())
-
-
-def make_nsp_pairs(documents: Sequence[Sequence[str]], seed: int = 0) -> list[tuple[str, str, int]]:
-    """(A, B, label) for every sentence that has a successor: half the time B is the true next
-    sentence (label 0), otherwise a random sentence from another document (label 1)."""
-    rng = random.Random(seed)
-    usable = [i for i, d in enumerate(documents) if d]
-    if len(usable) < 2:
-        raise ValueError("next-sentence pairs need at least two non-empty documents")
-    pairs = []
-    for d, doc in enumerate(documents):
-        for i in range(len(doc) - 1):
-            if rng.random() < 0.5:
-                pairs.append((doc[i], doc[i + 1], 0))
-            else:
-                other = rng.choice([j for j in usable if j != d])  # two or more usable: never empty
-                pairs.append((doc[i], rng.choice(documents[other]), 1))
-    return pairs

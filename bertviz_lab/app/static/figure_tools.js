@@ -32,8 +32,13 @@
       config = Object.assign({}, config || {});
       var extra = config.modeBarButtonsToAdd || [];
       if (extra.indexOf(svgButton) < 0) { config.modeBarButtonsToAdd = extra.concat([svgButton]); }
+      // How many renders of this figure are still running: tests (and scripts) wait for "0"
+      // instead of sleeping before they use the figure's toolbar.
+      var el = typeof gd === 'string' ? document.getElementById(gd) : gd;
+      if (el && el.dataset) { el.dataset.bvlPending = String((+el.dataset.bvlPending || 0) + 1); }
       var out = react.call(P, gd, data, layout, config);
-      Promise.resolve(out).then(function (g) { attachPicker(g || gd); });
+      function settled() { if (el && el.dataset) { el.dataset.bvlPending = String(Math.max(0, (+el.dataset.bvlPending || 1) - 1)); } }
+      Promise.resolve(out).then(function (g) { attachPicker(g || gd); settled(); }, settled);
       return out;
     };
   }
