@@ -1,6 +1,8 @@
 """What a person sees: the app in headless chromium."""
 import time
+from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from browser import browser  # noqa: F401  (fixture)
@@ -46,41 +48,30 @@ def set_slider(page, elem_id, value):
     box.press("Enter")
 
 
-def test_heatmap_rows_layer_head_switch_csv_and_screenshot(browser, default_app, default_lab):  # noqa: F811
+CHASE = "The cat chased the other cat around the garden."
+
+
+def test_heatmap_has_a_row_per_token_and_switches_layer_and_head(browser, default_app, default_lab):  # noqa: F811
     page = open_app(browser, default_app)
-    text = "The cat chased the other cat around the garden."
-    run(page, text)
-    tokens = default_lab.analyze(text).tokens
+    run(page, CHASE)
+    tokens = default_lab.analyze(CHASE).tokens
     assert tokens.count("cat") == 2 and tokens.count("the") == 3
-    expected = [f"{i} {t}" for i, t in enumerate(tokens)]
-    wait_for_labels(page, expected)  # one row per token, repeated words not merged
+    wait_for_labels(page, [f"{i} {t}" for i, t in enumerate(tokens)])  # one row per token, repeated words not merged
     assert len(page.locator("#single-plot .xaxislayer-above .xtick text").all_text_contents()) == len(tokens)
     assert title(page) == "Layer 1, head 1"
-    before = page.evaluate("document.querySelector('#single-plot .js-plotly-plot').calcdata[0][0].z.slice(0, 3).map(r => Array.from(r))")
-
     set_slider(page, "layer", 4)
     set_slider(page, "head", 7)
     page.wait_for_function("document.querySelector('#single-plot .gtitle').textContent === 'Layer 4, head 7'",
                            timeout=20000)
-    after = page.evaluate("document.querySelector('#single-plot .js-plotly-plot').calcdata[0][0].z.slice(0, 3).map(r => Array.from(r))")
-    assert after != before
-    expected_z = default_lab.analyze(text).attention[3, 6, :3]
-    assert abs(after[0][0] - float(expected_z[0, 0])) < 1e-5
+    shown = page.evaluate("document.querySelector('#single-plot .js-plotly-plot').calcdata[0][0].z.slice(0, 3)"
+                          ".map(r => Array.from(r))")
+    expected = default_lab.analyze(CHASE).attention[3, 6, :3]  # (query, key) of layer 4, head 7
+    np.testing.assert_allclose(np.array(shown), expected, atol=1e-4)  # 16-bit codes on the wire
+    page.close()
 
-    # PNG and SVG downloads from the figure's own toolbar
-    titles = page.locator("#single-plot .modebar-btn").evaluate_all("els => els.map(e => e.getAttribute('data-title'))")
-    assert "Download plot as a PNG" in titles and "Download plot as SVG" in titles
-    # the figure's own renders have all finished (figure_tools.js counts them) before we use its toolbar
-    page.wait_for_function("(() => { const gd = document.querySelector('#single-plot .js-plotly-plot');"
-                           " return gd && gd.dataset.bvlPending === '0'"
-                           " && document.querySelector('#single-plot .gtitle').textContent === 'Layer 4, head 7'; })()",
-                           timeout=20000)
-    page.locator("#single-plot").hover()
-    with page.expect_download() as svg:
-        page.locator("#single-plot .modebar-btn[data-title='Download plot as SVG']").click()
-    assert svg.value.suggested_filename.endswith(".svg")
 
-    # overview: clicking a thumbnail opens that head
+def test_overview_click_opens_that_head(browser, default_app):  # noqa: F811
+    page = open_app(browser, default_app)  # the opening example's overview
     page.get_by_role("tab", name="Model overview").click()
     drag = page.locator("#overview-plot .nsewdrag").first
     drag.wait_for(timeout=10000)
@@ -91,7 +82,26 @@ def test_heatmap_rows_layer_head_switch_csv_and_screenshot(browser, default_app,
     page.wait_for_function("document.querySelector('#single-plot .gtitle') && "
                            "document.querySelector('#single-plot .gtitle').textContent === 'Layer 2, head 11'",
                            timeout=20000)
+    page.close()
 
+
+def test_figure_toolbar_and_export_tab_download_svg_png_and_csv(browser, default_app, default_lab):  # noqa: F811
+    page = open_app(browser, default_app)
+    run(page, CHASE)
+    tokens = default_lab.analyze(CHASE).tokens
+    wait_for_labels(page, [f"{i} {t}" for i, t in enumerate(tokens)])
+    # the figure's own renders have all finished (figure_tools.js counts them) before we use its toolbar
+    page.wait_for_function("(() => { const gd = document.querySelector('#single-plot .js-plotly-plot');"
+                           " return gd && gd.dataset.bvlPending === '0'; })()", timeout=20000)
+    page.locator("#single-plot").hover()
+    with page.expect_download() as svg:
+        page.locator("#single-plot .modebar-btn[data-title='Download plot as SVG']").click()
+    assert svg.value.suggested_filename.endswith(".svg")
+    assert Path(svg.value.path()).read_text(encoding="utf-8").lstrip().startswith("<svg")
+    page.locator("#single-plot").hover()
+    with page.expect_download() as png:
+        page.locator("#single-plot .modebar-btn[data-title='Download plot as a PNG']").click()
+    assert Path(png.value.path()).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # CSV export: layers x heads x tokens^2 rows
     page.get_by_role("tab", name="Export").click()
     page.click("#export-csv")
@@ -158,8 +168,10 @@ def test_intervention_shows_the_difference_heatmap(browser, sharp_app):  # noqa:
                            "document.querySelector('#probe-plot').innerText.includes('intervened - baseline')",
                            timeout=60000)
     z = page.evaluate("document.querySelector('#probe-plot .js-plotly-plot').calcdata[2][0].z")
-    # difference of a left-only intervention: the first query row loses everything but itself
-    assert any(abs(v) > 1e-3 for row in z for v in row)
+    # difference of a left-only intervention: the first query ([CLS]) keeps only itself, so its row gains
+    # at [CLS] and loses everywhere else
+    assert z[0][0] > 1e-3 and max(z[0][1:]) <= 1e-6 and min(z[0][1:]) < -1e-4
+    assert abs(sum(z[0])) < 1e-3  # both rows sum to 1
     assert "Mean JS divergence" in page.locator("#probe-message").inner_text()
     page.close()
 

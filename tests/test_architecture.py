@@ -54,15 +54,15 @@ def imports_of(path: Path, root: Path = ROOT) -> list[tuple[str, int]]:
                 target = ".".join(base + ([node.module] if node.module else []))
             else:
                 target = node.module or ""
-            targets = [target] if node.module or not node.level else [submodule(target, a.name) for a in node.names]
+            targets = [submodule(target, a.name, root) for a in node.names]  # a module imported by name counts as itself
             found += [(t, node.lineno) for t in targets if t.split(".")[0] == "bertviz_lab"]
         elif isinstance(node, ast.Import):
             found += [(a.name, node.lineno) for a in node.names if a.name.split(".")[0] == "bertviz_lab"]
     return found
 
 
-def modules() -> list[Path]:
-    return sorted(PACKAGE.rglob("*.py"))
+def modules(root: Path = ROOT) -> list[Path]:
+    return sorted((root / "bertviz_lab").rglob("*.py"))
 
 
 def test_every_unit_has_a_tier():
@@ -70,14 +70,14 @@ def test_every_unit_has_a_tier():
     assert units <= set(TIER), f"add {sorted(units - set(TIER))} to TIERS and to docs/ARCHITECTURE.md"
 
 
-def violations() -> list[str]:
+def violations(root: Path = ROOT) -> list[str]:
     found = []
-    for path in modules():
-        source = unit_of(module_name(path))
-        for target, line in imports_of(path):
+    for path in modules(root):
+        source = unit_of(module_name(path, root))
+        for target, line in imports_of(path, root):
             into = unit_of(target)
             if into != source and TIER.get(into, -1) >= TIER.get(source, -1):
-                found.append(f"{path.relative_to(ROOT)}:{line}: {source} (tier {TIER.get(source)}) imports {target} "
+                found.append(f"{path.relative_to(root)}:{line}: {source} (tier {TIER.get(source)}) imports {target} "
                              f"(tier {TIER.get(into)})")
     return found
 
@@ -87,15 +87,27 @@ def test_no_import_points_up_or_sideways():
 
 
 def test_the_checker_catches_a_nested_upward_import(tmp_path):
-    """A lazy import inside a method (how the old Analysis.figure reached the notebook layer) is found,
-    relative or absolute, and ``from . import x`` names the module x."""
-    path = tmp_path / "bertviz_lab" / "syntax" / "summary.py"
-    path.parent.mkdir(parents=True)
-    path.write_text("class S:\n    def figure(self):\n        from ..notebook.views import syntax_figure\n"
-                    "        import bertviz_lab.figures.base\n        from .. import load\n")
-    assert imports_of(path, tmp_path) == [("bertviz_lab.notebook.views", 3), ("bertviz_lab.figures.base", 4),
-                                          ("bertviz_lab", 5)]  # the package façade: the top tier
-    assert unit_of("bertviz_lab") == "__init__" and submodule("bertviz_lab", "syntax") == "bertviz_lab.syntax"
+    """A lazy import inside a method (how the old Analysis.figure reached the notebook layer) is flagged,
+    relative or absolute, and ``from .. import views`` names the module it imports (notebook.views), not
+    the package it comes from."""
+    package = tmp_path / "bertviz_lab"
+    for folder in ("syntax", "notebook", "figures"):
+        (package / folder).mkdir(parents=True)
+        (package / folder / "__init__.py").write_text("")
+    (package / "notebook" / "views.py").write_text("")
+    (package / "figures" / "base.py").write_text("")
+    (package / "syntax" / "summary.py").write_text(
+        "class S:\n    def figure(self):\n        from ..notebook.views import syntax_figure\n"
+        "        import bertviz_lab.figures.base\n        from ..notebook import views\n")
+    assert imports_of(package / "syntax" / "summary.py", tmp_path) == [
+        ("bertviz_lab.notebook.views", 3), ("bertviz_lab.figures.base", 4), ("bertviz_lab.notebook.views", 5)]
+    flagged = violations(tmp_path)
+    assert [line.split(":")[1] for line in flagged] == ["3", "4", "5"], flagged
+    assert all(line.startswith("bertviz_lab/syntax/summary.py:") for line in flagged)
+
+
+def test_the_package_facade_is_the_top_tier():
+    assert unit_of("bertviz_lab") == "__init__" and TIER["__init__"] == len(TIERS) - 1
 
 
 def test_nothing_below_figures_imports_plotly_or_gradio():

@@ -173,8 +173,9 @@ def test_syntax_uploads_are_capped_and_named(tiny_lab, tmp_path):
 
 
 def test_two_hundred_new_sessions_leave_memory_bounded(default_lab):
-    """Each session's state holds its float32 attention; the server keeps at most Limits.sessions of them
-    (Gradio keeps more, light, session states: cheap events from new visitors evict no analysis)."""
+    """Each session's state holds its float32 attention; the server keeps at most Limits.sessions of them,
+    so 200 visitors who each analyse leave memory bounded (that cheap events evict no analysis is
+    test_public_gate's)."""
     import uuid
 
     from conftest import launch

@@ -101,13 +101,33 @@ def test_flow_equals_networkx_and_is_capped():
         attention_flow(np.ones((1, 60, 60)))
 
 
-def test_layer_matrices_of_each_source(tiny_lab):
+def test_layer_matrix_of_attention_is_the_head_mean(tiny_lab):
     a = tiny_lab.analyze(TEXT)
-    attention = layer_matrices(tiny_lab, a, "attention")
-    np.testing.assert_allclose(attention, a.attention.mean(1), atol=1e-6)
-    norms = layer_matrices(tiny_lab, a, "norm")
-    per_head = with_source(tiny_lab, a, "norm").attention
-    assert norms.shape == attention.shape and np.all(norms <= per_head.sum(1) + 1e-5)  # triangle inequality
+    np.testing.assert_allclose(layer_matrices(tiny_lab, a, "attention"), a.attention.mean(1), atol=1e-6)
+
+
+def test_layer_matrix_of_norm_is_the_norm_of_the_summed_heads(tiny_hf, tiny_lab):
+    """||sum_h alpha_h(i, j) f_h(x_j)|| from transformers' modules: the heads are summed before the norm
+    (Kobayashi et al. 2020), which a mean of per-head norms would not give."""
+    enc, hidden, attentions = hf_layer_internals(tiny_hf, tiny_lab, TEXT)
+    ours = layer_matrices(tiny_lab, tiny_lab.analyze(TEXT), "norm")  # (layers, query, key)
+    cfg = tiny_hf.config
+    heads, d_head, n = cfg.num_attention_heads, cfg.hidden_size // cfg.num_attention_heads, len(enc.ids)
+    for layer, block in enumerate(tiny_hf.bert.encoder.layer):
+        with torch.no_grad():
+            value = block.attention.self.value(hidden[layer][0]).view(n, heads, d_head)  # (tokens, heads, d_head)
+            w_o = block.attention.output.dense.weight
+            f = torch.stack([value[:, h] @ w_o[:, h * d_head:(h + 1) * d_head].T for h in range(heads)])  # (h, j, d)
+            summed = torch.einsum("hij,hjd->ijd", attentions[layer][0], f).norm(dim=-1)  # (query, key)
+        np.testing.assert_allclose(ours[layer], summed.numpy(), rtol=1e-4, atol=1e-6)
+        per_head_mean = with_source(tiny_lab, tiny_lab.analyze(TEXT), "norm").attention[layer].mean(0)
+        assert not np.allclose(ours[layer], per_head_mean, atol=1e-4)
+
+
+def test_layer_matrix_of_norm_residual_is_what_each_head_shows(tiny_lab):
+    a = tiny_lab.analyze(TEXT)
+    shown = with_source(tiny_lab, a, "norm-residual").attention  # (layers, heads, query, key), one matrix per layer
+    np.testing.assert_allclose(layer_matrices(tiny_lab, a, "norm-residual"), shown[:, 0], rtol=1e-5, atol=1e-6)
 
 
 def test_comparisons_in_a_norm_source(sharp_lab):

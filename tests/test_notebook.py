@@ -92,19 +92,25 @@ def test_drop_in_on_bert_gpt2_and_t5_attentions(browser, hf_attentions, tmp_path
     page.close()
 
 
-def test_model_view_and_its_errors(browser, hf_attentions, tmp_path):  # noqa: F811
+def test_model_view_draws_every_layer_and_head(browser, hf_attentions, tmp_path):  # noqa: F811
     tokens = ["[CLS]", "the", "cat", "sat", "[SEP]", "it", "slept", "[SEP]"]
     out = bertviz_lab.model_view(hf_attentions["bert"], tokens, html_action="return")
     page = draw(browser, out, tmp_path, "model")
     page.wait_for_selector(".bvl-nb-figure-0 .main-svg")
     assert "every layer and head" in page.locator(".bvl-nb-figure-0 .gtitle").text_content()
     page.close()
+
+
+@pytest.mark.parametrize("view", ["head_view", "model_view"])
+def test_dropin_views_name_what_is_wrong(hf_attentions, view):
+    tokens = ["[CLS]", "the", "cat", "sat", "[SEP]", "it", "slept", "[SEP]"]
+    view = getattr(bertviz_lab, view)
     with pytest.raises(ValueError, match="tokens"):
-        bertviz_lab.head_view(hf_attentions["bert"], tokens[:-1], html_action="return")
+        view(hf_attentions["bert"], tokens[:-1], html_action="return")
     with pytest.raises(ValueError, match="batch"):
-        bertviz_lab.head_view([np.zeros((2, 4, 3, 3))], ["a", "b", "c"], html_action="return")
+        view([np.zeros((2, 4, 3, 3))], ["a", "b", "c"], html_action="return")
     with pytest.raises(ValueError, match="at least one attention"):
-        bertviz_lab.head_view(html_action="return")
+        view(html_action="return")
 
 
 def test_analysis_figures_and_show(browser, tiny_lab, tmp_path):  # noqa: F811
@@ -124,12 +130,18 @@ def test_analysis_figures_and_show(browser, tiny_lab, tmp_path):  # noqa: F811
     page.close()
 
 
-def test_every_figure_kind_draws_with_its_title(tiny_lab):
+def test_every_figure_kind_is_built_with_its_title(tiny_lab):
     """The fast tier's check of every view (the browser tests draw them too, slowly)."""
     a = tiny_lab.analyze("the cat sat on the [MASK]")
     titles = {kind: bertviz_lab.figure(a, kind, layer=2, head=1).layout.title.text
               for kind in ("single-head", "overview", "head-view", "aggregates", "summary", "predictions")}
     assert titles["single-head"] == "Layer 2, head 1"
-    assert titles["aggregates"].startswith("Raw vs aggregates") and titles["head-view"].startswith("Head view, layer 2")
+    assert titles["head-view"] == "Head view, layer 2 (weights >= 0.05)"
+    assert titles["aggregates"].startswith("Raw vs aggregates (rollout and flow: Abnar & Zuidema 2020")
+    assert titles["overview"].startswith("Model overview: every layer and head")
+    assert titles["summary"].startswith("Per-head statistics for this input")
+    assert titles["predictions"] == "Masked-word predictions"
+    for kind in ("overview", "summary"):  # the figures of all heads name the weights they show
+        assert titles[kind].endswith(f"weights: {a.model}</sup>")
     panels = [n.text for n in bertviz_lab.figure(a, "aggregates", layer=1, head=1).layout.annotations]
     assert "<b>mean of layer 1</b>" in panels and "<b>rollout up to layer 1</b>" in panels

@@ -29,7 +29,16 @@ def test_payload_word_level_and_hidden_specials_match_the_python_view(tiny_lab):
     assert any("word level" in note for note in meta["notes"])
 
 
-def test_eight_bit_codes_above_the_limit_and_their_error():
+def test_payloads_switch_to_eight_bit_codes_above_the_limit():
+    from bertviz_lab.figures.payload import weights_payload
+
+    for n, bits in ((CODE16_MAX_TOKENS, 16), (CODE16_MAX_TOKENS + 1, 8)):
+        weights = np.full((1, 1, n, n), 1.0 / n, dtype=np.float32)  # (layers, heads, query, key)
+        meta, codes = weights_payload(weights, [str(i) for i in range(n)], [0] * n)
+        assert meta["bits"] == bits and len(codes) == n * n * bits // 8
+
+
+def test_eight_bit_codes_err_by_at_most_half_a_step():
     rng = np.random.default_rng(0)
     n = CODE16_MAX_TOKENS + 1
     weights = rng.random((1, 2, n, n)).astype(np.float32)
@@ -74,8 +83,10 @@ def test_dependency_arcs_have_arrowheads_on_the_dependent():
     arrows = [a for a in fig["layout"]["annotations"] if a.get("showarrow")]
     gold = sorted(a["x"] for a in arrows if a["y"] > 0)
     assert gold == [0, 2]  # heads point at their dependents (words 0 and 2), never at the head (1)
-    below = sorted(a["x"] for a in arrows if a["y"] < 0)
-    assert below == [0, 1, 2]  # each word's arrow lands on its most-attended word: bark, loudly, dogs
+    # each word's arrow lands on its most-attended word, coming from the side the attending word is on:
+    # dogs(0)->bark(1) and bark(1)->loudly(2) arrive from the left, loudly(2)->dogs(0) from the right
+    below = sorted((a["x"], int(np.sign(a["ax"] - a["x"]))) for a in arrows if a["y"] < 0)
+    assert below == [(0, 1), (1, -1), (2, -1)]
     for a in arrows:  # each arrow starts on its arc, on the side the arc is drawn
         assert np.sign(a["ay"]) == np.sign(a["y"])
 

@@ -1,9 +1,9 @@
 """Property-based tests (Hypothesis): any text either analyses or gives an InputError; any bytes as
-a CoNLL-U upload either parse or give a line-numbered TreebankError; nothing else escapes."""
+a CoNLL-U upload either parse or give a TreebankError naming the file (and the line, when one line is
+at fault); nothing else escapes."""
 import re
 
-import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, find, given, settings
 from hypothesis import strategies as st
 
 from bertviz_lab import InputError
@@ -37,10 +37,13 @@ LINE = st.one_of(
 )
 
 
+UPLOAD = st.one_of(st.binary(max_size=400),
+                   st.lists(LINE, max_size=12).map(lambda lines: "\n".join(lines).encode("utf-8", "surrogatepass")))
+
+
 @SETTINGS
-@given(data=st.one_of(st.binary(max_size=400),
-                      st.lists(LINE, max_size=12).map(lambda lines: "\n".join(lines).encode("utf-8", "surrogatepass"))))
-def test_any_upload_parses_or_names_the_line(tmp_path, data):
+@given(data=UPLOAD)
+def test_any_upload_parses_or_names_the_file(tmp_path, data):
     path = tmp_path / "upload.conllu"
     path.write_bytes(data)
     try:
@@ -53,8 +56,33 @@ def test_any_upload_parses_or_names_the_line(tmp_path, data):
         assert sentence.heads.count(0) == 1 and len(sentence.words) == len(sentence.heads)
 
 
-def test_the_properties_find_real_inputs(tiny_lab):
-    """The strategies reach both outcomes (a property that only ever sees errors proves nothing)."""
-    assert tiny_lab.analyze("the cat sat").tokens[0] == "[CLS]"
-    with pytest.raises(InputError):
-        tiny_lab.analyze("\ud800")
+def analyses(lab, text: str) -> bool:
+    try:
+        lab.analyze(text, truncate=True)
+    except InputError:
+        return False
+    return True
+
+
+def test_the_text_strategy_reaches_both_outcomes(tiny_lab):
+    """A property that only ever sees errors (or never sees one) proves nothing: Hypothesis finds a text
+    of ANY_TEXT that analyses and one that is refused."""
+    quick = settings(database=None, max_examples=500, deadline=None)
+    assert analyses(tiny_lab, find(ANY_TEXT, lambda t: analyses(tiny_lab, t), settings=quick))
+    assert not analyses(tiny_lab, find(ANY_TEXT, lambda t: not analyses(tiny_lab, t), settings=quick))
+
+
+def parses(tmp_path, data: bytes) -> bool:
+    path = tmp_path / "upload.conllu"
+    path.write_bytes(data)
+    try:
+        return bool(read_conllu(path))
+    except TreebankError:
+        return False
+
+
+def test_the_upload_strategy_reaches_both_outcomes(tmp_path):
+    """The upload strategy yields a file that parses into sentences and one that is refused."""
+    quick = settings(database=None, max_examples=2000, deadline=None)
+    assert parses(tmp_path, find(UPLOAD, lambda d: parses(tmp_path, d), settings=quick))
+    assert not parses(tmp_path, find(UPLOAD, lambda d: not parses(tmp_path, d), settings=quick))

@@ -36,22 +36,41 @@ def public_limits(**changes):
 
 
 # ---- the budget itself ------------------------------------------------------------------------------
-def test_budget_refuses_each_cap_and_nothing_outside_it(tiny_lab):
-    long = " ".join(["cat"] * 30)  # 32 tokens
+LONG = " ".join(["cat"] * 30)  # 32 tokens
+
+
+def test_budget_refuses_an_input_over_the_token_cap(tiny_lab):
     with spending(Budget(tokens=20)), pytest.raises(BudgetExceeded, match="up to 20 tokens per input; this input has 32"):
-        tiny_lab.analyze(long)
+        tiny_lab.analyze(LONG)
+    with spending(Budget(tokens=32)):
+        assert len(tiny_lab.analyze(LONG).tokens) == 32  # at the cap: accepted
+
+
+def test_budget_refuses_an_input_over_the_mask_cap(tiny_lab):
     with spending(Budget(masks=2)), pytest.raises(BudgetExceeded, match="up to 2 masked words per input; .* 3"):
         tiny_lab.analyze("[MASK] the cat [MASK] on the [MASK] mat by the door today")
+    with spending(Budget(masks=2)):
+        assert len(tiny_lab.analyze("[MASK] the cat [MASK] on the mat").mlm) == 2
+
+
+def test_budget_refuses_exactly_the_pass_that_goes_over_the_total(tiny_lab):
     with spending(Budget(token_passes=100)) as spend:
         tiny_lab.analyze(" ".join(["cat"] * 8))  # 10 tokens: 10 token passes
         assert spend.token_passes == 10 and spend.passes == 1
+        tiny_lab.analyze(LONG)  # 10 + 32 = 42
+        tiny_lab.analyze(LONG)  # 74
+        assert spend.token_passes == 74 and spend.passes == 3
         with pytest.raises(BudgetExceeded, match="more model work"):
-            tiny_lab.analyze(long)  # 10 + 32 <= 100 ...
-            tiny_lab.analyze(long)  # ... 74 ...
-            tiny_lab.analyze(long)  # ... 106 > 100: refused
+            tiny_lab.analyze(LONG)  # 106 > 100: refused
+
+
+def test_budget_refuses_work_past_its_time(tiny_lab):
     with spending(Budget(seconds=0)), pytest.raises(BudgetExceeded, match="stopped after 0 s"):
         tiny_lab.analyze("the cat")
-    assert tiny_lab.analyze(long).attention.shape[-1] == 32  # outside a budget nothing is checked
+
+
+def test_outside_a_budget_nothing_is_checked(tiny_lab):
+    assert tiny_lab.analyze(LONG).attention.shape[-1] == 32
 
 
 def test_concurrent_requests_spend_their_own_budgets(tiny_lab):

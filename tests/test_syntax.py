@@ -37,21 +37,22 @@ def test_reader_skips_ranges_and_empty_nodes_and_strips_subtypes(tmp_path):
     assert read_conllu(path, full_relations=True)[0].relations[4] == "obj:x"
 
 
-@pytest.mark.parametrize("bad, where", [
-    (SMALL.replace("4\tobj:x", "x\tobj:x"), ":1:"),  # head not a number -> the sentence's first line
-    (SMALL.replace("1\tI\tI\tPRON\t_\t_\t4\tnsubj\t_\t_", "1\tI\tI\tPRON"), ":3:"),  # too few fields
-    (SMALL.replace("5\tit\tit\tPRON\t_\t_\t4", "5\tit\tit\tPRON\t_\t_\t9"), "invalid head"),
-    (SMALL.replace("4\tknow\tknow\tVERB\t_\t_\t0", "4\tknow\tknow\tVERB\t_\t_\t5"), "root"),
+@pytest.mark.parametrize("bad, line, words", [
+    (SMALL.replace("4\tobj:x", "x\tobj:x"), ":1:", "line 9: HEAD 'x' of word 5"),  # the sentence, then the word's line
+    (SMALL.replace("1\tI\tI\tPRON\t_\t_\t4\tnsubj\t_\t_", "1\tI\tI\tPRON"), ":3:", "field"),  # too few fields
+    (SMALL.replace("5\tit\tit\tPRON\t_\t_\t4", "5\tit\tit\tPRON\t_\t_\t9"), ":1:", "invalid head 9"),
+    (SMALL.replace("4\tknow\tknow\tVERB\t_\t_\t0", "4\tknow\tknow\tVERB\t_\t_\t5"), ":1:", "exactly one root"),
     # one root, but "I" and "it" point at each other: a cycle, not a tree
     (SMALL.replace("1\tI\tI\tPRON\t_\t_\t4", "1\tI\tI\tPRON\t_\t_\t5").replace(
-        "5\tit\tit\tPRON\t_\t_\t4", "5\tit\tit\tPRON\t_\t_\t1"), "form a cycle"),
+        "5\tit\tit\tPRON\t_\t_\t4", "5\tit\tit\tPRON\t_\t_\t1"), ":1:", "form a cycle"),
 ])
-def test_malformed_treebanks_name_file_and_line(tmp_path, bad, where):
+def test_malformed_treebanks_name_file_and_line(tmp_path, bad, line, words):
+    """Each error names the file, the line its sentence starts on, and what is wrong."""
     path = tmp_path / "bad.conllu"
     path.write_text(bad)
     with pytest.raises(TreebankError) as info:
         read_conllu(path)
-    assert str(path) in str(info.value) and where in str(info.value)
+    assert f"{path}{line} " in str(info.value) and words in str(info.value)
 
 
 def test_word_level_attention_of_split_words(tiny_lab):

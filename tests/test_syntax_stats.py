@@ -48,8 +48,8 @@ def test_resampling_is_by_sentence_and_seeded():
 
 def test_held_out_selection_reports_the_chosen_head_on_other_sentences():
     # 20 sentences, one arc each. Head 0 is right on every "select" sentence and wrong elsewhere;
-    # head 1 is right on 60% of all sentences. In sample, head 0 wins (on half the sentences plus
-    # chance); held out, it must be scored on sentences it did not win on.
+    # head 1 is right on 60% of all sentences. In sample, head 1 wins (0.6 against head 0's 0.5);
+    # on the select half head 0 wins, so held out it is scored on the sentences it did not win on.
     select, report = split_sentences(np.arange(20), 0.5, seed=0)
     head0 = np.isin(np.arange(20), select)
     head1 = np.arange(20) % 5 < 3

@@ -161,6 +161,12 @@ def test_the_probe_cli_answers_one_line_for_one_word_sentences(tmp_path, tiny_fo
     assert errors == [f"error: {tiny_folder} x one-word.conllu: nothing to score: the 200 sentences scored have one "
                       "word each, and a head is scored on arcs between two words (leave this treebank out; the "
                       "pairs done so far are kept)"]
+    # the pair scored before the failure is kept complete; nothing half-written is left behind
+    from bertviz_lab.syntax.job import DONE
+
+    done = [folder.name for folder in (tmp_path / "job" / "pairs").iterdir() if (folder / DONE).is_file()]
+    assert len(done) == 1 and "two" in done[0], done
+    assert not list((tmp_path / "job").rglob(".*partial-*"))
 
 
 @pytest.mark.slow
@@ -268,7 +274,7 @@ def test_a_corpus_of_a_few_hundred_lines_trains(tmp_path, tiny_folder):
 
 @pytest.mark.parametrize("text, words", [("", "no line to train on"),
                                          ("\u200b\n\x07\n\u00ad\n", "nothing to mask")])
-def test_a_corpus_with_nothing_to_train_on_is_one_error_line(tmp_path, tiny_folder, text, words):
+def test_a_corpus_with_nothing_to_train_on_raises_a_value_error_that_says_why(tmp_path, tiny_folder, text, words):
     from bertviz_lab.mlm.train import TrainSettings, train
 
     corpus = tmp_path / "corpus"
