@@ -68,7 +68,7 @@ def issue18() -> None:
     try:
         for payload in PAYLOADS:
             for api, args, field in (("analyze", (payload, payload, 5), "message"),
-                                     ("syntax_probe", ("upload", handle_file(str(treebank_with(payload, folder))),
+                                     ("score_heads", ("upload", handle_file(str(treebank_with(payload, folder))),
                                                        False, False), "syntax_message"),
                                      ("syntax_arcs", (0, 3, 9, payload), "syntax_arcs_text")):
                 out, seconds = call(client, api, *args)
@@ -77,11 +77,11 @@ def issue18() -> None:
         print(f"user text echoed unescaped in Markdown outputs: {unescaped} of {len(PAYLOADS) * 3} replies")
 
         big = treebank_with("det", folder, copies=80)  # ~1.8 MB, 45,000 words: refused by the word cap
-        out, seconds = call(client, "syntax_probe", "upload", handle_file(str(big)), False, False)
+        out, seconds = call(client, "score_heads", "upload", handle_file(str(big)), False, False)
         print(f"near-cap upload ({big.stat().st_size / 1e6:.2f} MB): {seconds:.2f} s -> {out['syntax_message'][:90]}")
         capped = treebank_with("det", folder, copies=14)  # ~9,000 words: the most the app scores
-        out, seconds = call(client, "syntax_probe", "upload", handle_file(str(capped)), False, True)
-        longest = max(longest, ("syntax_probe at the word cap, with comparison", seconds), key=lambda x: x[1])
+        out, seconds = call(client, "score_heads", "upload", handle_file(str(capped)), False, True)
+        longest = max(longest, ("score_heads at the word cap, with comparison", seconds), key=lambda x: x[1])
         print(f"largest accepted treebank request ({capped.stat().st_size / 1e6:.2f} MB): {seconds:.1f} s")
 
         text = " ".join(["word"] * 510)
@@ -125,12 +125,12 @@ def over_cap_requests(limits: Limits, folder: Path) -> list[tuple[str, tuple, st
     for what, text in (("tokens", long), ("masks", masks)):
         requests += [("analyze", (text, "", 5), what), ("analyze_submit", (text, "", 5), what),
                      ("attention", (text, "", 5), what),
-                     ("probe", (text, "", 5, "left-only", [], "1-1", 0, 0), what),
+                     ("intervention", (text, "", 5, "left-only", [], "1-1", 0, 0), what),
                      ("directional_sweep", (text, "", []), what), ("ablation_sweep", (text, "", []), what),
                      ("position_controls", (text, "", [], 3), what)]
     requests.append(("patching", (long, long, "the", "a"), "tokens"))
     sets = {"directional_set": ((), ("symmetric",)), "ablation_set": ((), ("zero",)),
-            "probe_set": (("left-only", "1-1", 0, 0, "symmetric", "words", "zero"), ())}
+            "intervention_set": (("left-only", "1-1", 0, 0, "symmetric", "words", "zero"), ())}
     for api, (head, middle) in sets.items():
         requests.append((api, (*head, over, *middle, "heldout", None), "sentences"))
     requests.append(("faithfulness", (limits.faith_sentences + 10,), "sentences"))
@@ -142,14 +142,14 @@ def at_cap_requests(limits: Limits, folder: Path) -> list[tuple[str, tuple]]:
     text = " ".join(["[MASK] word"] * limits.max_masks + ["word"] * (limits.max_tokens - 2 - 2 * limits.max_masks))
     treebank = treebank_with("det", folder, copies=max(1, limits.syntax_words // 600))
     sets = {"directional_set": ((), ("symmetric",)), "ablation_set": ((), ("mean",)),
-            "probe_set": (("shuffle-words", "1-1", 0, 0, "symmetric", "words", "zero"), ())}
-    requests = [("analyze", (text, "", 20)), ("probe", (text, "", 20, "left-only", [], "1-1", 0, 0)),
+            "intervention_set": (("shuffle-words", "1-1", 0, 0, "symmetric", "words", "zero"), ())}
+    requests = [("analyze", (text, "", 20)), ("intervention", (text, "", 20, "left-only", [], "1-1", 0, 0)),
                 ("directional_sweep", (text, "", [])), ("ablation_sweep", (text, "", [], "mean")),
                 ("position_controls", (text, "", [], 3)),
                 ("patching", (text.replace("[MASK]", "word", limits.max_masks - 1),) * 2 + ("the", "a"))]
     requests += [(api, (*head, limits.set_sentences, *middle, "heldout", None)) for api, (head, middle) in sets.items()]
     requests += [("faithfulness", (limits.faith_sentences,)),
-                 ("syntax_probe", ("upload", handle_file(str(treebank)), True, True, "attention")),
+                 ("score_heads", ("upload", handle_file(str(treebank)), True, True, "attention")),
                  ("syntax_arcs", (0, 3, 9, ""))]
     return requests
 
@@ -166,7 +166,7 @@ def pairs_job(folder: Path) -> tuple[int, int, int]:
         (folder / "tb" / language).mkdir(parents=True, exist_ok=True)
         (folder / "tb" / language / "dev.conllu").write_text(SAMPLE_TREEBANK.read_text())
     out = folder / "job"
-    run = subprocess.run([sys.executable, "-m", "bertviz_lab", "probe", "--conllu", str(folder / "tb"), "--out", str(out),
+    run = subprocess.run([sys.executable, "-m", "bertviz_lab", "score-heads", "--conllu", str(folder / "tb"), "--out", str(out),
                           "--model", "minilm-original", "--no-null-model", "--device", "cpu"],
                          capture_output=True, text=True, check=True)
     said = json.loads(run.stdout.strip().splitlines()[-1])["pairs"]
@@ -305,7 +305,7 @@ def issue26(soak_seconds: float) -> None:
         for api, args in at_cap_requests(limits, folder):
             client.session_hash = str(uuid.uuid4())
             if api == "syntax_arcs":
-                call(client, "syntax_probe", "sample", None, True, True, "attention")
+                call(client, "score_heads", "sample", None, True, True, "attention")
             out, seconds = call(client, api, *args)
             print(f"  at the cap: {api:18s} {seconds:5.1f} s  {message_of(out)[:90]}")
             longest = max(longest, (api, seconds), key=lambda x: x[1])

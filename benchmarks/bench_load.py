@@ -153,7 +153,7 @@ def kill_and_restart(port: int) -> None:
     url = f"http://127.0.0.1:{port}/"
     client = Client(url, verbose=False)
     worker = threading.Thread(target=lambda: _ignore(lambda: client.predict("sample", None, False, False,
-                                                                             api_name="/syntax_probe")))
+                                                                             api_name="/score_heads")))
     worker.start()
     time.sleep(1.0)
     server.kill()  # SIGKILL mid-request

@@ -82,7 +82,7 @@ def test_directional_probe_and_sweep_through_the_api(sharp_app, sharp_lab):
 
     client = gradio_client.Client(sharp_app, verbose=False)
     text = "the big cat [MASK] on the red mat"
-    out = call(client, "probe", text, "", 5, "left-only", [], "1-1", 0, 0)
+    out = call(client, "intervention", text, "", 5, "left-only", [], "1-1", 0, 0)
     message, table = out["probe_message"], out["probe_changes"]
     expected = compare(sharp_lab, text, make_intervention("left-only"))
     assert f"{float(expected.js.mean()):.4f}" in message
@@ -102,7 +102,7 @@ def test_positional_probe_and_position_inspector_through_the_api(sharp_app, shar
 
     client = gradio_client.Client(sharp_app, verbose=False)
     text = "the big cat [MASK] on the red mat"
-    out = call(client, "probe", text, "", 5, "shift-positions", [], "1-1", 7, 0)
+    out = call(client, "intervention", text, "", 5, "shift-positions", [], "1-1", 7, 0)
     expected = compare(sharp_lab, text, make_intervention("shift-positions", shift=7))
     message = out["probe_message"]
     assert "shift-positions by 7" in message and f"{float(expected.js.mean()):.4f}" in message
@@ -112,17 +112,17 @@ def test_positional_probe_and_position_inspector_through_the_api(sharp_app, shar
     assert "first 12 positions" in positions["probe_message"]
     traces = json.loads(positions["positions_plot"]["plot"])["data"]
     assert len(traces) == 2 and traces[0]["z"]["shape"] == "12, 12"
-    bad = call(client, "probe", text, "", 5, "shift-positions", [], "1-1", 500, 0)["probe_message"]
+    bad = call(client, "intervention", text, "", 5, "shift-positions", [], "1-1", 500, 0)["probe_message"]
     assert bad.startswith("⚠️") and "shift" in bad
 
 
-def test_syntax_probe_and_sentence_arcs_through_the_api(sharp_app, sharp_lab, tmp_path):
+def test_score_heads_and_sentence_arcs_through_the_api(sharp_app, sharp_lab, tmp_path):
     from bertviz_lab.syntax.scoring import score_treebank
     from bertviz_lab.syntax.summary import Settings, summarise
     from bertviz_lab.treebank import SAMPLE_TREEBANK, read_conllu
 
     client = gradio_client.Client(sharp_app, verbose=False)
-    out = call(client, "syntax_probe", "sample", None, False, False)
+    out = call(client, "score_heads", "sample", None, False, False)
     sentences = read_conllu(SAMPLE_TREEBANK)
     assert f"Scored {len(sentences)} sentences" in out["syntax_message"]
     assert sharp_lab.checkpoint_info().sha256[:12] in out["syntax_weights"]  # the table names its weights
@@ -137,7 +137,7 @@ def test_syntax_probe_and_sentence_arcs_through_the_api(sharp_app, sharp_lab, tm
     # an uploaded file that is not CoNLL-U gives a message, not a crash
     bad = tmp_path / "bad.conllu"
     bad.write_text("this is not a treebank\n")
-    message = call(client, "syntax_probe", "upload", gradio_client.handle_file(str(bad)), False, False)["syntax_message"]
+    message = call(client, "score_heads", "upload", gradio_client.handle_file(str(bad)), False, False)["syntax_message"]
     assert message.startswith("⚠️") and "bad.conllu:1:" in message
 
 
@@ -190,7 +190,7 @@ def test_probe_tab_controls_sets_and_patching(sharp_app, sharp_lab):
     patched = call(client, "patching", text, "the big dog [MASK] on the red mat", "the", "mat")
     expected = patching_sweep(sharp_lab, text, "the big dog [MASK] on the red mat", "the", "mat")
     assert f"target {expected.baseline:+.2f}, source {expected.source:+.2f}" in patched["probe_message"]
-    ablation = call(client, "probe", text, "", 5, "ablate-heads", [], "1-1", 0, 0, "symmetric", "words", "mean")
+    ablation = call(client, "intervention", text, "", 5, "ablate-heads", [], "1-1", 0, 0, "symmetric", "words", "mean")
     assert "ablate-heads heads 1-1 (mean)" in ablation["probe_message"]
 
 
@@ -206,7 +206,7 @@ def test_sets_through_the_api(sharp_app, sharp_lab, tmp_path):
     rows = {row[0]: row for row in out["set_table"]["data"]}
     assert set(rows) == {"both", "left-only", "right-only", "left-only-control", "right-only-control"}
     assert rows["both"][-1] == 3  # n: every uploaded sentence
-    out = call(client, "probe_set", "sinusoidal-positions", "1-1", 0, 0, "symmetric", "words", "zero", 20, "sample",
+    out = call(client, "intervention_set", "sinusoidal-positions", "1-1", 0, 0, "symmetric", "words", "zero", 20, "sample",
                None)
     expected = compare_set(sharp_lab, sentence_texts(), make_intervention("sinusoidal-positions"), max_sentences=20)
     table = {row[0]: row for row in out["set_table"]["data"]}

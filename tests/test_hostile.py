@@ -53,7 +53,7 @@ def test_cli_answers_one_line_never_a_traceback(case, tmp_path, tiny_folder):
     if case == "long-model":
         assert_user_error(cli("analyze", "the cat", "--model", "m" * 300, "--device", "cpu"), "not a valid hub id")
     elif case == "max-length-1":
-        run = cli("probe", "--out", str(tmp_path / "o"), "--max-length", "1", "--no-null-model", "--device", "cpu")
+        run = cli("score-heads", "--out", str(tmp_path / "o"), "--max-length", "1", "--no-null-model", "--device", "cpu")
         assert_user_error(run, "no sentence could be scored")
     elif case == "pickle":
         folder = tmp_path / "evil"
@@ -79,7 +79,7 @@ def test_cli_answers_one_line_never_a_traceback(case, tmp_path, tiny_folder):
     elif case == "unwritable-out":
         blocker = tmp_path / "a-file"
         blocker.write_text("not a folder")
-        run = cli("probe", "--out", str(blocker / "out"), "--device", "cpu")
+        run = cli("score-heads", "--out", str(blocker / "out"), "--device", "cpu")
         assert_user_error(run, "cannot read or write")
         assert not list(tmp_path.rglob("*.tmp"))
 
@@ -128,7 +128,7 @@ def test_api_errors_say_what_to_change(tiny_app):
     with pytest.raises(Exception) as info:
         client.predict("the cat", "", "abc", api_name="/analyze")
     assert "Expected a `float`" in str(info.value)  # Gradio's own message, shown (show_error)
-    out = call(client, "probe", "the cat sat", "", 5, "shuffle-words", [], "1-1", 0, -1)
+    out = call(client, "intervention", "the cat sat", "", 5, "shuffle-words", [], "1-1", 0, -1)
     assert "seed must be a whole number" in out["probe_message"]
     with pytest.raises(Exception, match="less than minimum value 1"):
         client.predict("the cat", "", 0, api_name="/analyze")
@@ -155,18 +155,18 @@ def test_syntax_uploads_are_capped_and_named(tiny_lab, tmp_path):
     demo = build_demo(tiny_lab, limits=Limits(syntax_words=50))
     url = launch(demo)
     try:
-        syntax = next(fn for fn in demo.fns.values() if fn.api_name == "syntax_probe")
+        syntax = next(fn for fn in demo.fns.values() if fn.api_name == "score_heads")
         assert syntax.concurrency_limit == 1 and syntax.concurrency_id == "syntax"  # one treebank at a time
         client = gradio_client.Client(url, verbose=False)
         big = tmp_path / "big.conllu"
         big.write_text((ROOT / "assets" / "sample_treebank.conllu").read_text())
-        message = call(client, "syntax_probe", "upload", gradio_client.handle_file(str(big)), False, False)
+        message = call(client, "score_heads", "upload", gradio_client.handle_file(str(big)), False, False)
         assert "big.conllu has" in message["syntax_message"] and "up to 50" in message["syntax_message"]
         assert "/tmp/gradio" not in message["syntax_message"]
         huge = tmp_path / "huge.conllu"
         huge.write_bytes(b"#" * 2_500_000)  # over the upload limit: Gradio refuses it before it lands
         with pytest.raises(Exception, match="(?i)size|large|limit"):
-            call(client, "syntax_probe", "upload", gradio_client.handle_file(str(huge)), False, False)
+            call(client, "score_heads", "upload", gradio_client.handle_file(str(huge)), False, False)
         assert demo._queue.max_size == 64  # a bounded queue: more waiting events get "busy"
     finally:
         demo.close()

@@ -124,7 +124,7 @@ def over_masks(n: int) -> str:
 ENDPOINTS = {
     "analyze": lambda t: (t, "", 5),
     "analyze_submit": lambda t: (t, "", 5),
-    "probe": lambda t: (t, "", 5, "left-only", [], "1-1", 0, 0),
+    "intervention": lambda t: (t, "", 5, "left-only", [], "1-1", 0, 0),
     "directional_sweep": lambda t: (t, "", []),
     "ablation_sweep": lambda t: (t, "", []),
     "position_controls": lambda t: (t, "", [], 3),
@@ -153,11 +153,11 @@ def test_every_model_endpoint_refuses_over_cap_text(public_app, api):
         assert f"up to {CAP_MASKS} masked words" in refusal(client, api, build(over_masks(1)))
 
 
-@pytest.mark.parametrize("api", ["directional_set", "ablation_set", "probe_set", "faithfulness"])
+@pytest.mark.parametrize("api", ["directional_set", "ablation_set", "intervention_set", "faithfulness"])
 def test_sentence_sets_are_capped_in_size_and_in_line_length(public_app, api, tmp_path):
     url, _ = public_app
     client = gradio_client.Client(url, verbose=False)
-    head = {"probe_set": ("left-only", "1-1", 0, 0, "symmetric", "words", "zero")}.get(api, ())
+    head = {"intervention_set": ("left-only", "1-1", 0, 0, "symmetric", "words", "zero")}.get(api, ())
     with pytest.raises(Exception, match=f"greater than maximum value {CAP_SENTENCES}"):  # the slider's own check
         call(client, api, *head, CAP_SENTENCES + 1)  # (in the page the slider stops at the cap)
     if api == "faithfulness":

@@ -184,7 +184,7 @@ def test_sample_treebank_is_large_and_well_formed():
 
 def test_cli_scores_published_weights_with_intervals(tmp_path, minilm_lab):
     out = tmp_path / "probe"
-    run = subprocess.run([sys.executable, "-m", "bertviz_lab", "probe", "--out", str(out), "--device", "cpu",
+    run = subprocess.run([sys.executable, "-m", "bertviz_lab", "score-heads", "--out", str(out), "--device", "cpu",
                           "--batch-size", "16", "--resamples", "200", "--min-arcs", "20"], capture_output=True,
                          text=True, cwd=ROOT, timeout=300)
     assert run.returncode == 0, run.stderr
@@ -221,7 +221,7 @@ def test_cli_malformed_file_writes_nothing(tmp_path):
     bad = tmp_path / "bad.conllu"
     bad.write_text(SMALL.replace("4\tobj:x", "x\tobj:x"))
     out = tmp_path / "out"
-    run = subprocess.run([sys.executable, "-m", "bertviz_lab", "probe", "--conllu", str(bad), "--out", str(out)],
+    run = subprocess.run([sys.executable, "-m", "bertviz_lab", "score-heads", "--conllu", str(bad), "--out", str(out)],
                          capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert run.returncode == 2 and f"{bad}:1:" in run.stderr and "Traceback" not in run.stderr
     assert not out.exists()
@@ -229,7 +229,7 @@ def test_cli_malformed_file_writes_nothing(tmp_path):
 
 def test_cli_compares_two_checkpoints_on_the_same_sentences(tmp_path, default_lab, minilm_lab):
     out = tmp_path / "compare"
-    run = subprocess.run([sys.executable, "-m", "bertviz_lab", "probe", "--out", str(out), "--device", "cpu",
+    run = subprocess.run([sys.executable, "-m", "bertviz_lab", "score-heads", "--out", str(out), "--device", "cpu",
                           "--max-sentences", "30", "--resamples", "50", "--min-arcs", "10", "--no-null-model",
                           "--compare-model", "default"], capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert run.returncode == 0, run.stderr

@@ -21,7 +21,7 @@ def split_treebank(folder):
 
 
 def run(capsys, *args):
-    code = main(["probe", "--device", "cpu", "--resamples", "50", "--min-arcs", "5", "--no-null-model", *args])
+    code = main(["score-heads", "--device", "cpu", "--resamples", "50", "--min-arcs", "5", "--no-null-model", *args])
     out = capsys.readouterr()
     assert code == 0, out.err
     return json.loads(out.out.strip().splitlines()[-1]), out.err
@@ -110,7 +110,7 @@ def test_ray_engine_gives_the_local_counts_for_the_model_and_its_null_model(tmp_
         # start once), and the driver runs no model
         monkeypatch.setattr(job_module, "score_treebank", lambda *a, **k: local_runs.append(1) or original(*a, **k))
         monkeypatch.setattr(ray_engine, "score_treebanks_ray", lambda *a, **k: ray_jobs.append(1) or original_ray(*a, **k))
-        code = main(["probe", "--device", "cpu", "--resamples", "50", "--min-arcs", "5", "--conllu",
+        code = main(["score-heads", "--device", "cpu", "--resamples", "50", "--min-arcs", "5", "--conllu",
                      str(treebanks), "--model", sharp_lab.source, "--engine", "ray", "--out", str(tmp_path / "ray")])
     finally:
         monkeypatch.undo()
@@ -163,7 +163,7 @@ def test_gpu_workers_never_outnumber_the_gpus_and_workers_load_the_driver_dtype(
 
 def test_a_treebank_with_no_scorable_sentence_stops_the_job_with_a_reason(tmp_path, tiny_lab, capsys):
     treebanks = split_treebank(tmp_path / "ud")
-    code = main(["probe", "--device", "cpu", "--no-null-model", "--max-length", "3", "--conllu", str(treebanks),
+    code = main(["score-heads", "--device", "cpu", "--no-null-model", "--max-length", "3", "--conllu", str(treebanks),
                  "--model", tiny_lab.source, "--out", str(tmp_path / "job")])
     err = capsys.readouterr().err
     assert code == 2, err

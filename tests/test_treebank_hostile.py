@@ -39,7 +39,7 @@ def with_form(sentence: Sentence, index: int, form: str) -> Sentence:
 
 
 def probe(capsys, *args) -> tuple[int, str, str]:
-    code = main(["probe", "--device", "cpu", "--resamples", "30", "--min-arcs", "5", "--no-null-model", *args])
+    code = main(["score-heads", "--device", "cpu", "--resamples", "30", "--min-arcs", "5", "--no-null-model", *args])
     out = capsys.readouterr()
     return code, out.out, out.err
 
@@ -173,7 +173,7 @@ def test_the_probe_cli_answers_one_line_for_one_word_sentences(tmp_path, tiny_fo
 def test_five_thousand_one_word_sentences_through_python_m(tmp_path, tiny_folder):
     path = tmp_path / "one-word.conllu"
     path.write_text("".join(conllu(["cat"], f"s{i}") for i in range(5000)), encoding="utf-8")
-    run = subprocess.run([sys.executable, "-m", "bertviz_lab", "probe", "--conllu", str(path), "--model",
+    run = subprocess.run([sys.executable, "-m", "bertviz_lab", "score-heads", "--conllu", str(path), "--model",
                           str(tiny_folder), "--device", "cpu", "--out", str(tmp_path / "o")],
                          capture_output=True, cwd=ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1"}, timeout=240)
     err = run.stderr.decode("utf-8", "replace")

@@ -229,7 +229,7 @@ def position_controls(lab: Lab, text: str, pair: str | None = None, mask_positio
         c = compare(lab, text, make_intervention(kind, shift=shift, seed=seed), pair=pair,
                     mask_positions=mask_positions)
         change = float(np.mean([x.change for x in c.changes])) if c.changes else float("nan")
-        rows.append({"probe": c.intervention.describe(), "mean JS (nats)": float(c.js.mean()),
+        rows.append({"intervention": c.intervention.describe(), "mean JS (nats)": float(c.js.mean()),
                      "change in P(top-1)": change})
     return rows
 
