@@ -17,7 +17,7 @@ from .bert import CheckpointError, DeviceError
 from .bert.norms import SOURCES
 from .interventions import KINDS, InterventionError, make_intervention
 from .lab import InputError, InputTooLong, Lab, load
-from .treebank import TreebankError
+from .treebank import TreebankError, sentence_texts
 
 USER_ERRORS = (InputError, CheckpointError, DeviceError, FileNotFoundError, InterventionError, TreebankError)
 
@@ -142,23 +142,28 @@ def wants_set(args: argparse.Namespace) -> bool:
 
 def add_ablation_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ablation", choices=("zero", "mean", "resample"), default="zero",
-                   help="replace a head's output by zeros, its mean over --reference-file, or its output on "
-                        "--resample-text")
+                   help="replace a head's output by zeros, its mean over --reference-file, or its output on a "
+                        "sentence drawn (seeded by --seed) from --reference-file, position by position")
     p.add_argument("--reference-file", type=Path, default=None,
-                   help="mean ablation: lines to average head outputs over (default: the sample treebank)")
-    p.add_argument("--resample-text", default=None, help="resample ablation: the other input")
+                   help="mean and resample ablation: lines to average over or draw from (default: the sample "
+                        "treebank's sentences)")
+    p.add_argument("--resample-text", default=None,
+                   help="resample ablation from this one input (it needs at least as many tokens as the input)")
 
 
 def ablation_reference(lab: Lab, args: argparse.Namespace):
     """The reference head outputs an ablation mode needs (None for zero ablation)."""
-    from .interventions.sweeps import head_outputs, mean_head_outputs, sample_mean_outputs
+    from .interventions.resample import ResamplePool
+    from .interventions.sweeps import mean_head_outputs, sample_mean_outputs
 
     if args.ablation == "zero":
         return None
     if args.ablation == "resample":
-        if not args.resample_text:
-            raise InputError("resample ablation needs --resample-text (the input whose head outputs replace them)")
-        return head_outputs(lab, lab.encode(args.resample_text, truncate=True))
+        if args.resample_text:
+            return ResamplePool(lab, [args.resample_text], seed=args.seed)
+        lines = args.reference_file.read_text(encoding="utf-8").splitlines() if args.reference_file \
+            else sentence_texts()
+        return ResamplePool(lab, lines, seed=args.seed)
     if args.reference_file:
         return mean_head_outputs(lab, args.reference_file.read_text(encoding="utf-8").splitlines())
     return sample_mean_outputs(lab)
@@ -212,7 +217,7 @@ def add_sweep(sub: argparse._SubParsersAction) -> None:
 def set_lines(args: argparse.Namespace) -> list[str]:
     """The sentences of a set: --text-file (one per line), --conllu (its sentences' text), or the sample treebank."""
     from .sentences import read_lines
-    from .treebank import SAMPLE_TREEBANK, sentence_texts
+    from .treebank import SAMPLE_TREEBANK
 
     return read_lines(args.text_file) if args.text_file is not None else sentence_texts(args.conllu or SAMPLE_TREEBANK)
 

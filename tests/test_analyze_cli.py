@@ -128,3 +128,15 @@ def test_compare_over_a_conllu_set_and_patch_pairs(tmp_path, tiny_folder):
     bad.write_text("only | three | fields\n")
     run = cli("patch", "--pairs-file", str(bad), "--model", str(tiny_folder))
     assert run.returncode == 2 and "expected 4 fields" in run.stderr
+
+
+def test_resample_ablation_over_a_set_draws_from_the_sample_treebank(tiny_folder, capsys):
+    """No --resample-text: each sentence's ablation draws a long-enough sample-treebank sentence."""
+    from bertviz_lab.cli import main
+
+    code = main(["sweep", "--kind", "ablation", "--ablation", "resample", "--sample", "--max-sentences", "4",
+                 "--model", str(tiny_folder), "--device", "cpu", "--json"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    result = json.loads(out.out.strip().splitlines()[-1])
+    assert result["ablation"] == "resample" and result["drop_in_log_probability"]["n"] == 4

@@ -354,3 +354,65 @@ def test_most_important_head_is_chosen_on_one_half_and_measured_on_the_other():
     assert float(best.effect.mean) == 0.0 and float(best.effect.ci_low) == float(best.effect.ci_high) == 0.0
     assert best.to_json()["head"] == "1-1"
     assert heldout_best_head(values[:1]) is None
+
+
+
+def test_resample_draws_an_aligned_sentence_at_least_as_long(sharp_lab):
+    """Hand-counted: the input "the cat sat" is 5 tokens ([CLS] the cat sat [SEP]). Of the pool, "a dog"
+    (4 tokens) is too short and the input itself is never drawn, so every draw comes from the 9-token
+    sentence: positions 0-3 from its positions 0-3 and the input's [SEP] (4) from its [SEP] (8). The old
+    reading wrapped a shorter sentence (position i -> i mod its length)."""
+    from bertviz_lab.interventions.resample import ResamplePool
+    from bertviz_lab.interventions.sweeps import head_outputs
+
+    long = "the big dog sat on the mat"
+    pool = ResamplePool(sharp_lab, ["a dog", "the cat sat", long], seed=1)
+    enc = sharp_lab.encode("the cat sat")
+    assert len(enc.ids) == 5 and len(sharp_lab.encode(long).ids) == 9
+    source = head_outputs(sharp_lab, sharp_lab.encode(long))  # (layers, heads, 9, d_head)
+    for draw in range(4):
+        assert pool.text_of(enc.ids, draw) == long
+        torch.testing.assert_close(pool.draw(enc.ids, draw), source[:, :, [0, 1, 2, 3, 8]])
+
+
+def test_resample_without_a_long_enough_sentence_is_refused(sharp_lab):
+    from bertviz_lab import InputError
+    from bertviz_lab.interventions.resample import ResamplePool
+
+    pool = ResamplePool(sharp_lab, ["a dog", "one two"])
+    with pytest.raises(InputError, match="at least 5 tokens.*longest in the pool has 4"):
+        pool.draw(sharp_lab.encode("the cat sat").ids)
+
+
+def test_replacement_outputs_never_wrap():
+    from bertviz_lab.interventions.edits import replacement_context
+
+    with pytest.raises(ValueError, match="nothing wraps"):
+        replacement_context(torch.zeros(2, 4, 3), 5)  # (heads, positions, d_head) for a 5-token input
+    assert replacement_context(torch.zeros(2, 3), 5).shape == (2, 5, 3)  # a mean output: every position
+
+
+def test_resample_ablation_of_one_head_equals_patching_in_the_drawn_outputs(sharp_lab):
+    from bertviz_lab.interventions.resample import ResamplePool
+
+    enc = sharp_lab.encode(TEXT)
+    pool = ResamplePool(sharp_lab, ["the big dog sat on the red mat and then it slept well",
+                                    "a small bird flew over the old house and sang a song"], seed=0)
+    drawn = pool.draw(enc.ids)  # (layers, heads, n, d_head)
+    via_pool = compare(sharp_lab, TEXT, make_intervention("ablate-heads", heads=[(0, 2)], mode="resample",
+                                                          reference=pool))
+    via_tensor = compare(sharp_lab, TEXT, make_intervention("ablate-heads", heads=[(0, 2)], mode="resample",
+                                                            reference=drawn))
+    np.testing.assert_allclose(via_pool.intervened.attention, via_tensor.intervened.attention, atol=1e-6)
+    assert float(via_pool.js[1].max()) > 0  # layer 2 sees layer 1 head 3 output replaced
+
+
+def test_an_ablation_set_draws_again_for_each_sentence(sharp_lab):
+    from bertviz_lab.interventions.resample import ResamplePool, reference_for
+
+    pool = ResamplePool(sharp_lab, [f"sentence number {w} is long enough for the inputs here" for w in
+                                    ("one", "two", "three", "four", "five", "six")], seed=3)
+    enc = sharp_lab.encode("the cat sat on the mat")
+    texts = {pool.text_of(enc.ids, draw) for draw in range(6)}
+    assert len(texts) > 1  # seeded draws per sentence, not one fixed other input
+    torch.testing.assert_close(reference_for(pool, enc, draw=2), pool.draw(enc.ids, 2))

@@ -22,6 +22,7 @@ from ..interventions import (
     position_similarity,
 )
 from ..interventions.faithfulness import faithfulness
+from ..interventions.resample import ResamplePool
 from ..interventions.sets import ablation_set, compare_set, directional_set, effects_table
 from ..interventions.sweeps import patching_sweep, position_controls, sample_mean_outputs
 from ..lab import InputError, Lab
@@ -51,12 +52,13 @@ class InterventionHandlers:
         return text, pair or None
 
     def reference(self, lab: Lab, ablation: str):
-        """Mean head outputs over the sample treebank for mean ablation (once per model), else None."""
-        if ablation != "mean":
+        """Mean head outputs over the sample treebank for mean ablation, a pool of its sentences for
+        resample ablation (each made once per model), else None."""
+        if ablation not in ("mean", "resample"):
             return None
-        key = (lab.source, str(lab.device))
+        key = (lab.source, str(lab.device), ablation)
         if key not in self.references:
-            self.references[key] = sample_mean_outputs(lab)
+            self.references[key] = sample_mean_outputs(lab) if ablation == "mean" else ResamplePool(lab, sentence_texts())
         return self.references[key]
 
     def run_intervention(self, text: str, pair: str, top_k: float, kind: str, picked: list[int], heads: str,

@@ -128,8 +128,9 @@ def build_interventions_tab(ui: SimpleNamespace, lab: Lab, limits: Limits) -> No
             ui.probe_unit = gr.Radio(["words", "tokens"], value="words", label="Shuffle unit",
                                      info="shuffling tokens with positions kept = shuffling positions: "
                                           "self-attention is permutation-equivariant")
-            ui.probe_ablation = gr.Radio(["zero", "mean"], value="zero", label="Ablation",
-                                         info="mean: the head's mean output over the sample treebank")
+            ui.probe_ablation = gr.Radio(["zero", "mean", "resample"], value="zero", label="Ablation",
+                                         info="mean: the head's mean output over the sample treebank; resample: "
+                                              "its output on a sample sentence at least as long, position by position")
         with gr.Row():
             ui.probe_btn = gr.Button("Run the intervention", variant="primary", elem_id="probe-btn")
             ui.direction_btn = gr.Button("Directional sweep over masked positions", elem_id="direction-btn")

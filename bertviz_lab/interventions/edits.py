@@ -79,11 +79,14 @@ def hidden_keys_bias(n: int, positions: Sequence[int]) -> torch.Tensor:
 
 def replacement_context(reference: torch.Tensor, n_positions: int) -> torch.Tensor:
     """The head outputs that replace a layer's real ones, (heads, positions, d_head): a mean output
-    (heads, d_head) at every position, or another input's outputs (heads, positions', d_head), position
-    i taking that input's position i mod its length."""
+    (heads, d_head) at every position, or another input's outputs aligned to this one's positions
+    (heads, positions, d_head; see resample.ResamplePool). Positions never wrap."""
     if reference.dim() == 2:
         return reference[:, None, :].expand(-1, n_positions, -1)
-    return reference[:, torch.arange(n_positions) % reference.shape[1]]
+    if reference.shape[1] != n_positions:
+        raise ValueError(f"replacement outputs cover {reference.shape[1]} positions but the input has {n_positions}; "
+                         "they must be aligned to its positions (nothing wraps)")
+    return reference
 
 
 def ablate_heads_edit(heads_of_layer: Sequence[int], reference: torch.Tensor | None = None) -> Edit:

@@ -30,6 +30,7 @@ from .edits import (
     scaled_sinusoidal,
     zero_edit,
 )
+from .resample import ResamplePool
 
 
 class InterventionError(ValueError):
@@ -235,14 +236,15 @@ ABLATIONS = ("zero", "mean", "resample")
 @dataclass
 class AblateHeads(Intervention):
     """Replace chosen heads' outputs: by zeros, by their mean output over a reference set
-    (``reference`` (layers, heads, d_head)), or by their output on another input (``reference``
-    (layers, heads, positions, d_head); position i takes the other input's position i mod its length)."""
+    (``reference`` (layers, heads, d_head)), or by their output on another input: ``reference``
+    (layers, heads, positions, d_head) aligned to this input, or a ``ResamplePool`` that draws one
+    (resample ablation; positions never wrap)."""
 
     kind: ClassVar[str] = "ablate-heads"
     label: ClassVar[str] = "Ablate heads (zero, mean or resampled output)"
     heads: list[tuple[int, int]] = field(default_factory=list)  # 0-based (layer, head)
     mode: str = "zero"
-    reference: torch.Tensor | None = None
+    reference: torch.Tensor | ResamplePool | None = None
 
     def describe(self) -> str:
         return f"{self.kind} heads " + ", ".join(head_name(layer, head) for layer, head in self.heads) + \
@@ -269,7 +271,10 @@ class AblateHeads(Intervention):
         by_layer: dict[int, list[int]] = {}
         for layer, head in self.heads:
             by_layer.setdefault(layer, []).append(head)
-        reference = (lambda layer: None) if self.mode == "zero" else (lambda layer: self.reference[layer])
+        outputs = self.reference
+        if isinstance(outputs, ResamplePool):
+            outputs = outputs.draw([outputs.lab.tokenizer.token_to_id(t) for t in tokens])  # (layers, heads, n, d_head)
+        reference = (lambda layer: None) if self.mode == "zero" else (lambda layer: outputs[layer])
         return InterventionInputs(edits={layer_hook(layer, "context"): ablate_heads_edit(heads, reference(layer))
                                          for layer, heads in by_layer.items()})
 

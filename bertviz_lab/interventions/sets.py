@@ -13,6 +13,7 @@ from ..conclusions import verdict
 from ..lab import InputError, Lab
 from ..naming import head_name
 from ..sentences import masked_items
+from .resample import ResamplePool, reference_for
 from .sweeps import CONDITIONS, ablation_drops, condition_bias
 
 Progress = Callable[[int, int], None]
@@ -171,14 +172,14 @@ class AblationSet:
                 "most_important_head": self.most_important.to_json() if self.most_important else None}
 
 
-def ablation_set(lab: Lab, lines: Sequence[str], reference: torch.Tensor | None = None, seed: int = 0,
+def ablation_set(lab: Lab, lines: Sequence[str], reference: torch.Tensor | ResamplePool | None = None, seed: int = 0,
                  max_sentences: int | None = 200, resamples: int = 1000,
                  progress: Progress | None = None) -> AblationSet:
     """Drop in log P(gold) per head when it alone is ablated, over sentences with one masked word each."""
     items = items_of(lab, lines, seed, max_sentences)
     drops = np.empty((len(items), lab.n_layers, lab.n_heads))
     for row, (enc, position, gold) in enumerate(items):
-        drops[row] = ablation_drops(lab, enc, [position], [gold], reference)
+        drops[row] = ablation_drops(lab, enc, [position], [gold], reference_for(reference, enc, draw=row))
         if progress is not None:
             progress(row + 1, len(items))
     return AblationSet(mean_interval(drops, resamples, seed), heldout_best_head(drops, resamples, seed))

@@ -16,6 +16,7 @@ from ..treebank import sentence_texts
 from .compare import compare, probability_of
 from .edits import batched_ablation_edits, learned_positions, scaled_sinusoidal
 from .kinds import InterventionError, make_intervention
+from .resample import ResamplePool, reference_for
 
 Progress = Callable[[float, str], None]
 
@@ -148,7 +149,7 @@ class HeadImportance:
 
 def ablation_sweep(lab: Lab, text: str, pair: str | None = None, mask_positions: Sequence[int] = (),
                    batched: bool = True, chunk: int = 72, progress: Progress | None = None,
-                   reference: torch.Tensor | None = None) -> HeadImportance:
+                   reference: torch.Tensor | ResamplePool | None = None) -> HeadImportance:
     """Drop in log-probability of the gold word (when the user masked known words; else of the
     baseline's top-1; see ``scored_tokens``), mean over masked positions, when each head alone is
     zeroed — or replaced by ``reference`` outputs (mean or resample ablation): (layers, heads).
@@ -160,7 +161,8 @@ def ablation_sweep(lab: Lab, text: str, pair: str | None = None, mask_positions:
         raise InputError("mask at least one token (type [MASK] or pick tokens) to run the ablation sweep")
     targets, scored = scored_tokens(lab, base)
     enc = Encoded(base.tokens, base.token_ids, base.segment_ids, base.word_ids, base.offsets, len(base.tokens))
-    drops = ablation_drops(lab, enc, [p.position for p in base.mlm], targets, reference, batched, chunk, progress)
+    drops = ablation_drops(lab, enc, [p.position for p in base.mlm], targets, reference_for(reference, enc), batched,
+                           chunk, progress)
     return HeadImportance(drops, scored)
 
 
