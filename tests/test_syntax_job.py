@@ -104,14 +104,15 @@ def test_ray_engine_gives_the_local_counts_for_the_model_and_its_null_model(tmp_
     local_runs, ray_jobs = [], []
     original, original_ray = job_module.score_treebank, ray_engine.score_treebanks_ray
     try:
-        [(_, remote, remote_null)] = list(score_treebanks_ray(sharp_lab, [sentences], batch_size=8, workers=2,
-                                                               null_seed=3))
+        [(_, remote, remote_nulls)] = list(score_treebanks_ray(sharp_lab, [sentences], batch_size=8, workers=2,
+                                                                null_seeds=[3, 4]))
         # the whole probe job over two treebanks, null model included: one Ray job (the workers
         # start once), and the driver runs no model
         monkeypatch.setattr(job_module, "score_treebank", lambda *a, **k: local_runs.append(1) or original(*a, **k))
         monkeypatch.setattr(ray_engine, "score_treebanks_ray", lambda *a, **k: ray_jobs.append(1) or original_ray(*a, **k))
         code = main(["score-heads", "--device", "cpu", "--resamples", "50", "--min-arcs", "5", "--conllu",
-                     str(treebanks), "--model", sharp_lab.source, "--engine", "ray", "--out", str(tmp_path / "ray")])
+                     str(treebanks), "--model", sharp_lab.source, "--engine", "ray", "--null-seeds", "2",
+                     "--out", str(tmp_path / "ray")])
     finally:
         monkeypatch.undo()
         ray.shutdown()
@@ -119,14 +120,16 @@ def test_ray_engine_gives_the_local_counts_for_the_model_and_its_null_model(tmp_
     assert context.enable_progress_bars is True and "enable_progress_bars" in QUIET
     assert capsys.readouterr().err.count("sentences scored") == 2
     local_job = job_module.Job([sharp_lab.source], sorted(treebanks.iterdir()), tmp_path / "local",
-                               Settings(resamples=50, min_arcs=5))
+                               Settings(resamples=50, min_arcs=5, null_seeds=2))
     job_module.run_job(local_job, lambda _: sharp_lab, say=lambda _: None)
     assert pd.read_csv(tmp_path / "local" / "scores.csv").treebank.nunique() == 2
     for table in ("scores.csv", "best_heads.csv"):
         pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "ray" / table), pd.read_csv(tmp_path / "local" / table))
     assert pd.read_csv(tmp_path / "local" / "best_heads.csv").null_accuracy.notna().any()
 
-    for remote_scores, lab in ((remote, sharp_lab), (remote_null, null_model(sharp_lab, 3))):
+    assert len(remote_nulls) == 2
+    for remote_scores, lab in ((remote, sharp_lab), (remote_nulls[0], null_model(sharp_lab, 3)),
+                               (remote_nulls[1], null_model(sharp_lab, 4))):
         local = score_treebank(lab, sentences, batch_size=8)
         assert remote_scores.checkpoint == local.checkpoint
         assert remote_scores.sentences_used == local.sentences_used == len(sentences)
@@ -136,8 +139,9 @@ def test_ray_engine_gives_the_local_counts_for_the_model_and_its_null_model(tmp_
         np.testing.assert_array_equal(remote_scores.arcs.sentence, local.arcs.sentence)
         for key, total in local.stats_sum.items():
             np.testing.assert_allclose(remote_scores.stats_sum[key], total, rtol=1e-5)
-    # the null model is another model: its counts differ from the checkpoint's
-    assert any(not np.array_equal(remote_null.arcs.hits[k], v) for k, v in remote.arcs.hits.items())
+    # each null model is another model: its counts differ from the checkpoint's and from the other seed's
+    assert any(not np.array_equal(remote_nulls[0].arcs.hits[k], v) for k, v in remote.arcs.hits.items())
+    assert any(not np.array_equal(remote_nulls[0].arcs.hits[k], v) for k, v in remote_nulls[1].arcs.hits.items())
 
 
 def test_gpu_workers_never_outnumber_the_gpus_and_workers_load_the_driver_dtype(tiny_lab):
@@ -179,6 +183,6 @@ def test_ray_engine_answers_for_unscorable_treebanks_without_starting_ray(tiny_l
     from bertviz_lab.treebank import read_conllu
 
     sentences = read_conllu(SAMPLE_TREEBANK)
-    [(index, scores, null)] = score_treebanks_ray(tiny_lab, [sentences], max_length=3, null_seed=None)
-    assert (index, scores.sentences_used, scores.sentences_skipped, null) == (0, 0, len(sentences), None)
+    [(index, scores, null)] = score_treebanks_ray(tiny_lab, [sentences], max_length=3, null_seeds=[])
+    assert (index, scores.sentences_used, scores.sentences_skipped, null) == (0, 0, len(sentences), [])
     assert not ray.is_initialized()

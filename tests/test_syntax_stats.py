@@ -133,3 +133,22 @@ def test_verdicts_follow_the_interval_of_the_difference():
         "includes 0")
     assert verdict(0.0, 0.5, "A", "B").startswith("A and B are indistinguishable")  # touching 0 is not excluding it
     assert "no interval" in verdict(float("nan"), float("nan"), "A", "B")
+
+
+def test_null_row_is_the_mean_over_seeds_with_an_interval_over_seeds_and_sentences():
+    """Hand-counted: 10 one-arc sentences. Seed A's best head is right on 4 (0.4), seed B's on 8 (0.8).
+    The null row is their mean, 0.6; the seeds' spread is 0.4-0.8 and the interval, whose replicates
+    each draw a seed and resample the sentences, reaches beyond both. Taking the best over all seeds
+    would give 0.8, one seed alone 0.4."""
+    sentence = np.arange(10)
+    model = table(sentence, ["nsubj"], np.zeros(10, int), np.stack([sentence < 5, sentence < 3], 1))
+    seed_a = table(sentence, ["nsubj"], np.zeros(10, int), np.stack([sentence < 4, sentence < 2], 1))
+    seed_b = table(sentence, ["nsubj"], np.zeros(10, int), np.stack([sentence < 1, sentence < 8], 1))
+    summary = summarise(scores_of(model), [scores_of(seed_a), scores_of(seed_b)],
+                        Settings(resamples=400, min_arcs=1, null_seeds=2))
+    row = summary.best_heads.set_index("relation").loc["nsubj"]
+    assert row.null_accuracy == pytest.approx(0.6)
+    assert (row.null_seeds, row.null_seed_min, row.null_seed_max) == (2, pytest.approx(0.4), pytest.approx(0.8))
+    assert row.null_best_head == "1-1 dep->head"  # the first seed's best head
+    assert row.null_ci_low < 0.4 and row.null_ci_high > 0.8
+    assert len(summary.null_checkpoints) == 2

@@ -63,7 +63,7 @@ def best_heads_figure(summary: SyntaxSummary) -> Figure:
     series = [("best head (in-sample)", "accuracy", "ci_low", "ci_high", "#2b6cb0"),
               ("best head, held-out", "heldout_accuracy", "heldout_ci_low", "heldout_ci_high", "#63b3ed"),
               ("best fixed offset", "baseline_accuracy", "baseline_ci_low", "baseline_ci_high", "#a0aec0"),
-              ("null model's best head", "null_accuracy", "null_ci_low", "null_ci_high", "#e53e3e")]
+              ("null model's best head (mean over seeds)", "null_accuracy", "null_ci_low", "null_ci_high", "#e53e3e")]
     data = []
     for name, col, lo, hi, colour in series:
         if best[col].isna().all():

@@ -60,8 +60,10 @@ def report_html(summary: SyntaxSummary, title: str) -> str:
     figures = [_figure_div(relation_figure(summary, rel), f"rel-{i}") for i, rel in enumerate(relations)]
     table = best_heads_table(summary).to_html(index=False, float_format=lambda v: f"{v:.3f}", classes="best",
                                               border=0, escape=True)
-    null = (f"<p>Null model: {html.escape(summary.null_checkpoint.describe())}, scored on the same sentences.</p>"
-            if summary.null_checkpoint else "")
+    seeds = [c.name for c in summary.null_checkpoints]
+    null = (f"<p>Null model: {len(seeds)} random-weight models ({html.escape('; '.join(seeds))}), scored on the same "
+            "sentences; its row is the mean over seeds of each seed's best head, with an interval over seeds and "
+            "sentences.</p>" if seeds else "")
     return f"""{page_head(title)}
 <p>Weights: <b>{html.escape(summary.checkpoint.describe())}</b>; heads scored on
 <b>{html.escape(summary.source)}</b>. Sentences scored: {summary.sentences_used};

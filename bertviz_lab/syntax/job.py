@@ -121,19 +121,20 @@ def treebank_labels(treebanks: Sequence[Path]) -> dict[Path, str]:
     return {t: r.relative_to(common).as_posix() for t, r in zip(treebanks, resolved)}
 
 
-def score(job: Job, lab: Lab, sentences, progress=None) -> tuple[TreebankScores, TreebankScores | None]:
-    """One treebank on the local engine: the checkpoint, then its null model."""
+def score(job: Job, lab: Lab, sentences, progress=None) -> tuple[TreebankScores, list[TreebankScores]]:
+    """One treebank on the local engine: the checkpoint, then its null models (one per seed)."""
     kwargs = {"batch_size": job.batch_size, "max_length": job.max_length, "max_sentences": job.max_sentences,
               "source": job.source}
-    if progress is None or not job.null:
-        first = progress
-    else:  # one bar for both models, as on the Ray engine
-        first = lambda done, total: progress(done, 2 * total)  # noqa: E731
-    scores = score_treebank(lab, sentences, progress=first, **kwargs)
-    if not job.null:
-        return scores, None
-    second = None if progress is None else (lambda done, total: progress(total + done, 2 * total))
-    return scores, score_treebank(null_model(lab, job.settings.seed), sentences, progress=second, **kwargs)
+    seeds = job.settings.null_seed_list() if job.null else []
+    models = [lab] + [null_model(lab, seed) for seed in seeds]
+
+    def bar(i: int):  # one bar for all models, as on the Ray engine
+        if progress is None:
+            return None
+        return lambda done, total: progress(i * total + done, len(models) * total)
+
+    scored = [score_treebank(model, sentences, progress=bar(i), **kwargs) for i, model in enumerate(models)]
+    return scored[0], scored[1:]
 
 
 def score_on_ray(job: Job, lab: Lab, treebanks: list[list], progress: Callable[[int, int, int], None]):
@@ -143,7 +144,8 @@ def score_on_ray(job: Job, lab: Lab, treebanks: list[list], progress: Callable[[
 
     return score_treebanks_ray(lab, treebanks, job.batch_size, job.max_length, job.max_sentences, progress,
                                source=job.source, address=job.ray_address, workers=job.workers, device=job.device,
-                               null_seed=job.settings.seed if job.null else None, allow_pickle=job.allow_pickle)
+                               null_seeds=job.settings.null_seed_list() if job.null else [],
+                               allow_pickle=job.allow_pickle)
 
 
 def write_pair(folder: Path, summary: SyntaxSummary, treebank: Path, label: str | None = None) -> None:

@@ -79,14 +79,14 @@ class BatchScorer:
     """A Ray actor: one loaded checkpoint (and, with ``null_seed``, its random-weights null model), many batches."""
 
     def __init__(self, source: str, device: str, mlm_head, score_source: str, trees: bool, threads: int,
-                 null_seed: int | None = None, dtype: str | None = None, allow_pickle: bool = False) -> None:
+                 null_seeds: Sequence[int] = (), dtype: str | None = None, allow_pickle: bool = False) -> None:
         import torch
 
         from ..lab import load
 
         torch.set_num_threads(threads)
         lab = load(source, device=device, mlm_head=mlm_head, dtype=dtype, allow_pickle=allow_pickle)
-        self.labs = {False: lab, True: null_model(lab, null_seed) if null_seed is not None else None}
+        self.labs = {-1: lab, **{seed: null_model(lab, seed) for seed in null_seeds}}  # -1: the checkpoint itself
         self.score_source, self.trees = score_source, trees
 
     def __call__(self, rows: dict) -> dict:
@@ -95,7 +95,7 @@ class BatchScorer:
         out = []
         for blob, null in zip(rows["batch"], rows["null"]):
             batch = pickle.loads(blob)
-            out.append(pickle.dumps(score_batch(self.labs[bool(null)], batch, self.score_source, self.trees)))
+            out.append(pickle.dumps(score_batch(self.labs[int(null)], batch, self.score_source, self.trees)))
         return {"treebank": rows["treebank"], "order": rows["order"], "null": rows["null"],
                 "result": np.array(out, dtype=object)}
 
@@ -104,25 +104,23 @@ def score_treebanks_ray(lab: Lab, treebanks: Sequence[Sequence[Sentence]], batch
                         max_length: int | None = None, max_sentences: int | None = None,
                         progress: Callable[[int, int, int], None] | None = None, trees: bool = True,
                         source: str = "attention", address: str | None = None, workers: int = 2,
-                        device: str = "cpu", threads: int | None = None, null_seed: int | None = 0,
-                        allow_pickle: bool = False) -> Iterator[tuple[int, TreebankScores, TreebankScores | None]]:
-    """(index, scores, null scores) of each treebank as soon as its last batch is back: one Ray Data
+                        device: str = "cpu", threads: int | None = None, null_seeds: Sequence[int] = (0,),
+                        allow_pickle: bool = False) -> Iterator[tuple[int, TreebankScores, list[TreebankScores]]]:
+    """(index, scores, null scores per seed) of each treebank as soon as its last batch is back: one Ray Data
     job for all of them, so each worker starts (and loads the checkpoint) once per checkpoint, not
     once per treebank. Treebanks go in order, each longest batch first; ``progress(index, done, total)``.
     The workers load the checkpoint in the driver's dtype; on GPUs there is one worker per GPU at most."""
     ray = require_ray()
     plans = [plan_batches(lab, sentences, batch_size, max_length, max_sentences) for sentences in treebanks]
-    models = [False, True] if null_seed is not None else [False]
-    null_lab = null_model(lab, null_seed) if null_seed is not None else None  # names and hashes it; runs nothing
+    models = [-1, *null_seeds]  # -1: the checkpoint; then each null model's seed
+    labs = {-1: lab, **{seed: null_model(lab, seed) for seed in null_seeds}}  # names and hashes them; runs nothing
 
-    def finished(t: int) -> tuple[int, TreebankScores, TreebankScores | None]:
+    def finished(t: int) -> tuple[int, TreebankScores, list[TreebankScores]]:
         plan, mine = plans[t], results.pop(t)
-        scores = collect(lab, plan, (mine[False, k] for k in range(len(plan.batches))), trees, source)
-        null = collect(null_lab, plan, (mine[True, k] for k in range(len(plan.batches))), trees, source) \
-            if null_lab is not None else None
-        return t, scores, null
+        scored = [collect(labs[m], plan, (mine[m, k] for k in range(len(plan.batches))), trees, source) for m in models]
+        return t, scored[0], scored[1:]
 
-    results: dict[int, dict[tuple[bool, int], tuple]] = {t: {} for t in range(len(plans))}
+    results: dict[int, dict[tuple[int, int], tuple]] = {t: {} for t in range(len(plans))}
     for t, plan in enumerate(plans):
         if not plan.batches:  # nothing to score (every sentence too long): done before Ray starts
             yield finished(t)
@@ -133,7 +131,9 @@ def score_treebanks_ray(lab: Lab, treebanks: Sequence[Sequence[Sentence]], batch
     if not items:
         return
     if not ray.is_initialized():
-        options = {"address": address} if address else {"num_cpus": workers}
+        # a cluster of our own: its workers are the job (the driver scores nothing), so they run at the
+        # driver's priority, not Ray's default niceness 15, which starves them on a busy machine
+        options = {"address": address} if address else {"num_cpus": workers, "_system_config": {"worker_niceness": 0}}
         ray.init(include_dashboard=False, ignore_reinit_error=True, log_to_driver=False, configure_logging=False,
                  **options)
     gpus = 1 if device.startswith("cuda") else 0
@@ -148,10 +148,10 @@ def score_treebanks_ray(lab: Lab, treebanks: Sequence[Sequence[Sentence]], batch
             num_cpus=0 if gpus else 1, num_gpus=gpus,
             fn_constructor_kwargs={"source": lab.source, "device": "cuda" if gpus else device,  # a worker sees its own GPU
                                    "mlm_head": lab.checkpoint.mlm_head_source, "score_source": source, "trees": trees,
-                                   "threads": threads or 1, "null_seed": null_seed, "dtype": weights_dtype(lab),
+                                   "threads": threads or 1, "null_seeds": list(null_seeds), "dtype": weights_dtype(lab),
                                    "allow_pickle": allow_pickle})
         for row in scored.iter_rows():
-            t, key = int(row["treebank"]), (bool(row["null"]), int(row["order"]))
+            t, key = int(row["treebank"]), (int(row["null"]), int(row["order"]))
             if t not in results or key in results[t]:
                 continue  # a batch Ray ran again after a worker failed: its first result counts
             result = results[t][key] = pickle.loads(row["result"])

@@ -34,7 +34,8 @@ def run_syntax(lab: Lab, sentences: Sequence[Sentence], settings: Settings | Non
                max_sentences: int | None = None, progress: Progress | None = None,
                source: str = "attention") -> SyntaxRun:
     settings = settings or Settings()
-    steps = 1 + int(null) + int(compare_lab is not None)
+    seeds = settings.null_seed_list() if null else []
+    steps = 1 + len(seeds) + int(compare_lab is not None)
 
     def stage(i: int, what: str):
         if progress is None:
@@ -44,8 +45,8 @@ def run_syntax(lab: Lab, sentences: Sequence[Sentence], settings: Settings | Non
     kwargs = {"batch_size": batch_size, "max_length": max_length, "max_sentences": max_sentences, "source": source}
     scores = score_treebank(lab, sentences, progress=stage(0, "scoring heads"), **kwargs)
     check_scored(scores, lab, max_length)
-    null_scores = score_treebank(null_model(lab, settings.seed), sentences, progress=stage(1, "null model"),
-                                 **kwargs) if null else None
+    null_scores = [score_treebank(null_model(lab, seed), sentences, progress=stage(1 + i, f"null model, seed {seed}"),
+                                  **kwargs) for i, seed in enumerate(seeds)]
     summary = summarise(scores, null_scores, settings)
     if compare_lab is None:
         return SyntaxRun(summary)

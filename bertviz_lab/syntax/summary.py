@@ -4,6 +4,7 @@ best head per relation beside its held-out accuracy, the offset baseline and the
 Every table names the weights it came from."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -42,6 +43,10 @@ class Settings:
     seed: int = 0
     select_fraction: float = 0.5
     min_arcs: int = 50
+    null_seeds: int = 5  # random-weight models the null row is taken over (seeds seed .. seed + null_seeds - 1)
+
+    def null_seed_list(self) -> list[int]:
+        return [self.seed + i for i in range(self.null_seeds)]
 
 
 @dataclass
@@ -54,12 +59,17 @@ class SyntaxSummary:
     head_scores: pd.DataFrame
     best_heads: pd.DataFrame
     uuas: pd.DataFrame
-    null_checkpoint: CheckpointInfo | None = None
+    null_checkpoints: list[CheckpointInfo] = field(default_factory=list)  # one per null-model seed
     settings: Settings = field(default_factory=Settings)
     general_stats: dict[str, np.ndarray] = field(default_factory=dict)
     source: str = "attention"
     sentences_skipped_empty_words: int = 0  # had a word the tokenizer turns into no piece
     words_without_pieces: int = 0  # such words, over those sentences
+
+    @property
+    def null_checkpoint(self) -> CheckpointInfo | None:
+        """The first null model (seed ``settings.seed``); ``null_checkpoints`` has one per seed."""
+        return self.null_checkpoints[0] if self.null_checkpoints else None
 
     def accuracy_map(self, relation: str, direction: str) -> np.ndarray:
         """(layers, heads) accuracy of every head for one relation and direction."""
@@ -138,19 +148,37 @@ def heldout_row(arcs: ArcTable, relation: str, select: np.ndarray, report: Resam
             "heldout_p_value": float(p_value), "heldout_verdict": verdict(float(d_lo[0]), float(d_hi[0]), head, baseline)}
 
 
-def null_row(null: TreebankScores | None, relation: str, settings: Settings) -> dict:
-    if null is None or relation not in (ALL, *null.arcs.relations):
-        return {"null_best_head": "", "null_accuracy": np.nan, "null_ci_low": np.nan, "null_ci_high": np.nan}
-    resampler = Resampler.over(null.arcs.sentence, settings.resamples, settings.seed)
-    ests = head_estimates(null.arcs, relation, resampler)
-    direction, k, name = _best(null.arcs, ests)
-    lo, hi = ests[direction].interval()
-    return {"null_best_head": f"{name} {direction}", "null_accuracy": float(ests[direction].accuracy[k]),
-            "null_ci_low": float(lo[k]), "null_ci_high": float(hi[k])}
+NO_NULL = {"null_best_head": "", "null_accuracy": np.nan, "null_ci_low": np.nan, "null_ci_high": np.nan,
+           "null_seeds": 0, "null_seed_min": np.nan, "null_seed_max": np.nan}
+
+
+def null_row(nulls: Sequence[TreebankScores], relation: str, settings: Settings) -> dict:
+    """The best head of random-weight models, over seeds and sentences: for each seed the best of all
+    heads (the floor that picking the best of many heads reaches by chance); ``null_accuracy`` is the
+    mean over seeds, the interval comes from bootstrap replicates that each resample the sentences
+    and draw one seed, so it holds seed-to-seed and sentence-to-sentence spread; ``null_seed_min`` and
+    ``null_seed_max`` show the seeds' own spread. ``null_best_head`` is the first seed's best head."""
+    nulls = [n for n in nulls if relation in (ALL, *n.arcs.relations)]
+    if not nulls:
+        return dict(NO_NULL)
+    best, draws, names = [], [], []
+    for null in nulls:  # the same sentences, so the same resampled sentence sets for every seed
+        resampler = Resampler.over(null.arcs.sentence, settings.resamples, settings.seed)
+        ests = head_estimates(null.arcs, relation, resampler)
+        direction, k, name = _best(null.arcs, ests)
+        best.append(float(ests[direction].accuracy[k]))
+        draws.append(ests[direction].draws[:, k])  # (resamples,)
+        names.append(f"{name} {direction}")
+    seed_of_draw = np.random.default_rng(settings.seed).integers(len(nulls), size=settings.resamples)
+    mixed = np.stack(draws, 1)[np.arange(settings.resamples), seed_of_draw]  # (resamples,)
+    lo, hi = percentile_interval(mixed[:, None], (1,))
+    return {"null_best_head": names[0], "null_accuracy": float(np.mean(best)), "null_ci_low": float(lo[0]),
+            "null_ci_high": float(hi[0]), "null_seeds": len(nulls), "null_seed_min": min(best),
+            "null_seed_max": max(best)}
 
 
 def best_row(scores: TreebankScores, relation: str, ests: dict[str, Estimate], resampler: Resampler,
-             tree_head: int, null: TreebankScores | None, split: tuple[np.ndarray, Resampler],
+             tree_head: int, nulls: Sequence[TreebankScores], split: tuple[np.ndarray, Resampler],
              settings: Settings) -> dict:
     arcs = scores.arcs
     direction, k, name = _best(arcs, ests)
@@ -167,7 +195,7 @@ def best_row(scores: TreebankScores, relation: str, ests: dict[str, Estimate], r
             "baseline_offset": offset, "baseline_accuracy": float(base.accuracy[0]),
             "baseline_ci_low": float(base_lo[0]), "baseline_ci_high": float(base_hi[0]),
             "p_value_in_sample": float(p_value),
-            **null_row(null, relation, settings),
+            **null_row(nulls, relation, settings),
             "tree_head": head_name(*divmod(tree_head, arcs.heads)), "tree_recall": float(tree.accuracy[tree_head]),
             "chain_recall": float(arcs.chain_hits[mask].mean()) if mask.any() else np.nan,
             "count": int(ests[DIRECTIONS[0]].total)}
@@ -188,11 +216,12 @@ def uuas_table(arcs: ArcTable, resampler: Resampler) -> tuple[pd.DataFrame, int]
     return frame, int(np.argmax(tree.accuracy)) if tree.total else 0
 
 
-def summarise(scores: TreebankScores, null: TreebankScores | None = None,
+def summarise(scores: TreebankScores, null: TreebankScores | Sequence[TreebankScores] | None = None,
               settings: Settings | None = None) -> SyntaxSummary:
-    """Every table of a syntax run, from one checkpoint's scores (and the null model's); an
-    InputError when nothing could be scored (no sentence kept, or only one-word sentences)."""
+    """Every table of a syntax run, from one checkpoint's scores (and the null models', one per seed);
+    an InputError when nothing could be scored (no sentence kept, or only one-word sentences)."""
     check_scored(scores)
+    nulls = [] if null is None else [null] if isinstance(null, TreebankScores) else list(null)
     settings = settings or Settings()
     arcs = scores.arcs
     resampler = Resampler.over(arcs.sentence, settings.resamples, settings.seed)
@@ -205,13 +234,13 @@ def summarise(scores: TreebankScores, null: TreebankScores | None = None,
         ests = head_estimates(arcs, relation, resampler)
         frames.extend(head_score_rows(arcs, relation, ests))
         if relation in listed:
-            rows.append(best_row(scores, relation, ests, resampler, tree_head, null, split, settings))
+            rows.append(best_row(scores, relation, ests, resampler, tree_head, nulls, split, settings))
     best = pd.DataFrame(rows)
     info = scores.checkpoint
     return SyntaxSummary(info, scores.sentences_used, scores.sentences_skipped, arcs.layers, arcs.heads,
                          _named(pd.concat(frames, ignore_index=True), info, scores.source),
                          _named(best, info, scores.source), _named(uuas, info, scores.source),
-                         null.checkpoint if null is not None else None, settings, scores.general_stats(), scores.source,
+                         [n.checkpoint for n in nulls], settings, scores.general_stats(), scores.source,
                          scores.sentences_skipped_empty_words, scores.words_without_pieces)
 
 
