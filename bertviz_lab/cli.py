@@ -584,6 +584,9 @@ def add_probe(sub: argparse._SubParsersAction) -> None:
                    help="share of sentences the held-out best head is chosen on (the rest report it)")
     p.add_argument("--min-arcs", type=int, default=50, help="relations listed in best_heads.csv need this many arcs")
     p.add_argument("--no-null-model", action="store_true", help="skip the random-weights null model")
+    p.add_argument("--uuas-punct", choices=("include", "exclude"), default="include",
+                   help="count arcs whose dependent is punctuation (UD punct) in UUAS, or leave them out "
+                        "(stated in uuas.csv and the report)")
     p.add_argument("--null-seeds", type=positive_int, default=5,
                    help="random-weight models (seeds --seed, --seed + 1, ...) the null row's mean and interval "
                         "are taken over")
@@ -630,7 +633,8 @@ def run_probe(args: argparse.Namespace) -> int:
     path, sentences = treebanks[0], parsed[0]
     lab = lab_from_args(args, models[0])
     other = lab_from_args(args, args.compare_model) if args.compare_model else None
-    settings = Settings(args.resamples, args.seed, args.select_fraction, args.min_arcs, args.null_seeds)
+    settings = Settings(args.resamples, args.seed, args.select_fraction, args.min_arcs, args.null_seeds,
+                        args.uuas_punct)
     with tqdm(total=100, desc="score-heads", unit="%") as bar:
         run = run_syntax(lab, sentences, settings, null=not args.no_null_model, compare_lab=other,
                          batch_size=args.batch_size, max_length=args.max_length, max_sentences=args.max_sentences,
@@ -658,7 +662,9 @@ def run_probe_job(args: argparse.Namespace, models: list[str], treebanks: list[P
 
     if args.compare_model:
         raise InputError("--compare-model compares two checkpoints on one treebank; for a job, pass --model twice")
-    job = Job(models, treebanks, args.out, Settings(args.resamples, args.seed, args.select_fraction, args.min_arcs, args.null_seeds),
+    settings = Settings(args.resamples, args.seed, args.select_fraction, args.min_arcs, args.null_seeds,
+                        args.uuas_punct)
+    job = Job(models, treebanks, args.out, settings,
               engine=args.engine, ray_address=args.ray_address, workers=args.workers,
               device="cpu" if args.device == "auto" else args.device, batch_size=args.batch_size,
               max_length=args.max_length, max_sentences=args.max_sentences, source=args.source,

@@ -185,8 +185,8 @@ def test_sample_treebank_is_large_and_well_formed():
 def test_cli_scores_published_weights_with_intervals(tmp_path, minilm_lab):
     out = tmp_path / "probe"
     run = subprocess.run([sys.executable, "-m", "bertviz_lab", "score-heads", "--out", str(out), "--device", "cpu",
-                          "--batch-size", "16", "--resamples", "200", "--min-arcs", "20"], capture_output=True,
-                         text=True, cwd=ROOT, timeout=300)
+                          "--batch-size", "16", "--resamples", "200", "--min-arcs", "20", "--uuas-punct", "exclude",
+                          "--null-seeds", "2"], capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert run.returncode == 0, run.stderr
     summary = json.loads(run.stdout.strip().splitlines()[-1])
     assert summary["sentences"] == len(read_conllu(SAMPLE_TREEBANK)) and summary["skipped"] == 0
@@ -212,9 +212,15 @@ def test_cli_scores_published_weights_with_intervals(tmp_path, minilm_lab):
     det = scores[(scores.relation == "det") & (scores.direction == top.direction)]
     assert top.accuracy == pytest.approx(det.accuracy.max(), abs=1e-6)
     assert det[(det.layer == layer) & (det["head"] == head)].accuracy.item() == pytest.approx(top.accuracy, abs=1e-6)
+    assert set(best.null_seeds) == {2}
     uuas = pd.read_csv(out / "uuas.csv")
     assert len(uuas) == minilm_lab.n_layers * minilm_lab.n_heads + 1 and "right-branching" in set(uuas.predictor)
-    assert (out / "report.html").read_text().count("Plotly.newPlot") >= 3
+    assert set(uuas.punctuation) == {"excluded"}
+    for table in (best, uuas):  # every output names the weights
+        assert set(table.model_sha256) == {minilm_lab.checkpoint_info().sha256}
+    report = (out / "report.html").read_text()
+    assert report.count("Plotly.newPlot") >= 3 and "punctuation arcs excluded" in report
+    assert minilm_lab.checkpoint_info().sha256[:12] in report or "all-MiniLM-L6-v2" in report
 
 
 def test_cli_malformed_file_writes_nothing(tmp_path):

@@ -152,3 +152,23 @@ def test_null_row_is_the_mean_over_seeds_with_an_interval_over_seeds_and_sentenc
     assert row.null_best_head == "1-1 dep->head"  # the first seed's best head
     assert row.null_ci_low < 0.4 and row.null_ci_high > 0.8
     assert len(summary.null_checkpoints) == 2
+
+
+@pytest.mark.parametrize("punct, expected", [("include", 2 / 3), ("exclude", 1.0)])
+def test_uuas_counts_punctuation_arcs_only_when_told(punct, expected):
+    """Hand-counted: one sentence "cats sleep , dogs" with arcs nsubj, root, punct, obj. Head 1-1's tree
+    has the nsubj and obj arcs but not the punct one; the root word has no arc to find. Counting
+    punctuation: 2 of 3 arcs; leaving it out: 2 of 2. Every row says which."""
+    from bertviz_lab.syntax.statistics import Resampler
+    from bertviz_lab.syntax.summary import uuas_table
+
+    tree = np.array([True, False, False, True]).reshape(4, 1, 1)
+    arcs = ArcTable(1, 1, np.zeros(4, int), np.array([0, 1, 2, 3]), ["nsubj", "root", "punct", "obj"],
+                    np.array([False, True, False, False]), {TREE: tree}, np.zeros((4, 6), bool),
+                    np.array([True, False, True, False]))
+    frame, best = uuas_table(arcs, Resampler.over(arcs.sentence, 10, 0), punct)
+    head = frame[frame.predictor == "head"].iloc[0]
+    assert head.uuas == pytest.approx(expected) and head.total == (3 if punct == "include" else 2)
+    chain = frame[frame.predictor == "right-branching"].iloc[0]
+    assert chain.uuas == pytest.approx(2 / 3 if punct == "include" else 1 / 2)  # it has nsubj and punct
+    assert set(frame.punctuation) == {f"{punct}d"}

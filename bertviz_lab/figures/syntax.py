@@ -46,8 +46,10 @@ def relation_heatmap(summary: SyntaxSummary, relation: str, direction: str) -> F
 
 def uuas_figure(summary: SyntaxSummary) -> Figure:
     chain = summary.uuas[summary.uuas.predictor == "right-branching"].uuas.iloc[0]
+    punct = summary.settings.uuas_punct
     return layer_head_figure(summary.uuas_map(), "Tree decoding (Htut et al. 2019): UUAS of each head's maximum "
-                             f"spanning tree; right-branching baseline {chain:.2f}", "syntax-uuas",
+                             f"spanning tree; right-branching baseline {chain:.2f}; punctuation arcs {punct}d",
+                             "syntax-uuas",
                              value_label="UUAS")
 
 

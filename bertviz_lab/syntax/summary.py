@@ -44,6 +44,7 @@ class Settings:
     select_fraction: float = 0.5
     min_arcs: int = 50
     null_seeds: int = 5  # random-weight models the null row is taken over (seeds seed .. seed + null_seeds - 1)
+    uuas_punct: str = "include"  # "exclude": arcs whose dependent is punctuation (UD punct) are not counted
 
     def null_seed_list(self) -> list[int]:
         return [self.seed + i for i in range(self.null_seeds)]
@@ -201,18 +202,36 @@ def best_row(scores: TreebankScores, relation: str, ests: dict[str, Estimate], r
             "count": int(ests[DIRECTIONS[0]].total)}
 
 
-def uuas_table(arcs: ArcTable, resampler: Resampler) -> tuple[pd.DataFrame, int]:
-    """UUAS of every head's spanning tree and of the right-branching chain; plus the best head's index."""
-    tree = estimate(*relation_hits(arcs, ALL, TREE), resampler)
+PUNCT = "punct"
+UUAS_PUNCT = ("include", "exclude")
+
+
+def uuas_arcs(arcs: ArcTable, punct: str = "include") -> np.ndarray:
+    """The arcs UUAS counts: every non-root word's arc, or, with ``punct="exclude"``, those whose
+    dependent is not punctuation (UD relation ``punct``). The trees stay spanned over every word;
+    only which gold arcs are counted changes."""
+    if punct not in UUAS_PUNCT:
+        raise ValueError(f"uuas punctuation must be one of {', '.join(UUAS_PUNCT)} (got {punct!r})")
+    mask = ~arcs.is_root
+    if punct == "exclude" and PUNCT in arcs.relations:
+        mask &= arcs.relation != arcs.relations.index(PUNCT)
+    return mask
+
+
+def uuas_table(arcs: ArcTable, resampler: Resampler, punct: str = "include") -> tuple[pd.DataFrame, int]:
+    """UUAS of every head's spanning tree and of the right-branching chain, each row saying whether
+    punctuation arcs were counted; plus the best head's index."""
+    mask = uuas_arcs(arcs, punct)
+    tree = estimate(arcs.sentence[mask], arcs.hits[TREE][mask].reshape(int(mask.sum()), -1), resampler)
     lo, hi = tree.interval()
     layer, head = _heads(arcs.layers, arcs.heads)
     frame = pd.DataFrame({"predictor": "head", "layer": layer, "head": head, "correct": tree.correct.astype(int),
                           "total": tree.total, "uuas": tree.accuracy, "ci_low": lo, "ci_high": hi})
-    mask = ~arcs.is_root
     chain = estimate(arcs.sentence[mask], arcs.chain_hits[mask][:, None], resampler)
     c_lo, c_hi = chain.interval()
     frame.loc[len(frame)] = ["right-branching", 0, 0, int(chain.correct[0]), chain.total, float(chain.accuracy[0]),
                              float(c_lo[0]), float(c_hi[0])]
+    frame["punctuation"] = f"{punct}d"
     return frame, int(np.argmax(tree.accuracy)) if tree.total else 0
 
 
@@ -227,7 +246,7 @@ def summarise(scores: TreebankScores, null: TreebankScores | Sequence[TreebankSc
     resampler = Resampler.over(arcs.sentence, settings.resamples, settings.seed)
     select, report = split_sentences(arcs.sentence, settings.select_fraction, settings.seed)
     split = (select, Resampler.over(report, settings.resamples, settings.seed + 1))
-    uuas, tree_head = uuas_table(arcs, resampler)
+    uuas, tree_head = uuas_table(arcs, resampler, settings.uuas_punct)
     frames, rows = [], []
     listed = set(relations_by_count(arcs, settings.min_arcs))
     for relation in relations_by_count(arcs) + ([ROOT] if ROOT in arcs.relations else []):
