@@ -181,8 +181,7 @@ def run_compare(args: argparse.Namespace) -> int:
 
         effects = compare_set(lab, set_lines(args), intervention, seed=args.seed,
                               max_sentences=args.max_sentences)
-        print(json.dumps({"intervention": intervention.describe(), "scored": "gold",
-                          **{name: e.to_json() for name, e in effects.items()}}))
+        print(json.dumps({"intervention": intervention.describe(), "scored": "gold", **effects.to_json()}))
         return 0
     if not args.text:
         raise InputError("give the input text, or --text-file / --conllu for a set of sentences")
@@ -714,13 +713,21 @@ def run_faithfulness(args: argparse.Namespace) -> int:
     with tqdm(total=min(len(lines), args.max_sentences), desc="faithfulness", unit="sent") as bar:
         result = faithfulness(lab, lines, k_max=args.k, seed=args.seed, max_sentences=args.max_sentences,
                               progress=lambda done, total: (setattr(bar, "total", total), bar.update(done - bar.n)))
-    table = result.table(resamples=args.resamples, seed=args.seed)
+    from .sentences import truncation_note
+
+    out = result.to_json(resamples=args.resamples, seed=args.seed)
     if args.json:
-        print(json.dumps({"model": result.model, "k": args.k, "text_file": str(path), "sources": table}))
+        print(json.dumps({"k": args.k, "text_file": str(path), **out}))
         return 0
     print(f"model: {result.model}; AOPC over k = 0..{args.k} (higher = more faithful), 95% bootstrap interval")
-    for row in sorted(table, key=lambda r: -r["aopc"]):
+    for row in sorted(out["sources"], key=lambda r: -r["aopc"]):
         print(f"{row['source']:<28} {row['aopc']:6.3f} [{row['ci_low']:.3f}, {row['ci_high']:.3f}]  n={row['n']}")
+    print("paired differences (same sentences):")
+    for difference in out["differences"]:
+        print(f"  {difference['verdict']}")
+    print(out["conclusion"])
+    if result.truncated:
+        print(truncation_note(result.truncated))
     return 0
 
 

@@ -36,8 +36,14 @@ def candidates(enc: Encoded, special_ids: set[int]) -> list[int]:
             and not (i + 1 < n and toks[i + 1].startswith("##"))]
 
 
-def masked_items(lab: Lab, lines: Iterable[str], seed: int, max_sentences: int | None, max_length: int = 128):
-    """(masked Encoded, position, original id) per usable line, in file order."""
+SET_MAX_TOKENS = 128  # a sentence set's lines are cut to this many tokens (and said so: ``truncation_note``)
+
+
+def masked_items(lab: Lab, lines: Iterable[str], seed: int, max_sentences: int | None,
+                 max_length: int = SET_MAX_TOKENS):
+    """(masked Encoded, position, original id) per usable line, in file order. A line longer than
+    ``max_length`` tokens is cut (its Encoded keeps ``n_tokens_before_truncation``, so reports can
+    count the cut lines: ``truncated_count``)."""
     rng = random.Random(seed)
     items = []
     cut = min(max_length, lab.max_tokens)
@@ -57,7 +63,21 @@ def masked_items(lab: Lab, lines: Iterable[str], seed: int, max_sentences: int |
         ids = list(enc.ids)
         original = ids[pos]
         ids[pos] = lab.mask_id
-        items.append((Encoded(enc.tokens, ids, enc.segment_ids, enc.word_ids, enc.offsets, len(ids)), pos, original))
+        items.append((Encoded(enc.tokens, ids, enc.segment_ids, enc.word_ids, enc.offsets,
+                              enc.n_tokens_before_truncation), pos, original))
         if max_sentences is not None and len(items) >= max_sentences:
             break
     return items
+
+
+def truncated_count(items: Iterable[tuple[Encoded, int, int]]) -> int:
+    """How many of the masked items were cut to fit (their line had more tokens than kept)."""
+    return sum(enc.n_tokens_before_truncation > len(enc.ids) for enc, _, _ in items)
+
+
+def truncation_note(truncated: int, max_length: int = SET_MAX_TOKENS) -> str:
+    """What a set's report says about cut lines (empty when none was cut)."""
+    if not truncated:
+        return ""
+    lines = "line was" if truncated == 1 else "lines were"
+    return f"{truncated} {lines} longer than {max_length} tokens and cut to the first {max_length}"

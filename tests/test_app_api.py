@@ -210,6 +210,6 @@ def test_sets_through_the_api(sharp_app, sharp_lab, tmp_path):
                None)
     expected = compare_set(sharp_lab, sentence_texts(), make_intervention("sinusoidal-positions"), max_sentences=20)
     table = {row[0]: row for row in out["set_table"]["data"]}
-    assert table["mean JS (nats)"][1] == pytest.approx(round(float(expected["mean JS (nats)"].mean), 4))
+    assert table["mean JS (nats)"][1] == pytest.approx(round(float(expected.effects["mean JS (nats)"].mean), 4))
     ablation = call(client, "ablation_set", 20, "mean", "sample", None)
     assert "mean ablation, gold word scored" in ablation["probe_message"]

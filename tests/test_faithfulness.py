@@ -57,3 +57,35 @@ def test_cli_ranks_sources_with_intervals(tmp_path, tiny_folder):
     assert [row["source"] for row in result["sources"]] == list(RANKINGS)
     for row in result["sources"]:
         assert row["n"] == 6 and row["ci_low"] <= row["aopc"] <= row["ci_high"] and len(row["drop_by_k"]) == 3
+    assert {"differences", "conclusion", "truncated_lines"} <= set(result)
+    assert all(d["verdict"] for d in result["differences"]) and result["truncated_lines"] == 0
+
+
+def hand_result(flow: list[float], attention: list[float], random: list[float]) -> FaithfulnessResult:
+    """AOPC per sentence given directly (K = 0: the drop itself) for three sources; the rest NaN."""
+    drops = np.full((len(flow), len(RANKINGS), 1), np.nan)
+    for name, values in (("flow", flow), ("attention (last layer)", attention), ("random", random)):
+        drops[:, RANKINGS.index(name), 0] = values
+    return FaithfulnessResult(RANKINGS, drops, "m")
+
+
+def test_differences_are_paired_over_sentences():
+    """Hand-counted: flow beats random by exactly 0.1 on every sentence while both swing by 1.0 from
+    sentence to sentence. Paired, flow - random is 0.1 with a zero-width interval (a clear win); the
+    unpaired intervals of the two means overlap almost entirely."""
+    swing = [0.0, 1.0, 0.0, 1.0, 0.0, 1.0]
+    result = hand_result([s + 0.1 for s in swing], [s + 0.1 for s in swing], swing)
+    flow = result.paired("flow", "random", resamples=200)
+    assert float(flow.effect.mean) == pytest.approx(0.1)
+    assert float(flow.effect.ci_low) == pytest.approx(0.1) and "is above random" in flow.verdict()
+
+
+def test_most_faithful_is_said_only_when_every_paired_interval_excludes_zero():
+    """Flow equals attention on every sentence: the top source (either) is not above the other, so the
+    tool says there is no single most faithful source; with attention 0.05 lower everywhere it says flow."""
+    swing = [0.0, 1.0, 0.0, 1.0, 0.0, 1.0]
+    tied = hand_result([s + 0.1 for s in swing], [s + 0.1 for s in swing], swing)
+    assert tied.conclusion(resamples=200).startswith("no single most faithful source")
+    clear = hand_result([s + 0.1 for s in swing], [s + 0.05 for s in swing], swing)
+    assert clear.conclusion(resamples=200).startswith("flow is the most faithful")
+    assert [(d.a, d.b) for d in clear.differences(resamples=50)][-1] == ("flow", "attention (last layer)")

@@ -416,3 +416,18 @@ def test_an_ablation_set_draws_again_for_each_sentence(sharp_lab):
     texts = {pool.text_of(enc.ids, draw) for draw in range(6)}
     assert len(texts) > 1  # seeded draws per sentence, not one fixed other input
     torch.testing.assert_close(reference_for(pool, enc, draw=2), pool.draw(enc.ids, 2))
+
+
+def test_sets_report_how_many_lines_were_cut(sharp_lab):
+    from bertviz_lab.interventions.sets import directional_set
+    from bertviz_lab.sentences import SET_MAX_TOKENS, masked_items, truncated_count, truncation_note
+
+    cut = min(SET_MAX_TOKENS, sharp_lab.max_tokens)
+    long = " ".join(["the big cat sat on the red mat"] * 40)  # far over the cut
+    lines = [long, "a small dog ran to the park"]
+    items = masked_items(sharp_lab, lines, 0, None)
+    assert len(items[0][0].ids) == cut and items[0][0].n_tokens_before_truncation > cut
+    assert truncated_count(items) == 1
+    assert directional_set(sharp_lab, lines, resamples=10).to_json()["truncated_lines"] == 1
+    assert truncation_note(1) == "1 line was longer than 128 tokens and cut to the first 128"
+    assert truncation_note(0) == ""

@@ -27,13 +27,19 @@ from ..interventions.sets import ablation_set, compare_set, directional_set, eff
 from ..interventions.sweeps import patching_sweep, position_controls, sample_mean_outputs
 from ..lab import InputError, Lab
 from ..naming import head_name, layer_head, layer_name
-from ..sentences import heldout_lines, read_lines
+from ..sentences import heldout_lines, read_lines, truncation_note
 from ..treebank import sentence_texts
 from .state import Session, plot
 from .validation import positions, whole
 
 Updates = dict[Any, Any]
 
+
+
+def cut_note(truncated: int) -> str:
+    """" (3 lines were longer than 128 tokens and cut ...)." after a set's message, or nothing."""
+    note = truncation_note(truncated)
+    return f" {note[0].upper()}{note[1:]}." if note else ""
 
 class InterventionHandlers:
     ui: Any
@@ -135,8 +141,10 @@ class InterventionHandlers:
         except (InputError, CheckpointError) as error:
             return {ui.probe_message: f"⚠️ {error}"}
         table = pd.DataFrame(result.table()).drop(columns=["drop_by_k"]).sort_values("aopc", ascending=False)
+        against_random = " ".join(f"{d.verdict()}." for d in result.differences() if d.b == "random")
         return {ui.probe_message: f"Faithfulness of each explanation on {int(table.n.max())} held-out sentences "
-                                  f"({result.model}).", ui.faith_table: table.round(3)}
+                                  f"({result.model}). {result.conclusion()}. {against_random}"
+                                  f"{cut_note(result.truncated)}", ui.faith_table: table.round(3)}
 
     def run_positions(self, n: float, session: Session) -> Updates:
         ui = self.ui
@@ -201,7 +209,7 @@ class InterventionHandlers:
         verdicts = " ".join(f"{d.verdict()}." for d in result.differences)
         return {ui.probe_message: f"P(gold word) over {result.effects['both'].n} sentences, one masked word each "
                                   f"({sinks} sinks); each control hides as many random keys as its directional "
-                                  f"mask. {verdicts}",
+                                  f"mask. {verdicts}{cut_note(result.truncated)}",
                 ui.set_table: table}
 
     def run_ablation_set(self, n: float, ablation: str, session: Session, source: str = "heldout",
@@ -224,7 +232,8 @@ class InterventionHandlers:
             e = best.effect
             found = (f"chosen on {best.selected_on} sentences: {head_name(best.layer, best.head)}; on the other "
                      f"{e.n} its mean drop is {float(e.mean):.3f} [{float(e.ci_low):.3f}, {float(e.ci_high):.3f}].")
-        return {ui.probe_message: f"Most important head ({ablation} ablation, gold word scored), {found}",
+        return {ui.probe_message: f"Most important head ({ablation} ablation, gold word scored), {found}"
+                                  f"{cut_note(result.truncated)}",
                 ui.ablation_plot: plot(figure)}
 
     def run_probe_set(self, kind: str, heads: str, shift: float, seed: float, sinks: str, unit: str, ablation: str,
@@ -245,8 +254,9 @@ class InterventionHandlers:
                                   progress=lambda done, total: progress(done / total, desc="probe over the set"))
         except (InputError, InterventionError, CheckpointError) as error:
             return {ui.probe_message: f"⚠️ {error}"}
-        table = pd.DataFrame(effects_table(effects)).round(4)
-        return {ui.probe_message: f"{intervention.describe()} over {table.n.iloc[0]} sentences (gold word scored).",
+        table = pd.DataFrame(effects_table(effects.effects)).round(4)
+        return {ui.probe_message: f"{intervention.describe()} over {table.n.iloc[0]} sentences (gold word scored)."
+                                  f"{cut_note(effects.truncated)}",
                 ui.set_table: table}
 
     def run_patching(self, text: str, source: str, correct: str, wrong: str, session: Session) -> Updates:

@@ -9,7 +9,10 @@ the drop in log P(gold word). The score is the area over the perturbation curve 
 al. 2017): ``1 / (K + 1) * sum_{k=0..K} (log p_0 - log p_k)``; higher means hiding what the
 source points at hurts the prediction more, i.e. the source is more faithful to the model.
 Intervals: 95% percentile bootstrap over sentences. One forward pass per sentence runs all
-sources and all k together (one row each).
+sources and all k together (one row each). Comparisons are paired over the same sentences: every
+source against the random control, and the source with the highest AOPC against each other one;
+the sentence printed ("most faithful", "indistinguishable from random") is generated from those
+intervals (``conclusions.verdict``), never written by hand.
 """
 from __future__ import annotations
 
@@ -23,11 +26,12 @@ from ..attention.flow import attention_flow, rollout
 from ..bert.norms import NORM_CAPTURES, layer_source_from_cache
 from ..lab import Encoded, InputError, Lab
 from ..naming import SPECIAL_TOKENS
-from ..sentences import masked_items
-from .sets import mean_interval
+from ..sentences import masked_items, truncated_count
+from .sets import Difference, mean_interval
 
 RANKINGS = ("attention (last layer)", "attention (all layers)", "rollout", "flow", "norm (last layer)",
             "norm-residual (last layer)", "random")
+CONTROL = "random"
 
 
 @dataclass
@@ -35,6 +39,7 @@ class FaithfulnessResult:
     sources: tuple[str, ...]
     drops: np.ndarray  # (sentences, sources, K + 1): log p_0 - log p_k, k = 0..K (NaN where a source was skipped)
     model: str
+    truncated: int = 0  # lines cut to SET_MAX_TOKENS
 
     @property
     def aopc(self) -> np.ndarray:  # (sentences, sources)
@@ -53,6 +58,41 @@ class FaithfulnessResult:
             rows.append({"source": name, "aopc": row.pop("mean"), **row,
                          "drop_by_k": np.nanmean(self.drops[:, s], 0).round(4).tolist()})
         return rows
+
+    def paired(self, a: str, b: str, resamples: int = 1000, seed: int = 0) -> Difference:
+        """AOPC of ``a`` minus ``b`` on the sentences both were scored on, with its interval."""
+        i, j = self.sources.index(a), self.sources.index(b)
+        values = self.aopc[:, i] - self.aopc[:, j]  # (sentences,)
+        return Difference(a, b, mean_interval(values[~np.isnan(values)], resamples, seed))
+
+    def scored(self) -> list[str]:
+        """Sources scored on at least one sentence, the control excluded."""
+        return [s for i, s in enumerate(self.sources) if s != CONTROL and (~np.isnan(self.aopc[:, i])).any()]
+
+    def differences(self, resamples: int = 1000, seed: int = 0) -> list[Difference]:
+        """Every source minus the random control, then the top source minus each other source."""
+        top = self.top_source()
+        out = [self.paired(s, CONTROL, resamples, seed) for s in self.scored()]
+        return out + [self.paired(top, s, resamples, seed) for s in self.scored() if s != top]
+
+    def top_source(self) -> str:
+        return max(self.scored(), key=lambda s: np.nanmean(self.aopc[:, self.sources.index(s)]))
+
+    def conclusion(self, resamples: int = 1000, seed: int = 0) -> str:
+        """Which source is most faithful, as far as the paired intervals tell: the top source is
+        called most faithful only when its difference with every other source excludes 0."""
+        top = self.top_source()
+        against = [self.paired(top, s, resamples, seed) for s in self.scored() if s != top]
+        ties = [d.b for d in against if not float(d.effect.ci_low) > 0]
+        if not ties:
+            return f"{top} is the most faithful: above every other source, each 95% interval of the difference excluding 0"
+        return (f"no single most faithful source: {top} has the highest AOPC, but it is not above "
+                f"{', '.join(ties)} (the 95% interval of each difference includes 0 or lies below it)")
+
+    def to_json(self, resamples: int = 1000, seed: int = 0) -> dict:
+        return {"model": self.model, "sources": self.table(resamples, seed),
+                "differences": [d.to_json() for d in self.differences(resamples, seed)],
+                "conclusion": self.conclusion(resamples, seed), "truncated_lines": self.truncated}
 
 
 def rankings(lab: Lab, cache: dict, position: int, n: int, seed: int) -> dict[str, np.ndarray]:
@@ -106,4 +146,4 @@ def faithfulness(lab: Lab, lines: Sequence[str], k_max: int = 5, seed: int = 0, 
         drops.append(sentence_drops(lab, enc, position, gold, k_max, seed + done))
         if progress is not None:
             progress(done, len(items))
-    return FaithfulnessResult(RANKINGS, np.stack(drops), lab.checkpoint_info().describe())
+    return FaithfulnessResult(RANKINGS, np.stack(drops), lab.checkpoint_info().describe(), truncated_count(items))

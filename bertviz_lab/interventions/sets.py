@@ -12,7 +12,7 @@ import torch
 from ..conclusions import verdict
 from ..lab import InputError, Lab
 from ..naming import head_name
-from ..sentences import masked_items
+from ..sentences import masked_items, truncated_count
 from .resample import ResamplePool, reference_for
 from .sweeps import CONDITIONS, ablation_drops, condition_bias
 
@@ -65,10 +65,11 @@ class DirectionalSet:
 
     effects: dict[str, Effect]
     differences: list[Difference]
+    truncated: int = 0  # lines cut to SET_MAX_TOKENS
 
     def to_json(self) -> dict:
         return {"p_gold": {c: e.to_json() for c, e in self.effects.items()},
-                "differences": [d.to_json() for d in self.differences]}
+                "differences": [d.to_json() for d in self.differences], "truncated_lines": self.truncated}
 
 
 DIRECTIONAL_CLAIMS = (("left-only", "left-only-control"), ("right-only", "right-only-control"),
@@ -126,7 +127,8 @@ def directional_set(lab: Lab, lines: Sequence[str], sinks: str = "symmetric", se
             progress(row + 1, len(items))
     by_condition = {c: values[:, i] for i, c in enumerate(CONDITIONS)}
     return DirectionalSet({c: mean_interval(v, resamples, seed) for c, v in by_condition.items()},
-                          [paired_difference(by_condition, a, b, resamples, seed) for a, b in DIRECTIONAL_CLAIMS])
+                          [paired_difference(by_condition, a, b, resamples, seed) for a, b in DIRECTIONAL_CLAIMS],
+                          truncated_count(items))
 
 
 @dataclass
@@ -166,10 +168,23 @@ class AblationSet:
 
     effect: Effect
     most_important: HeldOutHead | None
+    truncated: int = 0  # lines cut to SET_MAX_TOKENS
 
     def to_json(self) -> dict:
         return {"drop_in_log_probability": self.effect.to_json(),
-                "most_important_head": self.most_important.to_json() if self.most_important else None}
+                "most_important_head": self.most_important.to_json() if self.most_important else None,
+                "truncated_lines": self.truncated}
+
+
+@dataclass
+class CompareSet:
+    """Any intervention's effects over a sentence set (mean JS divergence, change in P(gold))."""
+
+    effects: dict[str, Effect]
+    truncated: int = 0  # lines cut to SET_MAX_TOKENS
+
+    def to_json(self) -> dict:
+        return {**{name: e.to_json() for name, e in self.effects.items()}, "truncated_lines": self.truncated}
 
 
 def ablation_set(lab: Lab, lines: Sequence[str], reference: torch.Tensor | ResamplePool | None = None, seed: int = 0,
@@ -182,11 +197,12 @@ def ablation_set(lab: Lab, lines: Sequence[str], reference: torch.Tensor | Resam
         drops[row] = ablation_drops(lab, enc, [position], [gold], reference_for(reference, enc, draw=row))
         if progress is not None:
             progress(row + 1, len(items))
-    return AblationSet(mean_interval(drops, resamples, seed), heldout_best_head(drops, resamples, seed))
+    return AblationSet(mean_interval(drops, resamples, seed), heldout_best_head(drops, resamples, seed),
+                       truncated_count(items))
 
 
 def compare_set(lab: Lab, lines: Sequence[str], intervention, seed: int = 0, max_sentences: int | None = 200,
-                resamples: int = 1000, progress: Progress | None = None) -> dict[str, Effect]:
+                resamples: int = 1000, progress: Progress | None = None) -> CompareSet:
     """Any intervention over sentences (one seeded masked word each, the gold word known): the mean
     JS divergence of attention (nats) and the mean change in P(gold), each with its interval."""
     from .compare import compare, probability_of
@@ -200,8 +216,8 @@ def compare_set(lab: Lab, lines: Sequence[str], intervention, seed: int = 0, max
         change[row] = probability_of(c.intervened, position, token, lab) - probability_of(c.baseline, position, token, lab)
         if progress is not None:
             progress(row + 1, len(items))
-    return {"mean JS (nats)": mean_interval(js, resamples, seed), "change in P(gold)": mean_interval(change, resamples,
-                                                                                                     seed)}
+    return CompareSet({"mean JS (nats)": mean_interval(js, resamples, seed),
+                       "change in P(gold)": mean_interval(change, resamples, seed)}, truncated_count(items))
 
 
 def patching_set(lab: Lab, pairs: Sequence[tuple[str, str, str, str]], resamples: int = 1000, seed: int = 0,
