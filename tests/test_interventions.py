@@ -431,3 +431,23 @@ def test_sets_report_how_many_lines_were_cut(sharp_lab):
     assert directional_set(sharp_lab, lines, resamples=10).to_json()["truncated_lines"] == 1
     assert truncation_note(1) == "1 line was longer than 128 tokens and cut to the first 128"
     assert truncation_note(0) == ""
+
+
+def test_probe_and_control_are_compared_sentence_by_sentence(sharp_lab):
+    """The same intervention as probe and control: every paired difference is exactly 0 and the tool
+    says so; the sinusoidal probe against its random control gives a difference equal to the
+    difference of the two means (paired over the same sentences)."""
+    from bertviz_lab.interventions.sets import probe_and_control
+
+    lines = ["the big cat sat on the red mat", "a small dog ran to the park", "the red bird sat on a big tree"]
+    same = probe_and_control(sharp_lab, lines, make_intervention("left-only"), make_intervention("left-only"),
+                             resamples=50)
+    for d in same.differences:
+        assert float(d.effect.mean) == 0 and float(d.effect.ci_low) == 0 == float(d.effect.ci_high)
+        assert "indistinguishable" in d.verdict()
+    pc = probe_and_control(sharp_lab, lines, make_intervention("sinusoidal-positions"),
+                           make_intervention("random-positions"), resamples=50)
+    change = pc.differences[1]
+    assert float(change.effect.mean) == pytest.approx(float(pc.probe.effects["change in P(gold)"].mean) -
+                                                      float(pc.control.effects["change in P(gold)"].mean))
+    assert set(pc.to_json()) == {"probe", "control", "differences"}

@@ -201,13 +201,14 @@ def ablation_set(lab: Lab, lines: Sequence[str], reference: torch.Tensor | Resam
                        truncated_count(items))
 
 
-def compare_set(lab: Lab, lines: Sequence[str], intervention, seed: int = 0, max_sentences: int | None = 200,
-                resamples: int = 1000, progress: Progress | None = None) -> CompareSet:
-    """Any intervention over sentences (one seeded masked word each, the gold word known): the mean
-    JS divergence of attention (nats) and the mean change in P(gold), each with its interval."""
+MEASURES = ("mean JS (nats)", "change in P(gold)")
+
+
+def compare_values(lab: Lab, items, intervention, progress: Progress | None = None) -> dict[str, np.ndarray]:
+    """Per sentence, for one intervention: mean JS divergence of attention (nats) and the change in
+    P(gold) at its masked word: {measure: (sentences,)}."""
     from .compare import compare, probability_of
 
-    items = items_of(lab, lines, seed, max_sentences)
     js, change = np.empty(len(items)), np.empty(len(items))
     for row, (enc, position, gold) in enumerate(items):
         c = compare(lab, "", intervention, encoded=enc)
@@ -216,8 +217,42 @@ def compare_set(lab: Lab, lines: Sequence[str], intervention, seed: int = 0, max
         change[row] = probability_of(c.intervened, position, token, lab) - probability_of(c.baseline, position, token, lab)
         if progress is not None:
             progress(row + 1, len(items))
-    return CompareSet({"mean JS (nats)": mean_interval(js, resamples, seed),
-                       "change in P(gold)": mean_interval(change, resamples, seed)}, truncated_count(items))
+    return dict(zip(MEASURES, (js, change)))
+
+
+def compare_set(lab: Lab, lines: Sequence[str], intervention, seed: int = 0, max_sentences: int | None = 200,
+                resamples: int = 1000, progress: Progress | None = None) -> CompareSet:
+    """Any intervention over sentences (one seeded masked word each, the gold word known): the mean
+    JS divergence of attention (nats) and the mean change in P(gold), each with its interval."""
+    items = items_of(lab, lines, seed, max_sentences)
+    values = compare_values(lab, items, intervention, progress)
+    return CompareSet({m: mean_interval(v, resamples, seed) for m, v in values.items()}, truncated_count(items))
+
+
+@dataclass
+class ProbeAndControl:
+    """An intervention and its control on the same sentences: each one's effects and, per measure,
+    the paired difference probe - control with the sentence its interval supports."""
+
+    probe: CompareSet
+    control: CompareSet
+    differences: list[Difference]
+
+    def to_json(self) -> dict:
+        return {"probe": self.probe.to_json(), "control": self.control.to_json(),
+                "differences": [d.to_json() for d in self.differences]}
+
+
+def probe_and_control(lab: Lab, lines: Sequence[str], probe, control, seed: int = 0,
+                      max_sentences: int | None = 200, resamples: int = 1000) -> ProbeAndControl:
+    """``probe`` and ``control`` over the same masked sentences, compared sentence by sentence."""
+    items = items_of(lab, lines, seed, max_sentences)
+    a, b = compare_values(lab, items, probe), compare_values(lab, items, control)
+    cut = truncated_count(items)
+    differences = [Difference(f"{probe.describe()} ({m})", f"{control.describe()} ({m})",
+                              mean_interval(a[m] - b[m], resamples, seed)) for m in MEASURES]
+    return ProbeAndControl(CompareSet({m: mean_interval(v, resamples, seed) for m, v in a.items()}, cut),
+                           CompareSet({m: mean_interval(v, resamples, seed) for m, v in b.items()}, cut), differences)
 
 
 def patching_set(lab: Lab, pairs: Sequence[tuple[str, str, str, str]], resamples: int = 1000, seed: int = 0,

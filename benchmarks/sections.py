@@ -1,0 +1,64 @@
+"""BENCHMARKS.md sections written by the scripts that measure them, never edited by hand.
+
+A generated section sits between two markers that name its script::
+
+    <!-- begin conclusions-directional: benchmarks/conclusions.py -->
+    ...
+    <!-- end conclusions-directional -->
+
+``write_section`` replaces what is between them (or appends the section), with the command that
+made it, the commit it ran on and the date. tests/test_benchmarks_doc.py checks that every script a
+section or a command names exists.
+"""
+from __future__ import annotations
+
+import datetime
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCHMARKS = ROOT / "BENCHMARKS.md"
+
+
+def commit() -> str:
+    """The short commit the numbers come from, with "+changes" when the tree had uncommitted edits."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+
+    head = git("rev-parse", "--short", "HEAD") or "unknown"
+    return head + ("+changes" if git("status", "--porcelain", "--untracked-files=no") else "")
+
+
+def command_line() -> str:
+    script = Path(sys.argv[0]).resolve()
+    name = script.relative_to(ROOT).as_posix() if script.is_relative_to(ROOT) else sys.argv[0]
+    return " ".join(["python", name, *sys.argv[1:]])
+
+
+def section_text(name: str, script: str, title: str, body: str) -> str:
+    stamp = f"Written by `{command_line()}` on {datetime.date.today().isoformat()}, commit {commit()}."
+    return (f"<!-- begin {name}: {script} -->\n### {title}\n\n{stamp}\n\n{body.strip()}\n"
+            f"<!-- end {name} -->")
+
+
+def write_section(name: str, script: str, title: str, body: str, path: Path = BENCHMARKS) -> None:
+    """Put the section ``name`` (made by ``script``) into BENCHMARKS.md, replacing its old text."""
+    text = path.read_text(encoding="utf-8")
+    new = section_text(name, script, title, body)
+    pattern = re.compile(rf"<!-- begin {re.escape(name)}: [^>]*-->.*?<!-- end {re.escape(name)} -->", re.S)
+    if pattern.search(text):
+        text = pattern.sub(lambda _: new, text)
+    else:
+        text = text.rstrip() + "\n\n" + new + "\n"
+    path.write_text(text, encoding="utf-8")
+
+
+def markdown_table(header: list[str], rows: list[list[object]]) -> str:
+    def cell(value: object) -> str:
+        return f"{value:.3f}" if isinstance(value, float) else str(value)
+
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
