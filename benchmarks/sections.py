@@ -23,12 +23,20 @@ BENCHMARKS = ROOT / "BENCHMARKS.md"
 
 
 def commit() -> str:
-    """The short commit the numbers come from, with "+changes" when the tree had uncommitted edits."""
+    """The short commit the numbers come from, with "+changes" when the tree had uncommitted edits
+    (read once, when the script starts: edits made while it runs do not change what it measured)."""
+    return STARTED_AT
+
+
+def _commit_now() -> str:
     def git(*args: str) -> str:
         return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True).stdout.strip()
 
     head = git("rev-parse", "--short", "HEAD") or "unknown"
     return head + ("+changes" if git("status", "--porcelain", "--untracked-files=no") else "")
+
+
+STARTED_AT = _commit_now()
 
 
 def command_line() -> str:
