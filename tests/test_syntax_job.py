@@ -70,12 +70,25 @@ def test_two_treebanks_two_checkpoints_one_tidy_table_and_resume(tmp_path, sharp
                                   tidy.sort_values(TIDY_COLUMNS[:8]).reset_index(drop=True))
 
 
-def test_agreement_counts_treebanks_per_head():
-    best = pd.DataFrame({"model": ["m"] * 5, "relation": ["nsubj", "nsubj", "nsubj", "det", "det"],
-                         "treebank": ["a", "b", "c", "a", "b"], "best_head": ["3-5", "3-5", "2-1", "1-1", "4-2"]})
-    table = agreement(best).set_index(["relation", "head"])
-    assert table.loc[("nsubj", "3-5"), "treebanks_won"] == 2 and table.loc[("nsubj", "3-5"), "share"] == 2 / 3
-    assert table.loc[("det", "1-1"), "share"] == 0.5 and len(table) == 4
+def test_agreement_counts_held_out_heads_by_direction_over_treebanks_with_enough_arcs():
+    """Hand-counted, min_arcs 50. nsubj: treebanks a and b agree on held-out head 3-5 dep->head; c's
+    held-out head is 3-5 too but head->dep, a different finding (its in-sample 2-1 is not used); d has
+    only 10 nsubj arcs and does not count. So 3-5 dep->head wins 2 of 3. det is found in one treebank
+    with enough arcs: its share is empty, not "1 of 1"."""
+    best = pd.DataFrame({
+        "model": ["m"] * 6, "relation": ["nsubj", "nsubj", "nsubj", "nsubj", "det", "det"],
+        "treebank": ["a", "b", "c", "d", "a", "b"], "count": [80, 90, 70, 10, 60, 20],
+        "best_head": ["1-1", "3-5", "2-1", "3-5", "1-1", "4-2"], "direction": ["dep->head"] * 6,
+        "heldout_head": ["3-5", "3-5", "3-5", "3-5", "1-1", "4-2"],
+        "heldout_direction": ["dep->head", "dep->head", "head->dep", "dep->head", "dep->head", "dep->head"]})
+    table = agreement(best, min_arcs=50).set_index(["relation", "head", "direction"])
+    row = table.loc[("nsubj", "3-5", "dep->head")]
+    assert (row.treebanks_won, row.treebanks, row.share, row.chosen) == (2, 3, 2 / 3, "held-out")
+    assert table.loc[("nsubj", "3-5", "head->dep")].treebanks_won == 1
+    assert ("nsubj", "1-1", "dep->head") not in table.index  # in-sample heads are not what agrees
+    det = table.loc[("det", "1-1", "dep->head")]
+    assert det.treebanks == 1 and np.isnan(det.share)
+    assert len(table) == 3
 
 
 @pytest.mark.parametrize("name, code", [("en_ewt-ud-dev.conllu", "en"), ("de_gsd-ud-test.conllu", "de"),

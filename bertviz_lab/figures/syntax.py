@@ -183,11 +183,19 @@ def stats_figure(summary: SyntaxSummary) -> Figure:
                         hover="layer %{y}, head %{x}<br>%{z:.3f}", x_title="head", y_title="layer")
 
 
+def head_order(label: str) -> tuple:
+    """"3-5 dep->head" sorts by layer, head, then direction; anything else first."""
+    found = re.match(r"(\d+)-(\d+)(.*)", str(label))
+    return (int(found[1]), int(found[2]), found[3]) if found else (0, 0, str(label))
+
+
 def agreement_figure(agree: pd.DataFrame, model: str) -> Figure:
-    """Relation x head: the share of treebanks in which that head is the relation's best."""
-    rows = agree[agree.model == model]
+    """Relation x head and direction: the share of treebanks (with enough arcs of the relation) in
+    which that held-out head is the relation's best; relations found in one treebank only are left out."""
+    rows = agree[(agree.model == model) & agree.share.notna()].copy()
+    rows["head"] = rows["head"].astype(str) + " " + rows["direction"].astype(str)
     relations = sorted(rows.relation.unique())
-    heads = sorted(rows["head"].unique(), key=lambda h: tuple(int(x) for x in str(h).split("-")) if "-" in str(h) else (0,))
+    heads = sorted(rows["head"].unique(), key=head_order)
     grid = rows.pivot_table(index="relation", columns="head", values="share", fill_value=0.0).reindex(
         index=relations, columns=heads, fill_value=0.0)
     won = rows.pivot_table(index="relation", columns="head", values="treebanks_won", fill_value=0).reindex(

@@ -19,6 +19,7 @@ from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from ..export import write_atomically
@@ -178,15 +179,34 @@ def skip_note(scores: TreebankScores | SyntaxSummary) -> str:
             f"{scores.sentences_skipped_empty_words} with {scores.words_without_pieces} words that become no word piece)")
 
 
-def agreement(best: pd.DataFrame) -> pd.DataFrame:
-    """Per model and relation: for each head that is some treebank's best, in how many treebanks."""
+AGREEMENT_COLUMNS = ["model", "relation", "head", "direction", "treebanks_won", "treebanks", "share", "chosen"]
+
+
+def agreement(best: pd.DataFrame, min_arcs: int = 0) -> pd.DataFrame:
+    """Per model and relation: for each head and direction that is some treebank's best, in how many
+    treebanks. The head is the *held-out* best (chosen on one half of the sentences; the in-sample
+    best where a treebank had too few sentences to split, said in ``chosen``), a head that wins
+    dep->head is not the same finding as one that wins head->dep, and only treebanks where the
+    relation has at least ``min_arcs`` arcs count. A share needs two such treebanks (with one, every
+    head "agrees"), so with fewer it is empty."""
     rows = []
-    for (model, relation), group in best.groupby(["model", "relation"], sort=True):
+    usable = best[best["count"] >= min_arcs] if "count" in best else best
+    for (model, relation), group in usable.groupby(["model", "relation"], sort=True):
         n = group.treebank.nunique()
-        for head, wins in group.groupby("best_head").treebank.nunique().items():
-            rows.append({"model": model, "relation": relation, "head": head, "treebanks_won": int(wins),
-                         "treebanks": int(n), "share": wins / n})
-    return pd.DataFrame(rows, columns=["model", "relation", "head", "treebanks_won", "treebanks", "share"])
+        held = group.heldout_head.fillna("").astype(str).str.len() > 0 if "heldout_head" in group else \
+            pd.Series(False, index=group.index)
+        picks = pd.DataFrame({
+            "treebank": group.treebank,
+            "head": group.heldout_head.where(held, group.best_head) if "heldout_head" in group else group.best_head,
+            "direction": group.heldout_direction.where(held, group.direction) if "heldout_head" in group
+            else group.direction,
+            "chosen": held.map({True: "held-out", False: "in-sample"})})
+        for (head, direction), won in picks.groupby(["head", "direction"]):
+            wins = won.treebank.nunique()
+            rows.append({"model": model, "relation": relation, "head": head, "direction": direction,
+                         "treebanks_won": int(wins), "treebanks": int(n), "share": wins / n if n >= 2 else np.nan,
+                         "chosen": ", ".join(sorted(set(won.chosen)))})
+    return pd.DataFrame(rows, columns=AGREEMENT_COLUMNS)
 
 
 def run_job(job: Job, load_lab: Callable[[str], Lab], say: Callable[[str], None] = print,
@@ -207,7 +227,7 @@ def run_job(job: Job, load_lab: Callable[[str], Lab], say: Callable[[str], None]
                 missing.append(treebank)
         if missing:
             score_model(job, model, load_lab(model), missing, say, progress_for, labels)
-    return write_combined(job.out, pair_folders(job), report)
+    return write_combined(job.out, pair_folders(job), report, job.settings.min_arcs)
 
 
 def score_model(job: Job, model: str, lab: Lab, treebanks: list[Path], say: Callable[[str], None],
@@ -232,11 +252,12 @@ def score_model(job: Job, model: str, lab: Lab, treebanks: list[Path], say: Call
             say(f"{model} x {label}: {skip_note(scores)}")
 
 
-def write_combined(out: Path, folders: Sequence[Path], report: Report | None = None) -> dict[str, Path]:
+def write_combined(out: Path, folders: Sequence[Path], report: Report | None = None,
+                   min_arcs: int = 0) -> dict[str, Path]:
     """The job's tables from its pairs' folders (and the report, if asked), all renamed into place together."""
     tidy = pd.concat([pd.read_csv(f / "scores.csv") for f in folders], ignore_index=True)
     best = pd.concat([pd.read_csv(f / "best_heads.csv") for f in folders], ignore_index=True)
-    agree = agreement(best)
+    agree = agreement(best, min_arcs)
     contents = {
         "scores": ("scores.csv", tidy.to_csv(index=False, float_format="%.6f")),
         "best_heads": ("best_heads.csv", best.to_csv(index=False, float_format="%.6f")),
