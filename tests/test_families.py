@@ -168,3 +168,24 @@ def test_electra_discriminator_loads_its_encoder_and_says_what_was_set_aside(fam
         ref = hf(input_ids=torch.tensor([a.token_ids]), token_type_ids=torch.tensor([a.segment_ids]),
                  output_attentions=True).attentions
     np.testing.assert_allclose(a.attention, torch.stack([x[0] for x in ref]).numpy(), atol=1e-5)
+
+
+def test_roberta_word_shuffle_keeps_a_words_pieces_together(family):
+    """Through compare: the tokenizer's word ids, not ## marks, say which pieces move together."""
+    from bertviz_lab.interventions import make_intervention
+    from bertviz_lab.interventions.kinds import ShuffleWords
+
+    _, folder = family["roberta"]
+    lab = load(str(folder), device="cpu")
+    enc = lab.encode("the unbelievable cat sat on the mat")
+    split = [w for w in set(enc.word_ids) if w is not None and enc.word_ids.count(w) > 1]
+    assert split, enc.tokens  # the toy vocabulary splits some word into pieces without ##
+    assert not any(t.startswith("##") for t in enc.tokens)
+    for seed in range(4):
+        order = make_intervention("shuffle-words", seed=seed).inputs_for(lab.model, enc.tokens, enc.word_ids).token_order
+        moved = [enc.word_ids[i] for i in order]
+        for w in split:  # each split word's pieces are contiguous and in order after the shuffle
+            places = [k for k, v in enumerate(moved) if v == w]
+            assert places == list(range(places[0], places[0] + len(places)))
+            assert [order[k] for k in places] == sorted(order[k] for k in places)
+    assert isinstance(make_intervention("shuffle-words"), ShuffleWords)

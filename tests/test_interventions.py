@@ -106,6 +106,29 @@ def test_word_shuffle_keeps_pieces_together():
         assert shown[0] == "[CLS]" and shown[-1] == "[SEP]"
 
 
+def test_word_shuffle_uses_the_tokenizers_words_for_pieces_without_hashes():
+    """RoBERTa-style pieces carry no ##: "Ġun bel iev ably" is one word by its word ids. With the ids
+    the four pieces move together; read by ## marks they would be four words."""
+    from bertviz_lab.interventions.kinds import ShuffleWords
+
+    tokens = ["[CLS]", "Ġit", "Ġwas", "Ġun", "bel", "iev", "ably", "Ġgood", "[SEP]"]
+    word_ids = [None, 0, 1, 2, 2, 2, 2, 3, None]
+    for seed in range(6):
+        order = ShuffleWords(seed=seed).inputs_for(None, tokens, word_ids).token_order
+        shown = [tokens[i] for i in order]
+        start = shown.index("Ġun")
+        assert shown[start:start + 4] == ["Ġun", "bel", "iev", "ably"] and shown[0] == "[CLS]" and shown[-1] == "[SEP]"
+    by_marks = [ShuffleWords(seed=s).inputs(None, tokens).token_order for s in range(6)]
+    assert any([tokens[i] for i in o].index("bel") != [tokens[i] for i in o].index("Ġun") + 1 for o in by_marks)
+
+
+def test_word_labels_drop_the_word_start_marks():
+    from bertviz_lab.attention import word_groups
+
+    groups, labels = word_groups(["[CLS]", "Ġun", "bel", "ievable", "Ġcat", "[SEP]"], [None, 0, 0, 0, 1, None])
+    assert groups == [[0], [1, 2, 3], [4], [5]] and labels == ["[CLS]", "unbelievable", "cat", "[SEP]"]
+
+
 def test_token_shuffle_separates_pieces():
     from bertviz_lab.interventions.kinds import ShuffleWords
 

@@ -26,6 +26,9 @@ class AttentionView:
     key_segments: list[int] = field(default_factory=list)
 
 
+WORD_START = "Ġ▁"  # the marks byte-level BPE (RoBERTa) and SentencePiece put before a word's first piece
+
+
 def word_groups(tokens: Sequence[str], word_ids: Sequence[int | None]) -> tuple[list[list[int]], list[str]]:
     """Group token positions into words; special tokens are words of their own."""
     groups: list[list[int]] = []
@@ -34,10 +37,10 @@ def word_groups(tokens: Sequence[str], word_ids: Sequence[int | None]) -> tuple[
     for pos, (tok, wid) in enumerate(zip(tokens, word_ids)):
         if wid is None or wid != last_word:
             groups.append([pos])
-            labels.append(tok)
+            labels.append(tok if wid is None else tok.lstrip(WORD_START))
         else:
             groups[-1].append(pos)
-            labels[-1] += tok[2:] if tok.startswith("##") else tok
+            labels[-1] += tok[2:] if tok.startswith("##") else tok.lstrip(WORD_START)
         last_word = wid if wid is not None else object()
     return groups, labels
 

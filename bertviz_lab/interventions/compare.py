@@ -80,7 +80,7 @@ def compare(lab: Lab, text: str, intervention: Intervention, pair: str | None = 
     encoded = encoded if encoded is not None else lab.encode(text, pair, truncate=True)
     base = lab.analyze_encoded(encoded, text, pair, masks=mask_positions, top_k=top_k, source=source,
                                predict_at=predict_at, keep_probabilities=True)
-    inputs = intervention.inputs(lab.model, base.tokens)
+    inputs = intervention.inputs_for(lab.model, base.tokens, base.word_ids)
     masks = sorted(set(mask_positions) | set(inputs.mask_positions))
     if inputs.token_order is not None:
         order = inputs.token_order

@@ -85,6 +85,12 @@ class Intervention:
     def inputs(self, model: BertLab, tokens: Sequence[str]) -> InterventionInputs:
         raise NotImplementedError
 
+    def inputs_for(self, model: BertLab, tokens: Sequence[str],
+                   word_ids: Sequence[int | None] | None = None) -> InterventionInputs:
+        """``inputs`` with the tokenizer's word of each token (None for specials), for kinds that
+        work on words; the others ignore it."""
+        return self.inputs(model, tokens)
+
     @property
     def targets(self) -> list[int]:
         """Positions whose predictions the comparison reports even when unmasked."""
@@ -328,15 +334,33 @@ class ShuffleWords(ShufflePositions):
         return f"{self.kind} (seed {self.seed}, unit {self.unit})"
 
     def inputs(self, model: BertLab, tokens: Sequence[str]) -> InterventionInputs:
+        """Words read from WordPiece's ``##`` marks (when no word ids are at hand)."""
+        word_ids: list[int | None] = []
+        for i, token in enumerate(tokens):
+            if token in SPECIAL_TOKENS:
+                word_ids.append(None)
+            elif token.startswith("##") and word_ids and word_ids[-1] is not None:
+                word_ids.append(word_ids[-1])
+            else:
+                word_ids.append(i)
+        return self.inputs_for(model, tokens, word_ids)
+
+    def inputs_for(self, model: BertLab, tokens: Sequence[str],
+                   word_ids: Sequence[int | None] | None = None) -> InterventionInputs:
+        """Words are the tokenizer's (``word_ids``), so RoBERTa's and SentencePiece's pieces, which
+        carry no ``##``, stay together as well."""
+        if word_ids is None:
+            return self.inputs(model, tokens)
         if self.unit not in ("words", "tokens"):
             raise InterventionError(f"shuffle unit must be words or tokens (got {self.unit!r})")
-        real = movable_positions(tokens)
         groups: list[list[int]] = []
-        for i in real:  # a word: a piece and the ## continuations after it
-            if self.unit == "words" and groups and tokens[i].startswith("##") and groups[-1][-1] == i - 1:
+        for i in movable_positions(tokens):
+            same_word = groups and word_ids[i] is not None and word_ids[groups[-1][-1]] == word_ids[i]
+            if self.unit == "words" and same_word and groups[-1][-1] == i - 1:
                 groups[-1].append(i)
             else:
                 groups.append([i])
+        real = [i for group in groups for i in group]
         moved = [groups[g] for g in np.random.default_rng(self.seed).permutation(len(groups))]
         order = list(range(len(tokens)))
         for slot, source in zip(real, [i for group in moved for i in group]):
