@@ -5,6 +5,14 @@ from __future__ import annotations
 import math
 
 
+def standing(low: float, high: float) -> str:
+    """One word for a table cell: "above", "below", "indistinguishable" (the interval of a - b
+    includes 0) or "no interval"."""
+    if any(math.isnan(v) for v in (low, high)):
+        return "no interval"
+    return "above" if low > 0 else "below" if high < 0 else "indistinguishable"
+
+
 def verdict(low: float, high: float, a: str, b: str) -> str:
     """The conclusion the interval [low, high] of the paired difference ``a - b`` supports."""
     if any(math.isnan(v) for v in (low, high)):

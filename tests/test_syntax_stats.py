@@ -118,6 +118,7 @@ def test_comparing_a_checkpoint_with_itself_gives_zero_difference(sharp_lab, tin
     a = score_treebank(sharp_lab, sentences)
     same = compare_checkpoints(a, a, Settings(resamples=50, min_arcs=5))
     assert (same.difference == 0).all() and (same.ci_low == 0).all() and (same.ci_high == 0).all()
+    assert set(same.b_vs_a) == {"indistinguishable"}  # the interval [0, 0] includes 0
     other = compare_checkpoints(a, score_treebank(tiny_lab, sentences), Settings(resamples=50, min_arcs=5))
     assert (other.difference != 0).any()
     assert ((other.ci_low <= other.difference + 1e-9) | other.ci_low.isna()).all()
@@ -172,3 +173,10 @@ def test_uuas_counts_punctuation_arcs_only_when_told(punct, expected):
     chain = frame[frame.predictor == "right-branching"].iloc[0]
     assert chain.uuas == pytest.approx(2 / 3 if punct == "include" else 1 / 2)  # it has nsubj and punct
     assert set(frame.punctuation) == {f"{punct}d"}
+
+
+def test_standing_words_come_from_the_interval():
+    from bertviz_lab.conclusions import standing
+
+    assert [standing(0.01, 0.2), standing(-0.2, -0.01), standing(-0.1, 0.1), standing(0.0, 0.1),
+            standing(float("nan"), 0.1)] == ["above", "below", "indistinguishable", "indistinguishable", "no interval"]

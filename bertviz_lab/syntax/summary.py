@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ..conclusions import verdict
+from ..conclusions import standing, verdict
 from ..lab import CheckpointInfo
 from ..naming import head_name
 from .predictors import OFFSETS
@@ -284,6 +284,7 @@ def compare_checkpoints(a: TreebankScores, b: TreebankScores, settings: Settings
                 "accuracy_a": ea.accuracy, "accuracy_b": eb.accuracy, "difference": eb.accuracy - ea.accuracy,
                 "ci_low": low, "ci_high": high}))
     frame = pd.concat(frames, ignore_index=True)
+    frame["b_vs_a"] = [standing(lo, hi) for lo, hi in zip(frame.ci_low, frame.ci_high)]  # from the paired interval
     frame.insert(0, "model_b", b.checkpoint.describe())
     frame.insert(0, "model_a", a.checkpoint.describe())
     return frame
