@@ -70,6 +70,10 @@ def add_analyze(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-attention", action="store_true", help="leave the attention array out of the JSON")
     p.add_argument("--source", choices=SOURCES, default="attention",
                    help="what the attention array holds: softmax weights, or norm-based weights (raw norms)")
+    p.add_argument("--lens", action="store_true",
+                   help="also the MLM head's top-k on every layer's state at each masked position (JSON: lens)")
+    p.add_argument("--qk", action="store_true",
+                   help="also each head's query and key vectors (JSON: queries, keys; layers x heads x tokens x dim)")
     p.set_defaults(func=run_analyze)
 
 
@@ -88,10 +92,24 @@ def run_analyze(args: argparse.Namespace) -> int:
     if result.truncated:
         print(f"note: input truncated from {result.n_tokens_before_truncation} to {len(result.tokens)} tokens",
               file=sys.stderr)
+    extra: dict = {}
+    if args.lens or args.qk:
+        from .lens import mlm_lens, queries_and_keys
+
+        if args.lens:
+            extra["lens"] = [p.to_json() for p in mlm_lens(lab, result, args.top_k)]
+        if args.qk:
+            queries, keys = queries_and_keys(lab, result)
+            extra.update(queries=queries.round(6).tolist(), keys=keys.round(6).tolist())
     if args.json:
-        print(json.dumps(result.to_json(attention=not args.no_attention)))
+        print(json.dumps({**result.to_json(attention=not args.no_attention), **extra}))
         return 0
     print(f"model: {result.model} on {result.device}")
+    for lens in extra.get("lens", []):
+        print(f"lens at position {lens['position']} (final answer {lens['final']!r}):")
+        for row in lens["layers"]:
+            top = ", ".join(f"{t} {p:.3f}" for t, p in zip(row["tokens"], row["probabilities"]))
+            print(f"  layer {row['layer']}: {top}  (final answer ranked {row['final_rank']})")
     print("tokens:", " ".join(f"{i}:{t}" for i, t in enumerate(result.tokens)))
     for p in result.mlm:
         preds = ", ".join(f"{q.token} {q.probability:.3f}" for q in p.predictions)

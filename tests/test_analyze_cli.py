@@ -140,3 +140,19 @@ def test_resample_ablation_over_a_set_draws_from_the_sample_treebank(tiny_folder
     assert code == 0, out.err
     result = json.loads(out.out.strip().splitlines()[-1])
     assert result["ablation"] == "resample" and result["drop_in_log_probability"]["n"] == 4
+
+
+def test_analyze_json_carries_the_lens_and_the_query_key_vectors(tiny_folder, tiny_lab, capsys):
+    from bertviz_lab.cli import main
+
+    code = main(["analyze", "the cat sat on the [MASK] .", "--model", str(tiny_folder), "--device", "cpu",
+                 "--lens", "--qk", "--json", "--top-k", "2"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    result = json.loads(out.out.strip().splitlines()[-1])
+    [lens] = result["lens"]
+    assert [row["layer"] for row in lens["layers"]] == list(range(1, tiny_lab.n_layers + 1))
+    assert lens["layers"][-1]["tokens"] == [p["token"] for p in result["mlm"][0]["predictions"]]
+    n = len(result["tokens"])
+    assert np.array(result["queries"]).shape == np.array(result["keys"]).shape == (tiny_lab.n_layers, tiny_lab.n_heads,
+                                                                                  n, tiny_lab.model.config.head_dim)

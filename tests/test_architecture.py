@@ -15,7 +15,7 @@ TIERS = [
     {"naming", "resources", "inline", "conclusions"},
     {"bert"},
     {"lab"},
-    {"attention", "sources", "export", "sentences", "treebank"},
+    {"attention", "sources", "export", "sentences", "treebank", "lens"},
     {"interventions", "syntax", "mlm"},
     {"figures"},
     {"reports"},

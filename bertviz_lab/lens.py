@@ -1,0 +1,84 @@
+"""How a masked-word prediction forms across layers, and the vectors attention is made of.
+
+MLM lens: the model's own full MLM head (transform, LayerNorm, tied decoder and bias) applied to each
+layer's hidden state at a masked position, the encoder analogue of the logit lens (nostalgebraist
+2020, "interpreting GPT: the logit lens"); the last layer's row is exactly the model's prediction.
+Read it as what the head would answer if the encoder stopped at that layer, not as what the layer
+"knows": the head was trained on the last layer only.
+
+Queries and keys: each head's projected vectors (after weights and bias), so
+softmax(q·kᵀ/√d + mask) reproduces the attention shown; the neuron view and the query–key views
+build on them (Vig 2019, "A multiscale visualization of attention in the Transformer model").
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from .bert import layer_hook
+from .lab import Analysis, Encoded, InputError, Lab
+
+
+@dataclass
+class LensLayer:
+    layer: int  # 1-based
+    tokens: list[str]  # top-k, most probable first
+    probabilities: list[float]
+    final_rank: int  # 1-based rank of the last layer's top-1 word at this layer
+    final_probability: float
+
+
+@dataclass
+class PositionLens:
+    position: int
+    final: str  # the model's prediction (the last layer's top-1)
+    layers: list[LensLayer]
+
+    def to_json(self) -> dict:
+        return {"position": self.position, "final": self.final,
+                "layers": [{"layer": r.layer, "tokens": r.tokens, "probabilities": r.probabilities,
+                            "final_rank": r.final_rank, "final_probability": r.final_probability}
+                           for r in self.layers]}
+
+
+def encoded_of(analysis: Analysis) -> Encoded:
+    """The input exactly as analysed (masks applied)."""
+    return Encoded(list(analysis.tokens), list(analysis.token_ids), list(analysis.segment_ids),
+                   list(analysis.word_ids), list(analysis.offsets), analysis.n_tokens_before_truncation)
+
+
+def mlm_lens(lab: Lab, analysis: Analysis, top_k: int = 5) -> list[PositionLens]:
+    """Per predicted position of ``analysis``, per layer, the MLM head's top-k on that layer's state."""
+    if not lab.model.has_mlm_head:
+        raise InputError("this checkpoint has no masked-language-model head, so there is no MLM lens")
+    positions = [p.position for p in analysis.mlm]
+    if not positions:
+        raise InputError("mask a token first: the lens follows a masked-word prediction through the layers")
+    names = [f"bert.encoder.layer.{i}.hook_out" for i in range(lab.n_layers)]  # each layer's output state
+    _, cache = lab.run(lab.batch_tensors([encoded_of(analysis)]), capture=names, compute_mlm=False)
+    hidden = torch.stack([cache[name][0, positions] for name in names])  # (layers, positions, d_model)
+    weights = lab.model.bert.embeddings.word_embeddings.weight
+    with torch.inference_mode():
+        probs = torch.softmax(lab.model.cls.predictions(hidden, weights).float(), dim=-1)  # (layers, positions, vocab)
+    top = torch.topk(probs, k=min(int(top_k), probs.shape[-1]), dim=-1)
+    final_ids = probs[-1].argmax(-1)  # (positions,)
+    out = []
+    for j, position in enumerate(positions):
+        final = int(final_ids[j])
+        ranks = (probs[:, j] > probs[:, j, final][:, None]).sum(-1) + 1  # (layers,) 1-based rank of the final word
+        rows = [LensLayer(layer + 1, [lab.tokenizer.id_to_token(int(i)) for i in top.indices[layer, j]],
+                          [float(v) for v in top.values[layer, j]], int(ranks[layer]), float(probs[layer, j, final]))
+                for layer in range(lab.n_layers)]
+        out.append(PositionLens(position, lab.tokenizer.id_to_token(final), rows))
+    return out
+
+
+def queries_and_keys(lab: Lab, analysis: Analysis) -> tuple[np.ndarray, np.ndarray]:
+    """(queries, keys), each (layers, heads, tokens, head_dim): the projected vectors with bias."""
+    names = [layer_hook(i, n) for i in range(lab.n_layers) for n in ("q", "k")]
+    _, cache = lab.run(lab.batch_tensors([encoded_of(analysis)]), capture=names, compute_mlm=False)
+    queries = torch.stack([cache[layer_hook(i, "q")][0] for i in range(lab.n_layers)])  # (layers, heads, t, d)
+    keys = torch.stack([cache[layer_hook(i, "k")][0] for i in range(lab.n_layers)])  # (layers, heads, t, d)
+    return queries.float().cpu().numpy(), keys.float().cpu().numpy()
