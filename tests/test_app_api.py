@@ -25,6 +25,22 @@ def test_masked_sentence_predicts_exactly_the_masked_positions(tiny_app, tiny_la
     assert got == [(p.position, q.token) for p in expected.mlm for q in p.predictions]
 
 
+def test_masked_words_view_shows_the_mlm_lens(tiny_app, tiny_lab):
+    import json
+
+    from bertviz_lab.lens import mlm_lens
+
+    client = gradio_client.Client(tiny_app, verbose=False)
+    call(client, "analyze", "the [MASK] sat on the mat", "", 3)
+    out = call(client, "sync_view", 1, 1, False, False, "all", "attention", "predictions")
+    figure = json.loads(out["lens_plot"]["plot"])
+    [lens] = mlm_lens(tiny_lab, tiny_lab.analyze("the [MASK] sat on the mat", top_k=3), top_k=3)
+    assert figure["layout"]["title"]["text"].startswith("MLM lens at position 2")
+    trace = figure["data"][0]
+    assert trace["y"] == [f"layer {r.layer} (answer #{r.final_rank})" for r in lens.layers]
+    assert [t.replace("<b>", "").replace("</b>", "") for t in trace["text"][-1]] == lens.layers[-1].tokens
+
+
 def test_bad_input_gives_a_message_and_the_app_keeps_serving(tiny_app):
     client = gradio_client.Client(tiny_app, verbose=False)
     def message(text):
@@ -48,7 +64,8 @@ def test_switching_model_clears_every_view_of_the_old_one(tiny_app, tiny_lab):
     out = call(client, "load_model", tiny_lab.source, "cpu")
     assert "Press Run" in out["message"] and out["payload"] is None  # the page clears its heatmap and head view
     assert out["picker"]["choices"] == [] and out["pred_table"]["data"] in ([], [[]])
-    for name in ("overview_plot", "aggregates_plot", "summary_plot", "pred_plot", "probe_plot", "offsets_plot"):
+    for name in ("overview_plot", "aggregates_plot", "summary_plot", "pred_plot", "lens_plot", "probe_plot",
+                 "offsets_plot"):
         assert "Press Run" in out[name]["plot"], name  # no stale figure of the previous input
     skipped = call(client, "sync_view", 1, 1, False, False, "all", "attention", "aggregates")["notes"]
     assert skipped == {"__type__": "update"}  # nothing to draw, and no error

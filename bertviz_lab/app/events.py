@@ -9,7 +9,8 @@ from typing import Any
 
 from .zerogpu import on_gpu
 
-SERVER_PLOTS = ("overview_plot", "aggregates_plot", "summary_plot", "pred_plot", "probe_plot", "offsets_plot")
+SERVER_PLOTS = ("overview_plot", "aggregates_plot", "summary_plot", "pred_plot", "lens_plot", "probe_plot",
+                "offsets_plot")
 RUN_INPUTS = ("text", "pair", "top_k", "session", "layer", "head", "hide", "word", "pair_filter")
 RUN_OUTPUTS = ("session", "message", "payload", "picker", "layer", "head", "pred_table", "nsp_md", "notes",
                "source") + SERVER_PLOTS

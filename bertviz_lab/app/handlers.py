@@ -19,9 +19,11 @@ from ..bert.norms import SOURCE_NOTES, SOURCES
 from ..export import CSV_MAX_ROWS, csv_rows, export_csv, export_npz
 from ..figures import analysis as views
 from ..figures import interventions as intervention_views
+from ..figures.attention import lens_figure
 from ..figures.base import empty_figure
 from ..figures.payload import view_payload
 from ..lab import Analysis, InputError, Lab
+from ..lens import mlm_lens
 from ..sources import layer_matrices, with_source
 from .events import SERVER_PLOTS
 from .intervention_handlers import InterventionHandlers
@@ -92,6 +94,14 @@ class Handlers(InterventionHandlers, SyntaxHandlers):
                                                  layer_matrices(lab, session.analysis, session.source))
         return session.by_source[session.source]
 
+    def lens_of(self, session: Session) -> list:
+        """The MLM lens of the session's masked positions (empty without a mask or an MLM head)."""
+        a = session.analysis
+        lab = self.lab_of(session)
+        if not a.mlm or not lab.model.has_mlm_head:
+            return []
+        return mlm_lens(lab, a, top_k=len(a.mlm[0].predictions))
+
     # ---- what the page draws ---------------------------------------------------------------
     def payload(self, session: Session) -> dict[str, Any]:
         """The analysis as views.js draws it (single head and head view switch in the browser)."""
@@ -132,7 +142,8 @@ class Handlers(InterventionHandlers, SyntaxHandlers):
         if tab == "aggregates":
             return {ui.aggregates_plot: plot(views.aggregates(shown, o, layers))}
         if tab == "predictions":
-            return {ui.pred_plot: plot(views.predictions_figure(a.mlm, a.mlm_note))}
+            return {ui.pred_plot: plot(views.predictions_figure(a.mlm, a.mlm_note)),
+                    ui.lens_plot: plot(lens_figure(self.lens_of(session), a.mlm_note))}
         c = session.comparison
         if c is None or c.baseline.tokens != a.tokens:
             return {}

@@ -104,6 +104,7 @@ def build_view_tabs(ui: SimpleNamespace) -> None:
     with gr.Tab(TAB_IDS["predictions"], id="predictions", elem_id="tab-predictions"):
         ui.nsp_md = gr.Markdown("")
         ui.pred_plot = gr.Plot(label="Predictions", elem_id="pred-plot")
+        ui.lens_plot = gr.Plot(label="MLM lens", elem_id="lens-plot")
         ui.pred_table = gr.Dataframe(pd.DataFrame(columns=views.PREDICTION_COLUMNS), label="Top-k predictions",
                                      interactive=False, elem_id="pred-table")
 

@@ -214,3 +214,31 @@ def predictions_figure(mlm: Sequence[Any], note: str | None = None) -> Figure:
     layout.update({"title": {"text": "Masked-word predictions"}, "annotations": annotations,
                    "height": 100 + cells[0].rows * 260})
     return figure(data, layout, "predictions")
+
+
+def lens_figure(lens: Sequence[Any], note: str | None = None) -> Figure:
+    """The MLM lens of the first masked position: layers (rows, 1 at the top) x rank (columns), each
+    cell the word the MLM head ranks there on that layer's state, coloured by its probability; the
+    model's final answer in bold wherever it appears, and its rank per layer in the row label."""
+    if not lens:
+        layout = {"title": {"text": "MLM lens: the prediction layer by layer"}, "height": 200,
+                  "xaxis": {"visible": False}, "yaxis": {"visible": False},
+                  "annotations": [{"text": note or "mask a token to follow its prediction through the layers",
+                                   "showarrow": False, "xref": "paper", "yref": "paper", "x": 0.5, "y": 0.5}]}
+        return figure([], layout, "mlm-lens")
+    first = lens[0]
+    rows = first.layers
+    k = len(rows[0].tokens)
+    labels = [f"layer {r.layer} (answer #{r.final_rank})" for r in rows]
+    text = [[f"<b>{t}</b>" if t == first.final else t for t in r.tokens] for r in rows]
+    z = [list(r.probabilities) for r in rows]
+    trace = {"type": "heatmap", "z": z, "x": [f"#{i + 1}" for i in range(k)], "y": labels, "text": text,
+             "texttemplate": "%{text}", "colorscale": SEQUENTIAL, "zmin": 0, "zmax": 1,
+             "hovertemplate": "%{y}, %{x}: %{text} (p = %{z:.3f})<extra></extra>",
+             "colorbar": {"thickness": 12, "title": {"text": "p"}}}
+    more = f"; {len(lens) - 1} more masked position(s) in the CLI's --lens" if len(lens) > 1 else ""
+    layout = {"title": {"text": f"MLM lens at position {first.position}: the model's MLM head on each layer's state "
+                                f"(final answer <b>{first.final}</b>{more})"},
+              "height": 120 + 34 * len(rows), "xaxis": {"type": "category", "side": "top"},
+              "yaxis": {"type": "category", "autorange": "reversed", "automargin": True}}
+    return figure([trace], layout, "mlm-lens")
