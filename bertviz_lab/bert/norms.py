@@ -21,12 +21,16 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-SOURCES = ("attention", "norm", "norm-residual")
+from .mixing import value_zeroing_layer
+
+SOURCES = ("attention", "norm", "norm-residual", "value-zeroing")
 SOURCE_NOTES = {
     "attention": "softmax attention weights",
     "norm": "norm-based: ||alpha f(x)|| per head (Kobayashi et al. 2020), raw vector norms, not normalised",
     "norm-residual": "norm-based with residual and LayerNorm: ||LN-part of (sum_h alpha f(x) + residual)|| "
                      "(Kobayashi et al. 2021), per layer (the same for every head), raw norms, not normalised",
+    "value-zeroing": "value zeroing (Mohebbi et al. 2023): cosine distance of each token's layer output when a "
+                     "key's values are zeroed, rows normalised to 1; per layer (the same for every head)",
 }
 
 
@@ -116,11 +120,13 @@ def source_from_cache(model, cache: dict[str, torch.Tensor], source: str, row: i
     check_source(source)
     out = []
     with torch.no_grad():
-        for i, pattern, f, block in _layer_parts(model, cache, row, n, values=source != "attention"):
+        for i, pattern, f, block in _layer_parts(model, cache, row, n, values=source in ("norm", "norm-residual")):
             if source == "attention":
                 out.append(pattern)
             elif source == "norm":
                 out.append(head_norms(pattern, f))
+            elif source == "value-zeroing":
+                out.append(value_zeroing_layer(model, cache, i, row, n).float()[None].expand(pattern.shape[0], -1, -1))
             else:
                 out.append(_residual_norms(cache, i, row, n, pattern, f, block)[None].expand(pattern.shape[0], -1, -1))
     return torch.stack(out).numpy()
@@ -132,11 +138,13 @@ def layer_source_from_cache(model, cache: dict[str, torch.Tensor], source: str, 
     check_source(source)
     out = []
     with torch.no_grad():
-        for i, pattern, f, block in _layer_parts(model, cache, row, n, values=source != "attention"):
+        for i, pattern, f, block in _layer_parts(model, cache, row, n, values=source in ("norm", "norm-residual")):
             if source == "attention":
                 out.append(pattern.mean(0))
             elif source == "norm":
                 out.append(layer_norms(pattern, f))
+            elif source == "value-zeroing":
+                out.append(value_zeroing_layer(model, cache, i, row, n).float())
             else:
                 out.append(_residual_norms(cache, i, row, n, pattern, f, block))
     return torch.stack(out).numpy()
