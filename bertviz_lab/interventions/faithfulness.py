@@ -3,7 +3,8 @@
 For a masked word, each *source* ranks the context tokens by how much they matter to the masked
 position: softmax attention of the last layer (head mean) and of all layers, rollout and flow
 (Abnar & Zuidema 2020), norm-based weights of the last layer (Kobayashi et al. 2020) and with
-residual and LayerNorm (2021), and a seeded random ranking as the control. The top-k tokens are
+residual and LayerNorm (2021), value zeroing of the last layer and its rollout (Mohebbi et al.
+2023), and a seeded random ranking as the control. The top-k tokens are
 hidden from attention on every layer (the hide-keys intervention) for k = 1..K, and we measure
 the drop in log P(gold word). The score is the area over the perturbation curve (AOPC, Samek et
 al. 2017): ``1 / (K + 1) * sum_{k=0..K} (log p_0 - log p_k)``; higher means hiding what the
@@ -30,7 +31,7 @@ from ..sentences import masked_items, truncated_count
 from .sets import Difference, mean_interval
 
 RANKINGS = ("attention (last layer)", "attention (all layers)", "rollout", "flow", "norm (last layer)",
-            "norm-residual (last layer)", "random")
+            "norm-residual (last layer)", "value zeroing (last layer)", "value zeroing rollout", "random")
 CONTROL = "random"
 
 
@@ -97,11 +98,15 @@ class FaithfulnessResult:
 
 def rankings(lab: Lab, cache: dict, position: int, n: int, seed: int) -> dict[str, np.ndarray]:
     """Each source's score of every token as context for ``position``: {name: (tokens,)}."""
-    layers = {s: layer_source_from_cache(lab.model, cache, s, 0, n) for s in ("attention", "norm", "norm-residual")}
+    layers = {s: layer_source_from_cache(lab.model, cache, s, 0, n)
+              for s in ("attention", "norm", "norm-residual", "value-zeroing")}
     attention = layers["attention"]  # (layers, q, k) head means
     scores = {"attention (last layer)": attention[-1, position], "attention (all layers)": attention.mean(0)[position],
               "rollout": rollout(attention)[-1, position], "norm (last layer)": layers["norm"][-1, position],
               "norm-residual (last layer)": layers["norm-residual"][-1, position],
+              "value zeroing (last layer)": layers["value-zeroing"][-1, position],
+              # the released demo's rollout of value zeroing: plain products, no added residual
+              "value zeroing rollout": rollout(layers["value-zeroing"], residual=False)[-1, position],
               "random": np.random.default_rng(seed).random(n)}
     scores["flow"] = attention_flow(attention, rows=[position])[position]
     return scores
