@@ -230,3 +230,21 @@ def test_sets_through_the_api(sharp_app, sharp_lab, tmp_path):
     assert table["mean JS (nats)"][1] == pytest.approx(round(float(expected.effects["mean JS (nats)"].mean), 4))
     ablation = call(client, "ablation_set", 20, "mean", "sample", None)
     assert "mean ablation, gold word scored" in ablation["probe_message"]
+
+
+def test_value_zeroing_source_through_the_api(tiny_app, tiny_lab):
+    import urllib.request
+
+    from bertviz_lab.figures.payload import dequantise
+    from bertviz_lab.sources import with_source
+
+    client = gradio_client.Client(tiny_app, verbose=False)
+    text = "the big cat sat on the mat"
+    call(client, "analyze", text, "", 5)
+    payload = call(client, "attention_source", 2, 3, False, False, "all", "value-zeroing")["payload"]
+    assert payload["source_label"] == " (value-zeroing)"
+    expected = with_source(tiny_lab, tiny_lab.analyze(text), "value-zeroing").attention
+    with urllib.request.urlopen(tiny_app.rstrip("/") + "/" + payload["codes_url"]) as reply:
+        codes = reply.read()
+    np.testing.assert_allclose(dequantise(payload, codes), expected, atol=float(expected.max()) / 65535)
+    assert any("Mohebbi" in note for note in payload["notes"])

@@ -77,8 +77,9 @@ def build_inputs(ui: SimpleNamespace, lab: Lab, allowed: list[str]) -> None:
         ui.hide = gr.Checkbox(label="Hide [CLS]/[SEP] (rows renormalised)", value=False, elem_id="hide")
         ui.word = gr.Checkbox(label="Word level (merge word pieces)", value=False, elem_id="word")
     ui.source = gr.Radio([("attention weights", "attention"), ("norm ||αf(x)||", "norm"),
-                          ("norm + residual + LayerNorm", "norm-residual")], value="attention",
-                         label="What the views show (Kobayashi et al. 2020, 2021)", elem_id="source")
+                          ("norm + residual + LayerNorm", "norm-residual"), ("value zeroing", "value-zeroing")],
+                         value="attention", label="What the views show (Kobayashi et al. 2020, 2021; Mohebbi et al. "
+                                                  "2023)", elem_id="source")
     ui.notes = gr.Markdown("", elem_classes=["bvl-note"], elem_id="notes")
     with gr.Accordion("Mask tokens (pick from the analysed input)", open=True):
         ui.picker = gr.CheckboxGroup(choices=[], label="Tokens", elem_id="token-picker")
