@@ -81,3 +81,16 @@ def test_the_cli_offers_value_zeroing(source, tiny_folder, capsys):
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     attention = np.array(out["attention"])
     np.testing.assert_allclose(attention.sum(-1), 1.0, atol=1e-5)
+
+
+def test_syntax_scoring_runs_on_value_zeroing_batched_as_one_at_a_time(tiny_lab):
+    from bertviz_lab.resources import SAMPLE_TREEBANK
+    from bertviz_lab.syntax.scoring import score_treebank
+    from bertviz_lab.treebank import read_conllu
+
+    sentences = read_conllu(SAMPLE_TREEBANK)[:6]
+    batched = score_treebank(tiny_lab, sentences, batch_size=6, source="value-zeroing")
+    single = score_treebank(tiny_lab, sentences, batch_size=1, source="value-zeroing")
+    assert batched.sentences_used == 6
+    for key, hits in single.arcs.hits.items():
+        np.testing.assert_array_equal(batched.arcs.hits[key], hits, err_msg=key)
