@@ -44,8 +44,14 @@ def main() -> None:
             page.wait_for_function("Number(document.querySelector('#single-plot .bvl-heatmap').dataset.draws) >= 2",
                                    timeout=60000)
             if args.tab:
-                page.get_by_role("tab", name=args.tab).click()
-            page.wait_for_timeout(1000)
+                tab = page.get_by_role("tab", name=args.tab)
+                tab.click()
+                panel = tab.get_attribute("aria-controls")
+                # the tab's server-drawn figures have arrived: every plot in its panel holds a drawn figure
+                page.wait_for_function(
+                    "panel => [...document.getElementById(panel).querySelectorAll('[id$=\"-plot\"]')]"
+                    ".every(e => e.querySelector('.main-svg'))", arg=panel, timeout=120000)
+            page.wait_for_timeout(1000)  # a screenshot only: let the last animation frame land
             args.out.parent.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(args.out), full_page=args.full_page)
             browser.close()

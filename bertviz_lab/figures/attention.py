@@ -233,7 +233,8 @@ def lens_figure(lens: Sequence[Any], note: str | None = None) -> Figure:
     text = [[f"<b>{t}</b>" if t == first.final else t for t in r.tokens] for r in rows]
     z = [list(r.probabilities) for r in rows]
     trace = {"type": "heatmap", "z": z, "x": [f"#{i + 1}" for i in range(k)], "y": labels, "text": text,
-             "texttemplate": "%{text}", "colorscale": SEQUENTIAL, "zmin": 0, "zmax": 1,
+             "texttemplate": "%{text}", "colorscale": SEQUENTIAL, "zmin": 0,
+             "zmax": max(max(row) for row in z) or 1.0,  # the table's largest probability: small ones stay visible
              "hovertemplate": "%{y}, %{x}: %{text} (p = %{z:.3f})<extra></extra>",
              "colorbar": {"thickness": 12, "title": {"text": "p"}}}
     more = f"; {len(lens) - 1} more masked position(s) in the CLI's --lens" if len(lens) > 1 else ""
