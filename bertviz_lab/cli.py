@@ -72,6 +72,9 @@ def add_analyze(sub: argparse._SubParsersAction) -> None:
                    help="what the attention array holds: softmax weights, or norm-based weights (raw norms)")
     p.add_argument("--lens", action="store_true",
                    help="also the MLM head's top-k on every layer's state at each masked position (JSON: lens)")
+    p.add_argument("--explain", action="store_true",
+                   help="also attribute each masked prediction to the context tokens: erasure, gradient x input, "
+                        "integrated gradients, and each attention source's Spearman rho with erasure (JSON: explain)")
     p.add_argument("--qk", action="store_true",
                    help="also each head's query and key vectors (JSON: queries, keys; layers x heads x tokens x dim)")
     p.set_defaults(func=run_analyze)
@@ -93,6 +96,10 @@ def run_analyze(args: argparse.Namespace) -> int:
         print(f"note: input truncated from {result.n_tokens_before_truncation} to {len(result.tokens)} tokens",
               file=sys.stderr)
     extra: dict = {}
+    if args.explain:
+        from .interventions.attribution import explain
+
+        extra["explain"] = [a.to_json() for a in explain(lab, result)]
     if args.lens or args.qk:
         from .lens import mlm_lens, queries_and_keys
 
@@ -105,6 +112,13 @@ def run_analyze(args: argparse.Namespace) -> int:
         print(json.dumps({**result.to_json(attention=not args.no_attention), **extra}))
         return 0
     print(f"model: {result.model} on {result.device}")
+    for attribution in extra.get("explain", []):
+        print(f"why {attribution['target']!r} at position {attribution['position']} (signed; + raised it):")
+        for method, values in attribution["scores"].items():
+            cells = ", ".join(f"{result.tokens[j]} {v:+.3f}" for j, v in zip(attribution["context"], values))
+            print(f"  {method}: {cells}")
+        rho = ", ".join(f"{k} {v:+.2f}" for k, v in attribution["spearman_with_erasure"].items())
+        print(f"  agreement with erasure (Spearman rho): {rho}")
     for lens in extra.get("lens", []):
         print(f"lens at position {lens['position']} (final answer {lens['final']!r}):")
         for row in lens["layers"]:

@@ -156,3 +156,16 @@ def test_analyze_json_carries_the_lens_and_the_query_key_vectors(tiny_folder, ti
     n = len(result["tokens"])
     assert np.array(result["queries"]).shape == np.array(result["keys"]).shape == (tiny_lab.n_layers, tiny_lab.n_heads,
                                                                                   n, tiny_lab.model.config.head_dim)
+
+
+def test_analyze_explains_a_masked_prediction(tiny_folder, capsys):
+    from bertviz_lab.cli import main
+
+    code = main(["analyze", "the big cat [MASK] on the red mat", "--model", str(tiny_folder), "--device", "cpu",
+                 "--explain", "--json"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    [attribution] = json.loads(out.out.strip().splitlines()[-1])["explain"]
+    assert set(attribution["scores"]) == {"erasure", "gradient x input", "integrated gradients"}
+    assert len(attribution["scores"]["erasure"]) == len(attribution["context"]) == 7
+    assert "flow" in attribution["spearman_with_erasure"]

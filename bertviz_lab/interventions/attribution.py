@@ -1,0 +1,146 @@
+"""Why did the model predict that word? Signed token attributions of a masked-word prediction and
+how well each attention-based source agrees with them, on this input.
+
+For the model's top prediction w at a masked position, per context token j:
+
+- **erasure** (the reference): log P(w) minus log P(w) when j is hidden from attention on every
+  layer (the hide-keys intervention; one batched forward, a row per token);
+- **gradient x input** and **integrated gradients** (Sundararajan et al. 2017; Captum's
+  ``LayerGradientXActivation`` / ``LayerIntegratedGradients`` on the embedding layer's output,
+  summed over its dimensions; IG from a baseline that replaces every word token by [PAD], 32 steps);
+- the agreement of each attention-based ranking (those of the faithfulness check) with erasure as
+  Spearman's rho over the context tokens.
+
+Signed: positive means the token raised P(w). Special tokens and the masked position itself get no
+score (they cannot be hidden without changing what is asked).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from scipy.stats import spearmanr
+
+from ..bert.norms import NORM_CAPTURES
+from ..lab import Analysis, InputError, Lab
+from ..naming import SPECIAL_TOKENS
+
+IG_STEPS = 32
+
+
+@dataclass
+class Attribution:
+    position: int
+    target: str  # the predicted word explained
+    context: list[int]  # the scored token positions
+    scores: dict[str, list[float]]  # method -> one signed score per context position
+    agreement: dict[str, float] = field(default_factory=dict)  # source -> Spearman rho with erasure
+
+    def to_json(self) -> dict:
+        return {"position": self.position, "target": self.target, "context": self.context,
+                "scores": self.scores, "spearman_with_erasure": self.agreement}
+
+
+def context_positions(analysis: Analysis, position: int) -> list[int]:
+    return [i for i, t in enumerate(analysis.tokens) if t not in SPECIAL_TOKENS and i != position]
+
+
+def _tensors(lab: Lab, analysis: Analysis) -> dict[str, torch.Tensor]:
+    from ..lens import encoded_of
+
+    return lab.batch_tensors([encoded_of(analysis)])
+
+
+def erasure(lab: Lab, analysis: Analysis, position: int, target: int, context: Sequence[int]) -> np.ndarray:
+    """log P(target) with everything minus log P(target) with token j hidden from every query on
+    every layer, for each j in ``context``: (len(context),)."""
+    tensors = _tensors(lab, analysis)
+    n = tensors["input_ids"].shape[1]
+    rows = len(context) + 1
+    bias = torch.zeros((rows, 1, 1, n))
+    for r, j in enumerate(context, start=1):
+        bias[r, ..., j] = torch.finfo(torch.float32).min  # (rows, 1, 1, key): hidden on every layer
+    batch = {k: v.expand(rows, -1) for k, v in tensors.items()}
+    select = torch.zeros((rows, n), dtype=torch.bool)
+    select[:, position] = True
+    out, _ = lab.run(batch, capture=(), attention_bias=bias.to(lab.device), mlm_positions=select.to(lab.device))
+    logp = torch.log_softmax(out.mlm_logits.float(), -1)[:, target].cpu().numpy()  # (rows,)
+    return logp[0] - logp[1:]
+
+
+def _log_prob_of(lab: Lab, position: int, target: int):
+    """forward(input_ids, token_type_ids, attention_mask) -> log P(target) at ``position`` per row."""
+    def forward(input_ids, token_type_ids, attention_mask):
+        select = torch.zeros_like(input_ids, dtype=torch.bool)
+        select[:, position] = True
+        out = lab.model(input_ids=input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask,
+                        mlm_positions=select)
+        return torch.log_softmax(out.mlm_logits.float(), -1)[:, target]  # (rows,)
+    return forward
+
+
+def gradient_methods(lab: Lab, analysis: Analysis, position: int, target: int,
+                     context: Sequence[int], steps: int = IG_STEPS) -> dict[str, np.ndarray]:
+    """Gradient x input and integrated gradients per context token, from Captum."""
+    from captum.attr import LayerGradientXActivation, LayerIntegratedGradients
+
+    tensors = _tensors(lab, analysis)
+    ids, segments, mask = tensors["input_ids"], tensors["token_type_ids"], tensors["attention_mask"]
+    forward = _log_prob_of(lab, position, target)
+    layer = lab.model.bert.embeddings
+    baseline = ids.clone()
+    words = torch.tensor([t not in SPECIAL_TOKENS and i != lab.mask_id for t, i in zip(analysis.tokens, analysis.token_ids)],
+                         device=ids.device)
+    baseline[0, words] = lab.pad_id  # every word token -> [PAD]; [CLS], [SEP] and [MASK] kept
+    with torch.enable_grad():
+        gxi = LayerGradientXActivation(forward, layer).attribute(ids, additional_forward_args=(segments, mask))
+        ig = LayerIntegratedGradients(forward, layer).attribute(
+            ids, baselines=baseline, additional_forward_args=(segments, mask), n_steps=steps,
+            internal_batch_size=steps)
+    pick = list(context)
+    return {"gradient x input": gxi[0].sum(-1).detach().float().cpu().numpy()[pick],
+            "integrated gradients": ig[0].sum(-1).detach().float().cpu().numpy()[pick]}
+
+
+def source_agreement(lab: Lab, analysis: Analysis, position: int, reference: np.ndarray,
+                     context: Sequence[int]) -> dict[str, float]:
+    """Spearman rho of each faithfulness-check ranking (attention, rollout, flow, norms, value
+    zeroing) with the erasure scores, over the context tokens."""
+    from .faithfulness import RANKINGS, rankings
+
+    _, cache = lab.run(_tensors(lab, analysis), capture=NORM_CAPTURES, compute_mlm=False)
+    scores = rankings(lab, cache, position, len(analysis.tokens), seed=0)
+    out = {}
+    for name in RANKINGS:
+        values = np.asarray(scores[name])[list(context)]
+        rho = spearmanr(values, reference).statistic if len(context) > 2 else float("nan")
+        out[name] = float(rho) if np.isfinite(rho) else float("nan")
+    return out
+
+
+def explain(lab: Lab, analysis: Analysis, steps: int = IG_STEPS) -> list[Attribution]:
+    """Attributions of the top prediction at every masked position of ``analysis``."""
+    if not lab.model.has_mlm_head:
+        raise InputError("this checkpoint has no masked-language-model head, so there is no prediction to explain")
+    if not analysis.mlm:
+        raise InputError("mask a token first: the attribution explains a masked-word prediction")
+    if analysis.source != "attention":
+        raise InputError("explain the softmax-attention analysis, not one converted to another source")
+    out = []
+    for p in analysis.mlm:
+        target_word = p.predictions[0].token
+        target = lab.tokenizer.token_to_id(target_word)
+        context = context_positions(analysis, p.position)
+        if not context:
+            raise InputError("there is no context token to attribute the prediction to")
+        erased = erasure(lab, analysis, p.position, target, context)
+        scores = {"erasure": erased, **gradient_methods(lab, analysis, p.position, target, context, steps)}
+        agreement = source_agreement(lab, analysis, p.position, erased, context)
+        for name in ("gradient x input", "integrated gradients"):
+            rho = spearmanr(scores[name], erased).statistic if len(context) > 2 else float("nan")
+            agreement[name] = float(rho) if np.isfinite(rho) else float("nan")
+        out.append(Attribution(p.position, target_word, context,
+                               {k: [float(v) for v in values] for k, values in scores.items()}, agreement))
+    return out
