@@ -248,3 +248,23 @@ def test_value_zeroing_source_through_the_api(tiny_app, tiny_lab):
         codes = reply.read()
     np.testing.assert_allclose(dequantise(payload, codes), expected, atol=float(expected.max()) / 65535)
     assert any("Mohebbi" in note for note in payload["notes"])
+
+
+def test_explain_attributes_the_prediction_and_rates_the_sources(tiny_app, tiny_lab):
+    import json
+
+    from bertviz_lab.interventions.attribution import explain
+
+    client = gradio_client.Client(tiny_app, verbose=False)
+    assert "press Run first" in call(client, "explain")["explain_message"]
+    text = "the big cat [MASK] on the red mat"
+    call(client, "analyze", text, "", 5)
+    out = call(client, "explain")
+    [expected] = explain(tiny_lab, tiny_lab.analyze(text))
+    figure = json.loads(out["explain_plot"]["plot"])
+    assert figure["layout"]["title"]["text"].startswith(f"Why '{expected.target}' at position 4")
+    np.testing.assert_allclose(figure["data"][0]["customdata"][0], expected.scores["erasure"], atol=1e-4)
+    rows = {row[0]: row[1] for row in out["explain_table"]["data"]}
+    assert set(rows) == set(expected.agreement)
+    call(client, "analyze", "the big cat sat", "", 5)
+    assert "mask a token first" in call(client, "explain")["explain_message"]

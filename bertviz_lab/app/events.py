@@ -73,6 +73,8 @@ EVENTS = (
     Event("source", "input", "toggles", CONTROLS, TOGGLE_OUTPUTS, "attention_source"),
     Event("overview_pick", "change", "pick", ("overview_pick", "session"), ("layer", "head", "tabs", "session"),
           "pick_head", client_then=ClientEvent("", "", ("layer", "head"), SELECT_JS)),
+    Event("explain_btn", "click", "explain", ("session",), ("explain_message", "explain_plot", "explain_table"),
+          "explain"),
     Event("load_btn", "click", "switch_model", ("model_box", "device_box", "session"), MODEL_OUTPUTS, "load_model"),
     Event("csv_btn", "click", "export_csv", STATE, ("export_file", "message"), "export_csv"),
     Event("npz_btn", "click", "export_npz", STATE, ("export_file", "message"), "export_npz"),

@@ -106,6 +106,14 @@ def build_view_tabs(ui: SimpleNamespace) -> None:
         ui.nsp_md = gr.Markdown("")
         ui.pred_plot = gr.Plot(label="Predictions", elem_id="pred-plot")
         ui.lens_plot = gr.Plot(label="MLM lens", elem_id="lens-plot")
+        with gr.Row():
+            ui.explain_btn = gr.Button("Why this word? Attribute the prediction to the context",
+                                       elem_id="explain-btn")
+        ui.explain_message = gr.Markdown("", elem_id="explain-message")
+        ui.explain_plot = gr.Plot(label="Attribution", elem_id="explain-plot")
+        ui.explain_table = gr.Dataframe(pd.DataFrame(columns=["source", "Spearman rho with erasure"]),
+                                        label="How well each source ranks the tokens as erasure does (this input)",
+                                        interactive=False, elem_id="explain-table")
         ui.pred_table = gr.Dataframe(pd.DataFrame(columns=views.PREDICTION_COLUMNS), label="Top-k predictions",
                                      interactive=False, elem_id="pred-table")
 

@@ -243,3 +243,23 @@ def lens_figure(lens: Sequence[Any], note: str | None = None) -> Figure:
               "height": 120 + 34 * len(rows), "xaxis": {"type": "category", "side": "top"},
               "yaxis": {"type": "category", "autorange": "reversed", "automargin": True}}
     return figure([trace], layout, "mlm-lens")
+
+
+def explain_figure(attribution: Any, tokens: Sequence[str]) -> Figure:
+    """Why the model predicted its word: one row per attribution method, one column per context
+    token; red raised P(word), blue lowered it. Each row is scaled to its own largest magnitude
+    (methods have different units); the hover shows the raw score."""
+    methods = list(attribution.scores)
+    raw = np.array([attribution.scores[m] for m in methods], dtype=float)  # (methods, context tokens)
+    scale = np.abs(raw).max(axis=1, keepdims=True)
+    shown = np.divide(raw, scale, out=np.zeros_like(raw), where=scale > 0)
+    labels = [f"{j} {tokens[j]}" for j in attribution.context]
+    trace = {"type": "heatmap", "z": shown.tolist(), "x": labels, "y": methods, "customdata": raw.tolist(),
+             "colorscale": DIVERGING, "zmid": 0, "zmin": -1, "zmax": 1,
+             "hovertemplate": "%{y}, %{x}: %{customdata:+.4f}<extra></extra>",
+             "colorbar": {"thickness": 12, "title": {"text": "share of<br>row max"}}}
+    layout = {"title": {"text": f"Why '{attribution.target}' at position {attribution.position}: each context "
+                                f"token's effect (red raised it, blue lowered it)"},
+              "height": 150 + 40 * len(methods), "xaxis": {"type": "category", "tickangle": -40},
+              "yaxis": {"type": "category", "autorange": "reversed", "automargin": True}}
+    return figure([trace], layout, "explain")
