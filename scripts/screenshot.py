@@ -27,6 +27,9 @@ def main() -> None:
     parser.add_argument("--tab", default=None, help="a tab to open before the screenshot, e.g. 'Head view'")
     parser.add_argument("--size", default="1600x1000", help="the window, WIDTHxHEIGHT (the first screen is taken)")
     parser.add_argument("--full-page", action="store_true", help="the whole page, not only the first screen")
+    parser.add_argument("--click", default=None, metavar="ELEM_ID",
+                        help="a button to press after opening the tab (e.g. explain-btn); waits for its plot")
+    parser.add_argument("--scroll-to", default=None, metavar="ELEM_ID", help="scroll this element into view")
     args = parser.parse_args()
     demo = build_demo(load("default", device="cpu"))
     demo.queue(**queue_kwargs())
@@ -47,10 +50,17 @@ def main() -> None:
                 tab = page.get_by_role("tab", name=args.tab)
                 tab.click()
                 panel = tab.get_attribute("aria-controls")
-                # the tab's server-drawn figures have arrived: every plot in its panel holds a drawn figure
+                # the tab's server-drawn figures have arrived (its first plot is drawn; buttons' plots stay empty)
                 page.wait_for_function(
-                    "panel => [...document.getElementById(panel).querySelectorAll('[id$=\"-plot\"]')]"
-                    ".every(e => e.querySelector('.main-svg'))", arg=panel, timeout=120000)
+                    "panel => { const plots = [...document.getElementById(panel).querySelectorAll('[id$=\"-plot\"]')];"
+                    " return plots.length === 0 || plots[0].querySelector('.main-svg') !== null; }",
+                    arg=panel, timeout=120000)
+            if args.click:
+                page.click(f"#{args.click}")
+                plot = args.click.replace("-btn", "-plot")
+                page.wait_for_selector(f"#{plot} .main-svg", timeout=120000)
+            if args.scroll_to:
+                page.locator(f"#{args.scroll_to}").scroll_into_view_if_needed()
             page.wait_for_timeout(1000)  # a screenshot only: let the last animation frame land
             args.out.parent.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(args.out), full_page=args.full_page)

@@ -257,9 +257,10 @@ def explain_figure(attribution: Any, tokens: Sequence[str]) -> Figure:
     trace = {"type": "heatmap", "z": shown.tolist(), "x": labels, "y": methods, "customdata": raw.tolist(),
              "colorscale": DIVERGING, "zmid": 0, "zmin": -1, "zmax": 1,
              "hovertemplate": "%{y}, %{x}: %{customdata:+.4f}<extra></extra>",
-             "colorbar": {"thickness": 12, "title": {"text": "share of<br>row max"}}}
+             "colorbar": {"thickness": 12, "len": 1.0, "title": {"text": "scaled", "side": "right"},
+                          "tickvals": [-1, 0, 1], "ticktext": ["lowered", "0", "raised"]}}
     layout = {"title": {"text": f"Why '{attribution.target}' at position {attribution.position}: each context "
                                 f"token's effect (red raised it, blue lowered it)"},
-              "height": 150 + 40 * len(methods), "xaxis": {"type": "category", "tickangle": -40},
+              "height": 240 + 40 * len(methods), "xaxis": {"type": "category", "tickangle": -40},
               "yaxis": {"type": "category", "autorange": "reversed", "automargin": True}}
     return figure([trace], layout, "explain")
