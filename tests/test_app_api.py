@@ -194,20 +194,36 @@ def test_faithfulness_panel_through_the_api(tiny_app):
     assert "Faithfulness of each explanation" in out["probe_message"]
 
 
-def test_probe_tab_controls_sets_and_patching(sharp_app, sharp_lab):
+TEXT_MASKED = "the big cat [MASK] on the red mat"
+
+
+def test_position_controls_list_each_probe_with_its_control(sharp_app):
+    client = gradio_client.Client(sharp_app, verbose=False)
+    controls = call(client, "position_controls", TEXT_MASKED, "", [], 5)
+    probes = [row[0] for row in controls["set_table"]["data"]]
+    assert probes[:3] == ["zero-positions", "sinusoidal-positions", "random-positions"]
+
+
+@pytest.mark.parametrize("sinks, said", [("strict", "strict masks"), ("symmetric", "symmetric sinks")])
+def test_directional_sweep_says_which_sink_treatment_ran(sharp_app, sinks, said):
+    client = gradio_client.Client(sharp_app, verbose=False)
+    assert said in call(client, "directional_sweep", TEXT_MASKED, "", [], sinks)["probe_message"]
+
+
+def test_patching_through_the_api_reports_the_library_values(sharp_app, sharp_lab):
     from bertviz_lab.interventions.sweeps import patching_sweep
 
     client = gradio_client.Client(sharp_app, verbose=False)
-    text = "the big cat [MASK] on the red mat"
-    controls = call(client, "position_controls", text, "", [], 5)
-    probes = [row[0] for row in controls["set_table"]["data"]]
-    assert probes[:3] == ["zero-positions", "sinusoidal-positions", "random-positions"]
-    assert "strict masks" in call(client, "directional_sweep", text, "", [], "strict")["probe_message"]
-    assert "symmetric sinks" in call(client, "directional_sweep", text, "", [], "symmetric")["probe_message"]
-    patched = call(client, "patching", text, "the big dog [MASK] on the red mat", "the", "mat")
-    expected = patching_sweep(sharp_lab, text, "the big dog [MASK] on the red mat", "the", "mat")
+    source = "the big dog [MASK] on the red mat"
+    patched = call(client, "patching", TEXT_MASKED, source, "the", "mat")
+    expected = patching_sweep(sharp_lab, TEXT_MASKED, source, "the", "mat")
     assert f"target {expected.baseline:+.2f}, source {expected.source:+.2f}" in patched["probe_message"]
-    ablation = call(client, "intervention", text, "", 5, "ablate-heads", [], "1-1", 0, 0, "symmetric", "words", "mean")
+
+
+def test_mean_ablation_through_the_api(sharp_app):
+    client = gradio_client.Client(sharp_app, verbose=False)
+    ablation = call(client, "intervention", TEXT_MASKED, "", 5, "ablate-heads", [], "1-1", 0, 0, "symmetric", "words",
+                    "mean")
     assert "ablate-heads heads 1-1 (mean)" in ablation["probe_message"]
 
 
