@@ -113,6 +113,12 @@ def test_atomic_export_leaves_nothing_when_interrupted(tiny_lab, tmp_path, monke
     with pytest.raises(KeyboardInterrupt):
         export.export_csv(a, tmp_path)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_csv_too_large_points_to_npz_which_holds_everything(tiny_lab, tmp_path):
+    from bertviz_lab import export
+
+    a = tiny_lab.analyze("the cat sat")
     with pytest.raises(ValueError, match="export .npz"):
         export.export_csv(a, tmp_path, max_rows=10)
     assert np.load(export.export_npz(a, tmp_path))["attention"].shape == a.attention.shape
@@ -146,6 +152,17 @@ def test_treebank_text_is_inert_in_the_arcs_summary():
     assert "<b>" not in "".join(fig["data"][0]["text"])  # Plotly labels show the tags as text
 
 
+def test_treebank_scoring_runs_one_at_a_time_behind_a_bounded_queue(tiny_lab):
+    from bertviz_lab.app import build_demo, queue_kwargs
+    from bertviz_lab.app.state import Limits
+
+    demo = build_demo(tiny_lab)
+    syntax = next(fn for fn in demo.fns.values() if fn.api_name == "score_heads")
+    assert syntax.concurrency_limit == 1 and syntax.concurrency_id == "syntax"  # one treebank at a time
+    demo.queue(**queue_kwargs(Limits()))  # as the app launches it
+    assert demo._queue.max_size == 64  # a bounded queue: more waiting events get "busy"
+
+
 def test_syntax_uploads_are_capped_and_named(tiny_lab, tmp_path):
     from conftest import launch
 
@@ -155,8 +172,6 @@ def test_syntax_uploads_are_capped_and_named(tiny_lab, tmp_path):
     demo = build_demo(tiny_lab, limits=Limits(syntax_words=50))
     url = launch(demo)
     try:
-        syntax = next(fn for fn in demo.fns.values() if fn.api_name == "score_heads")
-        assert syntax.concurrency_limit == 1 and syntax.concurrency_id == "syntax"  # one treebank at a time
         client = gradio_client.Client(url, verbose=False)
         big = tmp_path / "big.conllu"
         big.write_text((ROOT / "assets" / "sample_treebank.conllu").read_text())
@@ -167,7 +182,6 @@ def test_syntax_uploads_are_capped_and_named(tiny_lab, tmp_path):
         huge.write_bytes(b"#" * 2_500_000)  # over the upload limit: Gradio refuses it before it lands
         with pytest.raises(Exception, match="(?i)size|large|limit"):
             call(client, "score_heads", "upload", gradio_client.handle_file(str(huge)), False, False)
-        assert demo._queue.max_size == 64  # a bounded queue: more waiting events get "busy"
     finally:
         demo.close()
 
