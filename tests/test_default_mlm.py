@@ -23,10 +23,13 @@ def test_asset_is_small_and_float16():
         keys = list(f.keys())
         assert {str(f.get_tensor(k).dtype) for k in keys} == {"torch.float16"}
     assert "cls.predictions.bias" in keys and "cls.predictions.transform.dense.weight" in keys
+    # the next-sentence head and the pooler it reads ship too
+    assert {"cls.seq_relationship.weight", "bert.pooler.dense.weight"} <= set(keys)
+
+
+def test_asset_ships_its_card_licences_and_held_out_slices():
     assert (DEFAULT_MLM_HEAD / "MODEL_CARD.md").is_file() and (DEFAULT_MLM_HEAD / "run.json").is_file()
     assert (DEFAULT_MLM_HEAD / "LICENSE-WordNet").is_file()
-    # the next-sentence head and the pooler it reads ship too; every source's licence and held-out slice
-    assert {"cls.seq_relationship.weight", "bert.pooler.dense.weight"} <= set(keys)
     corpus = json.loads((DEFAULT_MLM_HEAD / "corpus.json").read_text())
     for source in corpus["sources"]:
         assert (DEFAULT_MLM_HEAD / source["heldout_file"]).is_file(), source["name"]
@@ -39,6 +42,9 @@ def test_default_predicts_masked_words_and_says_which_weights(default_lab):
     result = default_lab.analyze("The [MASK] barked at the mailman all night.", top_k=10)
     assert result.mlm_note is None and len(result.mlm) == 1
     assert "dog" in [p.token for p in result.mlm[0].predictions]
+
+
+def test_only_the_fine_tuned_layers_differ_from_the_published_weights(default_lab):
     original = load("minilm-original", device="cpu")
     assert not original.model.has_mlm_head and "fine-tuned" not in original.name
     # the bottom layers are the published weights exactly; the fine-tuned ones differ
@@ -52,12 +58,15 @@ def test_default_predicts_masked_words_and_says_which_weights(default_lab):
             assert abs(a[layer] - b[layer]).max() < 1e-6
 
 
-def test_cli_analyze_and_eval_on_the_default(tmp_path):
+def test_cli_analyze_on_the_default():
     run = subprocess.run([sys.executable, "-m", "bertviz_lab", "analyze", "Paris is the [MASK] of France.", "--json",
                           "--no-attention"], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert run.returncode == 0, run.stderr
     data = json.loads(run.stdout)
     assert data["mlm"][0]["position"] == 4 and len(data["mlm"][0]["predictions"]) == 5
+
+
+def test_cli_eval_mlm_on_the_default(tmp_path):
     lines = tmp_path / "lines.txt"
     lines.write_text("the dog barked at the cat\nshe drank a cup of hot tea\n\nhe opened the door slowly\n")
     run = subprocess.run([sys.executable, "-m", "bertviz_lab", "eval-mlm", "--text-file", str(lines), "--json"],
