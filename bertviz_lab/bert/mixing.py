@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import torch
 
+from .budget import charge
+
 
 def layer_input(model, cache: dict[str, torch.Tensor], layer: int, row: int, n: int) -> torch.Tensor:
     """Layer ``layer``'s input (n, d_model): the previous layer's output, or the (projected) embeddings."""
@@ -29,6 +31,10 @@ def value_zeroing_layer(model, cache: dict[str, torch.Tensor], layer: int, row: 
     """(query, key) float64: row i holds how much i's layer output moves when each key's values are
     zeroed, normalised to sum to 1."""
     block = model.bert.encoder.layer[layer]
+    layers = len(model.bert.encoder.layer)
+    # n rows through one layer cost about n / layers full passes: charged to the request's budget
+    # (caps on work and time), as every forward of the model is
+    charge(torch.empty((-(-n // layers), n), dtype=torch.long), None, None, False)
     x = layer_input(model, cache, layer, row, n)  # (n, d_model)
     original = cache[f"bert.encoder.layer.{layer}.hook_out"][row, :n].double()  # (query, d_model)
     tokens = torch.arange(n)
