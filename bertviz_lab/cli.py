@@ -59,7 +59,8 @@ def lab_from_args(args: argparse.Namespace, model: str | None = None) -> Lab:
 # ---- analyze -------------------------------------------------------------------------------
 def add_analyze(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("analyze", help="attention and masked-word predictions for one input")
-    p.add_argument("text")
+    p.add_argument("text", nargs="?", default=None, help="the input (or --text)")
+    p.add_argument("--text", dest="text_option", default=None, metavar="TEXT", help="the input, as an option")
     p.add_argument("--pair", default=None, help="second segment (sentence B)")
     add_model_options(p)
     p.add_argument("--top-k", type=positive_int, default=5)
@@ -81,6 +82,11 @@ def add_analyze(sub: argparse._SubParsersAction) -> None:
 
 
 def run_analyze(args: argparse.Namespace) -> int:
+    if args.text is not None and args.text_option is not None and args.text != args.text_option:
+        raise InputError("give the input once: as the positional text or as --text, not two different ones")
+    args.text = args.text if args.text is not None else args.text_option
+    if args.text is None:
+        raise InputError("give the input text, e.g. analyze \"The cat sat on the [MASK].\" (or --text \"...\")")
     lab = lab_from_args(args)
     try:
         result = lab.analyze_encoded(lab.encode(args.text, args.pair, truncate=args.truncate), args.text, args.pair,
@@ -594,9 +600,10 @@ def add_probe(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("score-heads", aliases=["probe"],
                        help="score every head against a dependency treebank (Clark et al. 2019); "
                             "'probe' is the old name, kept as an alias for one release")
-    p.add_argument("--conllu", type=Path, nargs="+", default=None,
-                   help="CoNLL-U treebanks: files or folders of *.conllu (default: the sample treebank shipped "
-                        "with bertviz-lab); several, or several --model, make one job (see --engine)")
+    p.add_argument("--conllu", type=Path, nargs="+", action="extend", default=None,
+                   help="CoNLL-U treebanks: files or folders of *.conllu, several after one flag or the flag "
+                        "repeated (default: the sample treebank shipped with bertviz-lab); several, or several "
+                        "--model, make one job (see --engine)")
     p.add_argument("--out", required=True, type=Path,
                    help="folder for head_scores.csv, best_heads.csv, uuas.csv, report.html (one treebank and "
                         "model); for a job: scores.csv, best_heads.csv, agreement.csv, report.html and pairs/ "
@@ -767,11 +774,40 @@ COMMANDS = (add_analyze, add_probe, add_faithfulness, add_compare, add_sweep, ad
             add_train, add_build_corpus)
 
 
+EXAMPLES = {
+    "analyze": ['bertviz-lab analyze "The [MASK] sat on the mat." --json',
+                'bertviz-lab analyze "The man went to the [MASK]." --lens --explain'],
+    "score-heads": ["bertviz-lab score-heads --out results/sample",
+                    "bertviz-lab score-heads --conllu en_ewt-ud-dev.conllu --conllu de_gsd-ud-dev.conllu --out results/ud"],
+    "faithfulness": ["bertviz-lab faithfulness --max-sentences 50",
+                     "bertviz-lab faithfulness --text-file sentences.txt --k 3 --json"],
+    "compare": ['bertviz-lab compare "The cat [MASK] on the mat." --intervention left-only --json',
+                "bertviz-lab compare --intervention ablate-heads --heads 3-9 --ablation resample --sample"],
+    "sweep": ['bertviz-lab sweep "The cat [MASK] on the mat." --kind directional',
+              "bertviz-lab sweep --kind ablation --ablation mean --text-file sentences.txt --json"],
+    "patch": ['bertviz-lab patch "The keys to the cabinet [MASK] on the table." --source "The key to the cabinet '
+              '[MASK] on the table." --correct are --wrong is',
+              "bertviz-lab patch --pairs-file pairs.txt --json"],
+    "positions": ["bertviz-lab positions --n 64", "bertviz-lab positions --n 128 --json"],
+    "eval-mlm": ["bertviz-lab eval-mlm --teaching", "bertviz-lab eval-mlm --text-file sentences.txt --json"],
+    "eval-nsp": ["bertviz-lab eval-nsp --text-file assets/minilm-mlm/heldout-ewt.txt",
+                 "bertviz-lab eval-nsp --text-file documents.txt --json"],
+    "train-mlm-head": ["bertviz-lab train-mlm-head --corpus data/corpus --out runs/v1 --steps 3000",
+                       "bertviz-lab train-mlm-head --corpus data/corpus --out runs/v1 --steps 3000 --resume"],
+    "build-corpus": ["bertviz-lab build-corpus --out data/wordnet",
+                     "bertviz-lab build-corpus --out data/corpus --running-text data/ud/manifest.json"],
+}
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bertviz-lab", description="Look inside BERT.")
     sub = parser.add_subparsers(dest="command", required=True)
     for add in COMMANDS:
         add(sub)
+    for name, examples in EXAMPLES.items():  # every sub-command's --help ends with two real examples
+        command = sub.choices[name]
+        command.formatter_class = argparse.RawDescriptionHelpFormatter
+        command.epilog = "examples:\n" + "\n".join(f"  {line}" for line in examples)
     return parser
 
 

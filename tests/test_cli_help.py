@@ -1,0 +1,40 @@
+"""Every sub-command's --help ends with two examples that parse; --text and repeated --conllu work."""
+import shlex
+
+import pytest
+
+from bertviz_lab.cli import EXAMPLES, build_parser, main
+
+
+@pytest.mark.parametrize("command", sorted(EXAMPLES))
+def test_help_ends_with_two_examples_that_parse(command, capsys):
+    with pytest.raises(SystemExit):
+        build_parser().parse_args([command, "--help"])
+    text = capsys.readouterr().out
+    assert text.rstrip().splitlines()[-3] == "examples:" and len(EXAMPLES[command]) == 2
+    for example in EXAMPLES[command]:
+        argv = shlex.split(example)[1:]
+        assert build_parser().parse_args(argv).command == command
+
+
+def test_every_sub_command_has_examples():
+    commands = {c for c in build_parser()._subparsers._group_actions[0].choices if c != "probe"}
+    assert commands == set(EXAMPLES)
+
+
+def test_analyze_takes_the_text_as_an_option_too(tiny_folder, capsys):
+    import json
+
+    assert main(["analyze", "--text", "the cat sat", "--model", str(tiny_folder), "--device", "cpu", "--json",
+                 "--no-attention"]) == 0
+    assert json.loads(capsys.readouterr().out)["tokens"] == ["[CLS]", "the", "cat", "sat", "[SEP]"]
+    assert main(["analyze", "the cat", "--text", "the dog", "--model", str(tiny_folder)]) == 2
+    assert "give the input once" in capsys.readouterr().err
+    assert main(["analyze", "--model", str(tiny_folder)]) == 2
+    assert "give the input text" in capsys.readouterr().err
+
+
+def test_conllu_is_repeatable_and_takes_several_paths():
+    args = build_parser().parse_args(["score-heads", "--out", "o", "--conllu", "a.conllu", "b.conllu",
+                                      "--conllu", "c.conllu"])
+    assert [p.name for p in args.conllu] == ["a.conllu", "b.conllu", "c.conllu"]
