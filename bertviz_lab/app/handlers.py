@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import re
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -26,6 +27,8 @@ from ..figures.payload import view_payload
 from ..interventions.attribution import explain
 from ..lab import Analysis, InputError, Lab
 from ..lens import mlm_lens
+from ..mlm.model_card import quality_note
+from ..resources import DEFAULT_MLM_HEAD
 from ..sources import layer_matrices, with_source
 from .events import SERVER_PLOTS
 from .intervention_handlers import InterventionHandlers
@@ -178,7 +181,8 @@ class Handlers(InterventionHandlers, SyntaxHandlers):
             ui.picker: gr.update(choices=views.token_choices(a), value=list(a.masked_positions)),
             ui.layer: gr.update(maximum=lab.n_layers, value=o.layer + 1),
             ui.head: gr.update(maximum=lab.n_heads, value=o.head + 1),
-            ui.pred_table: views.predictions_table(a), ui.nsp_md: views.prediction_notes(a), ui.notes: "", ui.source: "attention",
+            ui.pred_table: views.predictions_table(a), ui.nsp_md: self.prediction_notes(lab, a), ui.notes: "",
+            ui.source: "attention",
             **self.tab_figures(session),
         }
 
@@ -314,6 +318,14 @@ class Handlers(InterventionHandlers, SyntaxHandlers):
         finally:
             self.exports.settle(folder)
         return {self.ui.export_file: str(path), self.ui.message: f"Exported {path.name}."}
+
+    def prediction_notes(self, lab: Lab, a: Analysis) -> str:
+        """The masked-word and NSP notes, and for the shipped head how far to trust it (its held-out figures)."""
+        notes = views.prediction_notes(a)
+        head = lab.checkpoint.mlm_head_source
+        if a.mlm and head and Path(head).resolve() == DEFAULT_MLM_HEAD.resolve():
+            notes = "\n\n".join(n for n in (notes, quality_note(DEFAULT_MLM_HEAD)) if n)
+        return notes
 
     def explain(self, session: Session) -> Updates:
         """Attribute the first masked prediction of the last analysis to its context tokens."""

@@ -220,3 +220,17 @@ def publish(out: Path, corpus: Path, commands: list[str], device: str = "cpu") -
     (out / "run.json").write_text(json.dumps(record, indent=2))
     write_model_card(out, report, commands)
     return report
+
+
+def quality_note(head_folder: Path) -> str:
+    """One line a page can show beside the shipped head's predictions: what it gets right on held-out
+    text (from its run.json, measured on the float16 weights as shipped), and where better ones are."""
+    try:
+        held = json.loads((Path(head_folder) / "run.json").read_text())["heldout"]
+        natural, nsp = held["natural_english"], held.get("nsp")
+    except (OSError, KeyError, ValueError):
+        return ""
+    nsp_text = f"; it tells a following sentence from a random one {nsp['accuracy']:.0%} of the time" if nsp else ""
+    return (f"This small embedded model puts the hidden word first {natural['top1']:.0%} of the time and in its top 5 "
+            f"{natural['top5']:.0%} on held-out English (n = {natural['n']:,}){nsp_text}. For stronger predictions, "
+            f"where the Hugging Face hub is reachable: `python app.py --model bert-base-uncased`.")
