@@ -134,6 +134,11 @@ class Analysis:
     mlm_probabilities: np.ndarray | None = None
     source: str = "attention"  # what ``attention`` holds: softmax weights, or a norm-based source
 
+    def encoded(self) -> Encoded:
+        """The input exactly as analysed (masks applied), to run it again with other captures."""
+        return Encoded(list(self.tokens), list(self.token_ids), list(self.segment_ids), list(self.word_ids),
+                       list(self.offsets), self.n_tokens_before_truncation)
+
     @property
     def truncated(self) -> bool:
         return self.n_tokens_before_truncation > len(self.tokens)

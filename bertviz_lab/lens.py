@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from .bert import layer_hook
-from .lab import Analysis, Encoded, InputError, Lab
+from .lab import Analysis, InputError, Lab
 
 
 @dataclass
@@ -43,12 +43,6 @@ class PositionLens:
                            for r in self.layers]}
 
 
-def encoded_of(analysis: Analysis) -> Encoded:
-    """The input exactly as analysed (masks applied)."""
-    return Encoded(list(analysis.tokens), list(analysis.token_ids), list(analysis.segment_ids),
-                   list(analysis.word_ids), list(analysis.offsets), analysis.n_tokens_before_truncation)
-
-
 def mlm_lens(lab: Lab, analysis: Analysis, top_k: int = 5) -> list[PositionLens]:
     """Per predicted position of ``analysis``, per layer, the MLM head's top-k on that layer's state."""
     if not lab.model.has_mlm_head:
@@ -57,7 +51,7 @@ def mlm_lens(lab: Lab, analysis: Analysis, top_k: int = 5) -> list[PositionLens]
     if not positions:
         raise InputError("mask a token first: the lens follows a masked-word prediction through the layers")
     names = [f"bert.encoder.layer.{i}.hook_out" for i in range(lab.n_layers)]  # each layer's output state
-    _, cache = lab.run(lab.batch_tensors([encoded_of(analysis)]), capture=names, compute_mlm=False)
+    _, cache = lab.run(lab.batch_tensors([analysis.encoded()]), capture=names, compute_mlm=False)
     hidden = torch.stack([cache[name][0, positions] for name in names])  # (layers, positions, d_model)
     weights = lab.model.bert.embeddings.word_embeddings.weight
     with torch.inference_mode():
@@ -78,7 +72,7 @@ def mlm_lens(lab: Lab, analysis: Analysis, top_k: int = 5) -> list[PositionLens]
 def queries_and_keys(lab: Lab, analysis: Analysis) -> tuple[np.ndarray, np.ndarray]:
     """(queries, keys), each (layers, heads, tokens, head_dim): the projected vectors with bias."""
     names = [layer_hook(i, n) for i in range(lab.n_layers) for n in ("q", "k")]
-    _, cache = lab.run(lab.batch_tensors([encoded_of(analysis)]), capture=names, compute_mlm=False)
+    _, cache = lab.run(lab.batch_tensors([analysis.encoded()]), capture=names, compute_mlm=False)
     queries = torch.stack([cache[layer_hook(i, "q")][0] for i in range(lab.n_layers)])  # (layers, heads, t, d)
     keys = torch.stack([cache[layer_hook(i, "k")][0] for i in range(lab.n_layers)])  # (layers, heads, t, d)
     return queries.float().cpu().numpy(), keys.float().cpu().numpy()

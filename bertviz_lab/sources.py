@@ -9,13 +9,11 @@ from dataclasses import replace
 import numpy as np
 
 from .bert.norms import NORM_CAPTURES, check_source, layer_source_from_cache, source_from_cache
-from .lab import Analysis, Encoded, InputError, Lab
+from .lab import Analysis, InputError, Lab
 
 
 def _cache(lab: Lab, analysis: Analysis):
-    enc = Encoded(analysis.tokens, analysis.token_ids, analysis.segment_ids, analysis.word_ids, analysis.offsets,
-                  len(analysis.tokens))
-    _, cache = lab.run(lab.batch_tensors([enc]), capture=NORM_CAPTURES, compute_mlm=False)
+    _, cache = lab.run(lab.batch_tensors([analysis.encoded()]), capture=NORM_CAPTURES, compute_mlm=False)
     return cache
 
 

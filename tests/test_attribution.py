@@ -16,12 +16,11 @@ def test_erasure_is_the_drop_when_one_token_is_hidden(sharp_lab):
     target = sharp_lab.tokenizer.token_to_id(analysis.mlm[0].predictions[0].token)
     context = context_positions(analysis, position)
     scores = erasure(sharp_lab, analysis, position, target, context)
-    from bertviz_lab.lens import encoded_of
 
     def logp(hidden):
         bias = torch.zeros((1, 1, 1, len(analysis.tokens)))
         bias[..., hidden] = torch.finfo(torch.float32).min
-        a = sharp_lab.analyze_encoded(encoded_of(analysis), changes=ForwardChanges(attention_bias=bias),
+        a = sharp_lab.analyze_encoded(analysis.encoded(), changes=ForwardChanges(attention_bias=bias),
                                       keep_probabilities=True)
         return float(np.log(a.mlm_probabilities[0, target]))
 

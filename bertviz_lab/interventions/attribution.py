@@ -26,6 +26,7 @@ from scipy.stats import spearmanr
 from ..bert.norms import NORM_CAPTURES
 from ..lab import Analysis, InputError, Lab
 from ..naming import SPECIAL_TOKENS
+from .faithfulness import RANKINGS, logp_with_hidden, rankings
 
 IG_STEPS = 32
 
@@ -47,26 +48,10 @@ def context_positions(analysis: Analysis, position: int) -> list[int]:
     return [i for i, t in enumerate(analysis.tokens) if t not in SPECIAL_TOKENS and i != position]
 
 
-def _tensors(lab: Lab, analysis: Analysis) -> dict[str, torch.Tensor]:
-    from ..lens import encoded_of
-
-    return lab.batch_tensors([encoded_of(analysis)])
-
-
 def erasure(lab: Lab, analysis: Analysis, position: int, target: int, context: Sequence[int]) -> np.ndarray:
     """log P(target) with everything minus log P(target) with token j hidden from every query on
     every layer, for each j in ``context``: (len(context),)."""
-    tensors = _tensors(lab, analysis)
-    n = tensors["input_ids"].shape[1]
-    rows = len(context) + 1
-    bias = torch.zeros((rows, 1, 1, n))
-    for r, j in enumerate(context, start=1):
-        bias[r, ..., j] = torch.finfo(torch.float32).min  # (rows, 1, 1, key): hidden on every layer
-    batch = {k: v.expand(rows, -1) for k, v in tensors.items()}
-    select = torch.zeros((rows, n), dtype=torch.bool)
-    select[:, position] = True
-    out, _ = lab.run(batch, capture=(), attention_bias=bias.to(lab.device), mlm_positions=select.to(lab.device))
-    logp = torch.log_softmax(out.mlm_logits.float(), -1)[:, target].cpu().numpy()  # (rows,)
+    logp = logp_with_hidden(lab, analysis.encoded(), position, target, [[j] for j in context])  # (1 + context,)
     return logp[0] - logp[1:]
 
 
@@ -86,7 +71,7 @@ def gradient_methods(lab: Lab, analysis: Analysis, position: int, target: int,
     """Gradient x input and integrated gradients per context token, from Captum."""
     from captum.attr import LayerGradientXActivation, LayerIntegratedGradients
 
-    tensors = _tensors(lab, analysis)
+    tensors = lab.batch_tensors([analysis.encoded()])
     ids, segments, mask = tensors["input_ids"], tensors["token_type_ids"], tensors["attention_mask"]
     forward = _log_prob_of(lab, position, target)
     layer = lab.model.bert.embeddings
@@ -104,20 +89,20 @@ def gradient_methods(lab: Lab, analysis: Analysis, position: int, target: int,
             "integrated gradients": ig[0].sum(-1).detach().float().cpu().numpy()[pick]}
 
 
-def source_agreement(lab: Lab, analysis: Analysis, position: int, reference: np.ndarray,
+def rank_agreement(values: Sequence[float], reference: Sequence[float]) -> float:
+    """Spearman's rho of two scorings of the same tokens (NaN below three tokens or for a constant one)."""
+    if len(reference) < 3:
+        return float("nan")
+    rho = spearmanr(values, reference).statistic
+    return float(rho) if np.isfinite(rho) else float("nan")
+
+
+def source_agreement(lab: Lab, cache: dict[str, torch.Tensor], n: int, position: int, reference: np.ndarray,
                      context: Sequence[int]) -> dict[str, float]:
     """Spearman rho of each faithfulness-check ranking (attention, rollout, flow, norms, value
-    zeroing) with the erasure scores, over the context tokens."""
-    from .faithfulness import RANKINGS, rankings
-
-    _, cache = lab.run(_tensors(lab, analysis), capture=NORM_CAPTURES, compute_mlm=False)
-    scores = rankings(lab, cache, position, len(analysis.tokens), seed=0)
-    out = {}
-    for name in RANKINGS:
-        values = np.asarray(scores[name])[list(context)]
-        rho = spearmanr(values, reference).statistic if len(context) > 2 else float("nan")
-        out[name] = float(rho) if np.isfinite(rho) else float("nan")
-    return out
+    zeroing) with the erasure scores, over the context tokens; ``cache`` is a NORM_CAPTURES pass."""
+    scores = rankings(lab, cache, position, n, seed=0)
+    return {name: rank_agreement(np.asarray(scores[name])[list(context)], reference) for name in RANKINGS}
 
 
 def explain(lab: Lab, analysis: Analysis, steps: int = IG_STEPS) -> list[Attribution]:
@@ -128,6 +113,7 @@ def explain(lab: Lab, analysis: Analysis, steps: int = IG_STEPS) -> list[Attribu
         raise InputError("mask a token first: the attribution explains a masked-word prediction")
     if analysis.source != "attention":
         raise InputError("explain the softmax-attention analysis, not one converted to another source")
+    _, cache = lab.run(lab.batch_tensors([analysis.encoded()]), capture=NORM_CAPTURES, compute_mlm=False)
     out = []
     for p in analysis.mlm:
         target_word = p.predictions[0].token
@@ -137,10 +123,9 @@ def explain(lab: Lab, analysis: Analysis, steps: int = IG_STEPS) -> list[Attribu
             raise InputError("there is no context token to attribute the prediction to")
         erased = erasure(lab, analysis, p.position, target, context)
         scores = {"erasure": erased, **gradient_methods(lab, analysis, p.position, target, context, steps)}
-        agreement = source_agreement(lab, analysis, p.position, erased, context)
+        agreement = source_agreement(lab, cache, len(analysis.tokens), p.position, erased, context)
         for name in ("gradient x input", "integrated gradients"):
-            rho = spearmanr(scores[name], erased).statistic if len(context) > 2 else float("nan")
-            agreement[name] = float(rho) if np.isfinite(rho) else float("nan")
+            agreement[name] = rank_agreement(scores[name], erased)
         out.append(Attribution(p.position, target_word, context,
                                {k: [float(v) for v in values] for k, values in scores.items()}, agreement))
     return out

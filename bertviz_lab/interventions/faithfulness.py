@@ -112,6 +112,20 @@ def rankings(lab: Lab, cache: dict, position: int, n: int, seed: int) -> dict[st
     return scores
 
 
+def logp_with_hidden(lab: Lab, enc: Encoded, position: int, gold: int, hidden: Sequence[Sequence[int]]) -> np.ndarray:
+    """log P(gold) at ``position`` with nothing hidden, then with each set of keys in ``hidden``
+    hidden from every query on every layer: one batched forward, (1 + len(hidden),)."""
+    n = len(enc.ids)
+    bias = torch.zeros((len(hidden) + 1, 1, 1, n))  # (rows, 1, 1, key): row 0 hides nothing
+    for row, keys in enumerate(hidden, start=1):
+        bias[row, ..., list(keys)] = torch.finfo(torch.float32).min
+    batch = lab.batch_tensors([enc] * (len(hidden) + 1))
+    select = torch.zeros_like(batch["input_ids"], dtype=torch.bool)
+    select[:, position] = True
+    out, _ = lab.run(batch, capture=(), attention_bias=bias.to(lab.device), mlm_positions=select)
+    return torch.log_softmax(out.mlm_logits.float(), -1)[:, gold].cpu().numpy()
+
+
 def sentence_drops(lab: Lab, enc: Encoded, position: int, gold: int, k_max: int, seed: int) -> np.ndarray:
     """(sources, K + 1) drops in log P(gold) for one masked sentence."""
     n = len(enc.ids)
@@ -119,20 +133,11 @@ def sentence_drops(lab: Lab, enc: Encoded, position: int, gold: int, k_max: int,
     _, cache = lab.run(tensors, capture=NORM_CAPTURES, compute_mlm=False)
     scores = rankings(lab, cache, position, n, seed)
     context = [i for i, t in enumerate(enc.tokens) if t not in SPECIAL_TOKENS and i != position]
-    bias_rows = [torch.zeros(n)]
+    hidden = []
     for name in RANKINGS:
         order = sorted(context, key=lambda i: -float(scores[name][i]))
-        for k in range(1, k_max + 1):
-            bias = torch.zeros(n)
-            bias[order[:k]] = torch.finfo(torch.float32).min
-            bias_rows.append(bias)
-    rows = len(bias_rows)
-    batch = lab.batch_tensors([enc] * rows)
-    select = torch.zeros_like(batch["input_ids"], dtype=torch.bool)
-    select[:, position] = True
-    bias = torch.stack(bias_rows)[:, None, None, :].to(lab.device)  # (rows, 1, 1, key): hidden on every layer
-    out, _ = lab.run(batch, capture=(), attention_bias=bias, mlm_positions=select)
-    logp = torch.log_softmax(out.mlm_logits.float(), -1)[:, gold].cpu().numpy()  # (rows,)
+        hidden += [order[:k] for k in range(1, k_max + 1)]
+    logp = logp_with_hidden(lab, enc, position, gold, hidden)  # (rows,)
     drops = logp[0] - logp[1:].reshape(len(RANKINGS), k_max)
     return np.concatenate([np.zeros((len(RANKINGS), 1)), drops], axis=1)
 

@@ -46,29 +46,32 @@ class ResamplePool:
         """Replacement outputs for an input of token ids ``ids``: (layers, heads, n, d_head), from a
         pool sentence chosen by (seed, draw), never the input itself."""
         n = len(ids)
-        choices = self.eligible(n, ids)
-        if not choices:
-            longest = max(len(e.ids) for e in self._encoded)
-            raise InputError(f"resample ablation needs a pool sentence of at least {n} tokens, as long as the input; "
-                             f"the longest in the pool has {longest} (add longer sentences or use mean ablation)")
-        index = random.Random(f"{self.seed}:{draw}").choice(choices)
-        outputs = self.outputs_of(index)  # (layers, heads, m, d_head)
+        index = self.chosen(ids, draw)
+        if index not in self._outputs:
+            self._outputs[index] = head_outputs(self.lab, self._encoded[index])
+        outputs = self._outputs[index]  # (layers, heads, m, d_head)
         m = outputs.shape[2]
         positions = list(range(n - 1)) + [m - 1]  # aligned; the input's last token ([SEP]) takes the last
         return outputs[:, :, positions]
 
-    def outputs_of(self, index: int) -> torch.Tensor:
-        if index not in self._outputs:
-            enc = self._encoded[index]
-            _, cache = self.lab.run(self.lab.batch_tensors([enc]), capture=("*hook_context",), compute_mlm=False)
-            self._outputs[index] = torch.stack([cache[layer_hook(layer, "context")][0]
-                                                for layer in range(self.lab.n_layers)]).float().cpu()
-        return self._outputs[index]
+    def chosen(self, ids: Sequence[int], draw: int = 0) -> int:
+        """Which pool sentence (seed, draw) picks for an input of token ids ``ids``."""
+        choices = self.eligible(len(ids), ids)
+        if not choices:
+            longest = max(len(e.ids) for e in self._encoded)
+            raise InputError(f"resample ablation needs a pool sentence of at least {len(ids)} tokens, as long as the "
+                             f"input; the longest in the pool has {longest} (add longer sentences or use mean ablation)")
+        return random.Random(f"{self.seed}:{draw}").choice(choices)
 
     def text_of(self, ids: Sequence[int], draw: int = 0) -> str:
         """The pool sentence ``draw`` uses for an input of token ids ``ids`` (for reports and tests)."""
-        index = random.Random(f"{self.seed}:{draw}").choice(self.eligible(len(ids), ids))
-        return [t for t in self.texts if t.strip()][index]
+        return [t for t in self.texts if t.strip()][self.chosen(ids, draw)]
+
+
+def head_outputs(lab: Lab, enc: Encoded) -> torch.Tensor:
+    """Every head's output (context) on one input: (layers, heads, positions, d_head)."""
+    _, cache = lab.run(lab.batch_tensors([enc]), capture=("*hook_context",), compute_mlm=False)
+    return torch.stack([cache[layer_hook(layer, "context")][0] for layer in range(lab.n_layers)]).float().cpu()
 
 
 def reference_for(reference: torch.Tensor | ResamplePool | None, enc: Encoded, draw: int = 0) -> torch.Tensor | None:

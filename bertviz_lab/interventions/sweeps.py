@@ -16,7 +16,7 @@ from ..treebank import sentence_texts
 from .compare import compare, probability_of
 from .edits import batched_ablation_edits, learned_positions, scaled_sinusoidal
 from .kinds import InterventionError, make_intervention
-from .resample import ResamplePool, reference_for
+from .resample import ResamplePool, head_outputs, reference_for
 
 Progress = Callable[[float, str], None]
 
@@ -68,12 +68,6 @@ def directional_sweep(lab: Lab, text: str, pair: str | None = None, mask_positio
                                    value["right-only"], value["left-only-control"], value["right-only-control"],
                                    target, "gold" if p.original else "top-1"))
     return rows
-
-
-def head_outputs(lab: Lab, enc: Encoded) -> torch.Tensor:
-    """Every head's output (context) on one input: (layers, heads, positions, d_head)."""
-    _, cache = lab.run(lab.batch_tensors([enc]), capture=("*hook_context",), compute_mlm=False)
-    return torch.stack([cache[layer_hook(layer, "context")][0] for layer in range(lab.n_layers)]).float().cpu()
 
 
 def mean_head_outputs(lab: Lab, texts: Sequence[str], batch_size: int = 32) -> torch.Tensor:
@@ -160,7 +154,7 @@ def ablation_sweep(lab: Lab, text: str, pair: str | None = None, mask_positions:
     if not base.mlm:
         raise InputError("mask at least one token (type [MASK] or pick tokens) to run the ablation sweep")
     targets, scored = scored_tokens(lab, base)
-    enc = Encoded(base.tokens, base.token_ids, base.segment_ids, base.word_ids, base.offsets, len(base.tokens))
+    enc = base.encoded()
     drops = ablation_drops(lab, enc, [p.position for p in base.mlm], targets, reference_for(reference, enc), batched,
                            chunk, progress)
     return HeadImportance(drops, scored)
