@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 from common import median_seconds
+from sections import run_recorded
 
 from bertviz_lab import load
 from bertviz_lab.interventions import ablation_sweep
@@ -36,5 +37,9 @@ def main() -> None:
     print(f"ratio one-at-a-time / batched: {t_single / t_batched:.1f}x (target >= 3x)")
 
 
-if __name__ == "__main__":
+def _entry() -> None:
     main()
+
+
+if __name__ == "__main__":
+    run_recorded("ablation", "Single-head ablation sweep: batched vs one forward per head", __doc__, _entry)

@@ -11,6 +11,8 @@ import json
 import subprocess
 import sys
 
+from sections import run_recorded
+
 LENGTHS = (32, 128, 512)
 
 
@@ -45,5 +47,9 @@ def main() -> None:
         print(f"{n:>6} {base:>18.1f} {keep:>21.1f} {keep / base:>6.2f}")
 
 
-if __name__ == "__main__":
+def _entry() -> None:
     main()
+
+
+if __name__ == "__main__":
+    run_recorded("allocator", "Allocator setting: does keep_freed_memory() still pay?", __doc__, _entry)

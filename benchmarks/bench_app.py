@@ -16,6 +16,7 @@ import statistics
 import time
 
 import torch
+from sections import run_recorded
 
 from bertviz_lab import BertConfig, BertLab, load
 from bertviz_lab.app import build_demo
@@ -105,6 +106,10 @@ def overview_bytes() -> None:
           f"(target <= 2 MB)")
 
 
-if __name__ == "__main__":
+def _entry() -> None:
     server_times()
     overview_bytes()
+
+
+if __name__ == "__main__":
+    run_recorded("app", "App: server time and overview size, next to BertViz", __doc__, _entry)

@@ -27,6 +27,8 @@ import tarfile
 import tempfile
 from pathlib import Path
 
+from sections import run_recorded
+
 from bertviz_lab import load
 from bertviz_lab.app import build_demo, launch_kwargs, queue_kwargs
 
@@ -199,5 +201,9 @@ def main() -> None:
         print(f"| {tokens} | {cells} | {ratio} |")
 
 
-if __name__ == "__main__":
+def _entry() -> None:
     main()
+
+
+if __name__ == "__main__":
+    run_recorded("browser", "In the browser: Run and switching, next to BertViz", __doc__, _entry)

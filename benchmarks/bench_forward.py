@@ -10,6 +10,7 @@ import sys
 
 import torch
 from common import interleaved_medians, peak_rss_increase_mib
+from sections import run_recorded
 
 from bertviz_lab import load
 from bertviz_lab.bert.checkpoints import packaged_default_folder
@@ -82,8 +83,12 @@ def memory(side: str) -> None:
         print(peak_rss_increase_mib(lambda: _keep_hf(hf, ids)))
 
 
-if __name__ == "__main__":
+def _entry() -> None:
     if len(sys.argv) == 3 and sys.argv[1] == "--memory":
         memory(sys.argv[2])
     else:
         main()
+
+
+if __name__ == "__main__":
+    run_recorded("forward", "Forward pass with all attention captured, next to transformers", __doc__, _entry)

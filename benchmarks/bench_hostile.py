@@ -22,6 +22,7 @@ import uuid
 from pathlib import Path
 
 from gradio_client import Client, handle_file
+from sections import run_recorded
 
 from bertviz_lab import load
 from bertviz_lab.app import LIMITS, build_demo, launch_kwargs, queue_kwargs
@@ -332,7 +333,7 @@ def issue26(soak_seconds: float) -> None:
     issue26_soak(soak_seconds)
 
 
-if __name__ == "__main__":
+def _entry() -> None:
     import argparse
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -345,3 +346,7 @@ if __name__ == "__main__":
         issue26(options.soak_seconds)
     if options.part == "26-soak":
         issue26_soak(options.soak_seconds)
+
+
+if __name__ == "__main__":
+    run_recorded("hostile", "Hostile input, faults and a public Space one visitor cannot knock over", __doc__, _entry)

@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 from gradio_client import Client
+from sections import run_recorded
 
 from bertviz_lab import load
 
@@ -198,5 +199,9 @@ def main() -> None:
     kill_and_restart(free_port())
 
 
-if __name__ == "__main__":
+def _entry() -> None:
     main()
+
+
+if __name__ == "__main__":
+    run_recorded("load", "The API under load, soak and restart", __doc__, _entry)

@@ -17,10 +17,11 @@ import time
 
 import numpy as np
 from common import interleaved_medians
+from sections import run_recorded
 
 from bertviz_lab import load
 from bertviz_lab.attention.flow import attention_flow, residual_augmented
-from bertviz_lab.bert.norms import NORM_CAPTURES, source_from_cache
+from bertviz_lab.bert.sources import NORM_CAPTURES, source_from_cache
 from bertviz_lab.naming import is_punctuation
 from bertviz_lab.treebank import SAMPLE_TREEBANK, read_conllu
 
@@ -125,5 +126,9 @@ def main() -> None:
         print("figure:", args.figure)
 
 
-if __name__ == "__main__":
+def _entry() -> None:
     main()
+
+
+if __name__ == "__main__":
+    run_recorded("norms", "Norm-based attention and flow, and Kobayashi et al.'s finding", __doc__, _entry)

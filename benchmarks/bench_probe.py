@@ -17,6 +17,7 @@ import argparse
 import numpy as np
 import torch
 from common import median_seconds
+from sections import run_recorded
 
 from bertviz_lab import load
 from bertviz_lab.attention import head_statistics
@@ -102,5 +103,9 @@ def main() -> None:
           f"   ours batched / transformers = {(n / t_plain) / (len(few) / t_ref):.1f}x")
 
 
-if __name__ == "__main__":
+def _entry() -> None:
     main()
+
+
+if __name__ == "__main__":
+    run_recorded("syntax-throughput", "Syntax scoring: throughput and the cost of intervals", __doc__, _entry)

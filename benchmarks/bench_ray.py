@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from sections import run_recorded
 
 from bertviz_lab import load
 from bertviz_lab.lab import null_model
@@ -105,5 +106,9 @@ def main() -> None:
           "on one 1-thread Ray worker)")
 
 
-if __name__ == "__main__":
+def _entry() -> None:
     main()
+
+
+if __name__ == "__main__":
+    run_recorded("ray", "Corpus scale: the Ray engine next to the local one", __doc__, _entry)

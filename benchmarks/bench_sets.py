@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
+from sections import run_recorded
 
 from bertviz_lab import load
 from bertviz_lab.interventions.sets import ablation_set, directional_set
@@ -35,12 +35,13 @@ def main() -> None:
     reference = mean_head_outputs(lab, [s.text for s in read_conllu(SAMPLE_TREEBANK)])
     for name, ref in (("zero", None), ("mean", reference)):
         start = time.perf_counter()
-        effect = ablation_set(lab, lines, ref, max_sentences=200).effect
+        result = ablation_set(lab, lines, ref, max_sentences=200)
         seconds = time.perf_counter() - start
-        layer, head = np.unravel_index(int(np.argmax(effect.mean)), effect.mean.shape)
-        print(f"ablation ({name}), 72 heads x {effect.n} sentences: {seconds:.1f} s; most important head "
-              f"{layer + 1}-{head + 1}: drop {effect.mean[layer, head]:.3f} [{effect.ci_low[layer, head]:.3f}, "
-              f"{effect.ci_high[layer, head]:.3f}]")
+        best = result.most_important
+        e = best.effect
+        print(f"ablation ({name}), 72 heads x {result.effect.n} sentences: {seconds:.1f} s; most important head "
+              f"{best.layer + 1}-{best.head + 1} (chosen on {best.selected_on} sentences), drop on the other "
+              f"{e.n}: {float(e.mean):.3f} [{float(e.ci_low):.3f}, {float(e.ci_high):.3f}]")
     items = masked_items(lab, lines, 0, 20)
     start = time.perf_counter()
     for enc, position, gold in items:
@@ -54,5 +55,9 @@ def main() -> None:
           f"ratio {loop / batched:.1f}x (target >= 3x)")
 
 
-if __name__ == "__main__":
+def _entry() -> None:
     main()
+
+
+if __name__ == "__main__":
+    run_recorded("sets", "Interventions over sentence sets: time and held-out most important head", __doc__, _entry)

@@ -18,6 +18,8 @@ import argparse
 import json
 from pathlib import Path
 
+from sections import run_recorded
+
 from bertviz_lab import load
 from bertviz_lab.cli import read_manifest
 from bertviz_lab.mlm.evaluate import evaluate
@@ -83,4 +85,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_recorded("heldout-documents", "Held-out passages that share their document with training", __doc__, main)

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from sections import run_recorded
 
 from bertviz_lab import load
 from bertviz_lab.lab import Lab
@@ -93,4 +94,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_recorded("nsp-ceiling", "How far next-sentence prediction can go on the training data", __doc__, main)

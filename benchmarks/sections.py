@@ -45,16 +45,17 @@ def command_line() -> str:
     return " ".join(["python", name, *sys.argv[1:]])
 
 
-def section_text(name: str, script: str, title: str, body: str) -> str:
-    stamp = f"Written by `{command_line()}` on {datetime.date.today().isoformat()}, commit {commit()}."
+def section_text(name: str, script: str, title: str, body: str, command: str | None = None) -> str:
+    stamp = f"Written by `{command or command_line()}` on {datetime.date.today().isoformat()}, commit {commit()}."
     return (f"<!-- begin {name}: {script} -->\n### {title}\n\n{stamp}\n\n{body.strip()}\n"
             f"<!-- end {name} -->")
 
 
-def write_section(name: str, script: str, title: str, body: str, path: Path = BENCHMARKS) -> None:
+def write_section(name: str, script: str, title: str, body: str, path: Path = BENCHMARKS,
+                  command: str | None = None) -> None:
     """Put the section ``name`` (made by ``script``) into BENCHMARKS.md, replacing its old text."""
     text = path.read_text(encoding="utf-8")
-    new = section_text(name, script, title, body)
+    new = section_text(name, script, title, body, command)
     pattern = re.compile(rf"<!-- begin {re.escape(name)}: [^>]*-->.*?<!-- end {re.escape(name)} -->", re.S)
     if pattern.search(text):
         text = pattern.sub(lambda _: new, text)
@@ -70,3 +71,41 @@ def markdown_table(header: list[str], rows: list[list[object]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+class _Tee:
+    """Write to the terminal and keep a copy, so a section holds exactly what the script printed."""
+
+    def __init__(self, stream) -> None:
+        self.stream, self.parts = stream, []
+
+    def write(self, text: str) -> int:
+        self.parts.append(text)
+        return self.stream.write(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+
+def run_recorded(name: str, title: str, about: str, main, script: str | None = None, path: Path = BENCHMARKS) -> None:
+    """Run a benchmark's ``main``; with ``--write`` on the command line its printed output becomes the
+    section ``name`` of BENCHMARKS.md, under ``about`` (what is measured and how; no figures).
+
+    ``--write`` is taken off ``sys.argv`` before ``main`` parses its own arguments, and the section's
+    command line keeps it, so the stamp says how to regenerate the section."""
+    write = "--write" in sys.argv[1:]
+    command = command_line()
+    if write:
+        sys.argv.remove("--write")
+    script = script or Path(sys.argv[0]).resolve().relative_to(ROOT).as_posix()
+    tee = _Tee(sys.stdout)
+    sys.stdout = tee
+    try:
+        main()
+    finally:
+        sys.stdout = tee.stream
+    if write:
+        printed = "".join(tee.parts).strip("\n")
+        body = f"{about.strip()}\n\n```text\n{printed}\n```" if printed else about.strip()
+        write_section(name, script, title, body, path, command=command)
+        print(f"wrote the section {name!r} of {path.name}")

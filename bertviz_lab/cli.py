@@ -14,8 +14,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .bert import CheckpointError, DeviceError
-from .bert.norms import SOURCES
+from .bert.sources import SOURCES
 from .interventions import KINDS, InterventionError, make_intervention
+from .interventions.faithfulness import RANKINGS
 from .lab import InputError, InputTooLong, Lab, load
 from .treebank import TreebankError, sentence_texts
 
@@ -727,11 +728,15 @@ def run_probe_job(args: argparse.Namespace, models: list[str], treebanks: list[P
 
 def add_faithfulness(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("faithfulness", help="which attention-based explanation to trust: hide each source's top-k "
-                                            "tokens and measure the drop in log P(gold word) (AOPC)")
+                                            "tokens and measure the drop in log P(gold word) (AOPC), with ERASER's "
+                                            "comprehensiveness and sufficiency for the top word")
     p.add_argument("--text-file", type=Path, default=None,
                    help="one sentence per line (default: the shipped held-out lines)")
     p.add_argument("--max-sentences", type=positive_int, default=200)
     p.add_argument("--k", type=positive_int, default=5, help="hide the top 1..k tokens")
+    p.add_argument("--sources", nargs="+", default=None, metavar="RANKING",
+                   help="the rankings to score (default: all; the random control is always scored): "
+                        + ", ".join(f"'{name}'" for name in RANKINGS))
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--resamples", type=int, default=1000)
     p.add_argument("--json", action="store_true")
@@ -751,16 +756,21 @@ def run_faithfulness(args: argparse.Namespace) -> int:
     lab = lab_from_args(args)
     with tqdm(total=min(len(lines), args.max_sentences), desc="faithfulness", unit="sent") as bar:
         result = faithfulness(lab, lines, k_max=args.k, seed=args.seed, max_sentences=args.max_sentences,
-                              progress=lambda done, total: (setattr(bar, "total", total), bar.update(done - bar.n)))
+                              progress=lambda done, total: (setattr(bar, "total", total), bar.update(done - bar.n)),
+                              sources=args.sources or RANKINGS)
     from .sentences import truncation_note
 
     out = result.to_json(resamples=args.resamples, seed=args.seed)
     if args.json:
         print(json.dumps({"k": args.k, "text_file": str(path), **out}))
         return 0
-    print(f"model: {result.model}; AOPC over k = 0..{args.k} (higher = more faithful), 95% bootstrap interval")
+    print(f"model: {result.model}; AOPC over k = 0..{args.k} (higher = more faithful); ERASER comprehensiveness "
+          f"(higher = more faithful) and sufficiency (lower = more faithful) of the top word; 95% bootstrap intervals")
     for row in sorted(out["sources"], key=lambda r: -r["aopc"]):
-        print(f"{row['source']:<28} {row['aopc']:6.3f} [{row['ci_low']:.3f}, {row['ci_high']:.3f}]  n={row['n']}")
+        print(f"{row['source']:<28} AOPC {row['aopc']:6.3f} [{row['ci_low']:.3f}, {row['ci_high']:.3f}]  "
+              f"comp. {row['comprehensiveness']:.3f} [{row['comprehensiveness_ci_low']:.3f}, "
+              f"{row['comprehensiveness_ci_high']:.3f}]  suff. {row['sufficiency']:.3f} "
+              f"[{row['sufficiency_ci_low']:.3f}, {row['sufficiency_ci_high']:.3f}]  n={row['n']}")
     print("paired differences (same sentences):")
     for difference in out["differences"]:
         print(f"  {difference['verdict']}")
@@ -780,7 +790,7 @@ EXAMPLES = {
     "score-heads": ["bertviz-lab score-heads --out results/sample",
                     "bertviz-lab score-heads --conllu en_ewt-ud-dev.conllu --conllu de_gsd-ud-dev.conllu --out results/ud"],
     "faithfulness": ["bertviz-lab faithfulness --max-sentences 50",
-                     "bertviz-lab faithfulness --text-file sentences.txt --k 3 --json"],
+                     "bertviz-lab faithfulness --text-file sentences.txt --sources GlobEnc ALTI rollout --json"],
     "compare": ['bertviz-lab compare "The cat [MASK] on the mat." --intervention left-only --json',
                 "bertviz-lab compare --intervention ablate-heads --heads 3-9 --ablation resample --sample"],
     "sweep": ['bertviz-lab sweep "The cat [MASK] on the mat." --kind directional',

@@ -18,7 +18,7 @@ from tokenizers import Tokenizer
 from .bert import DEFAULT_SOURCE, BertConfig, BertLab, Edit, LoadedCheckpoint, layer_hook, load_model
 from .bert.families import BERT_SPECIALS
 from .bert.model import init_weights
-from .bert.norms import NORM_CAPTURES, SOURCES, source_from_cache
+from .bert.sources import NORM_CAPTURES, PER_LAYER_SOURCES, SOURCES, source_from_cache
 
 
 class InputError(ValueError):
@@ -162,10 +162,14 @@ class Analysis:
                      "predictions": [{"token": q.token, "probability": q.probability} for q in p.predictions]}
                     for p in self.mlm],
             "mlm_note": self.mlm_note, "nsp": self.nsp, "nsp_note": self.nsp_note,
-            "attention_shape": list(self.attention.shape), "source": self.source,
+            "source": self.source,
         }
+        # a per-layer source (GlobEnc, ALTI, value zeroing, norm-residual) has one matrix per layer:
+        # (layers, 1, query, key), not the same matrix repeated for every head
+        matrix = self.attention[:, :1] if self.source in PER_LAYER_SOURCES else self.attention
+        out["attention_shape"] = list(matrix.shape)
         if attention:
-            out["attention"] = self.attention.tolist()
+            out["attention"] = matrix.tolist()
         return out
 
 

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from .bert.norms import NORM_CAPTURES, check_source, layer_source_from_cache, source_from_cache
+from .bert.sources import NORM_CAPTURES, check_source, layer_source_from_cache, source_from_cache
 from .lab import Analysis, InputError, Lab
 
 

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from bertviz_lab.interventions.faithfulness import RANKINGS, FaithfulnessResult, rankings, sentence_drops
+from bertviz_lab.interventions.faithfulness import (ERASER_BINS, RANKINGS, FaithfulnessResult, bin_size, check_rankings,
+                                                    rankings, sentence_scores)
 from bertviz_lab.lab import ForwardChanges
 from bertviz_lab.sentences import masked_items
 
@@ -26,7 +27,7 @@ def test_aopc_is_the_mean_drop_over_k_including_zero():
 
 def test_batched_perturbations_equal_one_hidden_set_at_a_time(sharp_lab):
     enc, position, gold = masked_items(sharp_lab, LINES, seed=0, max_sentences=1)[0]
-    drops = sentence_drops(sharp_lab, enc, position, gold, k_max=3, seed=1)
+    drops = sentence_scores(sharp_lab, enc, position, gold, k_max=3, seed=1).drops
     assert drops.shape == (len(RANKINGS), 4) and np.all(drops[:, 0] == 0)
     _, cache = sharp_lab.run(sharp_lab.batch_tensors([enc]),
                              capture=("*hook_pattern", "*attention.self.hook_v", "bert.embeddings.hook_out",
@@ -89,3 +90,70 @@ def test_most_faithful_is_said_only_when_every_paired_interval_excludes_zero():
     clear = hand_result([s + 0.1 for s in swing], [s + 0.05 for s in swing], swing)
     assert clear.conclusion(resamples=200).startswith("flow is the most faithful")
     assert [(d.a, d.b) for d in clear.differences(resamples=50)][-1] == ("flow", "attention (last layer)")
+
+
+def test_eraser_bins_by_hand():
+    """ceil(b x context): of 30 context tokens the bins take 1, 2, 3, 6 and 15 tokens, of 7 tokens 1, 1,
+    1, 2 and 4; truncating (int) would take 0, 1, 3, 6, 15 and 0, 0, 0, 1, 3 (empty bins)."""
+    assert [bin_size(b, 30) for b in ERASER_BINS] == [1, 2, 3, 6, 15]
+    assert [bin_size(b, 7) for b in ERASER_BINS] == [1, 1, 1, 2, 4]
+    assert [int(b * 7) for b in ERASER_BINS] == [0, 0, 0, 1, 3]
+
+
+def test_comprehensiveness_and_sufficiency_equal_single_runs_for_the_top_word(sharp_lab):
+    """ERASER's scores are about the model's own top word in probability units: each bin's value is
+    p(top | x) minus p(top | x with the bin hidden) or with every other context token hidden."""
+    enc, position, gold = masked_items(sharp_lab, LINES, seed=0, max_sentences=1)[0]
+    scored = sentence_scores(sharp_lab, enc, position, gold, k_max=3, seed=1, names=("rollout", "random"))
+    assert scored.comprehensiveness.shape == scored.sufficiency.shape == (2, len(ERASER_BINS))
+    _, cache = sharp_lab.run(sharp_lab.batch_tensors([enc]),
+                             capture=("*hook_pattern", "*attention.self.hook_v", "bert.embeddings.hook_out",
+                                      "bert.encoder.layer.*.hook_out"), compute_mlm=False)
+    scores = rankings(sharp_lab, cache, position, len(enc.ids), seed=1, names=("rollout",))
+    context = [i for i, t in enumerate(enc.tokens) if t not in ("[CLS]", "[SEP]") and i != position]
+    order = sorted(context, key=lambda i: -float(scores["rollout"][i]))
+
+    def probabilities(hidden):
+        bias = torch.zeros((1, 1, 1, len(enc.ids)))
+        bias[..., hidden] = torch.finfo(torch.float32).min
+        return sharp_lab.analyze_encoded(enc, changes=ForwardChanges(attention_bias=bias),
+                                         keep_probabilities=True).mlm_probabilities[0]
+
+    full = probabilities([])
+    top = int(np.argmax(full))
+    for b, fraction in enumerate(ERASER_BINS):
+        c = bin_size(fraction, len(context))
+        assert scored.comprehensiveness[0, b] == pytest.approx(full[top] - probabilities(order[:c])[top], abs=1e-5)
+        assert scored.sufficiency[0, b] == pytest.approx(full[top] - probabilities(order[c:])[top], abs=1e-5)
+
+
+def test_the_table_reports_eraser_means_over_bins_and_sentences():
+    drops = np.zeros((2, 2, 2))
+    comprehensiveness = np.array([[[0.1, 0.3], [0.0, 0.0]], [[0.3, 0.5], [0.0, 0.2]]])  # (sentences, sources, bins)
+    result = FaithfulnessResult(("rollout", "random"), drops, "m", 0, comprehensiveness, -comprehensiveness)
+    rows = {r["source"]: r for r in result.table(resamples=20)}
+    assert rows["rollout"]["comprehensiveness"] == pytest.approx(0.3)  # (0.2 + 0.4) / 2
+    assert rows["random"]["sufficiency"] == pytest.approx(-0.05)
+    assert rows["rollout"]["comprehensiveness_ci_low"] <= 0.3 <= rows["rollout"]["comprehensiveness_ci_high"]
+
+
+def test_chosen_rankings_keep_the_control_and_refuse_unknown_names():
+    assert check_rankings(["ALTI", "rollout"]) == ("rollout", "ALTI", "random")
+    from bertviz_lab.lab import InputError
+
+    with pytest.raises(InputError, match="unknown ranking 'attention'"):
+        check_rankings(["attention"])
+
+
+def test_cli_scores_only_the_chosen_sources_with_eraser_columns(tmp_path, tiny_folder, capsys):
+    from bertviz_lab.cli import main
+
+    text = tmp_path / "lines.txt"
+    text.write_text("\n".join(LINES) + "\n")
+    assert main(["faithfulness", "--text-file", str(text), "--model", str(tiny_folder), "--k", "2", "--resamples",
+                 "20", "--sources", "ALTI", "GlobEnc", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert [row["source"] for row in result["sources"]] == ["GlobEnc", "ALTI", "random"]
+    for row in result["sources"]:
+        assert row["comprehensiveness_ci_low"] <= row["comprehensiveness"] <= row["comprehensiveness_ci_high"]
+        assert row["sufficiency_ci_low"] <= row["sufficiency"] <= row["sufficiency_ci_high"]

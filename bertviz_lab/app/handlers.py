@@ -17,7 +17,7 @@ from starlette.routing import Route
 
 from ..attention import PAIR_FILTERS
 from ..bert import CheckpointError, DeviceError
-from ..bert.norms import SOURCE_NOTES, SOURCES
+from ..bert.sources import SOURCE_NOTES, SOURCES
 from ..export import CSV_MAX_ROWS, csv_rows, export_csv, export_npz
 from ..figures import analysis as views
 from ..figures import interventions as intervention_views

@@ -77,9 +77,11 @@ def build_inputs(ui: SimpleNamespace, lab: Lab, allowed: list[str]) -> None:
         ui.hide = gr.Checkbox(label="Hide [CLS]/[SEP] (rows renormalised)", value=False, elem_id="hide")
         ui.word = gr.Checkbox(label="Word level (merge word pieces)", value=False, elem_id="word")
     ui.source = gr.Radio([("attention weights", "attention"), ("norm ||αf(x)||", "norm"),
-                          ("norm + residual + LayerNorm", "norm-residual"), ("value zeroing", "value-zeroing")],
-                         value="attention", label="What the views show (Kobayashi et al. 2020, 2021; Mohebbi et al. "
-                                                  "2023)", elem_id="source")
+                          ("norm + residual + LayerNorm", "norm-residual"), ("GlobEnc", "globenc"), ("ALTI", "alti"),
+                          ("value zeroing", "value-zeroing"), ("DecompX", "decompx")],
+                         value="attention", label="What the views show (Kobayashi et al. 2020, 2021; Modarressi et al. "
+                                                  "2022; Ferrando et al. 2022; Mohebbi et al. 2023; Modarressi et al. 2023)",
+                         elem_id="source")
     ui.notes = gr.Markdown("", elem_classes=["bvl-note"], elem_id="notes")
     with gr.Accordion("Mask tokens (pick from the analysed input)", open=True):
         ui.picker = gr.CheckboxGroup(choices=[], label="Tokens", elem_id="token-picker")
@@ -189,14 +191,17 @@ def build_interventions_tab(ui: SimpleNamespace, lab: Lab, limits: Limits) -> No
         with gr.Accordion("Which explanation to trust? (faithfulness check)", open=False):
             gr.Markdown("For held-out sentences with one masked word, each source ranks the context tokens; hiding "
                         "its top 1-5 tokens from attention should hurt the prediction if the source is faithful. "
-                        "Higher AOPC (mean drop in log P(gold)) = more faithful; *random* is the control.")
+                        "Higher AOPC (mean drop in log P(gold)) = more faithful; *random* is the control. ERASER's "
+                        "comprehensiveness (hide the top 1-50 %: higher = more faithful) and sufficiency (keep only "
+                        "them: lower = more faithful) score the model's own top word.")
             with gr.Row():
                 most = min(100, limits.faith_sentences)
                 low = min(10, max(1, most // 2))
                 ui.faith_n = gr.Slider(low, most, value=min(40, most), step=low,
                                        label="Held-out sentences")
                 ui.faith_btn = gr.Button("Run the faithfulness check", elem_id="faith-btn")
-            ui.faith_table = gr.Dataframe(label="AOPC per source (95% bootstrap interval)", interactive=False,
+            ui.faith_table = gr.Dataframe(label="AOPC, ERASER comprehensiveness and sufficiency per source (95% "
+                                                "bootstrap intervals)", interactive=False,
                                           elem_id="faith-table")
 
 

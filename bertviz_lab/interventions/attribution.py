@@ -5,6 +5,8 @@ For the model's top prediction w at a masked position, per context token j:
 
 - **erasure** (the reference): log P(w) minus log P(w) when j is hidden from attention on every
   layer (the hide-keys intervention; one batched forward, a row per token);
+- **DecompX** (Modarressi et al. 2023; ``bert/decompx.py``): the token's share of w's logit, its
+  decomposition carried through every layer and the MLM head;
 - **gradient x input** and **integrated gradients** (Sundararajan et al. 2017; Captum's
   ``LayerGradientXActivation`` / ``LayerIntegratedGradients`` on the embedding layer's output,
   summed over its dimensions; IG from a baseline that replaces every word token by [PAD], 32 steps);
@@ -23,7 +25,8 @@ import numpy as np
 import torch
 from scipy.stats import spearmanr
 
-from ..bert.norms import NORM_CAPTURES
+from ..bert import decompx
+from ..bert.sources import NORM_CAPTURES
 from ..lab import Analysis, InputError, Lab
 from ..naming import SPECIAL_TOKENS
 from .faithfulness import RANKINGS, logp_with_hidden, rankings
@@ -114,6 +117,7 @@ def explain(lab: Lab, analysis: Analysis, steps: int = IG_STEPS) -> list[Attribu
     if analysis.source != "attention":
         raise InputError("explain the softmax-attention analysis, not one converted to another source")
     _, cache = lab.run(lab.batch_tensors([analysis.encoded()]), capture=NORM_CAPTURES, compute_mlm=False)
+    last_parts = decompx.decompose(lab.model, cache, 0, len(analysis.tokens))[-1]  # (i, k, d_model)
     out = []
     for p in analysis.mlm:
         target_word = p.predictions[0].token
@@ -122,9 +126,11 @@ def explain(lab: Lab, analysis: Analysis, steps: int = IG_STEPS) -> list[Attribu
         if not context:
             raise InputError("there is no context token to attribute the prediction to")
         erased = erasure(lab, analysis, p.position, target, context)
-        scores = {"erasure": erased, **gradient_methods(lab, analysis, p.position, target, context, steps)}
+        shares = decompx.logit_contributions(lab.model, last_parts, p.position, torch.tensor([target]))[:, 0]
+        scores = {"erasure": erased, **gradient_methods(lab, analysis, p.position, target, context, steps),
+                  "DecompX": shares.numpy()[context]}
         agreement = source_agreement(lab, cache, len(analysis.tokens), p.position, erased, context)
-        for name in ("gradient x input", "integrated gradients"):
+        for name in ("gradient x input", "integrated gradients", "DecompX"):
             agreement[name] = rank_agreement(scores[name], erased)
         out.append(Attribution(p.position, target_word, context,
                                {k: [float(v) for v in values] for k, values in scores.items()}, agreement))

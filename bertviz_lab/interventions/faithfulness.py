@@ -4,7 +4,9 @@ For a masked word, each *source* ranks the context tokens by how much they matte
 position: softmax attention of the last layer (head mean) and of all layers, rollout and flow
 (Abnar & Zuidema 2020), norm-based weights of the last layer (Kobayashi et al. 2020) and with
 residual and LayerNorm (2021), value zeroing of the last layer and its rollout (Mohebbi et al.
-2023), and a seeded random ranking as the control. The top-k tokens are
+2023), GlobEnc (Modarressi et al. 2022) and ALTI (Ferrando et al. 2022), each aggregated over the
+layers as its released code does, DecompX (Modarressi et al. 2023: each token's share of the top
+word's logit, through every layer and the MLM head), and a seeded random ranking as the control. The top-k tokens are
 hidden from attention on every layer (the hide-keys intervention) for k = 1..K, and we measure
 the drop in log P(gold word). The score is the area over the perturbation curve (AOPC, Samek et
 al. 2017): ``1 / (K + 1) * sum_{k=0..K} (log p_0 - log p_k)``; higher means hiding what the
@@ -14,25 +16,39 @@ sources and all k together (one row each). Comparisons are paired over the same 
 source against the random control, and the source with the highest AOPC against each other one;
 the sentence printed ("most faithful", "indistinguishable from random") is generated from those
 intervals (``conclusions.verdict``), never written by hand.
+
+ERASER's comprehensiveness and sufficiency (DeYoung et al. 2020, "ERASER: A Benchmark to Evaluate
+Rationalized NLP Models", ACL; released code github.com/jayded/eraserbenchmark,
+``rationale_benchmark/metrics.py`` ``_instances_aopc``) are reported next to it, for the model's own
+top prediction ŷ at the masked position rather than the gold word, in probability (not log) units:
+for each bin b in {1, 5, 10, 20, 50}% the top ceil(b x context) tokens are hidden (comprehensiveness
+= p(ŷ | x) - p(ŷ | x without them)) or are the only context tokens left (sufficiency = p(ŷ | x) -
+p(ŷ | them alone)); each is averaged over the bins, then over sentences. As for AOPC, a token is
+removed by hiding it from attention on every layer (positions stay as they were); [CLS], [SEP] and
+the masked position itself are never hidden.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from ..attention.flow import attention_flow, rollout
-from ..bert.norms import NORM_CAPTURES, layer_source_from_cache
+from ..attention.flow import attention_flow, rollout, source_rollout
+from ..bert import decompx
+from ..bert.sources import NORM_CAPTURES, layer_source_from_cache
 from ..lab import Encoded, InputError, Lab
 from ..naming import SPECIAL_TOKENS
 from ..sentences import masked_items, truncated_count
 from .sets import Difference, mean_interval
 
 RANKINGS = ("attention (last layer)", "attention (all layers)", "rollout", "flow", "norm (last layer)",
-            "norm-residual (last layer)", "value zeroing (last layer)", "value zeroing rollout", "random")
+            "norm-residual (last layer)", "value zeroing (last layer)", "value zeroing rollout", "GlobEnc", "ALTI",
+            "DecompX", "random")
 CONTROL = "random"
+ERASER_BINS = (0.01, 0.05, 0.10, 0.20, 0.50)  # DeYoung et al. 2020, section 4.2
 
 
 @dataclass
@@ -41,10 +57,24 @@ class FaithfulnessResult:
     drops: np.ndarray  # (sentences, sources, K + 1): log p_0 - log p_k, k = 0..K (NaN where a source was skipped)
     model: str
     truncated: int = 0  # lines cut to SET_MAX_TOKENS
+    comprehensiveness: np.ndarray | None = None  # (sentences, sources, bins) ERASER, probability of the top word
+    sufficiency: np.ndarray | None = None  # (sentences, sources, bins)
 
     @property
     def aopc(self) -> np.ndarray:  # (sentences, sources)
         return self.drops.mean(-1)
+
+    def _eraser(self, s: int, resamples: int, seed: int) -> dict:
+        """ERASER's AOPC-style comprehensiveness and sufficiency of source ``s``: the mean over bins,
+        with its interval over sentences (higher comprehensiveness and lower sufficiency = more faithful)."""
+        out = {}
+        for key, values in (("comprehensiveness", self.comprehensiveness), ("sufficiency", self.sufficiency)):
+            if values is None:
+                continue
+            per_sentence = values[:, s].mean(-1)
+            effect = mean_interval(per_sentence[~np.isnan(per_sentence)], resamples, seed).to_json()
+            out.update({key: effect["mean"], f"{key}_ci_low": effect["ci_low"], f"{key}_ci_high": effect["ci_high"]})
+        return out
 
     def table(self, resamples: int = 1000, seed: int = 0) -> list[dict]:
         rows = []
@@ -57,7 +87,8 @@ class FaithfulnessResult:
                 continue
             row = mean_interval(values, resamples, seed).to_json()
             rows.append({"source": name, "aopc": row.pop("mean"), **row,
-                         "drop_by_k": np.nanmean(self.drops[:, s], 0).round(4).tolist()})
+                         "drop_by_k": np.nanmean(self.drops[:, s], 0).round(4).tolist(),
+                         **self._eraser(s, resamples, seed)})
         return rows
 
     def paired(self, a: str, b: str, resamples: int = 1000, seed: int = 0) -> Difference:
@@ -96,25 +127,55 @@ class FaithfulnessResult:
                 "conclusion": self.conclusion(resamples, seed), "truncated_lines": self.truncated}
 
 
-def rankings(lab: Lab, cache: dict, position: int, n: int, seed: int) -> dict[str, np.ndarray]:
-    """Each source's score of every token as context for ``position``: {name: (tokens,)}."""
-    layers = {s: layer_source_from_cache(lab.model, cache, s, 0, n)
-              for s in ("attention", "norm", "norm-residual", "value-zeroing")}
-    attention = layers["attention"]  # (layers, q, k) head means
-    scores = {"attention (last layer)": attention[-1, position], "attention (all layers)": attention.mean(0)[position],
-              "rollout": rollout(attention)[-1, position], "norm (last layer)": layers["norm"][-1, position],
-              "norm-residual (last layer)": layers["norm-residual"][-1, position],
-              "value zeroing (last layer)": layers["value-zeroing"][-1, position],
-              # the released demo's rollout of value zeroing: plain products, no added residual
-              "value zeroing rollout": rollout(layers["value-zeroing"], residual=False)[-1, position],
-              "random": np.random.default_rng(seed).random(n)}
-    scores["flow"] = attention_flow(attention, rows=[position])[position]
-    return scores
+# the per-layer source each ranking is computed from (None: needs no capture)
+NEEDS = {"attention (last layer)": "attention", "attention (all layers)": "attention", "rollout": "attention",
+         "flow": "attention", "norm (last layer)": "norm", "norm-residual (last layer)": "norm-residual",
+         "value zeroing (last layer)": "value-zeroing", "value zeroing rollout": "value-zeroing", "GlobEnc": "globenc",
+         "ALTI": "alti", "DecompX": None, "random": None}
 
 
-def logp_with_hidden(lab: Lab, enc: Encoded, position: int, gold: int, hidden: Sequence[Sequence[int]]) -> np.ndarray:
-    """log P(gold) at ``position`` with nothing hidden, then with each set of keys in ``hidden``
-    hidden from every query on every layer: one batched forward, (1 + len(hidden),)."""
+def rankings(lab: Lab, cache: dict, position: int, n: int, seed: int,
+             names: Sequence[str] = RANKINGS) -> dict[str, np.ndarray]:
+    """Each named source's score of every token as context for ``position``: {name: (tokens,)};
+    only the per-layer sources the names need are computed."""
+    layers = {s: layer_source_from_cache(lab.model, cache, s, 0, n) for s in {NEEDS[name] for name in names} - {None}}
+    makers: dict[str, Callable[[], np.ndarray]] = {
+        "attention (last layer)": lambda: layers["attention"][-1, position],
+        "attention (all layers)": lambda: layers["attention"].mean(0)[position],
+        "rollout": lambda: rollout(layers["attention"])[-1, position],
+        "flow": lambda: attention_flow(layers["attention"], rows=[position])[position],
+        "norm (last layer)": lambda: layers["norm"][-1, position],
+        "norm-residual (last layer)": lambda: layers["norm-residual"][-1, position],
+        "value zeroing (last layer)": lambda: layers["value-zeroing"][-1, position],
+        # the released demo's rollout of value zeroing: plain products, no added residual
+        "value zeroing rollout": lambda: rollout(layers["value-zeroing"], residual=False)[-1, position],
+        "GlobEnc": lambda: source_rollout(layers["globenc"], "globenc")[-1, position],
+        "ALTI": lambda: source_rollout(layers["alti"], "alti")[-1, position],
+        # DecompX explains the model's own top word: each token's signed share of its logit
+        "DecompX": lambda: decompx.top_word_shares(lab.model, cache, 0, n, position)[1].numpy(),
+        "random": lambda: np.random.default_rng(seed).random(n),
+    }
+    return {name: makers[name]() for name in names}
+
+
+def check_rankings(names: Sequence[str]) -> tuple[str, ...]:
+    """The rankings asked for, in RANKINGS order, with the random control always included."""
+    unknown = sorted(set(names) - set(RANKINGS))
+    if unknown:
+        raise InputError(f"unknown ranking {', '.join(map(repr, unknown))}; choose from {', '.join(RANKINGS)}")
+    return tuple(name for name in RANKINGS if name in set(names) | {CONTROL})
+
+
+def bin_size(fraction: float, context: int) -> int:
+    """ERASER's top-k% of the context tokens: ceil(fraction x context), so every bin of a short
+    sentence hides at least one token (the paper gives no rounding; truncating would leave the small
+    bins of a 7-token context empty)."""
+    return max(1, math.ceil(fraction * context))
+
+
+def log_probs_with_hidden(lab: Lab, enc: Encoded, position: int, hidden: Sequence[Sequence[int]]) -> torch.Tensor:
+    """log P(every word) at ``position`` with nothing hidden (row 0), then with each set of keys in
+    ``hidden`` hidden from every query on every layer: one batched forward, (1 + len(hidden), vocab)."""
     n = len(enc.ids)
     bias = torch.zeros((len(hidden) + 1, 1, 1, n))  # (rows, 1, 1, key): row 0 hides nothing
     for row, keys in enumerate(hidden, start=1):
@@ -123,37 +184,70 @@ def logp_with_hidden(lab: Lab, enc: Encoded, position: int, gold: int, hidden: S
     select = torch.zeros_like(batch["input_ids"], dtype=torch.bool)
     select[:, position] = True
     out, _ = lab.run(batch, capture=(), attention_bias=bias.to(lab.device), mlm_positions=select)
-    return torch.log_softmax(out.mlm_logits.float(), -1)[:, gold].cpu().numpy()
+    return torch.log_softmax(out.mlm_logits.float(), -1).cpu()  # (rows, vocab)
 
 
-def sentence_drops(lab: Lab, enc: Encoded, position: int, gold: int, k_max: int, seed: int) -> np.ndarray:
-    """(sources, K + 1) drops in log P(gold) for one masked sentence."""
+def logp_with_hidden(lab: Lab, enc: Encoded, position: int, gold: int, hidden: Sequence[Sequence[int]]) -> np.ndarray:
+    """log P(gold) at ``position`` with nothing hidden, then with each set of keys in ``hidden``
+    hidden: (1 + len(hidden),)."""
+    return log_probs_with_hidden(lab, enc, position, hidden)[:, gold].numpy()
+
+
+@dataclass
+class SentenceScores:
+    drops: np.ndarray  # (sources, K + 1): log P(gold) with nothing hidden minus with the top k hidden
+    comprehensiveness: np.ndarray  # (sources, bins): P(top word) minus P(top word) with the top bin hidden
+    sufficiency: np.ndarray  # (sources, bins): P(top word) minus P(top word) with only the top bin kept
+
+
+def sentence_scores(lab: Lab, enc: Encoded, position: int, gold: int, k_max: int, seed: int,
+                    names: Sequence[str] = RANKINGS, bins: Sequence[float] = ERASER_BINS) -> SentenceScores:
+    """Every perturbation of one masked sentence in one batched forward (identical hidden sets share
+    a row): the top 1..K tokens of each ranking hidden (log P(gold), the AOPC curve), and ERASER's
+    bins of the top prediction: the top ceil(b x context) tokens hidden (comprehensiveness) or all
+    other context tokens hidden (sufficiency)."""
     n = len(enc.ids)
-    tensors = lab.batch_tensors([enc])
-    _, cache = lab.run(tensors, capture=NORM_CAPTURES, compute_mlm=False)
-    scores = rankings(lab, cache, position, n, seed)
+    _, cache = lab.run(lab.batch_tensors([enc]), capture=NORM_CAPTURES, compute_mlm=False)
+    scores = rankings(lab, cache, position, n, seed, names)
     context = [i for i, t in enumerate(enc.tokens) if t not in SPECIAL_TOKENS and i != position]
-    hidden = []
-    for name in RANKINGS:
+    rows: dict[tuple[int, ...], int] = {}
+
+    def row_of(keys) -> int:
+        return rows.setdefault(tuple(sorted(keys)), len(rows) + 1)
+
+    plan = []  # per ranking: (AOPC rows, comprehensiveness rows, sufficiency rows)
+    for name in names:
         order = sorted(context, key=lambda i: -float(scores[name][i]))
-        hidden += [order[:k] for k in range(1, k_max + 1)]
-    logp = logp_with_hidden(lab, enc, position, gold, hidden)  # (rows,)
-    drops = logp[0] - logp[1:].reshape(len(RANKINGS), k_max)
-    return np.concatenate([np.zeros((len(RANKINGS), 1)), drops], axis=1)
+        sizes = [bin_size(b, len(context)) for b in bins]
+        plan.append(([row_of(order[:k]) for k in range(1, k_max + 1)], [row_of(order[:c]) for c in sizes],
+                     [row_of(order[c:]) for c in sizes]))
+    logp = log_probs_with_hidden(lab, enc, position, list(rows))  # (1 + unique sets, vocab)
+    gold_logp = logp[:, gold].numpy()
+    top = int(logp[0].argmax())
+    top_p = logp[:, top].exp().numpy()
+    drops = np.array([[0.0] + [gold_logp[0] - gold_logp[r] for r in aopc] for aopc, _, _ in plan])
+    comprehensiveness = np.array([[top_p[0] - top_p[r] for r in comp] for _, comp, _ in plan])
+    sufficiency = np.array([[top_p[0] - top_p[r] for r in suff] for _, _, suff in plan])
+    return SentenceScores(drops, comprehensiveness, sufficiency)
 
 
 def faithfulness(lab: Lab, lines: Sequence[str], k_max: int = 5, seed: int = 0, max_sentences: int | None = 200,
-                 progress: Callable[[int, int], None] | None = None) -> FaithfulnessResult:
-    """AOPC of every ranking over sentences with one seeded masked whole word each."""
+                 progress: Callable[[int, int], None] | None = None,
+                 sources: Sequence[str] = RANKINGS) -> FaithfulnessResult:
+    """AOPC, comprehensiveness and sufficiency of every ranking over sentences with one seeded
+    masked whole word each (``sources``: the rankings to score; the random control always is)."""
+    names = check_rankings(sources)
     if not lab.model.has_mlm_head:
         raise InputError("this checkpoint has no MLM head, so the faithfulness check cannot score predictions")
     items = [it for it in masked_items(lab, lines, seed, max_sentences)
              if sum(t not in SPECIAL_TOKENS for t in it[0].tokens) - 1 >= k_max]  # enough context to hide
     if not items:
         raise InputError(f"no line has a maskable word and at least {k_max} other words")
-    drops = []
+    scored = []
     for done, (enc, position, gold) in enumerate(items, start=1):
-        drops.append(sentence_drops(lab, enc, position, gold, k_max, seed + done))
+        scored.append(sentence_scores(lab, enc, position, gold, k_max, seed + done, names))
         if progress is not None:
             progress(done, len(items))
-    return FaithfulnessResult(RANKINGS, np.stack(drops), lab.checkpoint_info().describe(), truncated_count(items))
+    return FaithfulnessResult(names, np.stack([s.drops for s in scored]), lab.checkpoint_info().describe(),
+                              truncated_count(items), np.stack([s.comprehensiveness for s in scored]),
+                              np.stack([s.sufficiency for s in scored]))

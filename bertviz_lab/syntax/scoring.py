@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..attention import batch_head_statistics, to_word_level, word_groups
-from ..bert.norms import NORM_CAPTURES, check_source, source_from_cache
+from ..bert.sources import NORM_CAPTURES, check_source, source_from_cache
 from ..lab import CheckpointInfo, Encoded, InputError, Lab
 from ..treebank import Sentence
 from .predictors import OFFSETS, offset_predictions, predicted_heads, spanning_tree_edges
