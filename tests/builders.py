@@ -68,3 +68,23 @@ def save_checkpoint(model, folder: Path, legacy: bool = False, bare: bool = Fals
     (folder / "config.json").write_text(json.dumps(cfg))
     write_vocab(folder)
     return folder
+
+
+def run_cli(*args: str):
+    """``bertviz-lab ARGS`` in this process (``cli.main``, what ``python -m bertviz_lab`` runs), with its
+    exit code and printed text as a CompletedProcess: a subprocess would pay ~4 s of imports per call.
+    tests/test_hostile.py runs the real ``python -m`` process for what only a process shows (warnings,
+    undecodable argv)."""
+    import io
+    import subprocess
+    from contextlib import redirect_stderr, redirect_stdout
+
+    from bertviz_lab.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        try:
+            code = main([str(a) for a in args])
+        except SystemExit as exit_:  # argparse refuses its arguments with exit 2
+            code = exit_.code if isinstance(exit_.code, int) else 0 if exit_.code is None else 2
+    return subprocess.CompletedProcess(list(args), code, out.getvalue(), err.getvalue())

@@ -1,7 +1,5 @@
 """The library entry point and the command line, on the tiny checkpoint and the embedded model."""
 import json
-import subprocess
-import sys
 
 import builders
 import numpy as np
@@ -14,8 +12,7 @@ ROOT = builders.Path(__file__).resolve().parent.parent
 
 
 def cli(*args):
-    return subprocess.run([sys.executable, "-m", "bertviz_lab", *args], capture_output=True, text=True,
-                          cwd=ROOT, timeout=120, env={**__import__("os").environ, "HF_HUB_OFFLINE": "1"})
+    return builders.run_cli(*args)
 
 
 def test_analyze_predicts_exactly_the_masked_positions(tiny_lab, tiny_hf):
@@ -166,6 +163,6 @@ def test_analyze_explains_a_masked_prediction(tiny_folder, capsys):
     out = capsys.readouterr()
     assert code == 0, out.err
     [attribution] = json.loads(out.out.strip().splitlines()[-1])["explain"]
-    assert set(attribution["scores"]) == {"erasure", "gradient x input", "integrated gradients"}
+    assert set(attribution["scores"]) == {"erasure", "gradient x input", "integrated gradients", "DecompX"}
     assert len(attribution["scores"]["erasure"]) == len(attribution["context"]) == 7
     assert "flow" in attribution["spearman_with_erasure"]

@@ -1,10 +1,9 @@
 """The embedded default ships with bertviz-lab's trained MLM head."""
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from builders import run_cli
 from safetensors import safe_open
 
 from bertviz_lab import load
@@ -59,8 +58,8 @@ def test_only_the_fine_tuned_layers_differ_from_the_published_weights(default_la
 
 
 def test_cli_analyze_on_the_default():
-    run = subprocess.run([sys.executable, "-m", "bertviz_lab", "analyze", "Paris is the [MASK] of France.", "--json",
-                          "--no-attention"], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    run = run_cli("analyze", "Paris is the [MASK] of France.", "--json",
+                          "--no-attention")
     assert run.returncode == 0, run.stderr
     data = json.loads(run.stdout)
     assert data["mlm"][0]["position"] == 4 and len(data["mlm"][0]["predictions"]) == 5
@@ -69,8 +68,7 @@ def test_cli_analyze_on_the_default():
 def test_cli_eval_mlm_on_the_default(tmp_path):
     lines = tmp_path / "lines.txt"
     lines.write_text("the dog barked at the cat\nshe drank a cup of hot tea\n\nhe opened the door slowly\n")
-    run = subprocess.run([sys.executable, "-m", "bertviz_lab", "eval-mlm", "--text-file", str(lines), "--json"],
-                         capture_output=True, text=True, cwd=ROOT, timeout=120)
+    run = run_cli("eval-mlm", "--text-file", str(lines), "--json")
     assert run.returncode == 0, run.stderr
     scores = json.loads(run.stdout.strip().splitlines()[-1])
     assert scores["n"] == 3 and 0 <= scores["top1"] <= scores["top5"] <= 1
@@ -88,18 +86,16 @@ def test_default_tells_a_follow_up_from_a_random_sentence(default_lab):
 def test_shipped_held_out_results_reproduce():
     """The model card's numbers come from the shipped float16 weights: re-measure one slice exactly."""
     recorded = json.loads((DEFAULT_MLM_HEAD / "run.json").read_text())["heldout"]
-    run = subprocess.run([sys.executable, "-m", "bertviz_lab", "eval-mlm", "--text-file",
-                          str(DEFAULT_MLM_HEAD / "heldout-lines.txt"), "--json"],
-                         capture_output=True, text=True, cwd=ROOT, timeout=300)
+    run = run_cli("eval-mlm", "--text-file",
+                          str(DEFAULT_MLM_HEAD / "heldout-lines.txt"), "--json")
     assert run.returncode == 0, run.stderr
     scores = json.loads(run.stdout.strip().splitlines()[-1])
     lines = recorded["mlm"]["lines"]
     assert (scores["top1"], scores["top5"], scores["n"]) == (lines["top1"], lines["top5"], lines["n"])
     assert recorded["natural_english"]["top1"] >= 0.25 and recorded["natural_english"]["top5"] >= 0.40
     assert recorded["mlm"]["wordnet"]["top1"] >= 0.35
-    run = subprocess.run([sys.executable, "-m", "bertviz_lab", "eval-nsp", "--text-file",
-                          str(DEFAULT_MLM_HEAD / "heldout-lines.txt"), "--json"],
-                         capture_output=True, text=True, cwd=ROOT, timeout=300)
+    run = run_cli("eval-nsp", "--text-file",
+                          str(DEFAULT_MLM_HEAD / "heldout-lines.txt"), "--json")
     assert run.returncode == 0, run.stderr
     nsp = json.loads(run.stdout.strip().splitlines()[-1])
     assert nsp["n"] > 250 and nsp["accuracy"] > 0.7 and nsp["ci"][0] < nsp["accuracy"] < nsp["ci"][1]

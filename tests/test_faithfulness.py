@@ -1,15 +1,21 @@
 """The faithfulness check: batched perturbations equal single runs, AOPC as defined, and a CLI."""
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from builders import run_cli
 
-from bertviz_lab.interventions.faithfulness import (ERASER_BINS, RANKINGS, FaithfulnessResult, bin_size, check_rankings,
-                                                    rankings, sentence_scores)
+from bertviz_lab.interventions.faithfulness import (
+    ERASER_BINS,
+    RANKINGS,
+    FaithfulnessResult,
+    bin_size,
+    check_rankings,
+    rankings,
+    sentence_scores,
+)
 from bertviz_lab.lab import ForwardChanges
 from bertviz_lab.sentences import masked_items
 
@@ -50,9 +56,8 @@ def test_batched_perturbations_equal_one_hidden_set_at_a_time(sharp_lab):
 def test_cli_ranks_sources_with_intervals(tmp_path, tiny_folder):
     text = tmp_path / "lines.txt"
     text.write_text("\n".join(LINES * 3) + "\n")
-    run = subprocess.run([sys.executable, "-m", "bertviz_lab", "faithfulness", "--text-file", str(text), "--model",
-                          str(tiny_folder), "--k", "2", "--resamples", "50", "--json"], capture_output=True, text=True,
-                         cwd=ROOT, timeout=120)
+    run = run_cli("faithfulness", "--text-file", str(text), "--model",
+                          str(tiny_folder), "--k", "2", "--resamples", "50", "--json")
     assert run.returncode == 0, run.stderr
     result = json.loads(run.stdout.strip().splitlines()[-1])
     assert [row["source"] for row in result["sources"]] == list(RANKINGS)

@@ -1,11 +1,10 @@
 """eval-mlm: the protocol, checked against transformers on a checkpoint the test built."""
 import json
 import random
-import subprocess
-import sys
 
 import builders
 import torch
+from builders import run_cli
 
 ROOT = builders.Path(__file__).resolve().parent.parent
 LINES = ["the cat sat on the mat", "", "a big red dog ran to the park", "she read unbelievable books",
@@ -40,9 +39,8 @@ def test_eval_mlm_cli_matches_transformers(tmp_path, tiny_folder, tiny_hf, tiny_
     text = tmp_path / "lines.txt"
     text.write_text("\n".join(LINES) + "\n")
     for seed in (0, 1):
-        run = subprocess.run([sys.executable, "-m", "bertviz_lab", "eval-mlm", "--text-file", str(text),
-                              "--model", str(tiny_folder), "--seed", str(seed), "--json"],
-                             capture_output=True, text=True, cwd=ROOT, timeout=120)
+        run = run_cli("eval-mlm", "--text-file", str(text),
+                              "--model", str(tiny_folder), "--seed", str(seed), "--json")
         assert run.returncode == 0, run.stderr
         got = json.loads(run.stdout.strip().splitlines()[-1])
         want = expected_scores(tiny_hf, tiny_lab, seed)
@@ -66,7 +64,6 @@ def test_wilson_interval_by_hand():
 def test_eval_mlm_refuses_a_model_without_mlm_head(tmp_path):
     text = tmp_path / "lines.txt"
     text.write_text("the cat sat\n")
-    run = subprocess.run([sys.executable, "-m", "bertviz_lab", "eval-mlm", "--text-file", str(text),
-                          "--model", "minilm-original", "--json"], capture_output=True, text=True, cwd=ROOT,
-                         timeout=120)
+    run = run_cli("eval-mlm", "--text-file", str(text),
+                          "--model", "minilm-original", "--json")
     assert run.returncode == 2 and "no MLM head" in run.stderr and "Traceback" not in run.stderr

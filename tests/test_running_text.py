@@ -1,11 +1,10 @@
 """The broader corpus (UD train splits as documents), NSP pairs, NSP training and eval-nsp."""
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
+from builders import run_cli
 
 from bertviz_lab import load
 from bertviz_lab.mlm.corpus import RunningText, build_corpus
@@ -218,15 +217,15 @@ def test_nsp_probabilities_match_transformers_and_accuracy_counts_them(tiny_hf, 
 def test_eval_nsp_cli_reports_json_and_refuses_what_it_cannot_score(tmp_path, tiny_folder):
     docs = tmp_path / "docs.txt"
     docs.write_text("the cat sat\nthe dog ran\na bird flew\n\nhe saw a house\nshe read a book\n")
-    run = subprocess.run([sys.executable, "-m", "bertviz_lab", "eval-nsp", "--text-file", str(docs), "--model",
-                          str(tiny_folder), "--json"], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    run = run_cli("eval-nsp", "--text-file", str(docs), "--model",
+                          str(tiny_folder), "--json")
     assert run.returncode == 0, run.stderr
     scores = json.loads(run.stdout.strip().splitlines()[-1])
     assert scores["n"] == 3 and {"accuracy", "ci", "is_next", "not_next"} <= set(scores)
     one = tmp_path / "one.txt"
     one.write_text("the cat sat\nthe dog ran\n")
-    run = subprocess.run([sys.executable, "-m", "bertviz_lab", "eval-nsp", "--text-file", str(one), "--model",
-                          str(tiny_folder)], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    run = run_cli("eval-nsp", "--text-file", str(one), "--model",
+                          str(tiny_folder))
     assert run.returncode == 2 and "two documents" in run.stderr and "Traceback" not in run.stderr
 
 

@@ -1,12 +1,11 @@
 """Syntax probing: treebank reading, word-level attention, counting, baselines, CLI, report."""
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from builders import run_cli
 
 from bertviz_lab.syntax.scoring import ALL, ArcCollector, score_treebank, word_attention
 from bertviz_lab.syntax.summary import Settings, summarise
@@ -184,9 +183,9 @@ def test_sample_treebank_is_large_and_well_formed():
 
 def test_cli_scores_published_weights_with_intervals(tmp_path, minilm_lab):
     out = tmp_path / "probe"
-    run = subprocess.run([sys.executable, "-m", "bertviz_lab", "score-heads", "--out", str(out), "--device", "cpu",
+    run = run_cli("score-heads", "--out", str(out), "--device", "cpu",
                           "--batch-size", "16", "--resamples", "200", "--min-arcs", "20", "--uuas-punct", "exclude",
-                          "--null-seeds", "2"], capture_output=True, text=True, cwd=ROOT, timeout=300)
+                          "--null-seeds", "2")
     assert run.returncode == 0, run.stderr
     summary = json.loads(run.stdout.strip().splitlines()[-1])
     assert summary["sentences"] == len(read_conllu(SAMPLE_TREEBANK)) and summary["skipped"] == 0
@@ -227,17 +226,16 @@ def test_cli_malformed_file_writes_nothing(tmp_path):
     bad = tmp_path / "bad.conllu"
     bad.write_text(SMALL.replace("4\tobj:x", "x\tobj:x"))
     out = tmp_path / "out"
-    run = subprocess.run([sys.executable, "-m", "bertviz_lab", "score-heads", "--conllu", str(bad), "--out", str(out)],
-                         capture_output=True, text=True, cwd=ROOT, timeout=120)
+    run = run_cli("score-heads", "--conllu", str(bad), "--out", str(out))
     assert run.returncode == 2 and f"{bad}:1:" in run.stderr and "Traceback" not in run.stderr
     assert not out.exists()
 
 
 def test_cli_compares_two_checkpoints_on_the_same_sentences(tmp_path, default_lab, minilm_lab):
     out = tmp_path / "compare"
-    run = subprocess.run([sys.executable, "-m", "bertviz_lab", "score-heads", "--out", str(out), "--device", "cpu",
+    run = run_cli("score-heads", "--out", str(out), "--device", "cpu",
                           "--max-sentences", "30", "--resamples", "50", "--min-arcs", "10", "--no-null-model",
-                          "--compare-model", "default"], capture_output=True, text=True, cwd=ROOT, timeout=300)
+                          "--compare-model", "default")
     assert run.returncode == 0, run.stderr
     diff = pd.read_csv(out / "compare_scores.csv")
     assert diff.model_a.str.contains(minilm_lab.checkpoint_info().sha256[:12]).all()

@@ -1,11 +1,10 @@
 """The teaching set: scoring against a checkpoint the test built, and the shipped head's floor."""
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
+from builders import run_cli
 
 from bertviz_lab.mlm.teaching import TEACHING_SET, ClozeItem, evaluate_teaching, read_teaching_set
 from bertviz_lab.resources import DEFAULT_MLM_HEAD
@@ -45,8 +44,7 @@ def test_the_shipped_set_is_well_formed_and_bad_rows_are_refused(tmp_path):
 
 @pytest.mark.skipif(not (DEFAULT_MLM_HEAD / "head.safetensors").is_file(), reason="no trained head shipped")
 def test_the_shipped_head_does_not_regress_on_the_teaching_set():
-    run = subprocess.run([sys.executable, "-m", "bertviz_lab", "eval-mlm", "--teaching", "--json"],
-                         capture_output=True, text=True, cwd=ROOT, timeout=300)
+    run = run_cli("eval-mlm", "--teaching", "--json")
     assert run.returncode == 0, run.stderr
     result = json.loads(run.stdout.strip().splitlines()[-1])
     assert result["n"] == len(read_teaching_set(TEACHING_SET))

@@ -188,21 +188,26 @@ def build_interventions_tab(ui: SimpleNamespace, lab: Lab, limits: Limits) -> No
                 ui.positions_n = gr.Slider(2, lab.max_tokens, value=64, step=1, label="First N positions")
                 ui.positions_btn = gr.Button("Show position similarity", elem_id="positions-btn")
             ui.positions_plot = gr.Plot(label="Position embeddings", elem_id="positions-plot")
-        with gr.Accordion("Which explanation to trust? (faithfulness check)", open=False):
-            gr.Markdown("For held-out sentences with one masked word, each source ranks the context tokens; hiding "
-                        "its top 1-5 tokens from attention should hurt the prediction if the source is faithful. "
-                        "Higher AOPC (mean drop in log P(gold)) = more faithful; *random* is the control. ERASER's "
-                        "comprehensiveness (hide the top 1-50 %: higher = more faithful) and sufficiency (keep only "
-                        "them: lower = more faithful) score the model's own top word.")
-            with gr.Row():
-                most = min(100, limits.faith_sentences)
-                low = min(10, max(1, most // 2))
-                ui.faith_n = gr.Slider(low, most, value=min(40, most), step=low,
-                                       label="Held-out sentences")
-                ui.faith_btn = gr.Button("Run the faithfulness check", elem_id="faith-btn")
-            ui.faith_table = gr.Dataframe(label="AOPC, ERASER comprehensiveness and sufficiency per source (95% "
-                                                "bootstrap intervals)", interactive=False,
-                                          elem_id="faith-table")
+        build_faithfulness_box(ui, limits)
+
+
+def build_faithfulness_box(ui: SimpleNamespace, limits: Limits) -> None:
+    """Which explanation to trust: AOPC and ERASER scores of every source over held-out sentences."""
+    with gr.Accordion("Which explanation to trust? (faithfulness check)", open=False):
+        gr.Markdown("For held-out sentences with one masked word, each source ranks the context tokens; hiding "
+                    "its top 1-5 tokens from attention should hurt the prediction if the source is faithful. "
+                    "Higher AOPC (mean drop in log P(gold)) = more faithful; *random* is the control. ERASER's "
+                    "comprehensiveness (hide the top 1-50 %: higher = more faithful) and sufficiency (keep only "
+                    "them: lower = more faithful) score the model's own top word.")
+        with gr.Row():
+            most = min(100, limits.faith_sentences)
+            low = min(10, max(1, most // 2))
+            ui.faith_n = gr.Slider(low, most, value=min(40, most), step=low,
+                                   label="Held-out sentences")
+            ui.faith_btn = gr.Button("Run the faithfulness check", elem_id="faith-btn")
+        ui.faith_table = gr.Dataframe(label="AOPC, ERASER comprehensiveness and sufficiency per source (95% "
+                                            "bootstrap intervals)", interactive=False,
+                                      elem_id="faith-table")
 
 
 def build_syntax_tab(ui: SimpleNamespace) -> None:
