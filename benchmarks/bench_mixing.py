@@ -9,7 +9,9 @@
    attribution (``explain``: erasure, gradient x input, integrated gradients, DecompX and every
    source's agreement with erasure; target <= 5 s).
 
-Medians of interleaved runs; the equality of every source with its independent reference (<= 1e-4)
+DecompX carries one part per input token through every FFN, so its work is n times the FFN's (n
+tokens; the released code's einsums do the same work): the <= 2x figure cannot hold for it at any
+length, and its ratio grows with n. Medians of interleaved runs; the equality of every source with its independent reference (<= 1e-4)
 is asserted by the tests (tests/test_contributions.py, test_decompx.py, test_mixing.py, test_norms.py).
 
     python benchmarks/bench_mixing.py [--write]

@@ -66,12 +66,14 @@ def main() -> None:
     times = []
     for _ in range(2):
         start = time.perf_counter()
-        [(_, remote, _)] = list(score_treebanks_ray(lab, [sentences], workers=args.workers, null_seed=None))
+        [(_, remote, _)] = list(score_treebanks_ray(lab, [sentences], workers=args.workers, null_seeds=()))
         times.append(time.perf_counter() - start)
     first_s, ray_s = times
     # The job as `probe` runs it by default: the checkpoint and its random-weights null model.
     start = time.perf_counter()
-    [(_, *remote_pair)] = list(score_treebanks_ray(lab, [sentences], workers=args.workers, null_seed=0))
+    [(_, remote_scores, [remote_null])] = list(score_treebanks_ray(lab, [sentences], workers=args.workers,
+                                                                  null_seeds=(0,)))
+    remote_pair = (remote_scores, remote_null)
     ray_null_s = time.perf_counter() - start
     ray.shutdown()
     start = time.perf_counter()

@@ -45,8 +45,20 @@ def command_line() -> str:
     return " ".join(["python", name, *sys.argv[1:]])
 
 
+def machine() -> str:
+    """The CPU the numbers come from (timings differ between machines of one class; ratios travel)."""
+    import os
+    import platform
+
+    model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                  if line.startswith("model name")), platform.processor() or "unknown CPU") \
+        if Path("/proc/cpuinfo").is_file() else platform.processor() or "unknown CPU"
+    return f"{model}, {os.cpu_count()} cores"
+
+
 def section_text(name: str, script: str, title: str, body: str, command: str | None = None) -> str:
-    stamp = f"Written by `{command or command_line()}` on {datetime.date.today().isoformat()}, commit {commit()}."
+    stamp = (f"Written by `{command or command_line()}` on {datetime.date.today().isoformat()}, commit {commit()}, "
+             f"on {machine()}.")
     return (f"<!-- begin {name}: {script} -->\n### {title}\n\n{stamp}\n\n{body.strip()}\n"
             f"<!-- end {name} -->")
 
@@ -85,6 +97,9 @@ class _Tee:
 
     def flush(self) -> None:
         self.stream.flush()
+
+    def __getattr__(self, name: str):  # isatty, fileno, encoding ...: the terminal's
+        return getattr(self.stream, name)
 
 
 def run_recorded(name: str, title: str, about: str, main, script: str | None = None, path: Path = BENCHMARKS) -> None:
