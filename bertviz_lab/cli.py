@@ -126,6 +126,9 @@ def run_analyze(args: argparse.Namespace) -> int:
             print(f"  {method}: {cells}")
         rho = ", ".join(f"{k} {v:+.2f}" for k, v in attribution["spearman_with_erasure"].items())
         print(f"  agreement with erasure (Spearman rho): {rho}")
+        faith = ", ".join(f"{k} {v['aopc']:.2f}/{v['comprehensiveness']:.2f}/{v['sufficiency']:.2f}"
+                          for k, v in attribution["faithfulness_on_this_input"].items())
+        print(f"  on this input, AOPC / comprehensiveness / sufficiency: {faith}")
     for lens in extra.get("lens", []):
         print(f"lens at position {lens['position']} (final answer {lens['final']!r}):")
         for row in lens["layers"]:
@@ -780,7 +783,59 @@ def run_faithfulness(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = (add_analyze, add_probe, add_faithfulness, add_compare, add_sweep, add_patch, add_positions, add_eval, add_eval_nsp,
+def add_qk_space(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("qk-space", help="one head's queries and keys in one 2-D space (AttentionViz's normalisation), "
+                                        "over a sentence or a set, and how alike the heads attend")
+    p.add_argument("text", nargs="?", default=None, help="one sentence (or --text-file)")
+    p.add_argument("--text-file", type=Path, default=None, help="one sentence per line (at most --max-sentences)")
+    p.add_argument("--max-sentences", type=positive_int, default=200)
+    p.add_argument("--layer", type=positive_int, default=1, help="1-based")
+    p.add_argument("--head", type=positive_int, default=1, help="1-based")
+    p.add_argument("--method", choices=["pca", "umap"], default="pca", help="umap needs umap-learn")
+    p.add_argument("--similarity", action="store_true",
+                   help="add the heads x heads Jensen-Shannon divergence of their attention over the sentences")
+    p.add_argument("--json", action="store_true")
+    add_model_options(p)
+    p.set_defaults(func=run_qk_space)
+
+
+def run_qk_space(args: argparse.Namespace) -> int:
+    from .attention.qk_space import head_similarity, joint_embedding
+    from .lens import head_vectors
+    from .sentences import read_lines
+
+    if (args.text is None) == (args.text_file is None):
+        raise InputError("give one sentence or --text-file, not both")
+    texts = [args.text] if args.text is not None else read_lines(args.text_file)[:args.max_sentences]
+    lab = lab_from_args(args)
+    queries, keys, points = head_vectors(lab, texts, args.layer - 1, args.head - 1)
+    coords = joint_embedding(queries, keys, args.method)
+    out: dict = {"model": lab.name, "layer": args.layer, "head": args.head, "method": args.method,
+                 "sentences": len(texts),
+                 "points": [{**p, "kind": kind, "x": float(x), "y": float(y)} for kind, rows in
+                            (("query", coords[:len(points)]), ("key", coords[len(points):]))
+                            for p, (x, y) in zip(points, rows)]}
+    if args.similarity:
+        attentions = [lab.analyze(t, truncate=True).attention for t in texts]
+        out["head_similarity"] = head_similarity(attentions).round(5).tolist()
+    if args.json:
+        print(json.dumps(out))
+        return 0
+    print(f"model: {lab.name}; head {args.layer}-{args.head}: {len(points)} queries and keys from {len(texts)} "
+          f"sentence(s), {args.method.upper()} (--json for the coordinates)")
+    if args.similarity:
+        import numpy as np
+
+        divergence = np.array(out["head_similarity"])
+        np.fill_diagonal(divergence, np.inf)
+        i, j = np.unravel_index(int(np.argmin(divergence)), divergence.shape)
+        print(f"most alike heads: {i // lab.n_heads + 1}-{i % lab.n_heads + 1} and {j // lab.n_heads + 1}-"
+              f"{j % lab.n_heads + 1} (JS {divergence[i, j]:.4f} nats)")
+    return 0
+
+
+COMMANDS = (add_analyze, add_probe, add_faithfulness, add_qk_space,
+            add_compare, add_sweep, add_patch, add_positions, add_eval, add_eval_nsp,
             add_train, add_build_corpus)
 
 
@@ -789,6 +844,8 @@ EXAMPLES = {
                 'bertviz-lab analyze "The man went to the [MASK]." --lens --explain'],
     "score-heads": ["bertviz-lab score-heads --out results/sample",
                     "bertviz-lab score-heads --conllu en_ewt-ud-dev.conllu --conllu de_gsd-ud-dev.conllu --out results/ud"],
+    "qk-space": ['bertviz-lab qk-space "The cat sat on the mat because it was tired." --layer 3 --head 9 --json',
+                 "bertviz-lab qk-space --text-file sentences.txt --layer 2 --head 5 --similarity"],
     "faithfulness": ["bertviz-lab faithfulness --max-sentences 50",
                      "bertviz-lab faithfulness --text-file sentences.txt --sources GlobEnc ALTI rollout --json"],
     "compare": ['bertviz-lab compare "The cat [MASK] on the mat." --intervention left-only --json',

@@ -12,6 +12,7 @@ build on them (Vig 2019, "A multiscale visualization of attention in the Transfo
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -69,10 +70,47 @@ def mlm_lens(lab: Lab, analysis: Analysis, top_k: int = 5) -> list[PositionLens]
     return out
 
 
+def _stacked(cache: dict[str, torch.Tensor], layers: int) -> tuple[np.ndarray, np.ndarray]:
+    queries = torch.stack([cache[layer_hook(i, "q")][0] for i in range(layers)])  # (layers, heads, t, d)
+    keys = torch.stack([cache[layer_hook(i, "k")][0] for i in range(layers)])  # (layers, heads, t, d)
+    return queries.float().cpu().numpy(), keys.float().cpu().numpy()
+
+
+def qk_hooks(layers: int) -> list[str]:
+    return [layer_hook(i, n) for i in range(layers) for n in ("q", "k")]
+
+
 def queries_and_keys(lab: Lab, analysis: Analysis) -> tuple[np.ndarray, np.ndarray]:
     """(queries, keys), each (layers, heads, tokens, head_dim): the projected vectors with bias."""
-    names = [layer_hook(i, n) for i in range(lab.n_layers) for n in ("q", "k")]
-    _, cache = lab.run(lab.batch_tensors([analysis.encoded()]), capture=names, compute_mlm=False)
-    queries = torch.stack([cache[layer_hook(i, "q")][0] for i in range(lab.n_layers)])  # (layers, heads, t, d)
-    keys = torch.stack([cache[layer_hook(i, "k")][0] for i in range(lab.n_layers)])  # (layers, heads, t, d)
-    return queries.float().cpu().numpy(), keys.float().cpu().numpy()
+    _, cache = lab.run(lab.batch_tensors([analysis.encoded()]), capture=qk_hooks(lab.n_layers), compute_mlm=False)
+    return _stacked(cache, lab.n_layers)
+
+
+def queries_and_keys_of(model, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None
+                        ) -> tuple[np.ndarray, np.ndarray]:
+    """The same for a bare encoder and token ids (the drop-ins: a model object passed in, no Lab)."""
+    layers = len(model.bert.encoder.layer)
+    with torch.inference_mode(), model.hooks(capture=qk_hooks(layers)) as run:
+        model(input_ids=input_ids, token_type_ids=token_type_ids, compute_mlm=False)
+    return _stacked(run.cache, layers)
+
+
+def head_vectors(lab: Lab, texts: Sequence[str], layer: int, head: int, batch_size: int = 32
+                 ) -> tuple[np.ndarray, np.ndarray, list[dict]]:
+    """One head's queries and keys over sentences (layer and head 0-based): (points, head_dim) each,
+    and one record per point (sentence, position, token), the same for queries and keys."""
+    if not (0 <= layer < lab.n_layers and 0 <= head < lab.n_heads):
+        raise InputError(f"layer {layer + 1}, head {head + 1}: the model has {lab.n_layers} layers and "
+                         f"{lab.n_heads} heads (1-based)")
+    queries, keys, points = [], [], []
+    names = [layer_hook(layer, "q"), layer_hook(layer, "k")]
+    for start in range(0, len(texts), batch_size):
+        encoded = [lab.encode(t, truncate=True) for t in texts[start:start + batch_size]]
+        _, cache = lab.run(lab.batch_tensors(encoded), capture=names, compute_mlm=False)
+        q, k = cache[names[0]][:, head].float().cpu(), cache[names[1]][:, head].float().cpu()  # (batch, t, d)
+        for row, enc in enumerate(encoded):
+            n = len(enc.ids)
+            queries.append(q[row, :n].numpy())
+            keys.append(k[row, :n].numpy())
+            points += [{"sentence": start + row, "position": i, "token": tok} for i, tok in enumerate(enc.tokens)]
+    return np.concatenate(queries), np.concatenate(keys), points

@@ -20,7 +20,7 @@ TIERS = [
     {"figures"},
     {"reports"},
     {"notebook", "app", "cli"},
-    {"launcher", "__main__", "__init__"},
+    {"launcher", "neuron_view", "__main__", "__init__"},
 ]
 TIER = {unit: rank for rank, units in enumerate(TIERS) for unit in units}
 

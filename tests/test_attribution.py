@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from bertviz_lab.interventions.attribution import context_positions, erasure, explain, gradient_methods
+from bertviz_lab.interventions.faithfulness import ERASER_BINS, RANKINGS, bin_size
 from bertviz_lab.lab import ForwardChanges
 
 TEXT = "the big cat [MASK] on the red mat"
@@ -65,7 +66,8 @@ def test_explain_scores_every_context_token_and_rates_each_source(sharp_lab):
     assert {"attention (last layer)", "flow", "value zeroing (last layer)", "integrated gradients", "GlobEnc", "ALTI",
             "DecompX"} <= set(rho)
     assert all(-1 <= v <= 1 for v in rho.values() if not np.isnan(v))
-    assert set(attribution.to_json()) == {"position", "target", "context", "scores", "spearman_with_erasure"}
+    assert set(attribution.to_json()) == {"position", "target", "context", "scores", "spearman_with_erasure",
+                                          "faithfulness_on_this_input"}
 
 
 def test_explain_needs_a_mask(sharp_lab):
@@ -73,3 +75,31 @@ def test_explain_needs_a_mask(sharp_lab):
 
     with pytest.raises(InputError, match="mask a token first"):
         explain(sharp_lab, sharp_lab.analyze("the big cat sat"))
+
+
+def test_explain_reports_each_sources_faithfulness_on_this_input(sharp_lab):
+    """Per source, on this one input and for the predicted word: AOPC over k = 0..5 hidden tokens (log P)
+    and ERASER's comprehensiveness (probability lost when the top bin is hidden), here checked by hand
+    for the last layer's attention at k = 1 and the 50% bin."""
+    analysis = sharp_lab.analyze(TEXT)
+    [attribution] = explain(sharp_lab, analysis, steps=4)
+    assert set(attribution.perturbation) == set(RANKINGS)
+    position = attribution.position
+    target = sharp_lab.tokenizer.token_to_id(attribution.target)
+    context = attribution.context
+    last = analysis.attention[-1].mean(0)[position]  # the head mean of the last layer, as ranked
+    order = sorted(context, key=lambda i: -float(last[i]))
+
+    def probability(hidden):
+        bias = torch.zeros((1, 1, 1, len(analysis.tokens)))
+        bias[..., hidden] = torch.finfo(torch.float32).min
+        return float(sharp_lab.analyze_encoded(analysis.encoded(), changes=ForwardChanges(attention_bias=bias),
+                                               keep_probabilities=True).mlm_probabilities[0, target])
+
+    full = probability([])
+    drops = [0.0] + [np.log(full) - np.log(probability(order[:k])) for k in range(1, 6)]
+    scores = attribution.perturbation["attention (last layer)"]
+    assert scores["aopc"] == pytest.approx(np.mean(drops), abs=1e-4)
+    bins = [order[:bin_size(b, len(context))] for b in ERASER_BINS]
+    assert scores["comprehensiveness"] == pytest.approx(np.mean([full - probability(h) for h in bins]), abs=1e-5)
+    assert "faithfulness_on_this_input" in attribution.to_json()

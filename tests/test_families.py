@@ -189,3 +189,59 @@ def test_roberta_word_shuffle_keeps_a_words_pieces_together(family):
             assert places == list(range(places[0], places[0] + len(places)))
             assert [order[k] for k in places] == sorted(order[k] for k in places)
     assert isinstance(make_intervention("shuffle-words"), ShuffleWords)
+
+
+def hf_tokenizer(name, folder):
+    import transformers as tf
+
+    if name == "roberta":
+        return tf.PreTrainedTokenizerFast(tokenizer_file=str(folder / "tokenizer.json"), bos_token="<s>",
+                                          eos_token="</s>", sep_token="</s>", cls_token="<s>", pad_token="<pad>",
+                                          unk_token="<unk>", mask_token="<mask>")
+    return tf.BertTokenizerFast(vocab_file=str(folder / "vocab.txt"))
+
+
+def payload_of(page: str) -> dict:
+    import json
+    import re
+
+    return json.loads(re.search(r"window\.BvlNeuron\(document\.getElementById\([^)]*\), (\{.*\})\);</script>",
+                                page, re.S).group(1).replace("\\u003c", "<").replace("\\u003e", ">").replace(
+        "\\u0026", "&"))
+
+
+@pytest.mark.parametrize("name", ["roberta", "distilbert", "electra"])
+def test_neuron_view_drop_in_takes_a_transformers_model_and_its_softmax_is_its_attention(name, family):
+    """BertViz's neuron_view.show signature on a plain transformers model (no fork): the page's query
+    and key vectors give softmax(q.k / sqrt(d)) = the model's own attention (eager)."""
+    import base64
+
+    from bertviz_lab import neuron_view
+
+    model, folder = family[name]
+    tokenizer = hf_tokenizer(name, folder)
+    page = neuron_view.show(model, name, tokenizer, "the cat sat on the mat", "it was warm", layer=1, head=2,
+                            html_action="return").data
+    assert page.startswith("<!doctype html>") and "<meta charset='utf-8'>" in page and "plotly" not in page.lower()
+    payload = payload_of(page)
+    assert (payload["layer"], payload["head"]) == (1, 2)
+    vectors = np.frombuffer(base64.b64decode(payload["vectors"]), dtype="<f2").astype(np.float32)
+    q, k = vectors.reshape(2, payload["layers"], payload["heads"], payload["n"], payload["d"])
+    scores = np.einsum("lhqd,lhkd->lhqk", q, k) / np.sqrt(payload["d"])
+    softmax = np.exp(scores - scores.max(-1, keepdims=True))
+    softmax /= softmax.sum(-1, keepdims=True)
+    inputs = tokenizer("the cat sat on the mat", "it was warm", return_tensors="pt")
+    with torch.no_grad():
+        expected = torch.stack(model(**inputs, output_attentions=True).attentions)[:, 0].numpy()
+    np.testing.assert_allclose(softmax, expected, atol=5e-3)  # float16 vectors
+    assert payload["tokens"] == [t.replace("Ġ", " ").strip() or t for t in
+                                 tokenizer.convert_ids_to_tokens(inputs["input_ids"][0])]
+    assert payload["segments"].count(1) > 0  # sentence B is marked, with or without token type ids
+
+
+def test_neuron_view_refuses_a_wrong_model_type(family):
+    from bertviz_lab import neuron_view
+
+    model, folder = family["roberta"]
+    with pytest.raises(ValueError, match="model is a 'roberta' model"):
+        neuron_view.show(model, "bert", hf_tokenizer("roberta", folder), "the cat", html_action="return")

@@ -12,8 +12,11 @@ from .zerogpu import on_gpu
 SERVER_PLOTS = ("overview_plot", "aggregates_plot", "summary_plot", "pred_plot", "lens_plot", "probe_plot",
                 "offsets_plot")
 RUN_INPUTS = ("text", "pair", "top_k", "session", "layer", "head", "hide", "word", "pair_filter")
+# what belongs to one analysis and is drawn on request: cleared by every Run and model switch, so it
+# never stands beside an input it does not match
+ON_REQUEST = ("neuron_html", "explain_message", "explain_plot", "explain_table")
 RUN_OUTPUTS = ("session", "message", "payload", "picker", "layer", "head", "pred_table", "nsp_md", "notes",
-               "source") + SERVER_PLOTS
+               "source") + SERVER_PLOTS + ON_REQUEST
 CONTROLS = ("layer", "head", "hide", "word", "pair_filter", "session", "source")
 TAB_OUTPUTS = ("session", "notes") + SERVER_PLOTS
 TOGGLE_OUTPUTS = ("session", "payload", "notes") + SERVER_PLOTS
@@ -22,7 +25,8 @@ SYNTAX_OUTPUTS = ("session", "syntax_message", "syntax_weights", "syntax_table",
 PROBE_OUTPUTS = ("session", "probe_message", "probe_plot", "js_plot", "probe_changes", "offsets_plot")
 STATE = ("session",)
 URL_OUTPUTS = RUN_OUTPUTS + ("text", "pair")
-MODEL_OUTPUTS = ("session", "message", "status", "weights_note", "payload", "picker", "pred_table") + SERVER_PLOTS
+MODEL_OUTPUTS = ("session", "message", "status", "weights_note", "payload", "picker", "pred_table") + SERVER_PLOTS \
+    + ON_REQUEST
 
 
 @dataclass(frozen=True)
@@ -75,6 +79,7 @@ EVENTS = (
           "pick_head", client_then=ClientEvent("", "", ("layer", "head"), SELECT_JS)),
     Event("explain_btn", "click", "explain", ("session",), ("explain_message", "explain_plot", "explain_table"),
           "explain"),
+    Event("neuron_btn", "click", "neuron_view", ("session", "layer", "head"), ("neuron_html",), "neuron_view"),
     Event("load_btn", "click", "switch_model", ("model_box", "device_box", "session"), MODEL_OUTPUTS, "load_model"),
     Event("csv_btn", "click", "export_csv", STATE, ("export_file", "message"), "export_csv"),
     Event("npz_btn", "click", "export_npz", STATE, ("export_file", "message"), "export_npz"),
@@ -131,7 +136,7 @@ def api_outputs(api_name: str) -> tuple[str, ...]:
 MODEL_HANDLERS = {"analyze", "mask", "run_intervention", "run_directional", "run_ablation",
                   "run_positions", "run_position_controls", "run_directional_set", "run_ablation_set", "run_probe_set",
                   "run_patching", "run_faithfulness", "run_syntax", "syntax_arcs", "from_url", "toggles", "sync_view",
-                  "select_tab"}
+                  "select_tab", "explain", "neuron_view"}
 
 
 def handler_of(handlers: Any, name: str, gate: Any = None, outputs: tuple[str, ...] = ()):

@@ -57,7 +57,9 @@ class Gate:
                 with spending(self.budget):
                     result = fn(*args, **kwargs)
             except BudgetExceeded as error:
-                return self.refusal(outputs, str(error))
+                shown = next((v for v in (*args, *kwargs.values()) if isinstance(v, Session)), None)
+                stale = shown.stale_note() if shown is not None and "payload" in outputs else ""
+                return self.refusal(outputs, str(error) + stale)
             except OSError as error:
                 return self.refusal(outputs, disk_message(error))
             for value in (*args, *kwargs.values()):

@@ -3,6 +3,7 @@ components it changes (Gradio leaves the others alone), never a padded tuple."""
 from __future__ import annotations
 
 import base64
+import html
 import re
 from pathlib import Path
 from types import SimpleNamespace
@@ -23,10 +24,11 @@ from ..figures import analysis as views
 from ..figures import interventions as intervention_views
 from ..figures.attention import explain_figure, lens_figure
 from ..figures.base import empty_figure
+from ..figures.neuron import neuron_page, neuron_payload
 from ..figures.payload import view_payload
 from ..interventions.attribution import explain
 from ..lab import Analysis, InputError, Lab
-from ..lens import mlm_lens
+from ..lens import mlm_lens, queries_and_keys
 from ..mlm.model_card import quality_note
 from ..resources import DEFAULT_MLM_HEAD
 from ..sources import layer_matrices, with_source
@@ -34,7 +36,7 @@ from .events import SERVER_PLOTS
 from .intervention_handlers import InterventionHandlers
 from .state import LabCache, Limits, Session, TempFolder, plot, status_line, weights_note
 from .syntax_handlers import SyntaxHandlers
-from .tabs import EXAMPLES, SERVER_TABS, TABS, WORK_TABS
+from .tabs import EXAMPLES, EXPLAIN_EMPTY, SERVER_TABS, TABS, WORK_TABS
 from .validation import positions, whole
 
 Updates = dict[Any, Any]
@@ -183,8 +185,15 @@ class Handlers(InterventionHandlers, SyntaxHandlers):
             ui.head: gr.update(maximum=lab.n_heads, value=o.head + 1),
             ui.pred_table: views.predictions_table(a), ui.nsp_md: self.prediction_notes(lab, a), ui.notes: "",
             ui.source: "attention",
-            **self.tab_figures(session),
+            **self.tab_figures(session), **self.cleared_on_request(),
         }
+
+    def cleared_on_request(self) -> Updates:
+        """The views drawn on request (neuron view, "Why this word?"), emptied: they showed the last input."""
+        ui = self.ui
+        return {ui.neuron_html: "", ui.explain_message: "", ui.explain_table: EXPLAIN_EMPTY,
+                ui.explain_plot: plot(empty_figure("Press “Why this word?” to attribute a masked-word prediction",
+                                                   height=120))}
 
     def analyze(self, text: str, pair: str, top_k: float, session: Session, layer: float = 1, head: float = 1,
                 hide: bool = False, word: bool = False, pair_filter: str = "all",
@@ -199,7 +208,7 @@ class Handlers(InterventionHandlers, SyntaxHandlers):
                 return {self.ui.message: gr.skip()}
             self.read_options(session, layer, head, hide, word, pair_filter, a)
         except (InputError, CheckpointError, DeviceError) as error:
-            return {self.ui.message: f"⚠️ {error}"}
+            return {self.ui.message: f"⚠️ {error}{session.stale_note()}"}
         session.analysis, session.source, session.by_source = a, "attention", {}
         self.new_view(session)
         message = f"{len(a.tokens)} tokens."
@@ -303,7 +312,7 @@ class Handlers(InterventionHandlers, SyntaxHandlers):
         return {ui.session: session, ui.message: f"Loaded {lab.name}. Press Run to analyse with it.",
                 ui.status: status_line(lab), ui.weights_note: weights_note(lab), ui.payload: None,
                 ui.picker: gr.update(choices=[], value=[]), ui.pred_table: views.predictions_table(None),
-                **{getattr(ui, name): empty for name in SERVER_PLOTS}}
+                **{getattr(ui, name): empty for name in SERVER_PLOTS}, **self.cleared_on_request()}
 
     def export(self, kind: str, session: Session) -> Updates:
         a = session.analysis
@@ -327,6 +336,21 @@ class Handlers(InterventionHandlers, SyntaxHandlers):
             notes = "\n\n".join(n for n in (notes, quality_note(DEFAULT_MLM_HEAD)) if n)
         return notes
 
+    def neuron_view(self, session: Session, layer: float, head: float) -> Updates:
+        """The neuron view of the last analysis in a frame of its own (its script runs there); layer, head
+        and query token then switch in the page with no request."""
+        if session.analysis is None:
+            return {self.ui.neuron_html: "<p>⚠️ press Run first: the neuron view shows the last analysed input</p>"}
+        lab = self.lab_of(session)
+        a = session.analysis
+        queries, keys = queries_and_keys(lab, a)
+        payload = neuron_payload(list(a.tokens), list(a.segment_ids), queries, keys,
+                                 min(max(int(layer), 1), lab.n_layers) - 1, min(max(int(head), 1), lab.n_heads) - 1,
+                                 a.model)
+        height = 120 + 16 * len(a.tokens)
+        return {self.ui.neuron_html: f'<iframe title="Neuron view" srcdoc="{html.escape(neuron_page(payload))}" '
+                                     f'sandbox="allow-scripts" style="width:100%;height:{height}px;border:0"></iframe>'}
+
     def explain(self, session: Session) -> Updates:
         """Attribute the first masked prediction of the last analysis to its context tokens."""
         ui = self.ui
@@ -339,6 +363,9 @@ class Handlers(InterventionHandlers, SyntaxHandlers):
         table = pd.DataFrame({"source": list(first.agreement),
                               "Spearman rho with erasure": [round(v, 3) if np.isfinite(v) else None
                                                             for v in first.agreement.values()]})
+        on_input = pd.DataFrame.from_dict(first.perturbation, orient="index").round(3)
+        on_input.columns = ["AOPC (this input)", "comprehensiveness (this input)", "sufficiency (this input)"]
+        table = table.merge(on_input, left_on="source", right_index=True, how="left")
         table = table.sort_values("Spearman rho with erasure", ascending=False)
         return {ui.explain_message: (f"Erasure hides each token from every layer's attention and measures the drop "
                                      f"in log P('{first.target}'); gradient x input and integrated gradients "

@@ -286,6 +286,13 @@ class Session:
             self.owner = uuid.uuid4().hex
         return self.owner
 
+    def stale_note(self) -> str:
+        """After a refused Run the views still show the last analysis: say so (without echoing user text,
+        which a Markdown message would render)."""
+        if self.analysis is None:
+            return ""
+        return f" The views below still show the previous input ({len(self.analysis.tokens)} tokens), not the text above."
+
     def holds_work(self) -> bool:
         return self.analysis is not None or self.syntax is not None or self.comparison is not None
 

@@ -34,6 +34,8 @@ TABS = {"Single head": "single", "Head view": "headview", "Model overview": "ove
 TAB_IDS = {tab_id: label for label, tab_id in TABS.items()}
 SERVER_TABS = ("overview", "aggregates", "summary", "predictions", "probes")
 WORK_TABS = ("probes", "syntax", "export")  # the lower, full-width group
+EXPLAIN_EMPTY = pd.DataFrame(columns=["source", "Spearman rho with erasure", "AOPC (this input)",
+                                      "comprehensiveness (this input)", "sufficiency (this input)"])
 
 
 def build_header(ui: SimpleNamespace, lab: Lab, allowed: list[str], session_ttl: float) -> None:
@@ -96,6 +98,9 @@ def build_view_tabs(ui: SimpleNamespace) -> None:
                                  elem_id="single-plot", js_on_load=None)
     with gr.Tab(TAB_IDS["headview"], id="headview", elem_id="tab-headview"):
         ui.headview_plot = gr.HTML('<div class="bvl-headview"></div>', elem_id="headview-plot", js_on_load=None)
+        with gr.Accordion("Neuron view: query and key vectors of one head (BertViz's third view)", open=False):
+            ui.neuron_btn = gr.Button("Show the neuron view of the last analysis", elem_id="neuron-btn")
+            ui.neuron_html = gr.HTML("", elem_id="neuron-view")
     with gr.Tab(TAB_IDS["overview"], id="overview", elem_id="tab-overview"):
         gr.Markdown("Click a thumbnail to open that head.")
         ui.overview_plot = gr.Plot(label="All layers and heads", elem_id="overview-plot")
@@ -113,8 +118,9 @@ def build_view_tabs(ui: SimpleNamespace) -> None:
                                        elem_id="explain-btn")
         ui.explain_message = gr.Markdown("", elem_id="explain-message")
         ui.explain_plot = gr.Plot(label="Attribution", elem_id="explain-plot")
-        ui.explain_table = gr.Dataframe(pd.DataFrame(columns=["source", "Spearman rho with erasure"]),
-                                        label="How well each source ranks the tokens as erasure does (this input)",
+        ui.explain_table = gr.Dataframe(EXPLAIN_EMPTY,
+                                        label="How faithful each source is on this input: rank agreement with "
+                                              "erasure, AOPC, ERASER comprehensiveness and sufficiency",
                                         interactive=False, elem_id="explain-table")
         ui.pred_table = gr.Dataframe(pd.DataFrame(columns=views.PREDICTION_COLUMNS), label="Top-k predictions",
                                      interactive=False, elem_id="pred-table")

@@ -13,6 +13,7 @@ import re
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import torch
 from safetensors.torch import load_file
@@ -263,3 +264,19 @@ def load_model(source: str = DEFAULT_SOURCE, device: str = "auto", dtype: str | 
     ckpt.state = {}  # the model holds the weights now
     model.eval().to(device=target, dtype=torch_dtype)
     return model, ckpt, target
+
+
+def model_from_transformers(hf_model: Any) -> BertLab:
+    """Our encoder with the weights of a transformers BERT, RoBERTa, DistilBERT or ELECTRA model object
+    (its ``config`` and ``state_dict()``), loaded strictly, on the CPU in float32, in eval mode: what
+    the drop-ins run so that the hook points give what BertViz needed a forked transformers for."""
+    raw = hf_model.config.to_dict()
+    family = family_of(raw)
+    cfg = BertConfig.from_dict(bert_config_dict(raw, family))
+    state = {k: v.detach().float().cpu() for k, v in hf_model.state_dict().items()}
+    state, _ = bert_names(state, family)
+    state = normalise_keys(state)
+    cfg = config_for_weights(cfg, state)
+    model = BertLab(cfg)
+    load_strict(model, state, f"the {family.name} model passed in")
+    return model.eval()

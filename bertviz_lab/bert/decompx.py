@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import torch
 
+from .budget import charge
 from .mixing import layer_input
 
 EPS = 1e-12  # the released code's guard in the bias weights and the activation slope
@@ -95,8 +96,12 @@ def _ffn_and_ln2(block, attended_parts: torch.Tensor, attended: torch.Tensor) ->
 def decompose(model, cache: dict[str, torch.Tensor], row: int, n: int) -> list[torch.Tensor]:
     """Each layer's output as parts per input token: a list of (i, k, d_model) tensors, float32."""
     out, previous = [], None
+    layers = len(model.bert.encoder.layer)
     with torch.no_grad():
         for layer, block in enumerate(model.bert.encoder.layer):
+            # n parts of n tokens through one layer cost about n / layers full passes: charged to the
+            # request's budget (caps on work and time) before the layer, as value zeroing does
+            charge(torch.empty((-(-n // layers), n), dtype=torch.long), None, None, False)
             prefix = f"bert.encoder.layer.{layer}.attention.self"
             device = next(block.parameters()).device
             pattern = cache[f"{prefix}.hook_pattern"][row, :, :n, :n].float().to(device)  # (heads, i, k)

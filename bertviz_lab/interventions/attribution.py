@@ -29,7 +29,7 @@ from ..bert import decompx
 from ..bert.sources import NORM_CAPTURES
 from ..lab import Analysis, InputError, Lab
 from ..naming import SPECIAL_TOKENS
-from .faithfulness import RANKINGS, logp_with_hidden, rankings
+from .faithfulness import RANKINGS, logp_with_hidden, rankings, sentence_scores
 
 IG_STEPS = 32
 
@@ -41,10 +41,14 @@ class Attribution:
     context: list[int]  # the scored token positions
     scores: dict[str, list[float]]  # method -> one signed score per context position
     agreement: dict[str, float] = field(default_factory=dict)  # source -> Spearman rho with erasure
+    # source -> AOPC (log P of the target, top 1..K hidden), ERASER comprehensiveness and sufficiency
+    # (probability of the target, mean over bins) on this input alone
+    perturbation: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return {"position": self.position, "target": self.target, "context": self.context,
-                "scores": self.scores, "spearman_with_erasure": self.agreement}
+                "scores": self.scores, "spearman_with_erasure": self.agreement,
+                "faithfulness_on_this_input": self.perturbation}
 
 
 def context_positions(analysis: Analysis, position: int) -> list[int]:
@@ -100,12 +104,21 @@ def rank_agreement(values: Sequence[float], reference: Sequence[float]) -> float
     return float(rho) if np.isfinite(rho) else float("nan")
 
 
-def source_agreement(lab: Lab, cache: dict[str, torch.Tensor], n: int, position: int, reference: np.ndarray,
-                     context: Sequence[int]) -> dict[str, float]:
+def source_agreement(scores: dict[str, np.ndarray], reference: np.ndarray, context: Sequence[int]) -> dict[str, float]:
     """Spearman rho of each faithfulness-check ranking (attention, rollout, flow, norms, value
-    zeroing) with the erasure scores, over the context tokens; ``cache`` is a NORM_CAPTURES pass."""
-    scores = rankings(lab, cache, position, n, seed=0)
+    zeroing, GlobEnc, ALTI, DecompX) with the erasure scores, over the context tokens."""
     return {name: rank_agreement(np.asarray(scores[name])[list(context)], reference) for name in RANKINGS}
+
+
+def perturbation_scores(lab: Lab, analysis: Analysis, position: int, target: int, scores: dict[str, np.ndarray],
+                        context: Sequence[int]) -> dict[str, dict[str, float]]:
+    """The faithfulness check's AOPC and ERASER scores of every ranking on this one input, for the
+    predicted word (no interval: one sentence)."""
+    k_max = min(5, len(context))
+    scored = sentence_scores(lab, analysis.encoded(), position, target, k_max, seed=0, scores=scores)
+    return {name: {"aopc": float(scored.drops[s].mean()),
+                   "comprehensiveness": float(scored.comprehensiveness[s].mean()),
+                   "sufficiency": float(scored.sufficiency[s].mean())} for s, name in enumerate(RANKINGS)}
 
 
 def explain(lab: Lab, analysis: Analysis, steps: int = IG_STEPS) -> list[Attribution]:
@@ -129,9 +142,11 @@ def explain(lab: Lab, analysis: Analysis, steps: int = IG_STEPS) -> list[Attribu
         shares = decompx.logit_contributions(lab.model, last_parts, p.position, torch.tensor([target]))[:, 0]
         scores = {"erasure": erased, **gradient_methods(lab, analysis, p.position, target, context, steps),
                   "DecompX": shares.numpy()[context]}
-        agreement = source_agreement(lab, cache, len(analysis.tokens), p.position, erased, context)
+        ranked = rankings(lab, cache, p.position, len(analysis.tokens), seed=0)
+        agreement = source_agreement(ranked, erased, context)
         for name in ("gradient x input", "integrated gradients", "DecompX"):
             agreement[name] = rank_agreement(scores[name], erased)
         out.append(Attribution(p.position, target_word, context,
-                               {k: [float(v) for v in values] for k, values in scores.items()}, agreement))
+                               {k: [float(v) for v in values] for k, values in scores.items()}, agreement,
+                               perturbation_scores(lab, analysis, p.position, target, ranked, context)))
     return out

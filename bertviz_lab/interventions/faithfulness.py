@@ -201,14 +201,16 @@ class SentenceScores:
 
 
 def sentence_scores(lab: Lab, enc: Encoded, position: int, gold: int, k_max: int, seed: int,
-                    names: Sequence[str] = RANKINGS, bins: Sequence[float] = ERASER_BINS) -> SentenceScores:
+                    names: Sequence[str] = RANKINGS, bins: Sequence[float] = ERASER_BINS,
+                    scores: dict[str, np.ndarray] | None = None) -> SentenceScores:
     """Every perturbation of one masked sentence in one batched forward (identical hidden sets share
     a row): the top 1..K tokens of each ranking hidden (log P(gold), the AOPC curve), and ERASER's
     bins of the top prediction: the top ceil(b x context) tokens hidden (comprehensiveness) or all
     other context tokens hidden (sufficiency)."""
     n = len(enc.ids)
-    _, cache = lab.run(lab.batch_tensors([enc]), capture=NORM_CAPTURES, compute_mlm=False)
-    scores = rankings(lab, cache, position, n, seed, names)
+    if scores is None:  # the rankings, unless the caller computed them from its own capture
+        _, cache = lab.run(lab.batch_tensors([enc]), capture=NORM_CAPTURES, compute_mlm=False)
+        scores = rankings(lab, cache, position, n, seed, names)
     context = [i for i, t in enumerate(enc.tokens) if t not in SPECIAL_TOKENS and i != position]
     rows: dict[tuple[int, ...], int] = {}
 

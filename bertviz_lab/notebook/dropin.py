@@ -19,7 +19,7 @@ import numpy as np
 
 from ..figures.attention import overview_figure
 from ..figures.payload import weights_payload
-from ..lab import Analysis
+from ..lab import Analysis, Lab
 from ..naming import unique_labels
 from .widget import Section, display_or_return, viewer_html
 
@@ -131,9 +131,19 @@ def model_view(attention=None, tokens=None, sentence_b_start=None, prettify_toke
     return display_or_return(page, html_action)
 
 
-def show(analysis: Analysis, layer: int = 1, head: int = 1, html_action: str = "view"):
+def show(analysis: Analysis, layer: int = 1, head: int = 1, html_action: str = "view", view: str = "head",
+         lab: Lab | None = None):
     """One call in a notebook: the interactive single-head heatmap and head view of an analysis
-    (1-based layer and head, as its titles say), with sentence-pair filters for pairs."""
+    (1-based layer and head, as its titles say), with sentence-pair filters for pairs; with
+    ``view="neuron"`` (and the ``lab`` that made the analysis) the neuron view: query and key vectors."""
+    if view == "neuron":
+        if lab is None:
+            raise ValueError("the neuron view needs the model: show(analysis, view='neuron', lab=lab)")
+        from .neuron import show_neuron
+
+        return show_neuron(lab, analysis, layer, head, html_action)
+    if view != "head":
+        raise ValueError("view must be 'head' or 'neuron'")
     segments = analysis.segment_ids
     meta, codes = weights_payload(analysis.attention, unique_labels(analysis.tokens, list(range(len(analysis.tokens)))),
                                   segments, layer=layer - 1, head=head - 1, model=analysis.model)

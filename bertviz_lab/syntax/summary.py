@@ -117,15 +117,14 @@ HELDOUT_EMPTY = {"heldout_head": "", "heldout_direction": "", "heldout_accuracy"
                  "heldout_difference_ci_high": np.nan, "heldout_p_value": np.nan, "heldout_verdict": ""}
 
 
-def heldout_row(arcs: ArcTable, relation: str, select: np.ndarray, report: Resampler) -> dict:
+def heldout_row(arcs: ArcTable, relation: str, chosen: ArcTable, reported: ArcTable, report: Resampler) -> dict:
     """Choose the best head *and* the best offset baseline on the selection sentences, then score
     both on the report sentences: the head's accuracy, and head minus baseline with a paired
     bootstrap (the same resampled report sentences for both), its interval, the p-value
     (k + 1) / (B + 1) of "the head does not beat the baseline", and the verdict the interval gives.
     Unlike ``p_value`` (both chosen and compared on all sentences), nothing here is chosen on the
-    sentences it is tested on."""
-    chosen = arcs.of_sentences(select)
-    reported = arcs.of_sentences(report.sentences)
+    sentences it is tested on. ``chosen`` and ``reported`` are the arcs of the two halves (cut once
+    per summary, not once per relation)."""
     if not chosen.mask(relation).any() or not reported.mask(relation).any():
         return dict(HELDOUT_EMPTY)
     no_draws = Resampler.over(chosen.sentence, 0, 0)
@@ -179,7 +178,7 @@ def null_row(nulls: Sequence[TreebankScores], relation: str, settings: Settings)
 
 
 def best_row(scores: TreebankScores, relation: str, ests: dict[str, Estimate], resampler: Resampler,
-             tree_head: int, nulls: Sequence[TreebankScores], split: tuple[np.ndarray, Resampler],
+             tree_head: int, nulls: Sequence[TreebankScores], split: tuple[ArcTable, ArcTable, Resampler],
              settings: Settings) -> dict:
     arcs = scores.arcs
     direction, k, name = _best(arcs, ests)
@@ -192,7 +191,7 @@ def best_row(scores: TreebankScores, relation: str, ests: dict[str, Estimate], r
     mask = arcs.mask(relation) & ~arcs.is_root
     return {"relation": relation, "best_head": name, "direction": direction,
             "accuracy": float(ests[direction].accuracy[k]), "ci_low": float(lo[k]), "ci_high": float(hi[k]),
-            **heldout_row(arcs, relation, split[0], split[1]),
+            **heldout_row(arcs, relation, *split),
             "baseline_offset": offset, "baseline_accuracy": float(base.accuracy[0]),
             "baseline_ci_low": float(base_lo[0]), "baseline_ci_high": float(base_hi[0]),
             "p_value_in_sample": float(p_value),
@@ -245,7 +244,8 @@ def summarise(scores: TreebankScores, null: TreebankScores | Sequence[TreebankSc
     arcs = scores.arcs
     resampler = Resampler.over(arcs.sentence, settings.resamples, settings.seed)
     select, report = split_sentences(arcs.sentence, settings.select_fraction, settings.seed)
-    split = (select, Resampler.over(report, settings.resamples, settings.seed + 1))
+    split = (arcs.of_sentences(select), arcs.of_sentences(report), Resampler.over(report, settings.resamples,
+                                                                                     settings.seed + 1))
     uuas, tree_head = uuas_table(arcs, resampler, settings.uuas_punct)
     frames, rows = [], []
     listed = set(relations_by_count(arcs, settings.min_arcs))

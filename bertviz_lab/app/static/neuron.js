@@ -1,0 +1,103 @@
+/* The neuron view (bertviz_lab/notebook/neuron.py): q, k, q x k, q . k and softmax for one head and
+   one query token; layer, head and query switch here, with no request. */
+(function () {
+  function halves(b64) {  // little-endian IEEE float16 -> Float32Array
+    var bytes = atob(b64), n = bytes.length >> 1, out = new Float32Array(n);
+    for (var i = 0; i < n; i++) {
+      var h = bytes.charCodeAt(2 * i) | (bytes.charCodeAt(2 * i + 1) << 8);
+      var s = h & 0x8000 ? -1 : 1, e = (h >> 10) & 0x1f, f = h & 0x3ff;
+      out[i] = e === 0 ? s * f * Math.pow(2, -24) : e === 31 ? (f ? NaN : s * Infinity)
+        : s * (1 + f / 1024) * Math.pow(2, e - 15);
+    }
+    return out;
+  }
+  function colour(v, scale) {  // orange for positive, blue for negative, white at 0
+    var a = Math.min(1, Math.abs(v) / (scale || 1));
+    var c = v >= 0 ? [232, 113, 10] : [31, 119, 180];
+    return 'rgb(' + c.map(function (x) { return Math.round(255 - a * (255 - x)); }).join(',') + ')';
+  }
+  var CELL = 8, ROW = 16;
+
+  window.BvlNeuron = function (root, data) {
+    var L = data.layers, H = data.heads, n = data.n, d = data.d, all = halves(data.vectors);
+    var state = {layer: data.layer, head: data.head, query: data.query};
+    if (data.theme === 'dark') { root.classList.add('dark'); }
+    function vec(which, l, h, t) { var o = (((which * L + l) * H + h) * n + t) * d; return all.subarray(o, o + d); }
+    var layerSel = root.querySelector('select.layer'), headSel = root.querySelector('select.head-select');
+    for (var l = 0; l < L; l++) { layerSel.add(new Option(String(l + 1), String(l))); }
+    for (var h = 0; h < H; h++) { headSel.add(new Option(String(h + 1), String(h))); }
+    var table = root.querySelector('table.rows'), queryRow = root.querySelector('.query-row');
+    queryRow.innerHTML = '<table><tr><td class="tok query-label"></td><td><canvas class="q"></canvas></td>' +
+      '<td class="head">query q (head_dim ' + d + ')</td></tr></table>';
+    var header = '<tr class="head"><td></td><td>key k</td><td>q × k (elementwise)</td><td class="num">q · k</td>' +
+      '<td class="num">softmax(q·k/√d)</td></tr>';
+    var rows = [header];
+    for (var t = 0; t < n; t++) {
+      rows.push('<tr data-token="' + t + '"><td class="tok"></td>' +
+        (t === 0 ? '<td rowspan="' + n + '"><canvas class="k"></canvas></td><td rowspan="' + n +
+          '"><canvas class="qk"></canvas></td>' : '') +
+        '<td class="num dot"></td><td class="num soft"><span class="bar"></span> <span class="p"></span></td></tr>');
+    }
+    table.innerHTML = rows.join('');
+    var tokCells = table.querySelectorAll('tr[data-token] td.tok');
+    tokCells.forEach(function (cell, i) {
+      cell.textContent = data.tokens[i];
+      cell.title = 'position ' + i + (data.segments[i] ? ', sentence B' : '');
+      cell.addEventListener('click', function () { state.query = i; render(); });
+    });
+    var qCanvas = root.querySelector('canvas.q'), kCanvas = root.querySelector('canvas.k');
+    var qkCanvas = root.querySelector('canvas.qk');
+    [qCanvas, kCanvas, qkCanvas].forEach(function (c, i) {
+      c.width = d * CELL; c.height = i === 0 ? ROW : n * ROW;
+    });
+    var dots = table.querySelectorAll('td.dot'), bars = table.querySelectorAll('td.soft .bar');
+    var probs = table.querySelectorAll('td.soft .p');
+
+    function render() {
+      var start = performance.now();
+      var l = state.layer, h = state.head, q = vec(0, l, h, state.query);
+      layerSel.value = String(l); headSel.value = String(h);
+      tokCells.forEach(function (cell, i) { cell.classList.toggle('query', i === state.query); });
+      root.querySelector('.query-label').textContent = data.tokens[state.query];
+      var keys = [], products = [], scores = new Float64Array(n), kMax = 0, pMax = 0, qMax = 0;
+      for (var i = 0; i < d; i++) { qMax = Math.max(qMax, Math.abs(q[i])); }
+      for (var t = 0; t < n; t++) {
+        var k = vec(1, l, h, t), prod = new Float32Array(d), dot = 0;
+        for (var j = 0; j < d; j++) {
+          prod[j] = q[j] * k[j]; dot += prod[j];
+          kMax = Math.max(kMax, Math.abs(k[j])); pMax = Math.max(pMax, Math.abs(prod[j]));
+        }
+        keys.push(k); products.push(prod); scores[t] = dot;
+      }
+      var top = -Infinity, scale = 1 / Math.sqrt(d), total = 0, soft = new Float64Array(n);
+      for (t = 0; t < n; t++) { top = Math.max(top, scores[t] * scale); }
+      for (t = 0; t < n; t++) { soft[t] = Math.exp(scores[t] * scale - top); total += soft[t]; }
+      var qc = qCanvas.getContext('2d'), kc = kCanvas.getContext('2d'), pc = qkCanvas.getContext('2d');
+      for (j = 0; j < d; j++) { qc.fillStyle = colour(q[j], qMax); qc.fillRect(j * CELL, 1, CELL - 1, ROW - 2); }
+      for (t = 0; t < n; t++) {
+        for (j = 0; j < d; j++) {
+          kc.fillStyle = colour(keys[t][j], kMax); kc.fillRect(j * CELL, t * ROW + 1, CELL - 1, ROW - 2);
+          pc.fillStyle = colour(products[t][j], pMax); pc.fillRect(j * CELL, t * ROW + 1, CELL - 1, ROW - 2);
+        }
+        var p = soft[t] / total;
+        dots[t].textContent = scores[t].toFixed(2);
+        probs[t].textContent = p.toFixed(3);
+        bars[t].style.width = Math.round(60 * p) + 'px';
+      }
+      root.dataset.layer = String(l + 1); root.dataset.head = String(h + 1); root.dataset.query = String(state.query);
+      root.dataset.renderMs = (performance.now() - start).toFixed(2);
+      root.dataset.renders = String(Number(root.dataset.renders || 0) + 1);
+    }
+    layerSel.addEventListener('change', function () { state.layer = Number(layerSel.value); render(); });
+    headSel.addEventListener('change', function () { state.head = Number(headSel.value); render(); });
+    root.tabIndex = 0;
+    root.addEventListener('keydown', function (e) {
+      if (e.key === 'ArrowDown' || e.key === 'ArrowUp') {
+        state.query = Math.max(0, Math.min(n - 1, state.query + (e.key === 'ArrowDown' ? 1 : -1)));
+        e.preventDefault(); render();
+      }
+    });
+    render();
+    return {render: render, state: state};
+  };
+})();

@@ -1,0 +1,93 @@
+"""The neuron view (query and key vectors of one head, BertViz's third view) in Chromium: what the
+page shows for a query token is that head's attention row, and layer, head and query switch in the
+page; the notebook call and the app's frame give the same page."""
+import re
+
+import numpy as np
+import pytest
+from browser import browser  # noqa: F401  (fixture)
+
+import bertviz_lab
+
+TEXT = "the big cat sat on the red mat"
+
+
+def open_page(browser, html_text, tmp_path):  # noqa: F811
+    path = tmp_path / "neuron.html"
+    path.write_text(html_text, encoding="utf-8")
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    requests = []
+    page.on("request", lambda r: requests.append(r.url) if not r.url.startswith(("file:", "data:")) else None)
+    page.goto(path.as_uri())
+    page.wait_for_selector(".bvl-neuron[data-renders='1']")
+    assert requests == []  # nothing fetched
+    return page
+
+
+def shown(page) -> tuple[dict, list[float]]:
+    root = page.eval_on_selector(".bvl-neuron", "e => ({layer: e.dataset.layer, head: e.dataset.head, "
+                                                "query: e.dataset.query, renders: e.dataset.renders})")
+    probs = page.eval_on_selector_all("td.soft .p", "cells => cells.map(c => Number(c.textContent))")
+    return root, probs
+
+
+def test_the_softmax_column_is_the_heads_attention_row_and_switches_in_the_page(browser, tiny_lab, tmp_path):  # noqa: F811
+    analysis = tiny_lab.analyze(TEXT)
+    out = bertviz_lab.show(analysis, layer=2, head=3, html_action="return", view="neuron", lab=tiny_lab)
+    assert "<meta charset='utf-8'>" in out.data and "plotly" not in out.data.lower()
+    page = open_page(browser, out.data, tmp_path)
+    state, probs = shown(page)
+    assert (state["layer"], state["head"], state["query"]) == ("2", "3", "1")  # the first word is the query
+    np.testing.assert_allclose(probs, analysis.attention[1, 2, 1], atol=2e-3)
+    page.click("tr[data-token='4'] td.tok")  # "sat"
+    page.wait_for_selector(".bvl-neuron[data-query='4']")
+    np.testing.assert_allclose(shown(page)[1], analysis.attention[1, 2, 4], atol=2e-3)
+    page.select_option("select.head-select", "0")
+    page.wait_for_selector(".bvl-neuron[data-head='1']")
+    np.testing.assert_allclose(shown(page)[1], analysis.attention[1, 0, 4], atol=2e-3)
+    page.focus(".bvl-neuron")
+    page.keyboard.press("ArrowDown")
+    page.wait_for_selector(".bvl-neuron[data-query='5']")
+    np.testing.assert_allclose(shown(page)[1], analysis.attention[1, 0, 5], atol=2e-3)
+    assert page.eval_on_selector("tr[data-token='5'] td.tok", "e => e.classList.contains('query')")
+    page.close()
+
+
+def test_show_needs_the_lab_for_the_neuron_view(tiny_lab):
+    with pytest.raises(ValueError, match="lab=lab"):
+        bertviz_lab.show(tiny_lab.analyze(TEXT), view="neuron")
+
+
+def test_the_app_shows_the_neuron_view_in_a_frame_of_its_own(tiny_lab):
+    from bertviz_lab.app import build_demo
+    from bertviz_lab.app.state import Session
+
+    demo = build_demo(tiny_lab)
+    handlers = demo.bvl_handlers
+    session = Session(model=tiny_lab.source, device="cpu")
+    before = handlers.neuron_view(session, 1, 1)
+    assert "press Run first" in next(iter(before.values()))
+    handlers.analyze(TEXT, "", 5, session, 1, 1, False, False, "all")
+    frame = next(iter(handlers.neuron_view(session, 2, 1).values()))
+    assert frame.startswith("<iframe") and 'sandbox="allow-scripts"' in frame
+    assert re.search(r"&quot;layer&quot;: 1, &quot;head&quot;: 0", frame)
+
+
+def test_a_new_run_or_a_refused_one_never_leaves_views_that_do_not_match(tiny_lab):
+    """Views drawn on request (neuron view, "Why this word?") are emptied by the next Run; a refused Run
+    says that the views still show the previous input."""
+    from bertviz_lab.app import build_demo
+    from bertviz_lab.app.state import Limits, Session
+
+    demo = build_demo(tiny_lab, limits=Limits(max_tokens=12))
+    handlers, ui = demo.bvl_handlers, demo.bvl_handlers.ui
+    session = Session(model=tiny_lab.source, device="cpu")
+    handlers.analyze(TEXT, "", 5, session)
+    assert handlers.neuron_view(session, 1, 1)[ui.neuron_html].startswith("<iframe")
+    again = handlers.analyze("the dog ran", "", 5, session)
+    assert again[ui.neuron_html] == "" and again[ui.explain_message] == "" and len(again[ui.explain_table]) == 0
+    from bertviz_lab.app.events import RUN_OUTPUTS
+
+    run = demo.bvl_gate.wrap(handlers.analyze, RUN_OUTPUTS)  # as the page's Run goes: through the budget
+    refused = run("the cat " * 20, "", 5, session)
+    assert "still show the previous input (5 tokens)" in refused[ui.message] and ui.payload not in refused
