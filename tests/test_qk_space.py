@@ -75,4 +75,4 @@ def test_cli_gives_points_and_the_similarity_matrix(tiny_folder, tmp_path, capsy
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     kinds = [p["kind"] for p in out["points"]]
     assert kinds.count("query") == kinds.count("key") == 5 + 8 and out["sentences"] == 2
-    assert np.array(out["head_similarity"]).shape == (4, 4)
+    assert np.array(out["head_similarity"]).shape == (8, 8)  # 2 layers x 4 heads
