@@ -28,14 +28,20 @@ def test_generated_sections_are_closed_and_name_their_script():
         assert re.search(r"Written by `python \S+\.py[^`]*` on \d{4}-\d{2}-\d{2}, commit [0-9a-f]{7,}", body), name
 
 
-def test_the_section_writer_replaces_only_its_own_section(tmp_path):
+def sections_module():
+    """benchmarks/sections.py, imported as the scripts import it (their folder on the path)."""
+    import importlib
     import sys
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
     try:
-        from sections import write_section
+        return importlib.import_module("sections")
     finally:
         sys.path.remove(str(ROOT / "benchmarks"))
+
+
+def test_the_section_writer_replaces_only_its_own_section(tmp_path):
+    write_section = sections_module().write_section
     doc = tmp_path / "B.md"
     doc.write_text("# B\n\nhand-written text\n")
     write_section("one", "benchmarks/conclusions.py", "First", "body 1", doc)
@@ -70,11 +76,7 @@ def test_every_benchmark_script_writes_a_section():
 def test_a_recorded_run_writes_what_it_printed_only_when_asked(tmp_path, monkeypatch, capsys, write):
     import sys
 
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        from sections import run_recorded
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
+    run_recorded = sections_module().run_recorded
     doc = tmp_path / "B.md"
     doc.write_text("# B\n")
     seen = []

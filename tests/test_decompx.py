@@ -111,16 +111,3 @@ def test_the_activation_slope_keeps_the_parts_summing_to_the_real_output():
     tangent = 0.5 * (1 + torch.erf(h / 2 ** 0.5)) + h * torch.exp(-h ** 2 / 2) / (2 * torch.pi) ** 0.5
     assert not np.allclose((parts * tangent).sum(1).numpy(), post.numpy(), atol=1e-3)
 
-
-def test_decompx_is_charged_to_the_request_budget(tiny_lab):
-    """n parts of n tokens per layer bypass the model's forward: DecompX charges the budget itself, so a
-    public server's work and time caps hold for it too."""
-    from bertviz_lab.bert.budget import Budget, BudgetExceeded, spending
-
-    analysis = tiny_lab.analyze(TEXT)
-    with spending(Budget(token_passes=10**9)) as spend:
-        layer_matrices(tiny_lab, analysis, "decompx")
-    n, layers = len(analysis.tokens), tiny_lab.n_layers
-    assert spend.token_passes == n + layers * (-(-n // layers)) * n  # the capture pass, then each layer's parts
-    with spending(Budget(token_passes=2 * n)), pytest.raises(BudgetExceeded, match="more model work"):
-        layer_matrices(tiny_lab, analysis, "decompx")

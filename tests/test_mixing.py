@@ -96,15 +96,16 @@ def test_syntax_scoring_runs_on_value_zeroing_batched_as_one_at_a_time(tiny_lab)
         np.testing.assert_array_equal(batched.arcs.hits[key], hits, err_msg=key)
 
 
-def test_value_zeroing_is_charged_to_the_request_budget(tiny_lab):
-    """Its batched layer passes bypass the model's forward, so they charge the budget themselves:
-    a public server's work and time caps hold for it too."""
+@pytest.mark.parametrize("source", ["value-zeroing", "decompx"])
+def test_layer_by_layer_sources_are_charged_to_the_request_budget(tiny_lab, source):
+    """Value zeroing's batched layer passes and DecompX's n parts per layer bypass the model's forward,
+    so they charge the budget themselves: a public server's work and time caps hold for them too."""
     from bertviz_lab.bert.budget import Budget, BudgetExceeded, spending
 
     analysis = tiny_lab.analyze(TEXT)
     with spending(Budget(token_passes=10**9)) as spend:
-        layer_matrices(tiny_lab, analysis, "value-zeroing")
+        layer_matrices(tiny_lab, analysis, source)
     n, layers = len(analysis.tokens), tiny_lab.n_layers
     assert spend.token_passes == n + layers * (-(-n // layers)) * n  # the capture pass, then each layer's rows
     with spending(Budget(token_passes=2 * n)), pytest.raises(BudgetExceeded, match="more model work"):
-        layer_matrices(tiny_lab, analysis, "value-zeroing")
+        layer_matrices(tiny_lab, analysis, source)
