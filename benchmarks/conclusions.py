@@ -70,10 +70,17 @@ def positional(lab, lines: list[str], n: int) -> str:
 
 def faith(lab, lines: list[str], n: int) -> str:
     result = faithfulness(lab, lines, max_sentences=n)
-    rows = [[r["source"], f"{r['aopc']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]", r["n"]]
-            for r in sorted(result.table(), key=lambda r: -r["aopc"])]
+
+    def cell(r, key):
+        return f"{r[key]:.3f} [{r[key + '_ci_low']:.3f}, {r[key + '_ci_high']:.3f}]"
+
+    rows = [[r["source"], f"{r['aopc']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]", cell(r, "comprehensiveness"),
+             cell(r, "sufficiency"), r["n"]] for r in sorted(result.table(), key=lambda r: -r["aopc"])]
     return (f"AOPC over k = 0..5 hidden context tokens (higher = hiding what the source points at hurts\n"
-            f"more); {result.model}.\n\n" + markdown_table(["ranking", "AOPC [95% CI]", "n"], rows) + "\n\n"
+            f"more), and ERASER's comprehensiveness (higher = more faithful) and sufficiency (lower = more\n"
+            f"faithful) of the model's top word, mean over the bins 1, 5, 10, 20 and 50 % of the context;\n"
+            f"{result.model}.\n\n" + markdown_table(["ranking", "AOPC [95% CI]", "comprehensiveness [95% CI]",
+                                                      "sufficiency [95% CI]", "n"], rows) + "\n\n"
             + differences_table(result.differences()) + f"\n\n**Conclusion printed by the tool:** {result.conclusion()}.")
 
 
