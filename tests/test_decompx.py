@@ -111,3 +111,17 @@ def test_the_activation_slope_keeps_the_parts_summing_to_the_real_output():
     tangent = 0.5 * (1 + torch.erf(h / 2 ** 0.5)) + h * torch.exp(-h ** 2 / 2) / (2 * torch.pi) ** 0.5
     assert not np.allclose((parts * tangent).sum(1).numpy(), post.numpy(), atol=1e-3)
 
+
+
+def test_aggregates_do_not_roll_out_decompx_again(tiny_lab):
+    """DecompX is aggregated from the input by the method: the Aggregates view shows each layer's own
+    matrix (rows normalised) where the others show rollout, and no flow on top of it."""
+    from bertviz_lab.figures.analysis import ViewOptions, aggregates
+    from bertviz_lab.sources import with_source
+
+    analysis = tiny_lab.analyze(TEXT)
+    layers = layer_matrices(tiny_lab, analysis, "decompx")
+    fig = aggregates(with_source(tiny_lab, analysis, "decompx"), ViewOptions(layer=1, head=0), layers)
+    titles = [a["text"].replace("<b>", "").replace("</b>", "") for a in fig["layout"]["annotations"]]
+    assert "aggregated by the method up to layer 2" in titles and not any(t.startswith("flow") for t in titles)
+    assert len(fig["data"]) == 4
