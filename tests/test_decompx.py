@@ -84,7 +84,8 @@ def test_logit_shares_sum_to_the_real_logit(sharp_lab):
     analysis = sharp_lab.analyze(TEXT)
     _, cache = sharp_lab.run(sharp_lab.batch_tensors([analysis.encoded()]), capture=NORM_CAPTURES, compute_mlm=False)
     position = analysis.mlm[0].position
-    top, shares = decompx.top_word_shares(sharp_lab.model, cache, 0, len(analysis.tokens), position)
+    last_parts = decompx.decompose(sharp_lab.model, cache, 0, len(analysis.tokens))[-1]
+    top, shares = decompx.top_word_shares(sharp_lab.model, last_parts, position)
     assert sharp_lab.tokenizer.id_to_token(top) == analysis.mlm[0].predictions[0].token
     with torch.no_grad():
         out = sharp_lab.model(input_ids=torch.tensor([analysis.token_ids]))

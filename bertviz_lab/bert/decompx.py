@@ -145,8 +145,9 @@ def logit_contributions(model, last_parts: torch.Tensor, position: int,
         return (shares if targets is None else shares[:, targets]).cpu()
 
 
-def top_word_shares(model, cache: dict[str, torch.Tensor], row: int, n: int, position: int) -> tuple[int, torch.Tensor]:
-    """The model's top word at ``position`` and each input token's share of its logit: (word id, (n,))."""
-    shares = logit_contributions(model, decompose(model, cache, row, n)[-1], position)  # (k, vocab)
+def top_word_shares(model, last_parts: torch.Tensor, position: int) -> tuple[int, torch.Tensor]:
+    """The model's top word at ``position`` and each input token's share of its logit: (word id, (n,)),
+    from the last layer's parts (``decompose(...)[-1]``)."""
+    shares = logit_contributions(model, last_parts, position)  # (k, vocab)
     top = int(shares.sum(0).argmax())
     return top, shares[:, top]

@@ -25,7 +25,6 @@ import numpy as np
 import torch
 from scipy.stats import spearmanr
 
-from ..bert import decompx
 from ..bert.sources import NORM_CAPTURES
 from ..lab import Analysis, InputError, Lab
 from ..naming import SPECIAL_TOKENS
@@ -130,7 +129,7 @@ def explain(lab: Lab, analysis: Analysis, steps: int = IG_STEPS) -> list[Attribu
     if analysis.source != "attention":
         raise InputError("explain the softmax-attention analysis, not one converted to another source")
     _, cache = lab.run(lab.batch_tensors([analysis.encoded()]), capture=NORM_CAPTURES, compute_mlm=False)
-    last_parts = decompx.decompose(lab.model, cache, 0, len(analysis.tokens))[-1]  # (i, k, d_model)
+    memo: dict = {}  # the sources' per-layer matrices and DecompX's parts, computed once for every masked position
     out = []
     for p in analysis.mlm:
         target_word = p.predictions[0].token
@@ -139,10 +138,9 @@ def explain(lab: Lab, analysis: Analysis, steps: int = IG_STEPS) -> list[Attribu
         if not context:
             raise InputError("there is no context token to attribute the prediction to")
         erased = erasure(lab, analysis, p.position, target, context)
-        shares = decompx.logit_contributions(lab.model, last_parts, p.position, torch.tensor([target]))[:, 0]
+        ranked = rankings(lab, cache, p.position, len(analysis.tokens), seed=0, memo=memo)
         scores = {"erasure": erased, **gradient_methods(lab, analysis, p.position, target, context, steps),
-                  "DecompX": shares.numpy()[context]}
-        ranked = rankings(lab, cache, p.position, len(analysis.tokens), seed=0)
+                  "DecompX": ranked["DecompX"][context]}  # its ranking is the top word's logit shares
         agreement = source_agreement(ranked, erased, context)
         for name in ("gradient x input", "integrated gradients", "DecompX"):
             agreement[name] = rank_agreement(scores[name], erased)

@@ -134,11 +134,20 @@ NEEDS = {"attention (last layer)": "attention", "attention (all layers)": "atten
          "ALTI": "alti", "DecompX": None, "random": None}
 
 
-def rankings(lab: Lab, cache: dict, position: int, n: int, seed: int,
-             names: Sequence[str] = RANKINGS) -> dict[str, np.ndarray]:
+def rankings(lab: Lab, cache: dict, position: int, n: int, seed: int, names: Sequence[str] = RANKINGS,
+             memo: dict | None = None) -> dict[str, np.ndarray]:
     """Each named source's score of every token as context for ``position``: {name: (tokens,)};
-    only the per-layer sources the names need are computed."""
-    layers = {s: layer_source_from_cache(lab.model, cache, s, 0, n) for s in {NEEDS[name] for name in names} - {None}}
+    only the per-layer sources the names need are computed. ``memo`` keeps what depends on the input
+    alone (the per-layer matrices, DecompX's last-layer parts) for the next masked position of it."""
+    layers = {} if memo is None else memo
+    for source in {NEEDS[name] for name in names} - {None} - set(layers):
+        layers[source] = layer_source_from_cache(lab.model, cache, source, 0, n)
+
+    def decompx_shares() -> np.ndarray:
+        if "decompx parts" not in layers:
+            layers["decompx parts"] = decompx.decompose(lab.model, cache, 0, n)[-1]  # (i, k, d_model)
+        return decompx.top_word_shares(lab.model, layers["decompx parts"], position)[1].numpy()
+
     makers: dict[str, Callable[[], np.ndarray]] = {
         "attention (last layer)": lambda: layers["attention"][-1, position],
         "attention (all layers)": lambda: layers["attention"].mean(0)[position],
@@ -152,7 +161,7 @@ def rankings(lab: Lab, cache: dict, position: int, n: int, seed: int,
         "GlobEnc": lambda: source_rollout(layers["globenc"], "globenc")[-1, position],
         "ALTI": lambda: source_rollout(layers["alti"], "alti")[-1, position],
         # DecompX explains the model's own top word: each token's signed share of its logit
-        "DecompX": lambda: decompx.top_word_shares(lab.model, cache, 0, n, position)[1].numpy(),
+        "DecompX": decompx_shares,
         "random": lambda: np.random.default_rng(seed).random(n),
     }
     return {name: makers[name]() for name in names}
