@@ -39,7 +39,7 @@ import numpy as np
 import torch
 
 from .mixing import layer_input
-from .norms import mapped_norms, transformed_values
+from .norms import layer_pattern, layer_values, mapped_norms
 
 QUERY_CHUNK = 64  # ALTI builds (queries, keys, d_model) vectors: 64 x 256 x 1024 floats at most at once
 
@@ -56,10 +56,8 @@ def _layer_terms(model, cache: dict[str, torch.Tensor], layer: int, row: int, n:
     """The attention pattern (heads, q, k), f_h(x_j) (heads, k, d), the layer input x (q, d), the first
     LayerNorm's input (q, d) and the block, in float32 on the CPU."""
     block = model.bert.encoder.layer[layer]
-    prefix = f"bert.encoder.layer.{layer}.attention"
-    pattern = cache[f"{prefix}.self.hook_pattern"][row, :, :n, :n].float().cpu()  # (heads, query, key)
-    f = transformed_values(cache[f"{prefix}.self.hook_v"][row, :, :n].float().cpu(),
-                           block.attention.output.dense.weight.detach().float().cpu())  # (heads, key, d_model)
+    pattern = layer_pattern(cache, layer, row, n)  # (heads, query, key)
+    f = layer_values(model, cache, layer, row, n)  # (heads, key, d_model)
     x = layer_input(model, cache, layer, row, n).float().cpu()  # (query, d_model)
     pre_ln1 = torch.bmm(pattern, f).sum(0) + x + block.attention.output.dense.bias.detach().float().cpu()
     return pattern, f, x, pre_ln1, block

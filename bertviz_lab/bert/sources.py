@@ -12,7 +12,7 @@ import torch
 from . import decompx
 from .contributions import LAYER_SOURCES
 from .mixing import layer_input, value_zeroing_layer
-from .norms import head_norms, layer_norms, transformed_values
+from .norms import head_norms, layer_norms, layer_pattern, layer_values
 
 SOURCES = ("attention", "norm", "norm-residual", "globenc", "alti", "value-zeroing", "decompx")
 PER_LAYER_SOURCES = frozenset({"norm-residual", "globenc", "alti", "value-zeroing", "decompx"})
@@ -43,31 +43,20 @@ def check_source(source: str) -> None:
         raise ValueError(f"unknown attention source {source!r}; choose one of {', '.join(SOURCES)}")
 
 
-def _pattern(cache: dict[str, torch.Tensor], layer: int, row: int, n: int) -> torch.Tensor:
-    return cache[f"bert.encoder.layer.{layer}.attention.self.hook_pattern"][row, :, :n, :n].float().cpu()
-
-
-def _values(model, cache: dict[str, torch.Tensor], layer: int, row: int, n: int) -> torch.Tensor:
-    """f_h(x_j): (heads, key, d_model)."""
-    block = model.bert.encoder.layer[layer]
-    return transformed_values(cache[f"bert.encoder.layer.{layer}.attention.self.hook_v"][row, :, :n].float().cpu(),
-                              block.attention.output.dense.weight.detach().float().cpu())
-
-
 def _residual_norms(model, cache: dict[str, torch.Tensor], layer: int, row: int, n: int) -> torch.Tensor:
     block = model.bert.encoder.layer[layer]
     ln, dense = block.attention.output.LayerNorm, block.attention.output.dense
     x = layer_input(model, cache, layer, row, n).float().cpu()  # (query, d_model)
-    return layer_norms(_pattern(cache, layer, row, n), _values(model, cache, layer, row, n), residual=x,
+    return layer_norms(layer_pattern(cache, layer, row, n), layer_values(model, cache, layer, row, n), residual=x,
                        gamma=ln.weight.detach().float().cpu(), eps=ln.eps, pre_ln_bias=dense.bias.detach().float().cpu())
 
 
 def _layer_matrix(model, cache: dict[str, torch.Tensor], source: str, layer: int, row: int, n: int) -> torch.Tensor:
     """One (query, key) matrix of a per-layer source, or the layer's matrix of a per-head one."""
     if source == "attention":
-        return _pattern(cache, layer, row, n).mean(0)
+        return layer_pattern(cache, layer, row, n).mean(0)
     if source == "norm":
-        return layer_norms(_pattern(cache, layer, row, n), _values(model, cache, layer, row, n))
+        return layer_norms(layer_pattern(cache, layer, row, n), layer_values(model, cache, layer, row, n))
     if source == "norm-residual":
         return _residual_norms(model, cache, layer, row, n)
     if source == "value-zeroing":
@@ -86,11 +75,11 @@ def source_from_cache(model, cache: dict[str, torch.Tensor], source: str, row: i
     out = []
     with torch.no_grad():
         for layer in range(len(model.bert.encoder.layer)):
-            pattern = _pattern(cache, layer, row, n)  # (heads, query, key)
+            pattern = layer_pattern(cache, layer, row, n)  # (heads, query, key)
             if source == "attention":
                 out.append(pattern)
             else:
-                out.append(head_norms(pattern, _values(model, cache, layer, row, n)))
+                out.append(head_norms(pattern, layer_values(model, cache, layer, row, n)))
     return torch.stack(out).numpy()
 
 
