@@ -79,16 +79,43 @@ def test_dependency_arcs_have_arrowheads_on_the_dependent():
     sentence = Sentence(["dogs", "bark", "loudly"], [2, 0, 2], ["nsubj", "root", "advmod"])
     attention = np.zeros((1, 1, 3, 3))
     attention[0, 0] = [[0, 1, 0], [0, 0, 1], [1, 0, 0]]  # dogs->bark, bark->loudly, loudly->dogs
-    fig, _ = arcs_figure(sentence, attention, 0, 0)
+    fig, summary = arcs_figure(sentence, attention, 0, 0)
     arrows = [a for a in fig["layout"]["annotations"] if a.get("showarrow")]
     gold = sorted(a["x"] for a in arrows if a["y"] > 0)
     assert gold == [0, 2]  # heads point at their dependents (words 0 and 2), never at the head (1)
-    # each word's arrow lands on its most-attended word, coming from the side the attending word is on:
-    # dogs(0)->bark(1) and bark(1)->loudly(2) arrive from the left, loudly(2)->dogs(0) from the right
-    below = sorted((a["x"], int(np.sign(a["ax"] - a["x"]))) for a in arrows if a["y"] < 0)
-    assert below == [(0, 1), (1, -1), (2, -1)]
-    for a in arrows:  # each arrow starts on its arc, on the side the arc is drawn
-        assert np.sign(a["ay"]) == np.sign(a["y"])
+    # below, each word's predicted head is the word it attends to most, and the arc runs from that head to
+    # the word: dogs(0) attends to bark(1) and bark(1) to loudly(2), so both arrive from the right;
+    # loudly(2) attends to dogs(0), so its arrow arrives from the left
+    below = sorted((a["x"], int(np.sign(a["ax"] - a["x"])), a["arrowcolor"]) for a in arrows if a["y"] < 0)
+    assert below == [(0, 1, "#2f855a"),  # bark -> dogs is the gold nsubj arc: green
+                     (1, 1, "#dd6b20"),  # loudly -> bark is the gold advmod arc reversed: orange
+                     (2, -1, "#a0aec0")]  # dogs -> loudly is no gold arc: grey
+    for a in arrows:  # each arrow starts on its arc, on the side the arc is drawn, and ends clear of the words
+        assert np.sign(a["ay"]) == np.sign(a["y"]) and abs(a["y"]) >= 0.5
+    legend = [t["name"] for t in fig["data"] if t.get("showlegend", True) and t.get("name")]
+    assert legend == ["gold arc (treebank)", "predicted = a gold arc", "predicted = a gold arc reversed",
+                      "predicted, not a gold arc"]
+    assert "nsubj**: bark → dogs" in summary and "advmod**: bark → loudly" in summary  # head → dependent
+
+
+def test_arc_labels_never_overlap_at_forty_words():
+    from bertviz_lab.figures.syntax import ASSUMED_PLOT_PX, LABEL_PX, arcs_figure
+    from bertviz_lab.treebank import Sentence
+
+    n = 40  # every word depends on the next one, so forty same-height labels sit side by side
+    sentence = Sentence([f"w{i}" for i in range(n)], [i + 2 for i in range(n - 1)] + [0],
+                        ["nmod:poss"] * (n - 1) + ["root"])
+    fig, _ = arcs_figure(sentence, np.random.default_rng(0).random((1, 1, n, n)), 0, 0)
+    labels = [a for a in fig["layout"]["annotations"] if a.get("name") == "relation"]
+    assert len(labels) == n - 1
+    y0, y1 = fig["layout"]["yaxis"]["range"]
+    x_px, y_px = ASSUMED_PLOT_PX[0] / n, ASSUMED_PLOT_PX[1] / (y1 - y0)
+    boxes = [(a["x"] * x_px - (len(a["text"]) * LABEL_PX) / 2, a["x"] * x_px + (len(a["text"]) * LABEL_PX) / 2,
+              a["y"] * y_px, a["y"] * y_px + 14) for a in labels]
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1:]:
+            assert not (a[0] < b[1] and b[0] < a[1] and a[2] < b[3] and b[2] < a[3]), (a, b)
+    assert all(a["y"] + 0.5 < y1 for a in labels)  # every label inside the plot
 
 
 def test_head_summary_names_the_unit_of_entropy(tiny_lab):

@@ -29,6 +29,8 @@ CSS = """
 #message p {margin: 0.2em 0}
 .bvl-note {color: #555; font-size: 0.9em}
 .bvl-caption {min-height: 1.2em; padding: 0 8px}
+.bvl-on-use:has(.empty[aria-label="Empty value"]), .bvl-on-use:has(.table-container.no-rows) {display: none !important}
+.bvl-pointed {outline: 3px solid #f6ad55; outline-offset: 4px; transition: outline-color 1s}
 """
 
 

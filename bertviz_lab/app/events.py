@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
+from .probe_controls import CONTROLLED
 from .zerogpu import on_gpu
 
 SERVER_PLOTS = ("overview_plot", "aggregates_plot", "summary_plot", "pred_plot", "lens_plot", "probe_plot",
@@ -14,19 +15,23 @@ SERVER_PLOTS = ("overview_plot", "aggregates_plot", "summary_plot", "pred_plot",
 RUN_INPUTS = ("text", "pair", "top_k", "session", "layer", "head", "hide", "word", "pair_filter")
 # what belongs to one analysis and is drawn on request: cleared by every Run and model switch, so it
 # never stands beside an input it does not match
-ON_REQUEST = ("neuron_html", "explain_message", "explain_plot", "explain_table")
+ON_REQUEST = ("neuron_html", "explain_message", "explain_plot", "explain_table", "probe_message", "probe_plot", "js_plot",
+              "probe_changes", "offsets_plot", "direction_table", "ablation_plot")
+# what depends on the model but not on the input: cleared by a model switch
+MODEL_BOUND = ("set_table", "patch_plot", "positions_plot", "faith_table")
 RUN_OUTPUTS = ("session", "message", "payload", "picker", "layer", "head", "pred_table", "nsp_md", "notes",
-               "source") + SERVER_PLOTS + ON_REQUEST
+               "source") + SERVER_PLOTS + tuple(name for name in ON_REQUEST if name not in SERVER_PLOTS)
 CONTROLS = ("layer", "head", "hide", "word", "pair_filter", "session", "source")
 TAB_OUTPUTS = ("session", "notes") + SERVER_PLOTS
 TOGGLE_OUTPUTS = ("session", "payload", "notes") + SERVER_PLOTS
 SYNTAX_OUTPUTS = ("session", "syntax_message", "syntax_weights", "syntax_table", "syntax_bars", "syntax_relation",
-                  "syntax_plot", "syntax_uuas", "syntax_diff", "syntax_sentence")
+                  "syntax_plot", "syntax_uuas", "syntax_diff", "syntax_sentence", "syntax_direction", "syntax_arcs_intro",
+                  "syntax_arcs_btn")
 PROBE_OUTPUTS = ("session", "probe_message", "probe_plot", "js_plot", "probe_changes", "offsets_plot")
 STATE = ("session",)
 URL_OUTPUTS = RUN_OUTPUTS + ("text", "pair")
 MODEL_OUTPUTS = ("session", "message", "status", "weights_note", "payload", "picker", "pred_table") + SERVER_PLOTS \
-    + ON_REQUEST
+    + tuple(name for name in ON_REQUEST if name not in SERVER_PLOTS) + MODEL_BOUND
 
 
 @dataclass(frozen=True)
@@ -41,6 +46,7 @@ class ClientEvent:
 
 
 SELECT_JS = "(layer, head) => window.bvl ? window.bvl.select(layer - 1, head - 1) : []"
+POINT_PROBE = ClientEvent("", "", (), "() => window.bvl ? window.bvl.point('#probe-message') : []")
 CLIENT_EVENTS = (
     ClientEvent("layer", "input", ("layer", "head"), SELECT_JS),
     ClientEvent("head", "input", ("layer", "head"), SELECT_JS),
@@ -83,12 +89,15 @@ EVENTS = (
     Event("load_btn", "click", "switch_model", ("model_box", "device_box", "session"), MODEL_OUTPUTS, "load_model"),
     Event("csv_btn", "click", "export_csv", STATE, ("export_file", "message"), "export_csv"),
     Event("npz_btn", "click", "export_npz", STATE, ("export_file", "message"), "export_npz"),
+    Event("probe_kind", "change", "intervention_controls", ("probe_kind",), ("probe_explain",) + CONTROLLED,
+          "intervention_controls", FAST),
     Event("probe_btn", "click", "run_intervention", ("text", "pair", "top_k", "probe_kind", "picker", "probe_heads",
                                                      "probe_shift", "probe_seed", "session", "probe_sinks",
-                                                     "probe_unit", "probe_ablation"), PROBE_OUTPUTS, "intervention"),
+                                                     "probe_unit", "probe_ablation"), PROBE_OUTPUTS, "intervention",
+          client_then=POINT_PROBE),
     Event("positions_table_btn", "click", "run_position_controls", ("text", "pair", "picker", "probe_shift",
                                                                     "session"),
-          ("probe_message", "set_table"), "position_controls"),
+          ("probe_message", "set_table"), "position_controls", client_then=POINT_PROBE),
     Event("direction_set_btn", "click", "run_directional_set", ("set_n", "probe_sinks", "session", "set_source",
                                                                 "set_upload"),
           ("probe_message", "set_table"), "directional_set", ONE_TREEBANK_AT_A_TIME),
@@ -102,9 +111,9 @@ EVENTS = (
     Event("patch_btn", "click", "run_patching", ("text", "patch_source", "patch_correct", "patch_wrong", "session"),
           ("probe_message", "patch_plot"), "patching"),
     Event("direction_btn", "click", "run_directional", ("text", "pair", "picker", "session", "probe_sinks"),
-          ("probe_message", "direction_table"), "directional_sweep"),
+          ("probe_message", "direction_table"), "directional_sweep", client_then=POINT_PROBE),
     Event("ablation_btn", "click", "run_ablation", ("text", "pair", "picker", "session", "probe_ablation"),
-          ("probe_message", "ablation_plot"), "ablation_sweep"),
+          ("probe_message", "ablation_plot"), "ablation_sweep", client_then=POINT_PROBE),
     Event("positions_btn", "click", "run_positions", ("positions_n", "session"), ("probe_message", "positions_plot"),
           "position_embeddings"),
     Event("faith_btn", "click", "run_faithfulness", ("faith_n", "session"), ("probe_message", "faith_table"),

@@ -36,7 +36,7 @@ from .events import SERVER_PLOTS
 from .intervention_handlers import InterventionHandlers
 from .state import LabCache, Limits, Session, TempFolder, plot, status_line, weights_note
 from .syntax_handlers import SyntaxHandlers
-from .tabs import EXAMPLES, EXPLAIN_EMPTY, SERVER_TABS, TABS, WORK_TABS
+from .tabs import EXAMPLES, EXPLAIN_EMPTY, EXPLAIN_HINT, PROBE_HINT, SERVER_TABS, TABS, WORK_TABS
 from .validation import positions, whole
 
 Updates = dict[Any, Any]
@@ -189,11 +189,19 @@ class Handlers(InterventionHandlers, SyntaxHandlers):
         }
 
     def cleared_on_request(self) -> Updates:
-        """The views drawn on request (neuron view, "Why this word?"), emptied: they showed the last input."""
+        """The views drawn on request (neuron view, "Why this word?", interventions on this input), emptied:
+        they showed the last input. An empty plot or table is hidden by the page (CSS ``bvl-on-use``); the
+        messages go back to their one-line hints."""
         ui = self.ui
-        return {ui.neuron_html: "", ui.explain_message: "", ui.explain_table: EXPLAIN_EMPTY,
-                ui.explain_plot: plot(empty_figure("Press “Why this word?” to attribute a masked-word prediction",
-                                                   height=120))}
+        return {ui.neuron_html: "", ui.explain_message: EXPLAIN_HINT, ui.explain_table: EXPLAIN_EMPTY,
+                ui.explain_plot: None, ui.probe_message: PROBE_HINT, ui.probe_plot: None, ui.js_plot: None,
+                ui.probe_changes: pd.DataFrame(columns=intervention_views.CHANGE_COLUMNS), ui.offsets_plot: None,
+                ui.direction_table: intervention_views.directional_table([]), ui.ablation_plot: None}
+
+    def cleared_with_model(self) -> Updates:
+        """What the previous model computed over sentence sets (not this input): gone with a model switch."""
+        ui = self.ui
+        return {ui.set_table: None, ui.patch_plot: None, ui.positions_plot: None, ui.faith_table: None}
 
     def analyze(self, text: str, pair: str, top_k: float, session: Session, layer: float = 1, head: float = 1,
                 hide: bool = False, word: bool = False, pair_filter: str = "all",
@@ -210,6 +218,7 @@ class Handlers(InterventionHandlers, SyntaxHandlers):
         except (InputError, CheckpointError, DeviceError) as error:
             return {self.ui.message: f"⚠️ {error}{session.stale_note()}"}
         session.analysis, session.source, session.by_source = a, "attention", {}
+        session.comparison = None  # its figures showed the previous input (cleared_on_request empties them)
         self.new_view(session)
         message = f"{len(a.tokens)} tokens."
         if a.truncated:
@@ -312,7 +321,8 @@ class Handlers(InterventionHandlers, SyntaxHandlers):
         return {ui.session: session, ui.message: f"Loaded {lab.name}. Press Run to analyse with it.",
                 ui.status: status_line(lab), ui.weights_note: weights_note(lab), ui.payload: None,
                 ui.picker: gr.update(choices=[], value=[]), ui.pred_table: views.predictions_table(None),
-                **{getattr(ui, name): empty for name in SERVER_PLOTS}, **self.cleared_on_request()}
+                **{getattr(ui, name): empty for name in SERVER_PLOTS}, **self.cleared_on_request(),
+                **self.cleared_with_model()}
 
     def export(self, kind: str, session: Session) -> Updates:
         a = session.analysis

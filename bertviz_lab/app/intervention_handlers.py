@@ -11,7 +11,7 @@ import pandas as pd
 
 from ..bert import CheckpointError
 from ..figures import interventions as intervention_views
-from ..figures.base import layer_head_figure
+from ..figures.base import fit_title, layer_head_figure
 from ..interventions import (
     REGISTRY,
     InterventionError,
@@ -29,6 +29,7 @@ from ..lab import InputError, Lab
 from ..naming import head_name, layer_head, layer_name
 from ..sentences import heldout_lines, read_lines, truncation_note
 from ..treebank import sentence_texts
+from . import probe_controls
 from .state import Session, plot
 from .validation import positions, whole
 
@@ -40,6 +41,16 @@ def cut_note(truncated: int) -> str:
     """" (3 lines were longer than 128 tokens and cut ...)." after a set's message, or nothing."""
     note = truncation_note(truncated)
     return f" {note[0].upper()}{note[1:]}." if note else ""
+
+POINTER = " Pick them under **Mask tokens** in the left column."  # views.js scrolls there (bvl.point)
+
+
+def warning(error: Exception) -> str:
+    """An error as the tab shows it; one that needs picked tokens says where the picker is."""
+    text = str(error)
+    needs_tokens = text.startswith("choose the tokens") or "pick tokens" in text
+    return f"⚠️ {text}." + (POINTER if needs_tokens else "") if needs_tokens else f"⚠️ {text}"
+
 
 class InterventionHandlers:
     ui: Any
@@ -67,6 +78,15 @@ class InterventionHandlers:
             self.references[key] = sample_mean_outputs(lab) if ablation == "mean" else ResamplePool(lab, sentence_texts())
         return self.references[key]
 
+    def intervention_controls(self, kind: str) -> Updates:
+        """Show the chosen intervention's own controls and sweeps (``probe_controls``), hide the rest."""
+        ui = self.ui
+        if kind not in REGISTRY:
+            return {ui.probe_explain: f"⚠️ unknown intervention {kind!r}"}
+        shown = probe_controls.visible_controls(kind)
+        return {ui.probe_explain: probe_controls.explanation(kind),
+                **{getattr(ui, name): gr.update(visible=visible) for name, visible in shown.items()}}
+
     def run_intervention(self, text: str, pair: str, top_k: float, kind: str, picked: list[int], heads: str,
                          shift: float, seed: float, session: Session, sinks: str = "symmetric", unit: str = "words",
                          ablation: str = "zero") -> Updates:
@@ -83,7 +103,7 @@ class InterventionHandlers:
             c = compare(lab, text, intervention, pair=pair, mask_positions=[] if targets else picked,
                         top_k=whole(top_k, "top-k", 1, 50), source=session.source)
         except (InputError, InterventionError, CheckpointError) as error:
-            return {ui.probe_message: f"⚠️ {error}"}
+            return {ui.probe_message: warning(error)}
         session.comparison = c
         o = session.options.clamp(c.baseline)
         shown = "" if session.source == "attention" else f" Comparing {session.source} (rows renormalised for JS)."
@@ -105,7 +125,7 @@ class InterventionHandlers:
             rows = directional_sweep(self.lab_of(session), text, pair=pair, mask_positions=positions(picked),
                                      sinks=sinks if sinks in ("symmetric", "strict") else "symmetric")
         except (InputError, InterventionError) as error:
-            return {ui.probe_message: f"⚠️ {error}"}
+            return {ui.probe_message: warning(error)}
         kind = "symmetric sinks: every query sees [CLS]/[SEP]" if sinks != "strict" else "strict masks"
         return {ui.probe_message: f"Directional sweep over {len(rows)} masked position(s) ({kind}); the controls "
                                   "hide as many random keys as the directional masks.",
@@ -121,7 +141,7 @@ class InterventionHandlers:
                                         reference=self.reference(lab, ablation),
                                         progress=lambda f, d: progress(f, desc=d))
         except (InputError, InterventionError) as error:
-            return {ui.probe_message: f"⚠️ {error}"}
+            return {ui.probe_message: warning(error)}
         drops = importance.drops
         layer, head = np.unravel_index(int(np.argmax(drops)), drops.shape)
         scored = "the gold word" if importance.scored == "gold" else \
@@ -139,7 +159,7 @@ class InterventionHandlers:
             result = faithfulness(lab, lines, max_sentences=self.set_size(n, self.limits.faith_sentences),
                                   progress=lambda done, total: progress(done / total, desc="faithfulness"))
         except (InputError, CheckpointError) as error:
-            return {ui.probe_message: f"⚠️ {error}"}
+            return {ui.probe_message: warning(error)}
         table = pd.DataFrame(result.table()).drop(columns=["drop_by_k"]).sort_values("aopc", ascending=False)
         against_random = " ".join(f"{d.verdict()}." for d in result.differences() if d.b == "random")
         return {ui.probe_message: f"Faithfulness of each explanation on {int(table.n.max())} held-out sentences "
@@ -153,7 +173,7 @@ class InterventionHandlers:
                                                                                   self.lab_of(session).max_tokens))
             n = int(n)
         except (InterventionError, InputError) as error:
-            return {ui.probe_message: f"⚠️ {error}"}
+            return {ui.probe_message: warning(error)}
         return {ui.probe_message: f"Cosine similarity of the first {int(n)} positions.",
                 ui.positions_plot: plot(intervention_views.position_figure(learned, sinusoid))}
 
@@ -166,7 +186,7 @@ class InterventionHandlers:
             rows = position_controls(lab, text, pair=pair, mask_positions=positions(picked),
                                      shift=whole(shift or 0, "shift k", 0, lab.max_tokens))
         except (InputError, InterventionError) as error:
-            return {ui.probe_message: f"⚠️ {error}"}
+            return {ui.probe_message: warning(error)}
         return {ui.probe_message: "Positional interventions with their controls on this input: what is specific to "
                                   "sinusoidal positions is what differs from zeroed and random ones.",
                 ui.set_table: pd.DataFrame(rows).round(4)}
@@ -204,7 +224,7 @@ class InterventionHandlers:
                                      max_sentences=self.set_size(n),
                                      progress=lambda done, total: progress(done / total, desc="directional set"))
         except (InputError, CheckpointError) as error:
-            return {ui.probe_message: f"⚠️ {error}"}
+            return {ui.probe_message: warning(error)}
         table = pd.DataFrame(effects_table(result.effects, "condition", "mean P(gold)")).round(4)
         verdicts = " ".join(f"{d.verdict()}." for d in result.differences)
         return {ui.probe_message: f"P(gold word) over {result.effects['both'].n} sentences, one masked word each "
@@ -221,11 +241,11 @@ class InterventionHandlers:
                                   max_sentences=self.set_size(n),
                                   progress=lambda done, total: progress(done / total, desc="ablation set"))
         except (InputError, CheckpointError) as error:
-            return {ui.probe_message: f"⚠️ {error}"}
+            return {ui.probe_message: warning(error)}
         effect, best = result.effect, result.most_important
         figure = intervention_views.ablation_figure(effect.mean)
-        figure["layout"]["title"]["text"] = (f"Mean drop in log P(gold) over {effect.n} sentences when each head "
-                                             f"alone is ablated ({ablation})")
+        fit_title(figure["layout"], f"Mean drop in log P(gold) over {effect.n} sentences when each head alone is "
+                                    f"ablated ({ablation})")
         if best is None:
             found = "too few sentences to choose a head on one half and measure it on the other."
         else:
@@ -253,7 +273,7 @@ class InterventionHandlers:
                                   max_sentences=self.set_size(n),
                                   progress=lambda done, total: progress(done / total, desc="probe over the set"))
         except (InputError, InterventionError, CheckpointError) as error:
-            return {ui.probe_message: f"⚠️ {error}"}
+            return {ui.probe_message: warning(error)}
         table = pd.DataFrame(effects_table(effects.effects)).round(4)
         return {ui.probe_message: f"{intervention.describe()} over {table.n.iloc[0]} sentences (gold word scored)."
                                   f"{cut_note(effects.truncated)}",
@@ -265,7 +285,7 @@ class InterventionHandlers:
             text, _ = self.analysed(session, text, None)
             result = patching_sweep(self.lab_of(session), text, source, str(correct).strip(), str(wrong).strip())
         except (InputError, InterventionError) as error:
-            return {ui.probe_message: f"⚠️ {error}"}
+            return {ui.probe_message: warning(error)}
         residual = ", ".join(f"{layer_name(i)} {v:+.2f}" for i, v in enumerate(result.residual))
         figure = layer_head_figure(result.heads, "Activation patching: change in logit difference "
                                    f"({correct} - {wrong}) when one head's output comes from the source",

@@ -90,11 +90,13 @@ class SyntaxHandlers:
                                    f"Relations with at least {APP_SETTINGS.min_arcs} arcs are listed. {HELD_OUT_NOTE}",
                 ui.syntax_table: syntax_views.best_heads_table(summary),
                 ui.syntax_bars: plot(syntax_views.best_heads_figure(summary)),
-                ui.syntax_relation: gr.update(choices=relations, value=relations[0]),
+                ui.syntax_relation: gr.update(choices=relations, value=relations[0], visible=True),
+                ui.syntax_direction: gr.update(visible=True), ui.syntax_arcs_intro: gr.update(visible=True),
+                ui.syntax_arcs_btn: gr.update(visible=True),
                 ui.syntax_plot: plot(syntax_views.relation_heatmap(summary, relations[0], "dep->head")),
                 ui.syntax_uuas: plot(syntax_views.uuas_figure(summary)),
                 ui.syntax_diff: self.difference_plot(session, relations[0], "dep->head"),
-                ui.syntax_sentence: gr.update(choices=choices, value=0)}
+                ui.syntax_sentence: gr.update(choices=choices, value=0, visible=True)}
 
     def difference_plot(self, session: Session, relation: str, direction: str):
         run = session.syntax

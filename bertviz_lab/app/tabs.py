@@ -15,6 +15,7 @@ from ..figures import analysis as views
 from ..figures import interventions as intervention_views
 from ..interventions import REGISTRY
 from ..lab import Lab
+from . import probe_controls
 from .state import Limits, Session, status_line, weights_note
 
 EXAMPLES = [
@@ -34,6 +35,14 @@ TABS = {"Single head": "single", "Head view": "headview", "Model overview": "ove
 TAB_IDS = {tab_id: label for label, tab_id in TABS.items()}
 SERVER_TABS = ("overview", "aggregates", "summary", "predictions", "probes")
 WORK_TABS = ("probes", "syntax", "export")  # the lower, full-width group
+ON_USE = ["bvl-on-use"]  # hidden by the page's CSS while empty: no blank frame before the first result
+PROBE_HINT = "Results appear here: choose an intervention above and press *Run the intervention* or a sweep."
+EXPLAIN_HINT = ("*Why this word?* attributes the first masked word's prediction to the context tokens "
+                "(erasure, gradients, every source).")
+ARCS_INTRO = ("**One sentence:** its gold dependency arcs next to the arcs the head chosen with the Layer/Head "
+              "sliders predicts.")
+SYNTAX_HINT = ("Choose a treebank and press **Score every head on the treebank**: the best head per relation with its "
+               "interval, the per-head maps and one sentence's arcs appear here.")
 EXPLAIN_EMPTY = pd.DataFrame(columns=["source", "Spearman rho with erasure", "AOPC (this input)",
                                       "comprehensiveness (this input)", "sufficiency (this input)"])
 
@@ -116,54 +125,71 @@ def build_view_tabs(ui: SimpleNamespace) -> None:
         with gr.Row():
             ui.explain_btn = gr.Button("Why this word? Attribute the prediction to the context",
                                        elem_id="explain-btn")
-        ui.explain_message = gr.Markdown("", elem_id="explain-message")
-        ui.explain_plot = gr.Plot(label="Attribution", elem_id="explain-plot")
+        ui.explain_message = gr.Markdown(EXPLAIN_HINT, elem_id="explain-message", elem_classes=["bvl-note"])
+        ui.explain_plot = gr.Plot(label="Attribution", elem_id="explain-plot", elem_classes=ON_USE)
         ui.explain_table = gr.Dataframe(EXPLAIN_EMPTY,
                                         label="How faithful each source is on this input: rank agreement with "
                                               "erasure, AOPC, ERASER comprehensiveness and sufficiency",
-                                        interactive=False, elem_id="explain-table")
+                                        interactive=False, elem_id="explain-table", elem_classes=ON_USE)
         ui.pred_table = gr.Dataframe(pd.DataFrame(columns=views.PREDICTION_COLUMNS), label="Top-k predictions",
                                      interactive=False, elem_id="pred-table")
 
 
+def build_probe_controls(ui: SimpleNamespace) -> dict[str, bool]:
+    """The intervention picker, its own controls (only those the chosen kind reads are shown) and its
+    buttons; returns what is shown, for the sentence-set buttons further down."""
+    first = "left-only"
+    shown = probe_controls.visible_controls(first)
+    with gr.Row():
+        ui.probe_kind = gr.Dropdown([(cls.label, kind) for kind, cls in REGISTRY.items()], value=first,
+                                    label="Intervention", elem_id="probe-kind", scale=2)
+        ui.probe_explain = gr.Markdown(probe_controls.explanation(first), elem_id="probe-explain",
+                                       elem_classes=["bvl-note"])
+    with gr.Row():
+        ui.probe_heads = gr.Textbox(label="Heads to ablate (layer-head, 1-based)", value="1-1",
+                                    placeholder="e.g. 3-5, 6-1", visible=shown["probe_heads"],
+                                    elem_id="probe-heads", info="comma-separated, e.g. 3-5, 6-1")
+        ui.probe_shift = gr.Number(label="Shift k", value=5, precision=0, visible=shown["probe_shift"],
+                                   elem_id="probe-shift", info="added to every position id")
+        ui.probe_seed = gr.Number(label="Random seed", value=0, precision=0, visible=shown["probe_seed"],
+                                  elem_id="probe-seed", info="picks the random order, keys or vectors")
+        ui.probe_sinks = gr.Radio([("symmetric: every query sees [CLS]/[SEP]", "symmetric"),
+                                   ("strict triangular masks", "strict")], value="symmetric",
+                                  label="Directional masks", elem_id="probe-sinks", visible=shown["probe_sinks"],
+                                  info="strict: the plain triangular mask, so the two directions keep different "
+                                       "attention sinks")
+        ui.probe_unit = gr.Radio(["words", "tokens"], value="words", label="Shuffle unit", elem_id="probe-unit",
+                                 visible=shown["probe_unit"],
+                                 info="shuffling tokens with positions kept = shuffling positions: "
+                                      "self-attention is permutation-equivariant")
+        ui.probe_ablation = gr.Radio(["zero", "mean", "resample"], value="zero", label="Ablation",
+                                     elem_id="probe-ablation", visible=shown["probe_ablation"],
+                                     info="mean: the head's mean output over the sample treebank; resample: "
+                                          "its output on a sample sentence at least as long, position by position")
+    with gr.Row():
+        ui.probe_btn = gr.Button("Run the intervention", variant="primary", elem_id="probe-btn")
+        ui.direction_btn = gr.Button("Directional sweep over masked positions", elem_id="direction-btn",
+                                     visible=shown["direction_btn"])
+        ui.ablation_btn = gr.Button("Head ablation sweep", elem_id="ablation-btn", visible=shown["ablation_btn"])
+        ui.positions_table_btn = gr.Button("Positional interventions and their controls side by side",
+                                           elem_id="positions-table-btn", visible=shown["positions_table_btn"])
+    return shown
+
+
 def build_interventions_tab(ui: SimpleNamespace, lab: Lab, limits: Limits) -> None:
     with gr.Tab(TAB_IDS["probes"], id="probes", elem_id="tab-probes"):
-        gr.Markdown("Run the last analysed input twice — baseline and intervened — and compare. Tokens picked under "
-                    "*Mask tokens* are the "
-                    "targets of *mask*/*hide* interventions; for the others they are masked in both runs "
-                    "(as are [MASK]s you typed), so their predictions can be compared.")
-        with gr.Row():
-            ui.probe_kind = gr.Dropdown([(cls.label, kind) for kind, cls in REGISTRY.items()], value="left-only",
-                                        label="Intervention", elem_id="probe-kind")
-            ui.probe_heads = gr.Textbox(label="Heads to ablate (layer-head, 1-based)", value="1-1",
-                                        placeholder="e.g. 3-5, 6-1")
-            ui.probe_shift = gr.Number(label="Shift k", value=5, precision=0)
-            ui.probe_seed = gr.Number(label="Shuffle seed", value=0, precision=0)
-        with gr.Row():
-            ui.probe_sinks = gr.Radio([("symmetric: every query sees [CLS]/[SEP]", "symmetric"),
-                                       ("strict triangular masks", "strict")], value="symmetric",
-                                      label="Directional masks", elem_id="probe-sinks")
-            ui.probe_unit = gr.Radio(["words", "tokens"], value="words", label="Shuffle unit",
-                                     info="shuffling tokens with positions kept = shuffling positions: "
-                                          "self-attention is permutation-equivariant")
-            ui.probe_ablation = gr.Radio(["zero", "mean", "resample"], value="zero", label="Ablation",
-                                         info="mean: the head's mean output over the sample treebank; resample: "
-                                              "its output on a sample sentence at least as long, position by position")
-        with gr.Row():
-            ui.probe_btn = gr.Button("Run the intervention", variant="primary", elem_id="probe-btn")
-            ui.direction_btn = gr.Button("Directional sweep over masked positions", elem_id="direction-btn")
-            ui.ablation_btn = gr.Button("Head ablation sweep", elem_id="ablation-btn")
-        ui.probe_message = gr.Markdown("", elem_id="probe-message")
-        ui.probe_plot = gr.Plot(label="Baseline, intervened and difference", elem_id="probe-plot")
+        gr.Markdown("Run the last analysed input twice — baseline and intervened — and compare.")
+        shown = build_probe_controls(ui)
+        ui.probe_message = gr.Markdown(PROBE_HINT, elem_id="probe-message")
+        ui.probe_plot = gr.Plot(label="Baseline, intervened and difference", elem_id="probe-plot", elem_classes=ON_USE)
         ui.probe_changes = gr.Dataframe(pd.DataFrame(columns=intervention_views.CHANGE_COLUMNS), interactive=False,
-                                        label="Masked-word predictions: baseline vs intervened", elem_id="probe-changes")
-        ui.js_plot = gr.Plot(label="Per-head divergence", elem_id="js-plot")
-        ui.offsets_plot = gr.Plot(label="Attention by relative offset", elem_id="offsets-plot")
+                                        label="Masked-word predictions: baseline vs intervened", elem_id="probe-changes",
+                                        elem_classes=ON_USE)
+        ui.js_plot = gr.Plot(label="Per-head divergence", elem_id="js-plot", elem_classes=ON_USE)
+        ui.offsets_plot = gr.Plot(label="Attention by relative offset", elem_id="offsets-plot", elem_classes=ON_USE)
         ui.direction_table = gr.Dataframe(intervention_views.directional_table([]), label="Directional context",
-                                          interactive=False, elem_id="direction-table")
-        ui.ablation_plot = gr.Plot(label="Head importance", elem_id="ablation-plot")
-        ui.positions_table_btn = gr.Button("Positional interventions and their controls side by side (this input)",
-                                           elem_id="positions-table-btn")
+                                          interactive=False, elem_id="direction-table", elem_classes=ON_USE)
+        ui.ablation_plot = gr.Plot(label="Head importance", elem_id="ablation-plot", elem_classes=ON_USE)
         with gr.Accordion("Over a set of sentences, with 95% intervals (one seeded masked word each)", open=False):
             with gr.Row():
                 ui.set_source = gr.Radio([("held-out lines (shipped)", "heldout"), ("sample treebank", "sample"),
@@ -176,11 +202,13 @@ def build_interventions_tab(ui: SimpleNamespace, lab: Lab, limits: Limits) -> No
                 ui.set_n = gr.Slider(low, most, value=min(100, most), step=low,
                                      label="At most this many sentences")
             with gr.Row():
-                ui.direction_set_btn = gr.Button("Directional sweep", elem_id="direction-set-btn")
-                ui.ablation_set_btn = gr.Button("Head ablation sweep", elem_id="ablation-set-btn")
+                ui.direction_set_btn = gr.Button("Directional sweep", elem_id="direction-set-btn",
+                                                 visible=shown["direction_set_btn"])
+                ui.ablation_set_btn = gr.Button("Head ablation sweep", elem_id="ablation-set-btn",
+                                                visible=shown["ablation_set_btn"])
                 ui.probe_set_btn = gr.Button("The intervention chosen above", elem_id="probe-set-btn")
         ui.set_table = gr.Dataframe(label="Positional controls / sentence-set results", interactive=False,
-                                    elem_id="set-table")
+                                    elem_id="set-table", elem_classes=ON_USE)
         with gr.Accordion("Activation patching (minimal pairs)", open=False):
             with gr.Row():
                 ui.patch_source = gr.Textbox(label="Source sentence (same number of tokens, [MASK] in place)",
@@ -188,12 +216,12 @@ def build_interventions_tab(ui: SimpleNamespace, lab: Lab, limits: Limits) -> No
                 ui.patch_correct = gr.Textbox(label="Correct word", value="are", scale=1)
                 ui.patch_wrong = gr.Textbox(label="Wrong word", value="is", scale=1)
                 ui.patch_btn = gr.Button("Patch every head from the source", elem_id="patch-btn", scale=1)
-            ui.patch_plot = gr.Plot(label="Change in logit difference per head", elem_id="patch-plot")
+            ui.patch_plot = gr.Plot(label="Change in logit difference per head", elem_id="patch-plot", elem_classes=ON_USE)
         with gr.Accordion("Position embedding inspector", open=False):
             with gr.Row():
                 ui.positions_n = gr.Slider(2, lab.max_tokens, value=64, step=1, label="First N positions")
                 ui.positions_btn = gr.Button("Show position similarity", elem_id="positions-btn")
-            ui.positions_plot = gr.Plot(label="Position embeddings", elem_id="positions-plot")
+            ui.positions_plot = gr.Plot(label="Position embeddings", elem_id="positions-plot", elem_classes=ON_USE)
         build_faithfulness_box(ui, limits)
 
 
@@ -213,7 +241,7 @@ def build_faithfulness_box(ui: SimpleNamespace, limits: Limits) -> None:
             ui.faith_btn = gr.Button("Run the faithfulness check", elem_id="faith-btn")
         ui.faith_table = gr.Dataframe(label="AOPC, ERASER comprehensiveness and sufficiency per source (95% "
                                             "bootstrap intervals)", interactive=False,
-                                      elem_id="faith-table")
+                                      elem_id="faith-table", elem_classes=ON_USE)
 
 
 def build_syntax_tab(ui: SimpleNamespace) -> None:
@@ -237,22 +265,24 @@ def build_syntax_tab(ui: SimpleNamespace) -> None:
                                                   value="attention", label="Score heads on",
                                                   elem_id="syntax-score-source")
                 ui.syntax_btn = gr.Button("Score every head on the treebank", variant="primary", elem_id="syntax-btn")
-        ui.syntax_message = gr.Markdown("", elem_id="syntax-message")
-        ui.syntax_table = gr.Dataframe(label="Best head per relation", interactive=False, elem_id="syntax-table")
-        ui.syntax_bars = gr.Plot(label="Best head vs baseline and null model", elem_id="syntax-bars")
+        ui.syntax_message = gr.Markdown(SYNTAX_HINT, elem_id="syntax-message")
+        ui.syntax_table = gr.Dataframe(label="Best head per relation", interactive=False, elem_id="syntax-table", elem_classes=ON_USE)
+        ui.syntax_bars = gr.Plot(label="Best head vs baseline and null model", elem_id="syntax-bars", elem_classes=ON_USE)
         with gr.Row():
-            ui.syntax_relation = gr.Dropdown(choices=[], label="Relation", elem_id="syntax-relation")
-            ui.syntax_direction = gr.Radio(["dep->head", "head->dep"], value="dep->head", label="Direction")
-        ui.syntax_plot = gr.Plot(label="Accuracy per head", elem_id="syntax-plot")
-        ui.syntax_diff = gr.Plot(label="Difference between the two weights (B - A)", elem_id="syntax-diff")
-        ui.syntax_uuas = gr.Plot(label="Tree decoding (UUAS per head)", elem_id="syntax-uuas")
-        gr.Markdown("**One sentence:** gold arcs next to the strongest word-to-word attention of the head "
-                    "chosen with the Layer/Head sliders above.")
+            ui.syntax_relation = gr.Dropdown(choices=[], label="Relation", elem_id="syntax-relation", visible=False)
+            ui.syntax_direction = gr.Radio(["dep->head", "head->dep"], value="dep->head", label="Direction",
+                                           elem_id="syntax-direction", visible=False)
+        ui.syntax_plot = gr.Plot(label="Accuracy per head", elem_id="syntax-plot", elem_classes=ON_USE)
+        ui.syntax_diff = gr.Plot(label="Difference between the two weights (B - A)", elem_id="syntax-diff", elem_classes=ON_USE)
+        ui.syntax_uuas = gr.Plot(label="Tree decoding (UUAS per head)", elem_id="syntax-uuas", elem_classes=ON_USE)
+        ui.syntax_arcs_intro = gr.Markdown(ARCS_INTRO, visible=False, elem_id="syntax-arcs-intro")
         with gr.Row():
-            ui.syntax_sentence = gr.Dropdown(choices=[], label="Sentence", elem_id="syntax-sentence", scale=4)
-            ui.syntax_arcs_btn = gr.Button("Show arcs for the chosen head", elem_id="syntax-arcs-btn", scale=1)
+            ui.syntax_sentence = gr.Dropdown(choices=[], label="Sentence", elem_id="syntax-sentence", scale=4,
+                                             visible=False)
+            ui.syntax_arcs_btn = gr.Button("Show arcs for the chosen head", elem_id="syntax-arcs-btn", scale=1,
+                                           visible=False)
         ui.syntax_arcs_text = gr.Markdown("", elem_id="syntax-arcs-text")
-        ui.syntax_arcs = gr.Plot(label="Arcs", elem_id="syntax-arcs")
+        ui.syntax_arcs = gr.Plot(label="Arcs", elem_id="syntax-arcs", elem_classes=ON_USE)
 
 
 def build_export_tab(ui: SimpleNamespace) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -35,10 +36,44 @@ def typed(array: np.ndarray) -> dict[str, Any]:
     return out
 
 
+TITLE_CHARS, SUBTITLE_CHARS = 58, 84  # what fits a ~560 px figure (the views column of a 1024 px window)
+TITLE_FONT = 15
+TITLE_TOP = 44  # px above the title: the app's plot label and Plotly's toolbar sit there
+
+
+def wrapped_title(text: str) -> tuple[str, int]:
+    """A title broken into lines that fit a narrow figure (Plotly never wraps titles: a long one is cut
+    at both ends), and its number of lines. Parts after ``<br>`` in ``<sup>`` are subtitles, wrapped
+    wider since their font is smaller."""
+    lines = []
+    for i, part in enumerate(text.split("<br>")):
+        sub = part.startswith("<sup>") and part.endswith("</sup>")
+        inner = part[5:-6] if sub else part
+        width = SUBTITLE_CHARS if sub or i > 0 else TITLE_CHARS
+        pieces = textwrap.wrap(inner, width, break_on_hyphens=False) or [""]
+        lines += [f"<sup>{p}</sup>" if sub else p for p in pieces]
+    return "<br>".join(lines), len(lines)
+
+
+def fit_title(layout: dict[str, Any], text: str) -> None:
+    """Set ``layout``'s title to ``text`` wrapped to fit, with room above it and below it (for a scale switch)."""
+    wrapped, lines = wrapped_title(text)
+    title = layout.get("title") if isinstance(layout.get("title"), dict) else {}
+    layout["title"] = {"yref": "container", "y": 1, "yanchor": "top", "pad": {"t": TITLE_TOP}, **title, "text": wrapped,
+                       "font": {"size": TITLE_FONT, **title.get("font", {})}}
+    margin = dict(layout.get("margin") or {})
+    buttons = 36 if layout.get("updatemenus") else 0  # a scale switch sits between the title and the plot
+    margin["t"] = max(margin.get("t", 60), TITLE_TOP + 16 + 20 * lines + buttons)
+    layout["margin"] = margin
+
+
 def figure(data: list[dict[str, Any]], layout: dict[str, Any], filename: str) -> Figure:
     base_layout = {"font": FONT, "margin": {"l": 90, "r": 30, "t": 60, "b": 90}, "template": "plotly_white",
                    "paper_bgcolor": "white", "plot_bgcolor": "white"}
     base_layout.update(layout)
+    title = base_layout.get("title")
+    if isinstance(title, dict) and title.get("text"):
+        fit_title(base_layout, title["text"])
     config = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "filename": filename, "scale": 2}}
     return {"data": data, "layout": base_layout, "config": config}
 
@@ -99,18 +134,29 @@ UNITS = {"entropy": "entropy (nats)"}  # panel names that carry a unit
 def heatmap_grid(panels: Sequence[tuple[str, np.ndarray]], x_labels: Sequence[str], y_labels: Sequence[str],
                  title: str, filename: str, columns: int, zmax_shared: bool = False, height_per_row: int = 320,
                  hover: str = "query %{y}<br>key %{x}<br>weight %{z:.4f}", x_title: str = "", y_title: str = "",
-                 reverse_y: bool = True) -> Figure:
-    """Several heatmaps side by side, each on its own axes, sharing the category labels."""
+                 reverse_y: bool = True, groups: Sequence[int | None] | None = None,
+                 row_labels_once: bool = False) -> Figure:
+    """Several heatmaps side by side, each on its own axes, sharing the category labels.
+
+    Colour scales: ``zmax_shared`` gives every panel one scale and one colour bar; ``groups`` (a
+    group id per panel, None for a panel of its own) gives the panels of a group one scale, so
+    panels that invite comparison (baseline and intervened, a head and its layer) are read on the
+    same colours. With groups, a button in the figure switches to per-panel scales and back.
+    ``row_labels_once``: the row labels only left of the first column (every panel has the same rows),
+    which leaves the panels of a narrow figure more width."""
     cells = grid_domains(len(panels), columns, 0.06 if zmax_shared else 0.09, 0.16)
+    groups = list(groups) if groups is not None else [0 if zmax_shared else None] * len(panels)
+    own = [float(max(z.max(), 1e-6)) for _, z in panels]
+    group_max = {g: max(m for m, h in zip(own, groups) if h == g) for g in set(groups) if g is not None}
+    last_of_group = {g: max(i for i, h in enumerate(groups) if h == g) for g in group_max}
     data, layout, annotations = [], {}, []
-    shared = max(float(p.max()) for _, p in panels) if zmax_shared else None
-    for cell, (name, z) in zip(cells, panels):
+    for cell, (name, z), group in zip(cells, panels, groups):
         i, r, c, rows, ax = cell.index, cell.row, cell.column, cell.rows, cell.axis
         x0, y1, width, height = cell.x0, cell.y1, cell.width, cell.height
         data.append({"type": "heatmap", "z": typed(z), "x": list(x_labels), "y": list(y_labels),
                      "xaxis": f"x{ax}", "yaxis": f"y{ax}", "colorscale": SEQUENTIAL, "zmin": 0,
-                     "zmax": shared if shared is not None else float(max(z.max(), 1e-6)),
-                     "showscale": not zmax_shared or i == len(panels) - 1,
+                     "zmax": group_max[group] if group is not None else own[i],
+                     "showscale": group is None or last_of_group[group] == i,
                      "colorbar": {"thickness": 10} if zmax_shared else
                      {"thickness": 8, "len": height * 0.9, "y": y1 - height / 2, "yanchor": "middle",
                       "x": x0 + width + 0.005, "xanchor": "left", "tickfont": {"size": 9}},
@@ -120,12 +166,27 @@ def heatmap_grid(panels: Sequence[tuple[str, np.ndarray]], x_labels: Sequence[st
                                 "title": {"text": x_title if r == rows - 1 else "", "standoff": 10}}
         layout[f"yaxis{ax}"] = {"domain": cell.y_domain, "anchor": f"x{ax}", "type": "category",
                                 "autorange": "reversed" if reverse_y else True, "tickfont": {"size": 10},
+                                "showticklabels": c == 0 or not row_labels_once,
                                 "title": {"text": y_title if c == 0 else ""}}
         annotations.append({"text": f"<b>{UNITS.get(name, name)}</b>", "x": x0 + width / 2, "y": y1 + 0.02, "xref": "paper",
                             "yref": "paper", "showarrow": False, "xanchor": "center", "yanchor": "bottom"})
     layout.update({"title": {"text": title}, "annotations": annotations,
-                   "height": 120 + rows * height_per_row, "margin": {"l": 80, "r": 30, "t": 90, "b": 90}})
+                   "height": 120 + cells[0].rows * height_per_row, "margin": {"l": 80, "r": 30, "t": 90, "b": 90}})
+    grouped = [i for i, g in enumerate(groups) if g is not None]
+    if not zmax_shared and grouped:
+        layout["updatemenus"] = [scale_switch(grouped, [group_max[groups[i]] for i in grouped], [own[i] for i in grouped],
+                                              [data[i]["showscale"] for i in grouped])]
     return figure(data, layout, filename)
+
+
+def scale_switch(traces: list[int], shared: list[float], own: list[float], shown: list[bool]) -> dict[str, Any]:
+    """The figure's own "shared scale / per-panel scales" buttons (Plotly restyle, no server round trip)."""
+    return {"type": "buttons", "direction": "right", "x": 1.0, "xanchor": "right", "y": 1.0, "yanchor": "bottom",
+            "pad": {"b": 30}, "showactive": True, "active": 0, "font": {"size": 11},
+            "buttons": [{"label": "shared scale", "method": "restyle",
+                         "args": [{"zmax": shared, "showscale": shown}, traces]},
+                        {"label": "per-panel scales", "method": "restyle",
+                         "args": [{"zmax": own, "showscale": [True] * len(traces)}, traces]}]}
 
 
 def diverging_scale(values: np.ndarray, fallback: float = 1e-6) -> dict[str, Any]:

@@ -25,7 +25,8 @@ def comparison_figure(c: Comparison, opts: ViewOptions) -> Figure:
     fig = heatmap_grid([("baseline", views[0].weights), (f"intervened: {c.intervention.describe()}", views[1].weights),
                               ("intervened - baseline", diff)], views[0].key_labels, views[0].query_labels,
                              title=f"{layer_head(l, h)}: baseline vs intervened", filename=f"probe-{layer_head_file(l, h)}",
-                             columns=3, height_per_row=460)
+                             columns=3, height_per_row=460, groups=[0, 0, None],
+                             row_labels_once=True)  # baseline and intervened: one scale
     return with_diverging(fig, 2, diff)
 
 
@@ -41,7 +42,8 @@ def offsets_figure(c: Comparison, layer: int) -> Figure:
                               ("after - before", change)],
                              OFFSETS, heads, title=f"Mean attention by relative offset (key - query), layer {layer + 1}",
                              filename=f"offset-profile-{layer_name(layer)}", columns=3, height_per_row=380,
-                             hover="head %{y}, offset %{x}<br>%{z:.4f}", x_title="offset", y_title="head")
+                             hover="head %{y}, offset %{x}<br>%{z:.4f}", x_title="offset", y_title="head",
+                             groups=[0, 0, None], row_labels_once=True)
     return with_diverging(fig, 2, change)
 
 

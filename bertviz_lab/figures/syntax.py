@@ -101,65 +101,114 @@ def offset_text(offset: int) -> str:
     return f"{offset:+d} ({side})"
 
 
+ARC_BASE = 0.5  # arcs start and end this far above/below the words' line: arrowheads stay clear of the words
+GOLD, MATCH, REVERSED, MISS = "#2b6cb0", "#2f855a", "#dd6b20", "#a0aec0"
+ARC_LEGEND = ((GOLD, "solid", "gold arc (treebank)"), (MATCH, "solid", "predicted = a gold arc"),
+              (REVERSED, "dash", "predicted = a gold arc reversed"), (MISS, "dot", "predicted, not a gold arc"))
+LABEL_PX = 7.0  # width of one character of an arc label (11 px font), for keeping labels apart
+ASSUMED_PLOT_PX = (1300.0, 420.0)  # the arcs plot's drawing area (full-width work tab); labels are spaced for it
+
+
+def arc_height(span: int) -> float:
+    """How high an arc over ``span`` words rises: logarithmic, so a 30-word arc does not flatten the short ones."""
+    return 0.45 + 0.8 * float(np.log2(1 + abs(span)))
+
+
 def _arc(x0: float, x1: float, up: bool, colour: str, width: float, dash: str = "solid") -> dict:
-    height = 0.35 + 0.22 * abs(x1 - x0)
-    y = height if up else -height
-    return {"type": "path", "path": f"M {x0},0 Q {(x0 + x1) / 2},{2 * y} {x1},0",
+    sign = 1 if up else -1
+    base, control = sign * ARC_BASE, sign * (ARC_BASE + 2 * arc_height(x1 - x0))  # the apex is at base + height
+    return {"type": "path", "path": f"M {x0},{base} Q {(x0 + x1) / 2},{control} {x1},{base}",
             "line": {"color": colour, "width": width, "dash": dash}}
 
 
 def _arrowhead(x0: float, x1: float, up: bool, colour: str) -> dict:
-    """An arrowhead where the arc from x0 lands on x1 (the annotation's arrow along the curve's end)."""
-    height = 0.35 + 0.22 * abs(x1 - x0)
-    cy = 2 * (height if up else -height)  # the quadratic Bezier's control point is ((x0 + x1) / 2, cy)
+    """An arrowhead where the arc from x0 lands on x1 (the annotation's arrow along the curve's end),
+    its tip at the arc's end, above (or below) the word rather than on it."""
+    sign = 1 if up else -1
+    base, control = sign * ARC_BASE, sign * (ARC_BASE + 2 * arc_height(x1 - x0))
     t = 0.85  # a point just before the end, on the curve
     bx = (1 - t) ** 2 * x0 + 2 * t * (1 - t) * (x0 + x1) / 2 + t ** 2 * x1
-    by = 2 * t * (1 - t) * cy
-    return {"x": x1, "y": 0.08 if up else -0.08, "ax": bx, "ay": by, "xref": "x", "yref": "y", "axref": "x",
-            "ayref": "y", "showarrow": True, "arrowhead": 2, "arrowsize": 1.2, "arrowwidth": 1.5,
-            "arrowcolor": colour, "text": ""}
+    by = (1 - t) ** 2 * base + 2 * t * (1 - t) * control + t ** 2 * base
+    return {"x": x1, "y": base, "ax": bx, "ay": by, "xref": "x", "yref": "y", "axref": "x", "ayref": "y",
+            "showarrow": True, "arrowhead": 2, "arrowsize": 1.2, "arrowwidth": 1.5, "arrowcolor": colour, "text": ""}
+
+
+def spaced_labels(labels: list[tuple[float, float, str]], n_words: int, y_span: float) -> list[float]:
+    """Heights for arc labels (x, y, text) so that no two overlap: a label whose box meets one already
+    placed moves up by a label's height until it is free (boxes estimated for ``ASSUMED_PLOT_PX``)."""
+    x_unit = ASSUMED_PLOT_PX[0] / max(n_words, 1)  # px per word
+    y_unit = ASSUMED_PLOT_PX[1] / y_span  # px per data unit
+    height = 15.0 / y_unit
+    placed: list[tuple[float, float, float]] = []  # (left, right, bottom) in data units
+    out = [0.0] * len(labels)
+    for i in sorted(range(len(labels)), key=lambda k: labels[k][1]):
+        x, y, text = labels[i]
+        half = (len(text) * LABEL_PX + 6) / 2 / x_unit
+        while any(x - half < right and left < x + half and abs(y - bottom) < height for left, right, bottom in placed):
+            y += height
+        placed.append((x - half, x + half, y))
+        out[i] = y
+    return out
 
 
 def arcs_figure(sentence: Sentence, word_attn: np.ndarray, layer: int, head: int) -> tuple[Figure, str]:
-    """Gold dependency arcs above the words; the head's strongest word-to-word attention below
-    (green where it recovers a gold arc in either direction). The summary lists, per gold arc,
-    which of Clark's two predictors recovers it."""
+    """One sentence's arcs, every one drawn and listed head → dependent, as UD draws them: the gold
+    arcs above the words, the head's predicted arcs below. A word's predicted head is the word it
+    attends to most (Clark et al.'s dep->head predictor), so each word gets one arc from the word it
+    attends to most; green where that is the gold arc, orange where it is a gold arc reversed. The
+    summary lists, per gold arc, which of Clark's two predictors recovers it."""
     n = len(sentence.words)
-    predicted = live_arcs(word_attn, layer, head)
+    predicted = live_arcs(word_attn, layer, head)  # (word, the word it attends to most)
     attended_by = best_words(np.swapaxes(word_attn[layer, head], -1, -2))  # Clark's head->dep predictor
     gold = {(d, sentence.heads[d] - 1): sentence.relations[d] for d in range(n) if sentence.heads[d] > 0}
-    undirected = {frozenset(k) for k in gold}
-    shapes, annotations, lines = [], [], []
+    top = ARC_BASE + max((arc_height(d - h) for d, h in gold), default=1.0) + 0.6
+    bottom = ARC_BASE + max((arc_height(d - h) for d, h in predicted), default=1.0) + 0.3
+    shapes, annotations, lines, labels = [], [], [], []
     for (d, h), rel in gold.items():
-        shapes.append(_arc(d, h, True, "#2b6cb0", 2))
-        annotations.append(_arrowhead(h, d, True, "#2b6cb0"))  # a dependency arc points from head to dependent
-        annotations.append({"x": (d + h) / 2, "y": 0.35 + 0.22 * abs(d - h) + 0.05, "text": plotly_text(rel),
-                            "showarrow": False,
-                            "font": {"size": 11, "color": "#2b6cb0"}, "yanchor": "bottom"})
-    for src, dst in predicted:
-        hit = frozenset((src, dst)) in undirected
-        shapes.append(_arc(src, dst, False, "#2f855a" if hit else "#a0aec0", 2.5 if hit else 1.2,
-                           "solid" if hit else "dot"))
-        annotations.append(_arrowhead(src, dst, False, "#2f855a" if hit else "#a0aec0"))  # to the attended word
+        shapes.append(_arc(h, d, True, GOLD, 2))
+        annotations.append(_arrowhead(h, d, True, GOLD))  # a dependency arc points from head to dependent
+        labels.append(((d + h) / 2, ARC_BASE + arc_height(d - h) + 0.05, plotly_text(rel)))
+    arcs_top, heights = top, [y for _, y, _ in labels]
+    for _ in range(4):  # labels moved up make the plot taller, which makes each label shorter in data units
+        heights = spaced_labels(labels, n, top + bottom)
+        fitted = max([arcs_top] + [y + 0.9 * (top + bottom) / ASSUMED_PLOT_PX[1] * 20 for y in heights])
+        if fitted <= top:
+            break
+        top = fitted
+    for (x, _, text), y in zip(labels, heights):
+        annotations.append({"x": x, "y": y, "text": text, "showarrow": False, "yanchor": "bottom",
+                            "font": {"size": 11, "color": GOLD}, "bgcolor": "rgba(255,255,255,0.85)",
+                            "name": "relation"})
+    for d, h in predicted:  # drawn from the predicted head h to the word d that attends to it
+        colour, width, dash = ((MATCH, 2.5, "solid") if (d, h) in gold else (REVERSED, 2, "dash") if (h, d) in gold
+                               else (MISS, 1.2, "dot"))
+        shapes.append(_arc(h, d, False, colour, width, dash))
+        annotations.append(_arrowhead(h, d, False, colour))
     for (d, h), rel in gold.items():
         dep_to_head = predicted[d][1] == h  # d attends most to its head
         head_to_dep = attended_by[d] == h  # the word attending most to d is its head
         mark = "✓" if dep_to_head or head_to_dep else "✗"
         how = " and ".join(x for x, ok in zip(DIRECTIONS, (dep_to_head, head_to_dep)) if ok) or "not recovered"
-        lines.append(f"- {mark} **{markdown_text(rel)}**: {markdown_text(sentence.words[d])} → "
-                     f"{markdown_text(sentence.words[h])} ({how})")
+        lines.append(f"- {mark} **{markdown_text(rel)}**: {markdown_text(sentence.words[h])} → "
+                     f"{markdown_text(sentence.words[d])} ({how})")
     recovered = sum(1 for x in lines if x.startswith("- ✓"))
-    span = max(0.35 + 0.22 * (n - 1), 1.0) * 2
-    data = [{"type": "scatter", "mode": "text+markers", "x": list(range(n)), "y": [0] * n,
-             "text": [plotly_text(w) for w in sentence.words], "textposition": "middle center", "marker": {"size": 1, "color": "white"},
-             "textfont": {"size": 14, "color": "#111"}, "hoverinfo": "text", "showlegend": False}]
-    layout = {"title": {"text": f"Gold arcs head → dependent (above) vs {layer_head(layer, head, capital=False)}: each "
-                                "word → its most-attended word (below; green = a gold arc)"},
-              "shapes": shapes, "annotations": annotations, "height": 520,
+    staggered = n > 24  # long sentences: every other word a line lower, so neighbours' words do not collide
+    words_y = [(-0.2 if i % 2 else 0.2) if staggered else 0 for i in range(n)]
+    data = [{"type": "scatter", "mode": "text", "x": list(range(n)), "y": words_y,
+             "text": [plotly_text(w) for w in sentence.words], "textposition": "middle center",
+             "textfont": {"size": 14 if n <= 24 else 12, "color": "#111"}, "hoverinfo": "text", "showlegend": False}]
+    data += [{"type": "scatter", "mode": "lines", "x": [None], "y": [None], "name": name,
+              "line": {"color": colour, "dash": dash, "width": 2}, "hoverinfo": "skip"}
+             for colour, dash, name in ARC_LEGEND]  # the legend: one entry per kind of arc drawn
+    title = (f"{layer_head(layer, head)}: gold arcs (above) and the head's predicted arcs (below), "
+             "each head → dependent")
+    layout = {"title": {"text": title}, "shapes": shapes, "annotations": annotations, "height": 560,
+              "showlegend": True, "legend": {"orientation": "h", "x": 0, "y": -0.02, "yanchor": "top"},
               "xaxis": {"visible": False, "range": [-0.8, n - 0.2]},
-              "yaxis": {"visible": False, "range": [-span * 0.55, span * 0.6]},
-              "margin": {"l": 20, "r": 20, "t": 70, "b": 20}}
-    summary = f"{layer_head(layer, head)} recovers {recovered} of {len(gold)} gold arcs:\n\n" + "\n".join(lines)
+              "yaxis": {"visible": False, "range": [-bottom, top]},
+              "margin": {"l": 20, "r": 20, "t": 70, "b": 40}}
+    summary = (f"{layer_head(layer, head)} recovers {recovered} of {len(gold)} gold arcs. Arcs read head → dependent, "
+               "as UD draws them:\n\n" + "\n".join(lines))
     return figure(data, layout, f"arcs-{layer_head_file(layer, head)}"), summary
 
 

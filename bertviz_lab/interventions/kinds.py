@@ -70,6 +70,8 @@ class Intervention:
 
     kind: ClassVar[str] = ""
     label: ClassVar[str] = ""
+    explanation: ClassVar[str] = ""  # one line the app shows under the chosen intervention
+    family: ClassVar[str] = ""  # tokens, direction, heads or positions: which sweeps and controls go with it
     targets_picked_tokens: ClassVar[bool] = False  # the app's picked tokens are its targets, not masked in both runs
 
     def describe(self) -> str:
@@ -97,6 +99,12 @@ class Intervention:
         return []
 
 
+def option_names(kind: str) -> set[str]:
+    """The generic options a kind reads (its dataclass fields): the app shows only their controls."""
+    cls = REGISTRY[kind]
+    return {f.name for f in fields(cls)} - {"reference"}
+
+
 def make_intervention(kind: str, shape: tuple[int, int] | None = None, **options: Any) -> Intervention:
     """Build a registered intervention from generic options (positions, heads, shift, seed, ...);
     options a kind does not use are ignored, so the CLI and the app pass all they have and never
@@ -120,6 +128,7 @@ def check_positions(positions: Sequence[int], n: int, what: str) -> None:
 @dataclass
 class PickedTokens(Intervention):
     """An intervention on the tokens the user picked (not registered itself)."""
+    family: ClassVar[str] = "tokens"
 
     targets_picked_tokens: ClassVar[bool] = True
     positions: list[int] = field(default_factory=list)
@@ -133,6 +142,7 @@ class PickedTokens(Intervention):
 class MaskTokens(PickedTokens):
     kind: ClassVar[str] = "mask-tokens"
     label: ClassVar[str] = "Mask the picked tokens ([MASK])"
+    explanation: ClassVar[str] = "Replaces the picked tokens by [MASK] in the intervened run: what does the model predict without them?"
 
     @property
     def targets(self) -> list[int]:
@@ -148,6 +158,7 @@ class MaskTokens(PickedTokens):
 class HideKeys(PickedTokens):
     kind: ClassVar[str] = "hide-keys"
     label: ClassVar[str] = "Hide the picked tokens from attention (keys)"
+    explanation: ClassVar[str] = "No query may attend to the picked tokens (in every layer); the tokens themselves stay in the input."
 
     def inputs(self, model: BertLab, tokens: Sequence[str]) -> InterventionInputs:
         n = len(tokens)
@@ -167,9 +178,11 @@ class LeftOnly(Intervention):
     """Every layer sees only the left context. ``sinks="symmetric"`` (default) lets every query see
     [CLS] and [SEP] (which see only themselves), so left-only and right-only differ in context, not
     in which attention sink they keep; ``sinks="strict"`` is the plain triangular mask."""
+    family: ClassVar[str] = "direction"
 
     kind: ClassVar[str] = "left-only"
     label: ClassVar[str] = "Left context only (every layer)"
+    explanation: ClassVar[str] = "Every query attends only to itself and the words on its left, as a left-to-right model would."
     direction: ClassVar[str] = "left-only"
     sinks: str = "symmetric"
 
@@ -191,6 +204,7 @@ class LeftOnly(Intervention):
 class RightOnly(LeftOnly):
     kind: ClassVar[str] = "right-only"
     label: ClassVar[str] = "Right context only (every layer)"
+    explanation: ClassVar[str] = "Every query attends only to itself and the words on its right."
     direction: ClassVar[str] = "right-only"
 
 
@@ -201,6 +215,7 @@ class LeftOnlyControl(LeftOnly):
 
     kind: ClassVar[str] = "left-only-control"
     label: ClassVar[str] = "Control: hide as many random keys as left-only"
+    explanation: ClassVar[str] = "Hides as many keys per query as left-only, chosen at random: tells direction from mere loss of context."
     seed: int = 0
 
     def inputs(self, model: BertLab, tokens: Sequence[str]) -> InterventionInputs:
@@ -213,6 +228,7 @@ class LeftOnlyControl(LeftOnly):
 class RightOnlyControl(LeftOnlyControl):
     kind: ClassVar[str] = "right-only-control"
     label: ClassVar[str] = "Control: hide as many random keys as right-only"
+    explanation: ClassVar[str] = "Hides as many keys per query as right-only, chosen at random: the control of right-only."
     direction: ClassVar[str] = "right-only"
 
 
@@ -245,9 +261,11 @@ class AblateHeads(Intervention):
     (``reference`` (layers, heads, d_head)), or by their output on another input: ``reference``
     (layers, heads, positions, d_head) aligned to this input, or a ``ResamplePool`` that draws one
     (resample ablation; positions never wrap)."""
+    family: ClassVar[str] = "heads"
 
     kind: ClassVar[str] = "ablate-heads"
     label: ClassVar[str] = "Ablate heads (zero, mean or resampled output)"
+    explanation: ClassVar[str] = "Replaces the named heads' outputs by zeros, their mean output, or their output on another sentence."
     heads: list[tuple[int, int]] = field(default_factory=list)  # 0-based (layer, head)
     mode: str = "zero"
     reference: torch.Tensor | ResamplePool | None = None
@@ -288,8 +306,10 @@ class AblateHeads(Intervention):
 @register
 @dataclass
 class ZeroPositions(Intervention):
+    family: ClassVar[str] = "positions"
     kind: ClassVar[str] = "zero-positions"
     label: ClassVar[str] = "Zero the position embeddings"
+    explanation: ClassVar[str] = "Sets every position embedding to zero: the model sees a bag of tokens."
 
     def inputs(self, model: BertLab, tokens: Sequence[str]) -> InterventionInputs:
         return InterventionInputs(edits={"bert.embeddings.hook_position": zero_edit})
@@ -298,8 +318,10 @@ class ZeroPositions(Intervention):
 @register
 @dataclass
 class ShufflePositions(Intervention):
+    family: ClassVar[str] = "positions"
     kind: ClassVar[str] = "shuffle-positions"
     label: ClassVar[str] = "Shuffle position ids (tokens kept)"
+    explanation: ClassVar[str] = "Gives the tokens a random permutation of position ids (the seed picks it); tokens stay in place."
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -328,6 +350,7 @@ class ShuffleWords(ShufflePositions):
 
     kind: ClassVar[str] = "shuffle-words"
     label: ClassVar[str] = "Shuffle the words (positions kept)"
+    explanation: ClassVar[str] = "Shuffles the words (or single WordPieces) into a random order; position ids stay 0, 1, 2, ..."
     unit: str = "words"
 
     def describe(self) -> str:
@@ -371,8 +394,10 @@ class ShuffleWords(ShufflePositions):
 @register
 @dataclass
 class ShiftPositions(Intervention):
+    family: ClassVar[str] = "positions"
     kind: ClassVar[str] = "shift-positions"
     label: ClassVar[str] = "Shift all position ids by k"
+    explanation: ClassVar[str] = "Adds k to every position id, as if the sentence started k tokens later."
     shift: int = 0
 
     def describe(self) -> str:
@@ -388,8 +413,11 @@ class ShiftPositions(Intervention):
 @register
 @dataclass
 class SinusoidalPositions(Intervention):
+    family: ClassVar[str] = "positions"
     kind: ClassVar[str] = "sinusoidal-positions"
     label: ClassVar[str] = "Sinusoidal instead of learned positions"
+    explanation: ClassVar[str] = ("Replaces the learned position embeddings by Vaswani et al.'s sinusoids, "
+                                  "each row rescaled to the learned row's norm.")
 
     def inputs(self, model: BertLab, tokens: Sequence[str]) -> InterventionInputs:
         table = scaled_sinusoidal(model, len(tokens))
@@ -400,9 +428,11 @@ class SinusoidalPositions(Intervention):
 @dataclass
 class RandomPositions(Intervention):
     """The control of the sinusoidal probe: random vectors with each learned row's norm."""
+    family: ClassVar[str] = "positions"
 
     kind: ClassVar[str] = "random-positions"
     label: ClassVar[str] = "Control: random position vectors of the same norms"
+    explanation: ClassVar[str] = "Random position vectors with the learned ones' norms: the control of the sinusoidal intervention."
     seed: int = 0
 
     def inputs(self, model: BertLab, tokens: Sequence[str]) -> InterventionInputs:

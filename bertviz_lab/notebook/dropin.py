@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..figures.attention import overview_figure
+from ..figures.base import fit_title
 from ..figures.payload import weights_payload
 from ..lab import Analysis, Lab
 from ..naming import unique_labels
@@ -122,7 +123,7 @@ def model_view(attention=None, tokens=None, sentence_b_start=None, prettify_toke
         if include_heads is not None:
             weights = weights[:, list(include_heads)]
         fig = overview_figure(weights)
-        fig["layout"]["title"]["text"] = f"{section.name + ': ' if section.name else ''}every layer and head"
+        fit_title(fig["layout"], f"{section.name + ': ' if section.name else ''}every layer and head")
         if display_mode == "dark":
             fig["layout"].update({"paper_bgcolor": "#111", "plot_bgcolor": "#111", "font": {"color": "#eee"}})
         figures.append(fig)

@@ -65,7 +65,22 @@
     },
     select: function (layer, head) { viewer.select(layer, head); syncServerViews(); return []; },
     filter: function (value) { viewer.filter(value); syncServerViews(); return []; },
-    redraw: function () { viewer.redraw(); }
+    redraw: function () { viewer.redraw(); },
+    // After an action: if its message says where the person must act (e.g. "Pick them under Mask tokens"),
+    // scroll that control into view and outline it for a moment.
+    point: function (messageSelector) {
+      var message = document.querySelector(messageSelector);
+      var text = message ? message.textContent : '';
+      var places = { 'under Mask tokens': '#token-picker' };
+      Object.keys(places).forEach(function (phrase) {
+        var target = text.indexOf(phrase) >= 0 && document.querySelector(places[phrase]);
+        if (!target) { return; }
+        target.scrollIntoView({ block: 'center' });
+        target.classList.add('bvl-pointed');
+        setTimeout(function () { target.classList.remove('bvl-pointed'); }, 2500);
+      });
+      return [];
+    }
   };
   // A tab's content is mounted when the tab is first opened, and Plotly needs a visible box: draw
   // whatever became visible (tab switches, first mount, Plotly arriving late).
