@@ -64,9 +64,11 @@ def test_switching_model_clears_every_view_of_the_old_one(tiny_app, tiny_lab):
     out = call(client, "load_model", tiny_lab.source, "cpu")
     assert "Press Run" in out["message"] and out["payload"] is None  # the page clears its heatmap and head view
     assert out["picker"]["choices"] == [] and out["pred_table"]["data"] in ([], [[]])
-    for name in ("overview_plot", "aggregates_plot", "summary_plot", "pred_plot", "lens_plot", "probe_plot",
-                 "offsets_plot"):
+    for name in ("overview_plot", "aggregates_plot", "summary_plot", "pred_plot", "lens_plot"):
         assert "Press Run" in out[name]["plot"], name  # no stale figure of the previous input
+    for name in ("probe_plot", "offsets_plot", "js_plot", "ablation_plot", "positions_plot", "patch_plot"):
+        assert out[name] is None, name  # interventions of the old model: emptied (the page hides empty plots)
+    assert out["probe_message"].startswith("Results appear here")
     skipped = call(client, "sync_view", 1, 1, False, False, "all", "attention", "aggregates")["notes"]
     assert skipped == {"__type__": "update"}  # nothing to draw, and no error
 
@@ -150,7 +152,7 @@ def test_score_heads_and_sentence_arcs_through_the_api(sharp_app, sharp_lab, tmp
     assert [row[column("best_head")] for row in table["data"]] == list(expected.best_head)
     assert [row[column("ci_low")] for row in table["data"]] == list(expected.ci_low.round(3))
     arcs = call(client, "syntax_arcs", 0, 2, 3, "")
-    assert "Layer 2, head 3 recovers" in arcs["syntax_arcs_text"] and "**nsubj**: cat → sat" in arcs["syntax_arcs_text"]
+    assert "Layer 2, head 3 recovers" in arcs["syntax_arcs_text"] and "**nsubj**: sat → cat" in arcs["syntax_arcs_text"]  # head → dependent
     # an uploaded file that is not CoNLL-U gives a message, not a crash
     bad = tmp_path / "bad.conllu"
     bad.write_text("this is not a treebank\n")

@@ -78,6 +78,7 @@ def test_a_new_run_or_a_refused_one_never_leaves_views_that_do_not_match(tiny_la
     says that the views still show the previous input."""
     from bertviz_lab.app import build_demo
     from bertviz_lab.app.state import Limits, Session
+    from bertviz_lab.app.tabs import EXPLAIN_HINT
 
     demo = build_demo(tiny_lab, limits=Limits(max_tokens=12))
     handlers, ui = demo.bvl_handlers, demo.bvl_handlers.ui
@@ -85,7 +86,7 @@ def test_a_new_run_or_a_refused_one_never_leaves_views_that_do_not_match(tiny_la
     handlers.analyze(TEXT, "", 5, session)
     assert handlers.neuron_view(session, 1, 1)[ui.neuron_html].startswith("<iframe")
     again = handlers.analyze("the dog ran", "", 5, session)
-    assert again[ui.neuron_html] == "" and again[ui.explain_message] == "" and len(again[ui.explain_table]) == 0
+    assert again[ui.neuron_html] == "" and again[ui.explain_message] == EXPLAIN_HINT and len(again[ui.explain_table]) == 0
     from bertviz_lab.app.events import RUN_OUTPUTS
 
     run = demo.bvl_gate.wrap(handlers.analyze, RUN_OUTPUTS)  # as the page's Run goes: through the budget

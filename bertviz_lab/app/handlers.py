@@ -148,7 +148,9 @@ class Handlers(InterventionHandlers, SyntaxHandlers):
             return {ui.summary_plot: plot(views.summary(shown))}
         if tab == "aggregates":
             return {ui.aggregates_plot: plot(views.aggregates(shown, o, layers))}
-        if tab == "predictions":
+        if tab == "predictions":  # nothing masked: the note above says so, and the empty plots hide
+            if not a.mlm:
+                return {ui.pred_plot: None, ui.lens_plot: None}
             return {ui.pred_plot: plot(views.predictions_figure(a.mlm, a.mlm_note)),
                     ui.lens_plot: plot(lens_figure(self.lens_of(session), a.mlm_note))}
         c = session.comparison

@@ -120,8 +120,8 @@ def build_view_tabs(ui: SimpleNamespace) -> None:
         ui.summary_plot = gr.Plot(label="Per-head statistics", elem_id="summary-plot")
     with gr.Tab(TAB_IDS["predictions"], id="predictions", elem_id="tab-predictions"):
         ui.nsp_md = gr.Markdown("")
-        ui.pred_plot = gr.Plot(label="Predictions", elem_id="pred-plot")
-        ui.lens_plot = gr.Plot(label="MLM lens", elem_id="lens-plot")
+        ui.pred_plot = gr.Plot(label="Predictions", elem_id="pred-plot", elem_classes=ON_USE)
+        ui.lens_plot = gr.Plot(label="MLM lens", elem_id="lens-plot", elem_classes=ON_USE)
         with gr.Row():
             ui.explain_btn = gr.Button("Why this word? Attribute the prediction to the context",
                                        elem_id="explain-btn")
@@ -132,7 +132,7 @@ def build_view_tabs(ui: SimpleNamespace) -> None:
                                               "erasure, AOPC, ERASER comprehensiveness and sufficiency",
                                         interactive=False, elem_id="explain-table", elem_classes=ON_USE)
         ui.pred_table = gr.Dataframe(pd.DataFrame(columns=views.PREDICTION_COLUMNS), label="Top-k predictions",
-                                     interactive=False, elem_id="pred-table")
+                                     interactive=False, elem_id="pred-table", elem_classes=ON_USE)
 
 
 def build_probe_controls(ui: SimpleNamespace) -> dict[str, bool]:
