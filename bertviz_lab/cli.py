@@ -834,7 +834,83 @@ def run_qk_space(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = (add_analyze, add_probe, add_faithfulness, add_qk_space,
+# ---- index / search (exBERT) ---------------------------------------------------------------
+def add_index(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("index", help="index every token of a treebank per layer, for corpus search (exBERT)")
+    p.add_argument("--conllu", type=Path, action="extend", nargs="+", default=None,
+                   help="CoNLL-U file(s) (default: the sample treebank); their POS and relations label the tokens")
+    p.add_argument("--out", type=Path, required=True, help="a folder for the index")
+    p.add_argument("--kind", choices=["embeddings", "contexts"], default="embeddings",
+                   help="hidden states after each layer, or the heads' outputs (exBERT's two searches)")
+    p.add_argument("--max-sentences", type=positive_int, default=None)
+    add_model_options(p)
+    p.set_defaults(func=run_index, model=None)
+
+
+def run_index(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from .bert import ORIGINAL_SOURCE
+    from .neighbours import build_index
+    from .resources import SAMPLE_TREEBANK
+    from .treebank import read_conllu
+
+    sentences = [s for path in (args.conllu or [SAMPLE_TREEBANK]) for s in read_conllu(path)]
+    sentences = sentences[:args.max_sentences] if args.max_sentences else sentences
+    lab = lab_from_args(args, args.model or ORIGINAL_SOURCE)  # representations: the published weights by default
+    with tqdm(total=len(sentences), desc=f"indexing {args.kind}", unit="sent") as bar:
+        index = build_index(lab, sentences, args.kind, progress=lambda done, total: bar.update(done - bar.n))
+    index.save(args.out)
+    print(f"indexed {index.vectors.shape[1]:,} tokens of {len(index.sentences):,} sentences ({args.kind}, layers 0-"
+          f"{index.layers}) with {index.model} into {args.out}")
+    return 0
+
+
+def add_search(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("search", help="the corpus tokens nearest to one token of a sentence at a layer (exBERT)")
+    p.add_argument("text", help="the sentence the token is in")
+    p.add_argument("--index", type=Path, required=True, help="a folder written by `bertviz-lab index`")
+    p.add_argument("--token", default=None, help="the token to search for (its first occurrence), e.g. bank")
+    p.add_argument("--position", type=int, default=None, help="or its position (0 = [CLS])")
+    p.add_argument("--layer", type=int, default=None, help="0 = embeddings, 1..L = after that layer (default: last)")
+    p.add_argument("--heads", default=None, help="contexts index: 1-based heads to compare, e.g. 3,9 (default: all)")
+    p.add_argument("-k", type=positive_int, default=10)
+    p.add_argument("--json", action="store_true")
+    add_model_options(p)
+    p.set_defaults(func=run_search, model=None)
+
+
+def run_search(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
+    from .neighbours import TokenIndex, check_same_weights, nearest, query_vector
+
+    index = TokenIndex.load(args.index)
+    lab = lab_from_args(args, args.model or index.source)
+    check_same_weights(lab, index)
+    tokens = lab.encode(args.text, truncate=True).tokens
+    if (args.token is None) == (args.position is None):
+        raise InputError("give --token or --position")
+    position = args.position
+    if args.token is not None:
+        matches = [i for i, t in enumerate(tokens) if t.lower() == args.token.lower()]  # uncased tokenizers lower it
+        if not matches:
+            raise InputError(f"{args.token!r} is not one of the tokens {tokens}")
+        position = matches[0]
+    layer = index.layers if args.layer is None else args.layer
+    heads = None if args.heads is None else [int(h) - 1 for h in args.heads.replace(" ", "").split(",") if h]
+    found = nearest(index, query_vector(lab, args.text, position, layer, index.kind), layer, args.k, heads)
+    if args.json:
+        print(json.dumps({"model": index.model, "kind": index.kind, "layer": layer, "position": position,
+                          "token": tokens[position], "neighbours": [asdict(n) for n in found]}))
+        return 0
+    print(f"{index.kind} at layer {layer} of {index.model}: nearest to {tokens[position]!r} (position {position})")
+    for n in found:
+        print(f"{n.rank:>3}  {n.score:.3f}  {n.upos:<6} {n.deprel:<12} {n.context}")
+    return 0
+
+
+COMMANDS = (add_analyze, add_probe, add_faithfulness, add_qk_space, add_index, add_search,
             add_compare, add_sweep, add_patch, add_positions, add_eval, add_eval_nsp,
             add_train, add_build_corpus)
 
@@ -846,6 +922,11 @@ EXAMPLES = {
                     "bertviz-lab score-heads --conllu en_ewt-ud-dev.conllu --conllu de_gsd-ud-dev.conllu --out results/ud"],
     "qk-space": ['bertviz-lab qk-space "The cat sat on the mat because it was tired." --layer 3 --head 9 --json',
                  "bertviz-lab qk-space --text-file sentences.txt --layer 2 --head 5 --similarity"],
+    "index": ["bertviz-lab index --out results/index-sample",
+              "bertviz-lab index --conllu en_ewt-ud-dev.conllu --kind contexts --out results/index-ewt"],
+    "search": ['bertviz-lab search "The bank raised the interest rate." --token bank --index results/index-sample',
+               'bertviz-lab search "The river bank flooded." --token bank --layer 3 --index results/index-ewt --heads 3,9 '
+               '--json'],
     "faithfulness": ["bertviz-lab faithfulness --max-sentences 50",
                      "bertviz-lab faithfulness --text-file sentences.txt --sources GlobEnc ALTI rollout --json"],
     "compare": ['bertviz-lab compare "The cat [MASK] on the mat." --intervention left-only --json',

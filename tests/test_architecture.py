@@ -16,7 +16,7 @@ TIERS = [
     {"bert"},
     {"lab"},
     {"attention", "sources", "export", "sentences", "treebank", "lens"},
-    {"interventions", "syntax", "mlm"},
+    {"interventions", "syntax", "mlm", "neighbours"},
     {"figures"},
     {"reports"},
     {"notebook", "app", "cli"},

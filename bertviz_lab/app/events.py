@@ -16,10 +16,10 @@ RUN_INPUTS = ("text", "pair", "top_k", "session", "layer", "head", "hide", "word
 # what belongs to one analysis and is drawn on request: cleared by every Run and model switch, so it
 # never stands beside an input it does not match
 ON_REQUEST = ("neuron_html", "explain_message", "explain_plot", "explain_table", "probe_message", "probe_plot", "js_plot",
-              "probe_changes", "offsets_plot", "direction_table", "ablation_plot")
+              "probe_changes", "offsets_plot", "direction_table", "ablation_plot", "search_message", "search_table")
 # what depends on the model but not on the input: cleared by a model switch
 MODEL_BOUND = ("set_table", "patch_plot", "positions_plot", "faith_table")
-RUN_OUTPUTS = ("session", "message", "payload", "picker", "layer", "head", "pred_table", "nsp_md", "notes",
+RUN_OUTPUTS = ("session", "message", "payload", "picker", "search_token", "layer", "head", "pred_table", "nsp_md", "notes",
                "source") + SERVER_PLOTS + tuple(name for name in ON_REQUEST if name not in SERVER_PLOTS)
 CONTROLS = ("layer", "head", "hide", "word", "pair_filter", "session", "source")
 TAB_OUTPUTS = ("session", "notes") + SERVER_PLOTS
@@ -30,7 +30,7 @@ SYNTAX_OUTPUTS = ("session", "syntax_message", "syntax_weights", "syntax_table",
 PROBE_OUTPUTS = ("session", "probe_message", "probe_plot", "js_plot", "probe_changes", "offsets_plot")
 STATE = ("session",)
 URL_OUTPUTS = RUN_OUTPUTS + ("text", "pair")
-MODEL_OUTPUTS = ("session", "message", "status", "weights_note", "payload", "picker", "pred_table") + SERVER_PLOTS \
+MODEL_OUTPUTS = ("session", "message", "status", "weights_note", "payload", "picker", "search_token", "pred_table") + SERVER_PLOTS \
     + tuple(name for name in ON_REQUEST if name not in SERVER_PLOTS) + MODEL_BOUND
 
 
@@ -86,6 +86,8 @@ EVENTS = (
     Event("explain_btn", "click", "explain", ("session",), ("explain_message", "explain_plot", "explain_table"),
           "explain"),
     Event("neuron_btn", "click", "neuron_view", ("session", "layer", "head"), ("neuron_html",), "neuron_view"),
+    Event("search_btn", "click", "search_tokens", ("session", "search_token", "layer", "head", "search_kind",
+                                                   "search_heads"), ("search_message", "search_table"), "search_tokens"),
     Event("load_btn", "click", "switch_model", ("model_box", "device_box", "session"), MODEL_OUTPUTS, "load_model"),
     Event("csv_btn", "click", "export_csv", STATE, ("export_file", "message"), "export_csv"),
     Event("npz_btn", "click", "export_npz", STATE, ("export_file", "message"), "export_npz"),
@@ -145,7 +147,7 @@ def api_outputs(api_name: str) -> tuple[str, ...]:
 MODEL_HANDLERS = {"analyze", "mask", "run_intervention", "run_directional", "run_ablation",
                   "run_positions", "run_position_controls", "run_directional_set", "run_ablation_set", "run_probe_set",
                   "run_patching", "run_faithfulness", "run_syntax", "syntax_arcs", "from_url", "toggles", "sync_view",
-                  "select_tab", "explain", "neuron_view"}
+                  "select_tab", "explain", "neuron_view", "search_tokens"}
 
 
 def handler_of(handlers: Any, name: str, gate: Any = None, outputs: tuple[str, ...] = ()):

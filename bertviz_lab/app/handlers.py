@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import html
 import re
+import threading
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -34,6 +35,7 @@ from ..resources import DEFAULT_MLM_HEAD
 from ..sources import layer_matrices, with_source
 from .events import SERVER_PLOTS
 from .intervention_handlers import InterventionHandlers
+from .search_handlers import SEARCH_COLUMNS, SEARCH_HINT, SearchHandlers
 from .state import LabCache, Limits, Session, TempFolder, plot, status_line, weights_note
 from .syntax_handlers import SyntaxHandlers
 from .tabs import EXAMPLES, EXPLAIN_EMPTY, EXPLAIN_HINT, PROBE_HINT, SERVER_TABS, TABS, WORK_TABS
@@ -76,7 +78,7 @@ def codes_route(payloads: TempFolder) -> Route:
     return Route(f"/{CODES_ROUTE}/{{name}}", codes, methods=["GET"])
 
 
-class Handlers(InterventionHandlers, SyntaxHandlers):
+class Handlers(InterventionHandlers, SyntaxHandlers, SearchHandlers):
     """Every UI event's handler, bound to the page's components and the shared model cache."""
 
     def __init__(self, ui: SimpleNamespace, cache: LabCache, startup: Lab, limits: Limits) -> None:
@@ -84,6 +86,8 @@ class Handlers(InterventionHandlers, SyntaxHandlers):
         self.exports = TempFolder("bertviz-lab-exports-", limits.export_age, max_bytes=limits.export_bytes,
                                   per_owner=limits.files_per_session)
         self.references: dict = {}  # (model, device) -> mean head outputs, for mean ablation
+        self.indexes: dict = {}  # (model, device, kind) -> the sample treebank's token index (corpus search)
+        self.index_lock = threading.Lock()
         self.payloads = TempFolder("bertviz-lab-payloads-", limits.payload_age, limits.payloads,
                                    max_bytes=limits.payload_bytes, per_owner=limits.files_per_session)
 
@@ -183,6 +187,7 @@ class Handlers(InterventionHandlers, SyntaxHandlers):
         return {
             ui.session: session, ui.message: message, ui.payload: {**self.payload(session), "scroll": True},
             ui.picker: gr.update(choices=views.token_choices(a), value=list(a.masked_positions)),
+            ui.search_token: gr.update(choices=views.token_choices(a), value=None),
             ui.layer: gr.update(maximum=lab.n_layers, value=o.layer + 1),
             ui.head: gr.update(maximum=lab.n_heads, value=o.head + 1),
             ui.pred_table: views.predictions_table(a), ui.nsp_md: self.prediction_notes(lab, a), ui.notes: "",
@@ -198,7 +203,8 @@ class Handlers(InterventionHandlers, SyntaxHandlers):
         return {ui.neuron_html: "", ui.explain_message: EXPLAIN_HINT, ui.explain_table: EXPLAIN_EMPTY,
                 ui.explain_plot: None, ui.probe_message: PROBE_HINT, ui.probe_plot: None, ui.js_plot: None,
                 ui.probe_changes: pd.DataFrame(columns=intervention_views.CHANGE_COLUMNS), ui.offsets_plot: None,
-                ui.direction_table: intervention_views.directional_table([]), ui.ablation_plot: None}
+                ui.direction_table: intervention_views.directional_table([]), ui.ablation_plot: None,
+                ui.search_message: SEARCH_HINT, ui.search_table: pd.DataFrame(columns=SEARCH_COLUMNS)}
 
     def cleared_with_model(self) -> Updates:
         """What the previous model computed over sentence sets (not this input): gone with a model switch."""
@@ -322,7 +328,8 @@ class Handlers(InterventionHandlers, SyntaxHandlers):
         empty = plot(empty_figure("Press Run to analyse with the new model"))
         return {ui.session: session, ui.message: f"Loaded {lab.name}. Press Run to analyse with it.",
                 ui.status: status_line(lab), ui.weights_note: weights_note(lab), ui.payload: None,
-                ui.picker: gr.update(choices=[], value=[]), ui.pred_table: views.predictions_table(None),
+                ui.picker: gr.update(choices=[], value=[]), ui.search_token: gr.update(choices=[], value=None),
+                ui.pred_table: views.predictions_table(None),
                 **{getattr(ui, name): empty for name in SERVER_PLOTS}, **self.cleared_on_request(),
                 **self.cleared_with_model()}
 

@@ -16,6 +16,7 @@ from ..figures import interventions as intervention_views
 from ..interventions import REGISTRY
 from ..lab import Lab
 from . import probe_controls
+from .search_handlers import SEARCH_COLUMNS, SEARCH_HINT
 from .state import Limits, Session, status_line, weights_note
 
 EXAMPLES = [
@@ -110,6 +111,19 @@ def build_view_tabs(ui: SimpleNamespace) -> None:
         with gr.Accordion("Neuron view: query and key vectors of one head (BertViz's third view)", open=False):
             ui.neuron_btn = gr.Button("Show the neuron view of the last analysis", elem_id="neuron-btn")
             ui.neuron_html = gr.HTML("", elem_id="neuron-view")
+        with gr.Accordion("Find similar tokens in a treebank (exBERT: nearest neighbours by layer)", open=False):
+            with gr.Row():
+                ui.search_token = gr.Dropdown(choices=[], label="Token of the analysed input", elem_id="search-token",
+                                              scale=2)
+                ui.search_kind = gr.Radio([("hidden state after the layer", "embeddings"),
+                                           ("heads' outputs (contexts)", "contexts")], value="embeddings",
+                                          label="Compare", elem_id="search-kind", scale=2)
+                ui.search_heads = gr.Radio(["all heads", "the chosen head"], value="all heads",
+                                           label="Heads (contexts)", elem_id="search-heads", scale=1)
+            ui.search_btn = gr.Button("Find similar tokens (layer from the Layer slider)", elem_id="search-btn")
+            ui.search_message = gr.Markdown(SEARCH_HINT, elem_id="search-message", elem_classes=["bvl-note"])
+            ui.search_table = gr.Dataframe(pd.DataFrame(columns=SEARCH_COLUMNS), interactive=False, wrap=True,
+                                           elem_id="search-table", elem_classes=ON_USE)
     with gr.Tab(TAB_IDS["overview"], id="overview", elem_id="tab-overview"):
         gr.Markdown("Click a thumbnail to open that head.")
         ui.overview_plot = gr.Plot(label="All layers and heads", elem_id="overview-plot")

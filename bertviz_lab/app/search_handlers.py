@@ -1,0 +1,68 @@
+"""Handlers of corpus search (mixed into ``Handlers``): exBERT's "find similar tokens" for a token
+of the last analysis, over the sample treebank indexed once per model, device and kind."""
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pandas as pd
+
+from ..figures.syntax import markdown_text
+from ..lab import InputError, Lab
+from ..naming import SPECIAL_TOKENS
+from ..neighbours import KINDS, TokenIndex, build_index, nearest, query_vector
+from ..resources import SAMPLE_TREEBANK
+from ..treebank import read_conllu
+from .state import Session
+from .validation import whole
+
+SEARCH_COLUMNS = ["rank", "similarity", "token", "POS", "relation", "in its sentence"]
+SEARCH_HINT = ("Choose a token of the analysed input and press *Find similar tokens*: the treebank's tokens whose "
+               "vectors after the chosen layer are nearest (cosine), with their part of speech and relation.")
+CORPUS = "the sample treebank (66 English sentences, UD-style labels)"
+
+
+class SearchHandlers:
+    ui: Any
+    indexes: dict  # (model, device, kind) -> TokenIndex over the sample treebank (Handlers.__init__ makes it)
+    index_lock: threading.Lock
+
+    def lab_of(self, session: Session) -> Lab:
+        raise NotImplementedError
+
+    def corpus_index(self, lab: Lab, kind: str) -> TokenIndex:
+        """The sample treebank's index for this model, built on first use (under a second on CPU)."""
+        key = (lab.source, str(lab.device), kind)
+        with self.index_lock:
+            if key not in self.indexes:
+                self.indexes[key] = build_index(lab, read_conllu(SAMPLE_TREEBANK), kind)
+            return self.indexes[key]
+
+    def search_tokens(self, session: Session, position: Any, layer: float, head: float, kind: str = "embeddings",
+                      heads: str = "all heads") -> dict:
+        ui = self.ui
+        a = session.analysis
+        if a is None:
+            return {ui.search_message: "⚠️ Press Run first: the search starts from a token of the analysed input."}
+        try:
+            if position in (None, ""):
+                raise InputError("choose a token of the analysed input first")
+            position = whole(position, "the token", 0, len(a.tokens) - 1)
+            if a.tokens[position] in SPECIAL_TOKENS:
+                raise InputError("choose a word piece, not [CLS] or [SEP] (they are not indexed)")
+            kind = kind if kind in KINDS else "embeddings"
+            lab = self.lab_of(session)
+            layer_number = whole(layer, "layer", 1, lab.n_layers)
+            chosen = None if kind == "embeddings" or heads != "the chosen head" else [whole(head, "head", 1, lab.n_heads) - 1]
+            index = self.corpus_index(lab, kind)
+            query = query_vector(lab, a.text, position, layer_number, kind, encoded=a.encoded())
+            found = nearest(index, query, layer_number, k=15, heads=chosen)
+        except InputError as error:
+            return {ui.search_message: f"⚠️ {error}"}
+        scope = "" if chosen is None else f", head {chosen[0] + 1} only"
+        message = (f"Nearest to **{markdown_text(a.tokens[position])}** (position {position}) after layer {layer_number} "
+                   f"({kind}{scope}) among {index.vectors.shape[1]:,} tokens of {CORPUS}: inner product of unit "
+                   f"vectors, as exBERT searches. Weights: {markdown_text(index.model)}.")
+        table = pd.DataFrame([(n.rank, n.score, n.token, n.upos, n.deprel, n.context) for n in found],
+                             columns=SEARCH_COLUMNS)
+        return {ui.search_message: message, ui.search_table: table}
