@@ -102,15 +102,20 @@ def head_vectors(lab: Lab, texts: Sequence[str], layer: int, head: int, batch_si
     if not (0 <= layer < lab.n_layers and 0 <= head < lab.n_heads):
         raise InputError(f"layer {layer + 1}, head {head + 1}: the model has {lab.n_layers} layers and "
                          f"{lab.n_heads} heads (1-based)")
-    queries, keys, points = [], [], []
     names = [layer_hook(layer, "q"), layer_hook(layer, "k")]
-    for start in range(0, len(texts), batch_size):
-        encoded = [lab.encode(t, truncate=True) for t in texts[start:start + batch_size]]
-        _, cache = lab.run(lab.batch_tensors(encoded), capture=names, compute_mlm=False)
+    encoded = [lab.encode(t, truncate=True) for t in texts]
+    order = sorted(range(len(texts)), key=lambda i: len(encoded[i].ids))  # batches of like lengths: little padding
+    found: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    for start in range(0, len(order), batch_size):
+        rows = order[start:start + batch_size]
+        _, cache = lab.run(lab.batch_tensors([encoded[i] for i in rows]), capture=names, compute_mlm=False)
         q, k = cache[names[0]][:, head].float().cpu(), cache[names[1]][:, head].float().cpu()  # (batch, t, d)
-        for row, enc in enumerate(encoded):
-            n = len(enc.ids)
-            queries.append(q[row, :n].numpy())
-            keys.append(k[row, :n].numpy())
-            points += [{"sentence": start + row, "position": i, "token": tok} for i, tok in enumerate(enc.tokens)]
+        for row, i in enumerate(rows):
+            n = len(encoded[i].ids)
+            found[i] = (q[row, :n].numpy(), k[row, :n].numpy())
+    queries, keys, points = [], [], []
+    for i, enc in enumerate(encoded):  # back in the sentences' order
+        queries.append(found[i][0])
+        keys.append(found[i][1])
+        points += [{"sentence": i, "position": p, "token": tok} for p, tok in enumerate(enc.tokens)]
     return np.concatenate(queries), np.concatenate(keys), points
