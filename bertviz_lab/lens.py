@@ -14,12 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
 
 from .bert import layer_hook
-from .lab import Analysis, InputError, Lab
+from .lab import Analysis, Encoded, InputError, Lab
 
 
 @dataclass
@@ -98,24 +99,51 @@ def queries_and_keys_of(model, input_ids: torch.Tensor, token_type_ids: torch.Te
 def head_vectors(lab: Lab, texts: Sequence[str], layer: int, head: int, batch_size: int = 32
                  ) -> tuple[np.ndarray, np.ndarray, list[dict]]:
     """One head's queries and keys over sentences (layer and head 0-based): (points, head_dim) each,
-    and one record per point (sentence, position, token), the same for queries and keys."""
+    and one record per point (sentence, position, token, segment, value_norm), the same for queries and keys."""
+    return head_vectors_encoded(lab, [lab.encode(t, truncate=True) for t in texts], layer, head, batch_size)
+
+
+def head_vectors_of_sentences(lab: Lab, sentences: Sequence[Any], layer: int, head: int, batch_size: int = 32
+                              ) -> tuple[np.ndarray, np.ndarray, list[dict]]:
+    """The same over treebank sentences (``treebank.Sentence``, a unit of the same tier, so not imported
+    here): each point also carries its word's UPOS and relation
+    (every piece of a word its word's); sentences longer than the model takes are left out."""
+    encoded, kept = [], []
+    for s in sentences:
+        enc = lab.encode_words(s.words)
+        if len(enc.ids) <= lab.max_tokens:
+            encoded.append(enc)
+            kept.append(s)
+    queries, keys, points = head_vectors_encoded(lab, encoded, layer, head, batch_size)
+    for p in points:
+        s, word = kept[p["sentence"]], encoded[p["sentence"]].word_ids[p["position"]]
+        p["upos"] = s.upos[word] if word is not None and s.upos else "special"
+        p["deprel"] = s.relations[word] if word is not None else "special"
+    return queries, keys, points
+
+
+def head_vectors_encoded(lab: Lab, encoded: Sequence[Encoded], layer: int, head: int, batch_size: int = 32
+                         ) -> tuple[np.ndarray, np.ndarray, list[dict]]:
     if not (0 <= layer < lab.n_layers and 0 <= head < lab.n_heads):
         raise InputError(f"layer {layer + 1}, head {head + 1}: the model has {lab.n_layers} layers and "
                          f"{lab.n_heads} heads (1-based)")
-    names = [layer_hook(layer, "q"), layer_hook(layer, "k")]
-    encoded = [lab.encode(t, truncate=True) for t in texts]
-    order = sorted(range(len(texts)), key=lambda i: len(encoded[i].ids))  # batches of like lengths: little padding
-    found: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    if not encoded:
+        raise InputError("no sentence to embed")
+    names = [layer_hook(layer, "q"), layer_hook(layer, "k"), layer_hook(layer, "v")]
+    order = sorted(range(len(encoded)), key=lambda i: len(encoded[i].ids))  # batches of like lengths: little padding
+    found: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
     for start in range(0, len(order), batch_size):
         rows = order[start:start + batch_size]
         _, cache = lab.run(lab.batch_tensors([encoded[i] for i in rows]), capture=names, compute_mlm=False)
-        q, k = cache[names[0]][:, head].float().cpu(), cache[names[1]][:, head].float().cpu()  # (batch, t, d)
+        q, k, v = (cache[n][:, head].float().cpu() for n in names)  # each (batch, t, d)
+        norms = v.norm(dim=-1)  # (batch, t): the value vector's size, what the head can pass on (Kobayashi 2020)
         for row, i in enumerate(rows):
             n = len(encoded[i].ids)
-            found[i] = (q[row, :n].numpy(), k[row, :n].numpy())
+            found[i] = (q[row, :n].numpy(), k[row, :n].numpy(), norms[row, :n].numpy())
     queries, keys, points = [], [], []
     for i, enc in enumerate(encoded):  # back in the sentences' order
         queries.append(found[i][0])
         keys.append(found[i][1])
-        points += [{"sentence": i, "position": p, "token": tok} for p, tok in enumerate(enc.tokens)]
+        points += [{"sentence": i, "position": p, "token": tok, "segment": int(enc.segment_ids[p]),
+                    "value_norm": float(found[i][2][p])} for p, tok in enumerate(enc.tokens)]
     return np.concatenate(queries), np.concatenate(keys), points

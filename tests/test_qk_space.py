@@ -4,6 +4,7 @@ import json
 
 import numpy as np
 import pytest
+from browser import browser  # noqa: F401  (fixture)
 
 from bertviz_lab.attention.qk_space import head_similarity, joint_embedding, normalise
 from bertviz_lab.lens import head_vectors, queries_and_keys
@@ -50,8 +51,26 @@ def test_head_vectors_are_the_models_queries_and_keys(tiny_lab):
     n = len(analysis.tokens)
     np.testing.assert_allclose(q[:n], queries[1, 2], atol=1e-5)
     np.testing.assert_allclose(k[:n], keys[1, 2], atol=1e-5)
-    assert points[0] == {"sentence": 0, "position": 0, "token": "[CLS]"} and points[n]["sentence"] == 1
+    assert {key: points[0][key] for key in ("sentence", "position", "token", "segment")} == \
+        {"sentence": 0, "position": 0, "token": "[CLS]", "segment": 0} and points[n]["sentence"] == 1
     assert len(points) == len(q) == len(k) == n + 5
+    from bertviz_lab.bert import layer_hook
+
+    _, cache = tiny_lab.run(tiny_lab.batch_tensors([analysis.encoded()]), capture=[layer_hook(1, "v")])
+    values = cache[layer_hook(1, "v")][0, 2].float()  # (tokens, head_dim): the head's value vectors
+    np.testing.assert_allclose([p["value_norm"] for p in points[:n]], values.norm(dim=-1).numpy(), rtol=1e-5)
+
+
+def test_treebank_points_carry_their_words_labels(tiny_lab):
+    from bertviz_lab.lens import head_vectors_of_sentences
+    from bertviz_lab.treebank import Sentence
+
+    sentence = Sentence(["Dogs", "bark"], [2, 0], ["nsubj", "root"], ["NOUN", "VERB"])
+    _, _, points = head_vectors_of_sentences(tiny_lab, [sentence], 0, 0)
+    labels = [(p["token"], p["upos"], p["deprel"]) for p in points]
+    assert labels[0] == ("[CLS]", "special", "special") and labels[-1] == ("[SEP]", "special", "special")
+    words = tiny_lab.encode_words(sentence.words)
+    assert [x[1:] for x in labels[1:-1]] == [(sentence.upos[w], sentence.relations[w]) for w in words.word_ids[1:-1]]
 
 
 def test_head_similarity_is_zero_for_identical_heads_and_symmetric():
@@ -76,3 +95,54 @@ def test_cli_gives_points_and_the_similarity_matrix(tiny_folder, tmp_path, capsy
     kinds = [p["kind"] for p in out["points"]]
     assert kinds.count("query") == kinds.count("key") == 5 + 8 and out["sentences"] == 2
     assert np.array(out["head_similarity"]).shape == (8, 8)  # 2 layers x 4 heads
+
+
+def test_the_app_draws_the_qk_space_and_head_similarity(tiny_lab):
+    import json
+
+    from bertviz_lab.app import build_demo
+    from bertviz_lab.app.qk_handlers import QK_HINT
+    from bertviz_lab.app.state import Session
+
+    demo = build_demo(tiny_lab)
+    handlers, ui = demo.bvl_handlers, demo.bvl_handlers.ui
+    session = Session(model=tiny_lab.source, device="cpu")
+    assert "press Run first" in handlers.qk_space(session, 1, 1)[ui.qk_message]
+    handlers.analyze("the big cat sat on the mat", "", 5, session)
+    out = handlers.qk_space(session, 2, 1, "input", "value_norm")
+    fig = json.loads(out[ui.qk_plot]["plot"] if isinstance(out[ui.qk_plot], dict) else out[ui.qk_plot].plot)
+    queries, keys = fig["data"]
+    n = len(tiny_lab.encode("the big cat sat on the mat").ids)
+    assert len(queries["x"]) == len(keys["x"]) == n and "value-vector norm" in fig["layout"]["title"]["text"]
+    by_pos = handlers.qk_space(session, 2, 1, "sample", "upos")
+    legend = {t["name"] for t in json.loads(by_pos[ui.qk_plot].plot)["data"]}
+    assert {"queries: NOUN", "keys: VERB", "queries: special"} <= legend  # one entry per part of speech
+    assert "part of speech comes from a treebank" in handlers.qk_space(session, 2, 1, "input", "upos")[ui.qk_message]
+    sim = json.loads(handlers.qk_similarity(session, "sample")[ui.qk_sim_plot].plot)["data"][0]
+    heads = tiny_lab.n_layers * tiny_lab.n_heads
+    assert len(sim["z"]) == heads and sim["customdata"][0][heads - 1] == [tiny_lab.n_layers - 1, tiny_lab.n_heads - 1]
+    assert handlers.analyze("a dog", "", 5, session)[ui.qk_message] == QK_HINT  # a new input clears them
+
+
+def test_clicking_the_head_similarity_opens_that_head(browser, tiny_app, tiny_lab):  # noqa: F811
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(tiny_app)
+    page.wait_for_selector("#single-plot .bvl-heatmap[data-draws]", state="attached", timeout=30000)
+    page.get_by_role("tab", name="Head view").click()
+    page.get_by_text("Query–key space of the chosen head").click()
+    page.click("#qk-btn")
+    page.wait_for_selector("#qk-plot .main-svg", timeout=60000)
+    assert "queries and" in page.locator("#qk-message").inner_text()
+    page.click("#qk-sim-btn")
+    page.wait_for_selector("#qk-similarity .nsewdrag", timeout=60000)
+    page.wait_for_function("document.querySelector('#qk-similarity .js-plotly-plot').dataset.bvlPending === '0'")
+    n = tiny_lab.n_layers * tiny_lab.n_heads
+    page.locator("#qk-similarity .nsewdrag").first.scroll_into_view_if_needed()
+    box = page.locator("#qk-similarity .nsewdrag").first.bounding_box()
+    column = n - 1  # the last head: layer L, head H
+    page.mouse.click(box["x"] + (column + 0.5) / n * box["width"], box["y"] + 0.5 / n * box["height"])
+    expected = f"Layer {tiny_lab.n_layers}, head {tiny_lab.n_heads}"
+    page.wait_for_function(f"document.querySelector('#single-plot .gtitle') && "
+                           f"document.querySelector('#single-plot .gtitle').textContent === '{expected}'",
+                           timeout=30000)
+    page.close()

@@ -16,7 +16,8 @@ RUN_INPUTS = ("text", "pair", "top_k", "session", "layer", "head", "hide", "word
 # what belongs to one analysis and is drawn on request: cleared by every Run and model switch, so it
 # never stands beside an input it does not match
 ON_REQUEST = ("neuron_html", "explain_message", "explain_plot", "explain_table", "probe_message", "probe_plot", "js_plot",
-              "probe_changes", "offsets_plot", "direction_table", "ablation_plot", "search_message", "search_table")
+              "probe_changes", "offsets_plot", "direction_table", "ablation_plot", "search_message", "search_table",
+              "qk_message", "qk_plot", "qk_sim_plot")
 # what depends on the model but not on the input: cleared by a model switch
 MODEL_BOUND = ("set_table", "patch_plot", "positions_plot", "faith_table")
 RUN_OUTPUTS = ("session", "message", "payload", "picker", "search_token", "layer", "head", "pred_table", "nsp_md", "notes",
@@ -88,6 +89,10 @@ EVENTS = (
     Event("neuron_btn", "click", "neuron_view", ("session", "layer", "head"), ("neuron_html",), "neuron_view"),
     Event("search_btn", "click", "search_tokens", ("session", "search_token", "layer", "head", "search_kind",
                                                    "search_heads"), ("search_message", "search_table"), "search_tokens"),
+    Event("qk_btn", "click", "qk_space", ("session", "layer", "head", "qk_set", "qk_color"), ("qk_message", "qk_plot"),
+          "qk_space", ONE_TREEBANK_AT_A_TIME),
+    Event("qk_sim_btn", "click", "qk_similarity", ("session", "qk_set"), ("qk_message", "qk_sim_plot"),
+          "head_similarity", ONE_TREEBANK_AT_A_TIME),
     Event("load_btn", "click", "switch_model", ("model_box", "device_box", "session"), MODEL_OUTPUTS, "load_model"),
     Event("csv_btn", "click", "export_csv", STATE, ("export_file", "message"), "export_csv"),
     Event("npz_btn", "click", "export_npz", STATE, ("export_file", "message"), "export_npz"),
@@ -147,7 +152,7 @@ def api_outputs(api_name: str) -> tuple[str, ...]:
 MODEL_HANDLERS = {"analyze", "mask", "run_intervention", "run_directional", "run_ablation",
                   "run_positions", "run_position_controls", "run_directional_set", "run_ablation_set", "run_probe_set",
                   "run_patching", "run_faithfulness", "run_syntax", "syntax_arcs", "from_url", "toggles", "sync_view",
-                  "select_tab", "explain", "neuron_view", "search_tokens"}
+                  "select_tab", "explain", "neuron_view", "search_tokens", "qk_space", "qk_similarity"}
 
 
 def handler_of(handlers: Any, name: str, gate: Any = None, outputs: tuple[str, ...] = ()):

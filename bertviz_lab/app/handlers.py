@@ -35,6 +35,7 @@ from ..resources import DEFAULT_MLM_HEAD
 from ..sources import layer_matrices, with_source
 from .events import SERVER_PLOTS
 from .intervention_handlers import InterventionHandlers
+from .qk_handlers import QK_HINT, QkHandlers
 from .search_handlers import SEARCH_COLUMNS, SEARCH_HINT, SearchHandlers
 from .state import LabCache, Limits, Session, TempFolder, plot, status_line, weights_note
 from .syntax_handlers import SyntaxHandlers
@@ -78,7 +79,7 @@ def codes_route(payloads: TempFolder) -> Route:
     return Route(f"/{CODES_ROUTE}/{{name}}", codes, methods=["GET"])
 
 
-class Handlers(InterventionHandlers, SyntaxHandlers, SearchHandlers):
+class Handlers(InterventionHandlers, SyntaxHandlers, SearchHandlers, QkHandlers):
     """Every UI event's handler, bound to the page's components and the shared model cache."""
 
     def __init__(self, ui: SimpleNamespace, cache: LabCache, startup: Lab, limits: Limits) -> None:
@@ -204,7 +205,8 @@ class Handlers(InterventionHandlers, SyntaxHandlers, SearchHandlers):
                 ui.explain_plot: None, ui.probe_message: PROBE_HINT, ui.probe_plot: None, ui.js_plot: None,
                 ui.probe_changes: pd.DataFrame(columns=intervention_views.CHANGE_COLUMNS), ui.offsets_plot: None,
                 ui.direction_table: intervention_views.directional_table([]), ui.ablation_plot: None,
-                ui.search_message: SEARCH_HINT, ui.search_table: pd.DataFrame(columns=SEARCH_COLUMNS)}
+                ui.search_message: SEARCH_HINT, ui.search_table: pd.DataFrame(columns=SEARCH_COLUMNS),
+                ui.qk_message: QK_HINT, ui.qk_plot: None, ui.qk_sim_plot: None}
 
     def cleared_with_model(self) -> Updates:
         """What the previous model computed over sentence sets (not this input): gone with a model switch."""

@@ -13,9 +13,11 @@ from ..attention import PAIR_FILTERS
 from ..bert import available_devices
 from ..figures import analysis as views
 from ..figures import interventions as intervention_views
+from ..figures.qk import COLOURINGS
 from ..interventions import REGISTRY
 from ..lab import Lab
 from . import probe_controls
+from .qk_handlers import QK_HINT, QK_SETS
 from .search_handlers import SEARCH_COLUMNS, SEARCH_HINT
 from .state import Limits, Session, status_line, weights_note
 
@@ -57,6 +59,9 @@ def build_header(ui: SimpleNamespace, lab: Lab, allowed: list[str], session_ttl:
     ui.status = gr.Markdown(status_line(lab), elem_id="status")
     ui.payload = gr.JSON(visible=False)  # what views.js draws from (figures/payload.py)
     ui.sync_btn = gr.Button("sync", visible="hidden", elem_id="sync-views")  # views.js: server-drawn views follow
+    # figure_tools.js writes "layer,head,time" here when an overview thumbnail or a head-similarity cell is clicked;
+    # outside every tab, so it is in the page whichever tab is open (Gradio mounts a tab's content when shown)
+    ui.overview_pick = gr.Textbox(visible="hidden", elem_id="overview-pick")
     ui.view_tab = gr.Textbox(visible=False)  # API callers may name the tab sync_view draws; the page leaves it ""
 
 
@@ -111,6 +116,19 @@ def build_view_tabs(ui: SimpleNamespace) -> None:
         with gr.Accordion("Neuron view: query and key vectors of one head (BertViz's third view)", open=False):
             ui.neuron_btn = gr.Button("Show the neuron view of the last analysis", elem_id="neuron-btn")
             ui.neuron_html = gr.HTML("", elem_id="neuron-view")
+        with gr.Accordion("Query–key space of the chosen head, and how alike the heads attend (AttentionViz)",
+                          open=False):
+            with gr.Row():
+                ui.qk_set = gr.Radio([(label, key) for key, label in QK_SETS.items()], value="input",
+                                     label="Sentences", elem_id="qk-set")
+                ui.qk_color = gr.Radio([(label, key) for key, label in COLOURINGS.items()], value="position",
+                                       label="Colour by", elem_id="qk-color")
+            with gr.Row():
+                ui.qk_btn = gr.Button("Show the query–key space (head from the sliders)", elem_id="qk-btn")
+                ui.qk_sim_btn = gr.Button("How alike do the heads attend?", elem_id="qk-sim-btn")
+            ui.qk_message = gr.Markdown(QK_HINT, elem_id="qk-message", elem_classes=["bvl-note"])
+            ui.qk_plot = gr.Plot(label="Query–key space", elem_id="qk-plot", elem_classes=ON_USE)
+            ui.qk_sim_plot = gr.Plot(label="Head similarity", elem_id="qk-similarity", elem_classes=ON_USE)
         with gr.Accordion("Find similar tokens in a treebank (exBERT: nearest neighbours by layer)", open=False):
             with gr.Row():
                 ui.search_token = gr.Dropdown(choices=[], label="Token of the analysed input", elem_id="search-token",
@@ -127,7 +145,6 @@ def build_view_tabs(ui: SimpleNamespace) -> None:
     with gr.Tab(TAB_IDS["overview"], id="overview", elem_id="tab-overview"):
         gr.Markdown("Click a thumbnail to open that head.")
         ui.overview_plot = gr.Plot(label="All layers and heads", elem_id="overview-plot")
-        ui.overview_pick = gr.Textbox(visible="hidden", elem_id="overview-pick")
     with gr.Tab(TAB_IDS["aggregates"], id="aggregates", elem_id="tab-aggregates"):
         ui.aggregates_plot = gr.Plot(label="Aggregates", elem_id="aggregates-plot")
     with gr.Tab(TAB_IDS["summary"], id="summary", elem_id="tab-summary"):

@@ -6,42 +6,65 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..naming import head_name
-from .base import SEQUENTIAL, Figure, figure
+from .base import HEAD_COLOURS, SEQUENTIAL, Figure, figure
+
+COLOURINGS = {"position": "position", "sentence": "sentence", "segment": "token type (sentence A / B)",
+              "upos": "part of speech (treebank)", "value_norm": "value-vector norm ||v||"}
+CATEGORICAL = ("segment", "upos")
 
 
 def qk_figure(coords: np.ndarray, points: Sequence[dict], layer: int, head: int, method: str = "pca",
               color_by: str = "position") -> Figure:
     """Queries (circles) and keys (triangles) of one head in one 2-D space (layer and head 0-based):
-    after AttentionViz's key translation and scaling, a query lies near the keys it attends to."""
-    if color_by not in ("position", "sentence"):
-        raise ValueError("color_by must be 'position' or 'sentence'")
+    after AttentionViz's key translation and scaling, a query lies near the keys it attends to.
+    Coloured by position, sentence or value-vector norm (a scale), or by token type or part of
+    speech (one legend entry per value, queries and keys alike)."""
+    if color_by not in COLOURINGS:
+        raise ValueError(f"color_by must be one of {', '.join(COLOURINGS)}")
+    if points and color_by not in points[0]:
+        raise ValueError(f"these points have no {color_by!r} (part of speech needs treebank sentences)")
     n = len(points)
-    values = [p[color_by] for p in points]
     text = [f"{p['token']} (sentence {p['sentence'] + 1}, position {p['position']})" for p in points]
     traces = []
-    for kind, rows, symbol in (("query", slice(0, n), "circle"), ("key", slice(n, 2 * n), "triangle-up")):
-        xy = coords[rows]
-        traces.append({"type": "scattergl", "mode": "markers", "name": f"{kind}s", "x": xy[:, 0].tolist(),
-                       "y": xy[:, 1].tolist(), "text": text,
-                       "marker": {"symbol": symbol, "size": 7, "color": values, "colorscale": "Viridis",
-                                  "showscale": kind == "query", "colorbar": {"title": {"text": color_by}}},
-                       "hovertemplate": f"{kind}: %{{text}}<extra></extra>"})
+    for kind, plural, offset, symbol in (("query", "queries", 0, "circle"), ("key", "keys", n, "triangle-up")):
+        if color_by in CATEGORICAL:
+            values = [("A" if p["segment"] == 0 else "B") if color_by == "segment" else p["upos"] for p in points]
+            for i, value in enumerate(sorted(set(values))):
+                rows = [j for j, v in enumerate(values) if v == value]
+                traces.append(_scatter(coords, rows, offset, text, kind, symbol, {"color": HEAD_COLOURS[i % 16]},
+                                       f"{plural}: {value}", legendgroup=value))
+        else:
+            values = [p[color_by] for p in points]
+            marker = {"color": values, "colorscale": "Viridis", "showscale": kind == "query",
+                      "colorbar": {"title": {"text": COLOURINGS[color_by]}}}
+            traces.append(_scatter(coords, list(range(n)), offset, text, kind, symbol, marker, plural))
     sentences = 1 + max(p["sentence"] for p in points) if points else 0
     layout = {"title": {"text": f"Head {head_name(layer, head)} (layer-head): queries and keys in one space ({method.upper()}, keys "
-                                f"translated and scaled as AttentionViz does; {sentences} sentence(s))"},
+                                f"translated and scaled as AttentionViz does; {sentences} sentence(s); colour: "
+                                f"{COLOURINGS[color_by]})"},
               "height": 620, "xaxis": {"zeroline": False}, "yaxis": {"zeroline": False, "scaleanchor": "x"},
               "legend": {"orientation": "h"}}
     return figure(traces, layout, f"qk-space-{head_name(layer, head)}")
 
 
+def _scatter(coords: np.ndarray, rows: list[int], offset: int, text: list[str], kind: str, symbol: str,
+             marker: dict, name: str, **extra) -> dict:
+    xy = coords[[offset + r for r in rows]]
+    return {"type": "scattergl", "mode": "markers", "name": name, "x": xy[:, 0].tolist(), "y": xy[:, 1].tolist(),
+            "text": [text[r] for r in rows], "marker": {"symbol": symbol, "size": 7, **marker},
+            "hovertemplate": f"{kind}: %{{text}}<extra></extra>", **extra}
+
+
 def head_similarity_figure(divergence: np.ndarray, layers: int, heads: int, sentences: int) -> Figure:
     """Heads x heads Jensen–Shannon divergence of their attention (dark = alike)."""
     labels = [head_name(i // heads, i % heads) for i in range(layers * heads)]
+    opens = [[[j // heads, j % heads] for j in range(layers * heads)] for _ in range(layers * heads)]
     trace = {"type": "heatmap", "z": divergence.tolist(), "x": labels, "y": labels, "colorscale": SEQUENTIAL,
+             "customdata": opens,  # (layer, head) of the column, 0-based: the page opens it on a click
              "reversescale": True, "zmin": 0, "colorbar": {"title": {"text": "JS (nats)"}},
              "hovertemplate": "%{y} vs %{x}: JS %{z:.3f}<extra></extra>"}
     layout = {"title": {"text": f"How alike the heads attend: Jensen–Shannon divergence, mean over {sentences} "
-                                f"sentence(s) (dark = alike)"},
+                                f"sentence(s) (dark = alike; click a cell to open its column's head)"},
               "height": 760, "xaxis": {"type": "category", "tickangle": -90}, "yaxis": {"type": "category",
                                                                                         "autorange": "reversed"}}
     return figure([trace], layout, "head-similarity")

@@ -3,7 +3,8 @@
 // Gradio, so we patch it the moment it is assigned to window.Plotly.
 (function () {
   function attachPicker(gd) {
-    if (!gd || gd.__bvlPicker || !gd.closest || !gd.closest('#overview-plot')) return;
+    // the overview's thumbnails and the head-similarity matrix's cells carry (layer, head) to open
+    if (!gd || gd.__bvlPicker || !gd.closest || !gd.closest('#overview-plot, #qk-similarity')) return;
     gd.__bvlPicker = true;
     gd.on('plotly_click', function (ev) {
       var pt = ev && ev.points && ev.points[0];

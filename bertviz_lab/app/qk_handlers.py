@@ -1,0 +1,88 @@
+"""Handlers of the query–key space (mixed into ``Handlers``): one head's queries and keys in one
+2-D space over this input or a sentence set (AttentionViz), and how alike the heads attend, whose
+click opens a head (static/figure_tools.js sends it to ``pick`` like an overview thumbnail)."""
+from __future__ import annotations
+
+from typing import Any
+
+from ..attention.qk_space import head_similarity, joint_embedding
+from ..figures.qk import COLOURINGS, head_similarity_figure, qk_figure
+from ..lab import InputError, Lab
+from ..lens import head_vectors, head_vectors_encoded, head_vectors_of_sentences
+from ..resources import SAMPLE_TREEBANK
+from ..sentences import heldout_lines
+from ..treebank import read_conllu
+from .state import Session, plot
+from .validation import whole
+
+QK_SETS = {"input": "this input", "sample": "the sample treebank (66 sentences)",
+           "heldout": "200 held-out lines"}
+QK_HINT = ("Press *Show the query–key space* for the head chosen with the sliders, or *How alike do the heads "
+           "attend?* for every pair of heads (click a cell to open its head).")
+
+
+def sentence_attentions(lab: Lab, texts: list[str], batch_size: int = 32) -> list:
+    """Each sentence's (layers, heads, tokens, tokens) attention, in batches of like lengths (patterns only)."""
+    encoded = [lab.encode(t, truncate=True) for t in texts]
+    order = sorted(range(len(texts)), key=lambda i: len(encoded[i].ids))
+    out: dict = {}
+    for start in range(0, len(order), batch_size):
+        rows = order[start:start + batch_size]
+        _, cache = lab.run(lab.batch_tensors([encoded[i] for i in rows]), compute_mlm=False)
+        attention = lab.attention_of(cache).float().cpu().numpy()  # (batch, layers, heads, query, key)
+        for row, i in enumerate(rows):
+            n = len(encoded[i].ids)
+            out[i] = attention[row, :, :, :n, :n]
+    return [out[i] for i in range(len(texts))]
+
+
+class QkHandlers:
+    ui: Any
+
+    def lab_of(self, session: Session) -> Lab:
+        raise NotImplementedError
+
+    def qk_points(self, lab: Lab, session: Session, which: str, layer: int, head: int):
+        if which == "input":
+            if session.analysis is None:
+                raise InputError("press Run first, or choose a sentence set")
+            return head_vectors_encoded(lab, [session.analysis.encoded()], layer, head)
+        if which == "sample":
+            return head_vectors_of_sentences(lab, read_conllu(SAMPLE_TREEBANK), layer, head)
+        return head_vectors(lab, heldout_lines()[:200], layer, head)
+
+    def qk_space(self, session: Session, layer: float, head: float, which: str = "input",
+                 color_by: str = "position") -> dict:
+        ui = self.ui
+        try:
+            lab = self.lab_of(session)
+            layer_i, head_i = whole(layer, "layer", 1, lab.n_layers) - 1, whole(head, "head", 1, lab.n_heads) - 1
+            which = which if which in QK_SETS else "input"
+            if color_by == "upos" and which != "sample":
+                raise InputError("part of speech comes from a treebank: choose the sample treebank")
+            queries, keys, points = self.qk_points(lab, session, which, layer_i, head_i)
+            fig = qk_figure(joint_embedding(queries, keys), points, layer_i, head_i,
+                            color_by=color_by if color_by in COLOURINGS else "position")
+        except (InputError, ValueError) as error:
+            return {ui.qk_message: f"⚠️ {error}"}
+        return {ui.qk_message: f"{len(points):,} queries and {len(points):,} keys of head {layer_i + 1}-{head_i + 1} "
+                               f"from {QK_SETS[which]}; weights: {lab.name}.", ui.qk_plot: plot(fig)}
+
+    def qk_similarity(self, session: Session, which: str = "input") -> dict:
+        ui = self.ui
+        try:
+            lab = self.lab_of(session)
+            which = which if which in QK_SETS else "input"
+            if which == "input":
+                if session.analysis is None:
+                    raise InputError("press Run first, or choose a sentence set")
+                attentions = [session.analysis.attention]
+            else:
+                texts = ([s.text for s in read_conllu(SAMPLE_TREEBANK)] if which == "sample"
+                         else heldout_lines()[:200])
+                attentions = sentence_attentions(lab, texts)
+        except InputError as error:
+            return {ui.qk_message: f"⚠️ {error}"}
+        fig = head_similarity_figure(head_similarity(attentions), lab.n_layers, lab.n_heads, len(attentions))
+        return {ui.qk_message: f"Heads compared over {QK_SETS[which]}; weights: {lab.name}. Click a cell to open "
+                               "the head of its column.", ui.qk_sim_plot: plot(fig)}
