@@ -5,13 +5,14 @@ from .lab import Analysis, InputError, InputTooLong, Lab, load
 
 __version__ = "0.1.0"
 __all__ = ["Analysis", "BertConfig", "BertLab", "CheckpointError", "DeviceError", "InputError",
-           "InputTooLong", "Lab", "available_devices", "figure", "head_view", "load", "model_view", "resolve_device", "show"]
+           "InputTooLong", "Lab", "available_devices", "figure", "head_similarity", "head_view", "load", "model_view",
+           "qk_space", "resolve_device", "show"]
 
 
 def __getattr__(name: str):
-    """``figure``, ``head_view``, ``model_view`` and ``show`` (the notebook layer) load on first use,
+    """``figure``, ``head_view``, ``model_view``, ``show``, ``qk_space`` and ``head_similarity`` (the notebook layer) load on first use,
     so scripts and Ray workers that never draw do not import them."""
-    if name in ("figure", "head_view", "model_view", "show"):
+    if name in ("figure", "head_view", "model_view", "show", "qk_space", "head_similarity"):
         from . import notebook
 
         return getattr(notebook, name)

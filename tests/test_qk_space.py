@@ -146,3 +146,20 @@ def test_clicking_the_head_similarity_opens_that_head(browser, tiny_app, tiny_la
                            f"document.querySelector('#single-plot .gtitle').textContent === '{expected}'",
                            timeout=30000)
     page.close()
+
+
+def test_notebook_qk_space_and_head_similarity(tiny_lab):
+    import bertviz_lab
+    from bertviz_lab.resources import SAMPLE_TREEBANK
+    from bertviz_lab.treebank import read_conllu
+
+    analysis = tiny_lab.analyze("the big cat sat on the mat")
+    fig = bertviz_lab.qk_space(tiny_lab, analysis, layer=2, head=1, color_by="segment")
+    assert [t.name for t in fig.data] == ["queries: A", "keys: A"] and len(fig.data[0].x) == len(analysis.tokens)
+    tagged = bertviz_lab.qk_space(tiny_lab, read_conllu(SAMPLE_TREEBANK)[:5], color_by="upos")
+    assert any(t.name == "keys: NOUN" for t in tagged.data)
+    similarity = bertviz_lab.head_similarity(tiny_lab, ["the cat sat", "a dog ran"])
+    heads = tiny_lab.n_layers * tiny_lab.n_heads
+    assert np.asarray(similarity.data[0].z).shape == (heads, heads)
+    with pytest.raises(ValueError, match="1-based"):
+        bertviz_lab.qk_space(tiny_lab, analysis, layer=0)

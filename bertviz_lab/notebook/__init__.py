@@ -2,6 +2,7 @@
 interactive output (``show``), and a BertViz drop-in (``head_view``, ``model_view``) for any
 model's attention. Nothing here needs a server of ours or the network."""
 from .dropin import head_view, model_view, show
-from .views import analysis_figure, comparison_figure, figure, syntax_figure
+from .views import analysis_figure, comparison_figure, figure, head_similarity, qk_space, syntax_figure
 
-__all__ = ["analysis_figure", "comparison_figure", "figure", "head_view", "model_view", "show", "syntax_figure"]
+__all__ = ["analysis_figure", "comparison_figure", "figure", "head_similarity", "head_view", "model_view", "qk_space",
+           "show", "syntax_figure"]

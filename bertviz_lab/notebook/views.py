@@ -6,13 +6,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..attention.qk_space import head_similarity as similarity
+from ..attention.qk_space import joint_embedding
 from ..figures import analysis as views
 from ..figures import interventions as intervention_views
+from ..figures import qk as qk_views
 from ..figures import syntax as syntax_views
 from ..figures.base import Figure
 from ..interventions import Comparison
-from ..lab import Analysis
+from ..lab import Analysis, Lab
+from ..lens import head_vectors, head_vectors_encoded, head_vectors_of_sentences
 from ..syntax.summary import SyntaxSummary
+from ..treebank import Sentence
 
 ANALYSIS_FIGURES = ("single-head", "overview", "head-view", "aggregates", "summary", "predictions")
 COMPARISON_FIGURES = ("comparison", "divergence", "offsets")
@@ -91,3 +96,35 @@ def figure(obj: Analysis | Comparison | SyntaxSummary, kind: str | None = None, 
     if isinstance(obj, SyntaxSummary):
         return syntax_figure(obj, kind or "best-heads", **options)
     raise TypeError(f"cannot draw a {type(obj).__name__}: pass an Analysis, a Comparison or a SyntaxSummary")
+
+
+def _points(lab: Lab, sentences: Any, layer: int, head: int):
+    """Queries, keys and points of one head (0-based) over an Analysis, texts or treebank Sentences."""
+    if isinstance(sentences, Analysis):
+        return head_vectors_encoded(lab, [sentences.encoded()], layer, head)
+    items = list(sentences)
+    if items and isinstance(items[0], Sentence):
+        return head_vectors_of_sentences(lab, items, layer, head)
+    return head_vectors(lab, [str(s) for s in items], layer, head)
+
+
+def qk_space(lab: Lab, sentences: Any, layer: int = 1, head: int = 1, color_by: str = "position",
+             method: str = "pca"):
+    """One head's queries and keys in one 2-D space (AttentionViz's key translation and scaling),
+    over an analysis, a list of texts or treebank sentences (their parts of speech: ``color_by="upos"``);
+    ``layer`` and ``head`` are 1-based. ``color_by``: position, sentence, segment, upos or value_norm."""
+    if not (1 <= layer <= lab.n_layers and 1 <= head <= lab.n_heads):
+        raise ValueError(f"layer and head are 1-based: layer 1-{lab.n_layers}, head 1-{lab.n_heads}")
+    queries, keys, points = _points(lab, sentences, layer - 1, head - 1)
+    return plotly_figure(qk_views.qk_figure(joint_embedding(queries, keys, method), points, layer - 1, head - 1,
+                                            method, color_by))
+
+
+def head_similarity(lab: Lab, sentences: Any):
+    """Heads x heads Jensen–Shannon divergence of their attention over an analysis or a list of texts."""
+    if isinstance(sentences, Analysis):
+        attentions = [sentences.attention]
+    else:
+        attentions = [lab.analyze(str(s), truncate=True).attention for s in sentences]
+    return plotly_figure(qk_views.head_similarity_figure(similarity(attentions), lab.n_layers, lab.n_heads,
+                                                         len(attentions)))
