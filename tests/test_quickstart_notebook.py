@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from browser import browser  # noqa: F401  (fixture)
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "docs" / "quickstart.ipynb"
 
@@ -18,7 +19,7 @@ def test_quickstart_notebook_is_committed_without_outputs():
 
 
 @pytest.mark.timeout(600)
-def test_quickstart_notebook_runs_and_shows_figures(tmp_path, monkeypatch):
+def test_quickstart_notebook_runs_and_shows_figures(tmp_path, monkeypatch, browser):  # noqa: F811
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
 
@@ -42,6 +43,7 @@ def test_quickstart_notebook_runs_and_shows_figures(tmp_path, monkeypatch):
     assert len(figure_cells) == 4
     for i in figure_cells:
         assert "application/vnd.plotly.v1+json" in kinds[i], (sources[i], kinds[i])
+        assert "text/html" in kinds[i], (sources[i], kinds[i])  # what classic Notebook, Colab and nbconvert show
     viewer_cells = [i for i, s in sources.items() if "bertviz_lab.show(" in s or s.rstrip().endswith("])")]
     assert len(viewer_cells) == 2
     for i in viewer_cells:
@@ -49,3 +51,20 @@ def test_quickstart_notebook_runs_and_shows_figures(tmp_path, monkeypatch):
         assert "BvlViewer" in html and "cdn" not in html.lower().split("bvlviewer")[0][-2000:]
     first = "".join(o.get("text", "") for o in outputs[1])
     assert "[MASK]" in first  # the tokens were printed
+    # exported with nbconvert to one offline HTML page (no kernel, no network), every figure draws
+    nbconvert = pytest.importorskip("nbconvert")
+    page_html, _ = nbconvert.HTMLExporter().from_notebook_node(nb)
+    assert page_html.count("window.PlotlyConfig") <= 1 or page_html.count("plotly.js v") == 1  # plotly.js once
+    exported = tmp_path / "quickstart.html"
+    exported.write_text(page_html, encoding="utf-8")
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.route("**/*", lambda route: route.abort() if not route.request.url.startswith("file:") else route.continue_())
+    page.goto(exported.as_uri())
+    drawn = len(figure_cells) + 2 * len(viewer_cells)  # each viewer: its heatmap and the overview below it
+    page.wait_for_function(f"document.querySelectorAll('.js-plotly-plot .main-svg').length >= {drawn}", timeout=60000)
+    page.wait_for_function(f"document.querySelectorAll('.bvl-headview canvas').length >= {len(viewer_cells)}",
+                           timeout=60000)
+    for title in ("Layer 4, head 7", "Best head per relation"):
+        assert page.locator(".gtitle", has_text=title).count() >= 1, title
+    page.close()
+

@@ -25,12 +25,43 @@ SYNTAX_FIGURES = ("best-heads", "relation", "uuas", "statistics")
 
 
 def plotly_figure(fig: Figure):
-    """A ``plotly.graph_objects.Figure`` of one of our figure dicts (typed arrays kept as they are)."""
-    import plotly.graph_objects as go
-
-    out = go.Figure(data=fig["data"], layout=fig["layout"])
+    """A ``plotly.graph_objects.Figure`` of one of our figure dicts (typed arrays kept as they are) that
+    also renders where Plotly's mimetype does not: see ``notebook_figure_class``."""
+    out = notebook_figure_class()(data=fig["data"], layout=fig["layout"])
     out._config = dict(fig.get("config", {}))  # noqa: SLF001  (PNG button options, as in the app)
     return out
+
+
+_FIGURE_CLASS = None
+
+
+def notebook_figure_class():
+    """``go.Figure`` whose notebook output carries Plotly's JSON mimetype (JupyterLab, VS Code) *and*
+    an HTML rendering with plotly.js inlined once per kernel (every output on Colab), so classic
+    Notebook, Colab and nbconvert's offline HTML export draw it too; a plain ``go.Figure`` under the
+    default renderer gives only the mimetype, which an exported page shows blank."""
+    global _FIGURE_CLASS
+    if _FIGURE_CLASS is None:
+        import plotly.graph_objects as go
+        import plotly.io as pio
+
+        from .widget import plotly_script
+
+        class NotebookFigure(go.Figure):
+            def _repr_mimebundle_(self, include=None, exclude=None, validate=True, **kwargs):
+                bundle = pio.renderers["plotly_mimetype"].to_mimebundle(self.to_dict())
+                html = pio.to_html(self, include_plotlyjs=False, full_html=False, config=self._config,
+                                   validate=validate)
+                bundle["text/html"] = plotly_script("once") + html
+                return bundle
+
+            def _ipython_display_(self):  # Plotly's own would show only its default renderer's output
+                from IPython.display import display
+
+                display(self._repr_mimebundle_(), raw=True)
+
+        _FIGURE_CLASS = NotebookFigure
+    return _FIGURE_CLASS
 
 
 def _options(analysis: Analysis, layer: int, head: int, **display: Any) -> views.ViewOptions:
