@@ -41,13 +41,18 @@ def draw(browser, page_html, tmp_path, name):  # noqa: F811
     errors = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.goto(path.as_uri())
-    page.wait_for_selector(".bvl-heatmap[data-draws] .gtitle", timeout=20000)
+    page.wait_for_selector(".bvl-headview[data-lines]", timeout=20000)
     assert not errors, errors
     return page
 
 
 def title(page):
-    return page.locator(".bvl-heatmap .gtitle").first.text_content()
+    """The head view's layer line: "Layer 2 · heads:" (with the section: "Cross: Layer 1 · heads:")."""
+    return page.locator(".bvl-hv-layer").first.text_content().split(" · ")[0]
+
+
+def weights(page, layer, head):
+    return np.array(page.evaluate(f"document.querySelector('.bvl-headview').__bvlViewer.matrix({layer}, {head})"))
 
 
 def test_drop_in_on_bert_gpt2_and_t5_attentions(browser, hf_attentions, tmp_path):  # noqa: F811
@@ -55,15 +60,17 @@ def test_drop_in_on_bert_gpt2_and_t5_attentions(browser, hf_attentions, tmp_path
     tokens = ["[CLS]", "the", "cat", "sat", "[SEP]", "it", "slept", "[SEP]"]
     out = bertviz_lab.head_view(hf_attentions["bert"], tokens, sentence_b_start=5, layer=1, heads=[0, 2],
                                 html_action="return")
+    assert out.data.startswith('<meta charset="utf-8">') and "plotly.js v" not in out.data  # light: no plotly.js
     page = draw(browser, out, tmp_path, "bert")
-    assert title(page) == "Layer 2, head 1"
+    assert title(page) == "Layer 2"
     assert page.get_attribute(".bvl-headview", "data-heads") == "1,3"
     a = hf_attentions["bert"][1][0].numpy()  # (heads, q, k) of layer 2
-    assert int(page.get_attribute(".bvl-headview", "data-lines")) == int((a[[0, 2]] >= 0.01).sum())
-    z = page.evaluate("document.querySelector('.bvl-heatmap').calcdata[0][0].z.map(r => Array.from(r))")
-    np.testing.assert_allclose(z, a[0], atol=a[0].max() / 65535)
+    shown = weights(page, 1, 0)
+    np.testing.assert_allclose(shown, a[0], atol=a[0].max() / 127 / 2 + 1e-7)  # 7-bit codes, rounded
+    assert int(page.get_attribute(".bvl-headview", "data-lines")) == int((np.stack([shown, weights(page, 1, 2)])
+                                                                          >= 0.01).sum())
     page.select_option(".bvl-nb-filter", "A->B")
-    page.wait_for_function("document.querySelector('.bvl-caption').textContent.includes('sentence A queries')")
+    page.wait_for_function("document.querySelector('.bvl-hv-note').textContent.includes('sentence A queries')")
     assert len(page.locator(".bvl-hv-left").all()) == 5 and len(page.locator(".bvl-hv-right").all()) == 3
     page.close()
 
@@ -71,9 +78,9 @@ def test_drop_in_on_bert_gpt2_and_t5_attentions(browser, hf_attentions, tmp_path
     out = bertviz_lab.head_view(hf_attentions["gpt2"], ["ĠThe", "Ġcat", "Ġsat", "Ġon", "Ġit"], html_action="return")
     page = draw(browser, out, tmp_path, "gpt2")
     page.locator(".bvl-nb-layer").fill("3")
-    page.wait_for_function("document.querySelector('.bvl-heatmap .gtitle').textContent === 'Layer 3, head 1'")
-    z = np.array(page.evaluate("document.querySelector('.bvl-heatmap').calcdata[0][0].z.map(r => Array.from(r))"))
-    assert np.allclose(np.triu(z, 1), 0)  # nothing above the diagonal
+    page.wait_for_function("document.querySelector('.bvl-headview').getAttribute('data-layer') === '3'")
+    assert title(page) == "Layer 3"
+    assert np.allclose(np.triu(weights(page, 2, 0), 1), 0)  # nothing above the diagonal
     assert page.locator(".bvl-hv-left").first.text_content() == "The"  # prettified
     page.close()
 
@@ -83,22 +90,45 @@ def test_drop_in_on_bert_gpt2_and_t5_attentions(browser, hf_attentions, tmp_path
                                 encoder_tokens=["▁a", "▁b", "▁c", "▁d", "</s>"], decoder_tokens=["<pad>", "▁x", "▁y"],
                                 html_action="return")
     page = draw(browser, out, tmp_path, "t5")
-    assert title(page) == "Encoder: Layer 1, head 1"
+    assert title(page) == "Encoder: Layer 1"
     page.select_option(".bvl-nb-section", label="Cross")
-    page.wait_for_function("document.querySelector('.bvl-heatmap .gtitle').textContent === 'Cross: Layer 1, head 1'")
-    shape = page.evaluate("(() => { const z = document.querySelector('.bvl-heatmap').calcdata[0][0].z;"
-                          " return [z.length, z[0].length]; })()")
-    assert shape == [3, 5]  # decoder queries x encoder keys
+    page.wait_for_function("document.querySelector('.bvl-hv-layer').textContent.startsWith('Cross: Layer 1')")
+    assert weights(page, 0, 0).shape == (3, 5)  # decoder queries x encoder keys
     page.close()
 
 
-def test_model_view_draws_every_layer_and_head(browser, hf_attentions, tmp_path):  # noqa: F811
+def test_model_view_draws_every_layer_and_head_on_one_ground(browser, hf_attentions, tmp_path):  # noqa: F811
     tokens = ["[CLS]", "the", "cat", "sat", "[SEP]", "it", "slept", "[SEP]"]
     out = bertviz_lab.model_view(hf_attentions["bert"], tokens, html_action="return")
     page = draw(browser, out, tmp_path, "model")
-    page.wait_for_selector(".bvl-nb-figure-0 .main-svg")
-    assert "every layer and head" in page.locator(".bvl-nb-figure-0 .gtitle").text_content()
+    page.wait_for_selector(".bvl-nb-thumbs[data-drawn]")
+    assert page.locator(".bvl-nb-thumb").count() == 2 * 4  # layers x heads
+    assert page.locator(".bvl-nb.bvl-dark").count() == 1  # BertViz's default: dark, the whole output
+    page.locator(".bvl-nb-thumb[data-layer='1'][data-head='3']").click()  # opens layer 2, head 4 above
+    page.wait_for_function("document.querySelector('.bvl-headview').getAttribute('data-layer') === '2'")
+    assert page.get_attribute(".bvl-headview", "data-heads") == "4"
     page.close()
+    out = bertviz_lab.model_view(hf_attentions["bert"], tokens, display_mode="light", include_layers=[1],
+                                 include_heads=[0, 2], html_action="return")
+    page = draw(browser, out, tmp_path, "model-light")
+    page.wait_for_selector(".bvl-nb-thumbs[data-drawn]")
+    assert page.locator(".bvl-nb.bvl-dark").count() == 0
+    assert page.locator(".bvl-nb-thumb").count() == 2 and page.locator(".bvl-nb-thumb-layer").all_text_contents() == ["L2"]
+    page.close()
+
+
+def test_dropin_is_light_at_64_tokens_and_12_by_12_heads(minilm_lab):
+    """BertViz-sized: <= 300 KB for 12 layers x 12 heads at 64 tokens (real attention, MiniLM's six layers twice)."""
+    words = ("the quick brown fox jumps over the lazy dog while a small bird sings in the old oak tree near the "
+             "river and children play football in the park " * 3).split()
+    text = " ".join(words)
+    while len(minilm_lab.encode(text).ids) > 64:
+        text = text.rsplit(" ", 1)[0]
+    a = minilm_lab.analyze(text)
+    twelve = np.concatenate([a.attention, a.attention[::-1]])  # (12, 12, 64, 64)
+    for view in (bertviz_lab.head_view, bertviz_lab.model_view):
+        page = view([layer[None] for layer in twelve], a.tokens, html_action="return").data
+        assert len(page.encode("utf-8")) <= 300 * 1024, (view.__name__, len(page.encode("utf-8")))
 
 
 @pytest.mark.parametrize("view", ["head_view", "model_view"])
@@ -126,7 +156,8 @@ def test_analysis_figures_and_show(browser, tiny_lab, tmp_path):  # noqa: F811
     with pytest.raises(ValueError, match="unknown figure"):
         bertviz_lab.figure(a, "nope")
     page = draw(browser, bertviz_lab.show(a, layer=2, head=3, html_action="return"), tmp_path, "show")
-    assert title(page) == "Layer 2, head 3"
+    page.wait_for_selector(".bvl-heatmap[data-draws] .gtitle", timeout=20000)  # show() keeps the heatmap
+    assert page.locator(".bvl-heatmap .gtitle").first.text_content() == "Layer 2, head 3"
     page.close()
 
 

@@ -36,14 +36,32 @@ def quantise(weights: np.ndarray, bits: int) -> tuple[bytes, np.ndarray]:  # lit
     return scaled.astype("<u2" if bits == 16 else np.uint8).tobytes(), scales.astype(np.float64)
 
 
+LIGHT_LEVELS = 127  # the drop-in's codes: 7 bits, deflated (a weight to within 0.4 % of its head's largest)
+
+
+def light_codes(weights: np.ndarray) -> tuple[bytes, np.ndarray]:
+    """(deflated 7-bit codes, per-head scales) of (layers, heads, q, k) weights: BertViz-sized pages
+    (~250 KB for 12 x 12 heads at 64 tokens) that the page inflates with DecompressionStream."""
+    import zlib
+
+    scales = weights.max(axis=(-1, -2)).astype(np.float32)  # (layers, heads)
+    scales[scales <= 0] = 1.0
+    codes = np.rint(weights * (LIGHT_LEVELS / scales)[..., None, None]).astype(np.uint8)
+    return zlib.compress(codes.tobytes(), 9), scales.astype(np.float64)
+
+
 def dequantise(payload: dict[str, Any], codes_bytes: bytes) -> np.ndarray:
     """The weights a payload and its codes carry, (layers, heads, q, k) float32: what the page draws."""
     dtype = "<u2" if payload["bits"] == 16 else np.uint8
+    if payload.get("compressed") == "deflate":
+        import zlib
+
+        codes_bytes = zlib.decompress(codes_bytes)
     nq, nk = len(payload["labels"]), len(payload.get("key_labels", payload["labels"]))
     codes = np.frombuffer(codes_bytes, dtype=dtype)
     codes = codes.reshape(payload["layers"], payload["heads"], nq, nk).astype(np.float32)
     scales = np.asarray(payload["scales"], dtype=np.float32)[..., None, None]
-    return codes * scales / (2 ** payload["bits"] - 1)
+    return codes * scales / payload.get("levels", 2 ** payload["bits"] - 1)
 
 
 def heatmap_template(labels: list[str], bits: int) -> Figure:
@@ -72,21 +90,24 @@ def view_payload(analysis: Analysis, layer: int, head: int, hide_special: bool, 
 def weights_payload(weights: np.ndarray, labels: list[str], segments: Sequence[int], layer: int = 0, head: int = 0,
                     pair_filter: str = "all", notes: Sequence[str] = (), source_label: str = "", model: str = "",
                     key_labels: list[str] | None = None, key_segments: Sequence[int] | None = None,
-                    title_prefix: str = "") -> tuple[dict[str, Any], bytes]:
+                    title_prefix: str = "", light: bool = False) -> tuple[dict[str, Any], bytes]:
     """Any (layers, heads, query, key) weights with their row labels (and column labels when the
-    attention is rectangular, e.g. cross-attention) as a payload and its codes."""
+    attention is rectangular, e.g. cross-attention) as a payload and its codes; ``light``: the
+    drop-in's deflated 7-bit codes (``light_codes``) instead of 16- or 8-bit ones."""
     layers, heads, nq, nk = weights.shape  # (layers, heads, query, key)
-    bits = 16 if max(nq, nk) <= CODE16_MAX_TOKENS else 8
-    codes, scales = quantise(np.asarray(weights, dtype=np.float32), bits)
+    bits = 8 if light else 16 if max(nq, nk) <= CODE16_MAX_TOKENS else 8
+    codes, scales = (light_codes if light else lambda w: quantise(w, bits))(np.asarray(weights, dtype=np.float32))
     meta = {
         "version": 1, "id": uuid.uuid4().hex, "model": model, "source_label": source_label, "title_prefix": title_prefix,
         "layers": layers, "heads": heads, "layer": int(layer), "head": int(head), "pair_filter": pair_filter,
         "labels": list(labels), "short": [short_label(lab) for lab in labels], "segments": list(segments),
         "bits": bits, "scales": scales.round(8).tolist(), "codes_bytes": len(codes), "notes": list(notes),
-        "heatmap": heatmap_template(list(labels), bits),
+        "heatmap": None if light else heatmap_template(list(labels), bits),
         "height": {"min": MAIN_HEIGHT[0], "max": MAIN_HEIGHT[1], "base": 150, "row": 22},
         "head_view_max_tokens": HEAD_VIEW_MAX_TOKENS, "head_colours": HEAD_COLOURS,
     }
+    if light:
+        meta.update({"levels": LIGHT_LEVELS, "compressed": "deflate"})
     if key_labels is not None:
         meta.update({"key_labels": list(key_labels), "key_short": [short_label(lab) for lab in key_labels],
                      "key_segments": list(key_segments if key_segments is not None else [0] * len(key_labels))})

@@ -17,8 +17,6 @@ from typing import Any
 
 import numpy as np
 
-from ..figures.attention import overview_figure
-from ..figures.base import fit_title
 from ..figures.payload import weights_payload
 from ..lab import Analysis, Lab
 from ..naming import unique_labels
@@ -53,7 +51,7 @@ def prettify(tokens: Sequence[str]) -> list[str]:
 
 def _section(name: str, attention: Any, rows: Sequence[str], columns: Sequence[str] | None, layer: int | None,
              heads: Sequence[int] | None, include_layers: Sequence[int] | None, sentence_b_start: int | None,
-             prettify_tokens: bool) -> Section:
+             prettify_tokens: bool, light: bool = True) -> Section:
     weights = as_array(attention)
     if include_layers is not None:
         weights = weights[list(include_layers)]
@@ -70,7 +68,9 @@ def _section(name: str, attention: Any, rows: Sequence[str], columns: Sequence[s
     row_labels = unique_labels(rows, list(range(nq)))
     key_labels = None if cols is None else unique_labels(cols, list(range(nk)))
     meta, codes = weights_payload(weights, row_labels, segments, layer=start, head=min(heads or [0]),
-                                  key_labels=key_labels, title_prefix=f"{name}: " if name else "")
+                                  key_labels=key_labels, title_prefix=f"{name}: " if name else "", light=light)
+    if include_layers is not None:
+        meta["layer_names"] = [f"L{int(i) + 1}" for i in include_layers]
     if heads:
         meta["heads_shown"] = sorted({int(h) for h in heads})
     return Section(name, meta, codes, weights)
@@ -99,36 +99,33 @@ def _sections(attention, tokens, sentence_b_start, prettify_tokens, layer, heads
 def head_view(attention=None, tokens=None, sentence_b_start=None, prettify_tokens=True, layer=None, heads=None,
               encoder_attention=None, decoder_attention=None, cross_attention=None, encoder_tokens=None,
               decoder_tokens=None, include_layers=None, html_action="view"):
-    """BertViz's ``head_view``: the single-head heatmap and the head view with layer/head
-    controls, head toggles and token hover; "return" gives an object whose ``.data`` is the HTML.
+    """BertViz's ``head_view``: the head view with layer/head controls, head toggles and token hover,
+    as a light page (no plotly.js; deflated 7-bit weights, ~250 KB at 64 tokens x 12 x 12 heads);
+    "return" gives an object whose ``.data`` is the HTML.
     ``layer`` and ``heads`` are 0-based, as in BertViz: the drop-ins are the one documented exception
     to bertviz-lab's 1-based layers and heads."""
     sections = _sections(attention, tokens, sentence_b_start, prettify_tokens, layer, heads, encoder_attention,
                          decoder_attention, cross_attention, encoder_tokens, decoder_tokens, include_layers)
-    page = viewer_html(sections, include_plotlyjs=True if html_action == "return" else "once",
-                       pair=sentence_b_start is not None)
+    page = viewer_html(sections, pair=sentence_b_start is not None, light=True)
     return display_or_return(page, html_action)
 
 
 def model_view(attention=None, tokens=None, sentence_b_start=None, prettify_tokens=True, display_mode="dark",
                encoder_attention=None, decoder_attention=None, cross_attention=None, encoder_tokens=None,
                decoder_tokens=None, include_layers=None, include_heads=None, html_action="view"):
-    """BertViz's ``model_view``: every layer and head at a glance (one small image, not layers x
-    heads SVGs), above the interactive single-head and head view of the same attention."""
+    """BertViz's ``model_view``: every layer and head at a glance (a small image each; a click opens
+    it in the head view above), on one dark or light ground (``display_mode``), ``include_layers``
+    and ``include_heads`` honoured; no plotly.js."""
     sections = _sections(attention, tokens, sentence_b_start, prettify_tokens, None, None, encoder_attention,
                          decoder_attention, cross_attention, encoder_tokens, decoder_tokens, include_layers)
-    figures = []
-    for section in sections:
-        weights = section.weights  # already as array, include_layers applied
-        if include_heads is not None:
-            weights = weights[:, list(include_heads)]
-        fig = overview_figure(weights)
-        fit_title(fig["layout"], f"{section.name + ': ' if section.name else ''}every layer and head")
-        if display_mode == "dark":
-            fig["layout"].update({"paper_bgcolor": "#111", "plot_bgcolor": "#111", "font": {"color": "#eee"}})
-        figures.append(fig)
-    page = viewer_html(sections, figures=figures, include_plotlyjs=True if html_action == "return" else "once",
-                       pair=sentence_b_start is not None)
+    if include_heads is not None:
+        for section in sections:
+            section.meta["thumb_heads"] = sorted({int(h) for h in include_heads})
+            section.meta["head"] = section.meta["thumb_heads"][0]
+    if display_mode not in ("dark", "light"):
+        raise ValueError("display_mode must be 'dark' or 'light', as in BertViz")
+    page = viewer_html(sections, pair=sentence_b_start is not None, light=True, thumbnails=True,
+                       dark=display_mode == "dark")
     return display_or_return(page, html_action)
 
 

@@ -19,7 +19,15 @@ from ..resources import STATIC
 _PLOTLY_SENT = False  # plotly.js already went into an output of this kernel
 
 CSS = """
-.bvl-nb {font-family: DejaVu Sans, Arial, sans-serif; font-size: 13px; color: #111}
+.bvl-nb {font-family: DejaVu Sans, Arial, sans-serif; font-size: 13px; color: #111; padding: 4px}
+.bvl-nb.bvl-dark {background: #111; color: #eee}
+.bvl-dark .bvl-hv-token {color: #eee} .bvl-dark .bvl-hv-token:hover, .bvl-dark .bvl-hv-token.focus {background: #333}
+.bvl-dark .bvl-hv-set, .bvl-dark select {background: #222; color: #eee}
+.bvl-dark .bvl-hv-head:not(.on) {background: #222 !important; color: #eee}
+.bvl-dark .bvl-hv-note, .bvl-dark .bvl-caption {color: #aaa}
+.bvl-nb-thumbs {margin-top: 8px} .bvl-nb-thumb-row {display: flex; align-items: center; gap: 3px; margin: 3px 0}
+.bvl-nb-thumb-layer {width: 2.5em; font-size: 11px}
+.bvl-nb-thumb {width: 56px; height: 56px; image-rendering: pixelated; cursor: pointer; border: 1px solid #8884}
 .bvl-nb-controls {display: flex; flex-wrap: wrap; gap: 14px; align-items: center; margin: 4px 0 8px}
 .bvl-nb-controls input[type=range] {width: 140px; vertical-align: middle}
 .bvl-nb .bvl-caption {color: #555; font-size: 0.9em; min-height: 1.2em}
@@ -45,8 +53,49 @@ GLUE = """
     layer.max = s.meta.layers; head.max = s.meta.heads;
     layer.value = s.meta.layer + 1; head.value = s.meta.head + 1;
     label();
-    viewer.show(s.meta, window.BvlViewer.fromBase64(s.meta, s.codes));
+    window.BvlViewer.decode(s.meta, s.codes).then(function (codes) {
+      viewer.show(s.meta, codes);
+      thumbnails(s.meta, codes);
+    });
   }
+  // model_view's light grid: every layer x head as a small image of its weights; a click opens that head
+  function thumbnails(meta, codes) {
+    var grid = root.querySelector('.bvl-nb-thumbs');
+    if (!grid) { return; }
+    grid.innerHTML = '';
+    var nq = meta.labels.length, nk = (meta.key_labels || meta.labels).length, dark = root.classList.contains('bvl-dark');
+    var top = meta.levels || (meta.bits === 16 ? 65535 : 255), shown = meta.thumb_heads || null;
+    for (var l = 0; l < meta.layers; l++) {
+      var row = document.createElement('div');
+      row.className = 'bvl-nb-thumb-row';
+      row.innerHTML = '<span class="bvl-nb-thumb-layer">' + (meta.layer_names ? meta.layer_names[l] : 'L' + (l + 1)) + '</span>';
+      for (var h = 0; h < meta.heads; h++) {
+        if (shown && shown.indexOf(h) < 0) { continue; }
+        var c = document.createElement('canvas'), ctx = c.getContext('2d');
+        c.width = nk; c.height = nq; c.className = 'bvl-nb-thumb';
+        c.title = 'layer ' + (l + 1) + ', head ' + (h + 1) + ': click to open';
+        c.setAttribute('data-layer', String(l)); c.setAttribute('data-head', String(h));
+        var img = ctx.createImageData(nk, nq), base = (l * meta.heads + h) * nq * nk;
+        for (var i = 0; i < nq * nk; i++) {
+          var v = Math.sqrt(codes[base + i] / top), o = 4 * i;  // square root: faint weights stay visible
+          if (dark) { img.data[o] = 17 + 141 * v; img.data[o + 1] = 17 + 185 * v; img.data[o + 2] = 17 + 208 * v; }
+          else { img.data[o] = 247 - 239 * v; img.data[o + 1] = 251 - 203 * v; img.data[o + 2] = 255 - 148 * v; }
+          img.data[o + 3] = 255;
+        }
+        ctx.putImageData(img, 0, 0);
+        row.appendChild(c);
+      }
+      grid.appendChild(row);
+    }
+    grid.setAttribute('data-drawn', '1');
+  }
+  root.addEventListener('click', function (ev) {
+    var t = ev.target;
+    if (!t.classList || !t.classList.contains('bvl-nb-thumb')) { return; }
+    layer.value = Number(t.getAttribute('data-layer')) + 1; head.value = Number(t.getAttribute('data-head')) + 1;
+    label();
+    viewer.select(layer.value - 1, head.value - 1);
+  });
   layer.addEventListener('input', function () { label(); viewer.select(layer.value - 1, head.value - 1); });
   head.addEventListener('input', function () { label(); viewer.select(layer.value - 1, head.value - 1); });
   if (filter) { filter.addEventListener('change', function () { viewer.filter(filter.value); }); }
@@ -86,8 +135,11 @@ def plotly_script(include: bool | str) -> str:
 
 
 def viewer_html(sections: list[Section], figures: list[Figure] = (), include_plotlyjs: bool | str = "once",
-                pair: bool = False, title: str = "") -> str:
-    """One output: controls, the heatmap, the head view (and any extra static figures)."""
+                pair: bool = False, title: str = "", light: bool = False, thumbnails: bool = False,
+                dark: bool = False) -> str:
+    """One output: controls, the heatmap, the head view (and any extra static figures). ``light``
+    (the BertViz drop-ins): no plotly.js and no heatmap, only the head view and, with ``thumbnails``,
+    model_view's grid of every layer and head; ``dark``: the whole output on a dark ground."""
     root = f"bvl-{uuid.uuid4().hex}"
     first = sections[0].meta
     choose = ""
@@ -108,9 +160,13 @@ def viewer_html(sections: list[Section], figures: list[Figure] = (), include_plo
     glue = GLUE % {"id": script_json(root), "sections": script_json(data), "figures": "[" + ",".join(
         escape_json_text(to_json(f)) for f in figures) + "]"}
     heading = f"<div><b>{html.escape(title)}</b></div>" if title else ""
-    return (f'<div id="{root}" class="bvl-nb"><style>{CSS}{(STATIC / "viewer.css").read_text()}</style>{heading}{controls}'
-            '<div class="bvl-heatmap"></div><div class="bvl-caption"></div><div class="bvl-headview"></div>'
-            f"{extra}</div>{plotly_script(include_plotlyjs)}"
+    views = ('<div class="bvl-caption"></div><div class="bvl-headview"></div>'
+             + ('<div class="bvl-nb-thumbs"></div>' if thumbnails else "") if light else
+             '<div class="bvl-heatmap"></div><div class="bvl-caption"></div><div class="bvl-headview"></div>')
+    # the charset first: a saved .data opens as UTF-8 (browsers look for it in the first 1024 bytes)
+    return (f'<meta charset="utf-8"><div id="{root}" class="bvl-nb{" bvl-dark" if dark else ""}">'
+            f'<style>{CSS}{(STATIC / "viewer.css").read_text()}</style>{heading}{controls}{views}'
+            f"{extra}</div>{'' if light else plotly_script(include_plotlyjs)}"
             f"<script>{(STATIC / 'viewer.js').read_text()}</script><script>{glue}</script>")
 
 

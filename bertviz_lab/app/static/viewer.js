@@ -46,7 +46,7 @@
 
     function weight(l, h) {  // (query, key) -> weight of one head, straight from the codes
       var p = S.p, nk = keysOf(p).labels.length, nq = p.labels.length;
-      var k = p.scales[l][h] / (p.bits === 16 ? 65535 : 255), base = (l * p.heads + h) * nq * nk, codes = S.codes;
+      var k = p.scales[l][h] / (p.levels || (p.bits === 16 ? 65535 : 255)), base = (l * p.heads + h) * nq * nk, codes = S.codes;
       return function (q, key) { return codes[base + q * nk + key] * k; };
     }
 
@@ -66,7 +66,7 @@
 
     function drawHeatmap() {
       var root = scope.heatmap(), P = window.Plotly;
-      if (S.p && !P) { scope.later(30); }  // plotly.js is still loading
+      if (S.p && root && !P) { scope.later(30); }  // plotly.js is still loading (the light drop-in has no heatmap)
       if (!S.p || !root || !visible(root) || !P) { S.dirty.single = true; return false; }
       var p = S.p, keys = keysOf(p), sel = selection(p, S.filter), m = matrix(S.layer, S.head, sel.rows, sel.cols);
       var fig = JSON.parse(JSON.stringify(p.heatmap)), trace = fig.data[0], layout = fig.layout;
@@ -107,7 +107,7 @@
     function headToggles(bar, n) {
       bar.innerHTML = '';
       var label = document.createElement('span');
-      label.textContent = 'Layer ' + (S.layer + 1) + ' · heads: ';
+      label.textContent = (S.p.title_prefix || '') + 'Layer ' + (S.layer + 1) + ' · heads: ';
       label.className = 'bvl-hv-layer';
       bar.appendChild(label);
       for (var h = 0; h < S.p.heads; h++) {
@@ -295,7 +295,10 @@
         if (S.dirty.single || (heatmap && !heatmap.hasAttribute('data-drawn'))) { drawHeatmap(); }
         if (S.dirty.headview || (headview && !headview.__bvl)) { drawHeadView(); }
       },
-      onHeadViewEvent: onHeadViewEvent
+      onHeadViewEvent: onHeadViewEvent,
+      matrix: function (l, h) {  // one head's weights as the page holds them (for tests and scripts)
+        return matrix(l, h, range(S.p.labels.length), range(keysOf(S.p).labels.length)).z;
+      }
     };
     return api;
   }
@@ -313,6 +316,14 @@
     var bin = atob(text), bytes = new Uint8Array(bin.length);
     for (var i = 0; i < bin.length; i++) { bytes[i] = bin.charCodeAt(i); }
     return BvlViewer.codesOf(p, bytes.buffer);
+  };
+  // The drop-in's codes come deflated (figures/payload.py light_codes): inflate them in the page.
+  BvlViewer.decode = function (p, text) {
+    var bin = atob(text), bytes = new Uint8Array(bin.length);
+    for (var i = 0; i < bin.length; i++) { bytes[i] = bin.charCodeAt(i); }
+    if (p.compressed !== 'deflate') { return Promise.resolve(BvlViewer.codesOf(p, bytes.buffer)); }
+    var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('deflate'));
+    return new Response(stream).arrayBuffer().then(function (buffer) { return BvlViewer.codesOf(p, buffer); });
   };
   window.BvlViewer = BvlViewer;
 })();
