@@ -92,3 +92,21 @@ def test_a_new_run_or_a_refused_one_never_leaves_views_that_do_not_match(tiny_la
     run = demo.bvl_gate.wrap(handlers.analyze, RUN_OUTPUTS)  # as the page's Run goes: through the budget
     refused = run("the cat " * 20, "", 5, session)
     assert "still show the previous input (5 tokens)" in refused[ui.message] and ui.payload not in refused
+
+
+def test_the_neuron_view_exports_svg_and_png(browser, tiny_lab, tmp_path):  # noqa: F811
+    analysis = tiny_lab.analyze(TEXT)
+    page = open_page(browser, bertviz_lab.show(analysis, layer=2, head=3, html_action="return", view="neuron",
+                                               lab=tiny_lab).data, tmp_path)
+    with page.expect_download() as done:
+        page.click("button.export[data-format='svg']")
+    svg = done.value.path().read_text(encoding="utf-8")
+    assert done.value.suggested_filename == "neuron-L2-H3-q1.svg" and svg.startswith("<svg")
+    for token in analysis.tokens:
+        assert f">{token}</text>" in svg
+    shown_probs = [float(v) for v in re.findall(r'>(\d\.\d{3})</text>', svg)]
+    np.testing.assert_allclose(shown_probs, analysis.attention[1, 2, 1], atol=2e-3)  # the softmax column as drawn
+    with page.expect_download() as done:
+        page.click("button.export[data-format='png']")
+    assert done.value.path().read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    page.close()

@@ -176,3 +176,30 @@ def test_every_figure_kind_is_built_with_its_title(tiny_lab):
         assert titles[kind].endswith(f"weights: {a.model}</sup>")
     panels = [n.text for n in bertviz_lab.figure(a, "aggregates", layer=1, head=1).layout.annotations]
     assert "<b>mean of layer 1</b>" in panels and "<b>rollout up to layer 1</b>" in panels
+
+
+def test_head_view_spans_and_exports(browser, hf_attentions, tmp_path):  # noqa: F811
+    tokens = ["[CLS]", "the", "cat", "sat", "[SEP]", "it", "slept", "[SEP]"]
+    page = draw(browser, bertviz_lab.head_view(hf_attentions["bert"], tokens, layer=0, heads=[1], html_action="return"),
+                tmp_path, "spans")
+    w = weights(page, 0, 1)  # (query, key) as the page holds them
+    # a span of queries ("the cat"): attention from it, averaged over its rows
+    page.click(".bvl-hv-left[data-index='1']", modifiers=["Shift"])
+    page.click(".bvl-hv-left[data-index='2']", modifiers=["Shift"])
+    page.wait_for_function("document.querySelector('.bvl-headview').getAttribute('data-span') === 'query:1,2'")
+    assert int(page.get_attribute(".bvl-headview", "data-lines")) == int((w[[1, 2]].mean(0) >= 0.01).sum())
+    # a span of keys ("it slept"): attention to it, summed over its columns
+    page.click(".bvl-hv-right[data-index='5']", modifiers=["Shift"])
+    page.click(".bvl-hv-right[data-index='6']", modifiers=["Shift"])
+    page.wait_for_function("document.querySelector('.bvl-headview').getAttribute('data-span') === 'key:5,6'")
+    assert int(page.get_attribute(".bvl-headview", "data-lines")) == int((w[:, [5, 6]].sum(1) >= 0.01).sum())
+    with page.expect_download() as done:
+        page.click(".bvl-hv-set[data-set='svg']")
+    svg = done.value.path().read_text(encoding="utf-8")
+    assert svg.startswith("<svg") and svg.count("<line") == int((w[:, [5, 6]].sum(1) >= 0.01).sum())
+    assert svg.count(">slept</text>") == 2  # both sides' labels
+    with page.expect_download() as done:
+        page.click(".bvl-hv-set[data-set='png']")
+    assert done.value.suggested_filename == "head-view-L1.png"
+    assert done.value.path().read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    page.close()

@@ -88,7 +88,8 @@ def queue_kwargs(limits: Limits = LIMITS) -> dict[str, Any]:
 def launch_kwargs(limits: Limits = LIMITS, demo: gr.Blocks | None = None) -> dict[str, Any]:
     """Styling plus the server's limits: session states kept, upload size, readable error messages;
     with ``demo``, the route its page fetches an analysis's codes from (``codes_route``)."""
-    head = "".join(f"<script>{(STATIC / name).read_text()}</script>" for name in ("figure_tools.js", "viewer.js", "views.js"))
+    scripts = ("figure_tools.js", "export.js", "viewer.js", "views.js")
+    head = "".join(f"<script>{(STATIC / name).read_text()}</script>" for name in scripts)
     head += f'<script src="gradio_api/file={PLOTLY_JS}" defer></script>'  # views.js draws with it
     return {"css": CSS + (STATIC / "viewer.css").read_text(), "head": head, "theme": gr.themes.Soft(),
             "state_session_capacity": limits.light_sessions, "max_file_size": limits.upload_bytes, "show_error": True,

@@ -370,7 +370,7 @@ class Handlers(InterventionHandlers, SyntaxHandlers, SearchHandlers, QkHandlers)
                                  a.model)
         height = 120 + 16 * len(a.tokens)
         return {self.ui.neuron_html: f'<iframe title="Neuron view" srcdoc="{html.escape(neuron_page(payload))}" '
-                                     f'sandbox="allow-scripts" style="width:100%;height:{height}px;border:0"></iframe>'}
+                                     f'sandbox="allow-scripts allow-downloads" style="width:100%;height:{height}px;border:0"></iframe>'}
 
     def explain(self, session: Session) -> Updates:
         """Attribute the first masked prediction of the last analysis to its context tokens."""

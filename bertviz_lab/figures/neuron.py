@@ -63,8 +63,10 @@ def neuron_html(payload: dict[str, Any]) -> str:
     return (f'<div id="{root}" class="bvl-neuron"><style>{CSS}</style>'
             f'<div class="controls"><b>{title}</b>'
             '<label>Layer <select class="layer"></select></label><label>Head <select class="head-select"></select></label>'
-            '<span class="head">click a token (or ↑/↓) to make it the query; 1-based layers and heads</span></div>'
-            '<div class="query-row"></div><table class="rows"></table></div>'
+            '<span class="head">click a token (or ↑/↓) to make it the query; 1-based layers and heads</span>'
+            '<button class="export" data-format="svg">SVG</button><button class="export" data-format="png">PNG</button>'
+            '</div><div class="query-row"></div><table class="rows"></table></div>'
+            f"<script>{(STATIC / 'export.js').read_text()}</script>"
             f"<script>{(STATIC / 'neuron.js').read_text()}</script>"
             f"<script>window.BvlNeuron(document.getElementById({script_json(root)}), {script_json(payload)});</script>")
 

@@ -167,6 +167,7 @@ def viewer_html(sections: list[Section], figures: list[Figure] = (), include_plo
     return (f'<meta charset="utf-8"><div id="{root}" class="bvl-nb{" bvl-dark" if dark else ""}">'
             f'<style>{CSS}{(STATIC / "viewer.css").read_text()}</style>{heading}{controls}{views}'
             f"{extra}</div>{'' if light else plotly_script(include_plotlyjs)}"
+            f"<script>{(STATIC / 'export.js').read_text()}</script>"
             f"<script>{(STATIC / 'viewer.js').read_text()}</script><script>{glue}</script>")
 
 

@@ -69,6 +69,7 @@
         }
         keys.push(k); products.push(prod); scores[t] = dot;
       }
+      state.last = {q: q, keys: keys, products: products, scores: scores, qMax: qMax, kMax: kMax, pMax: pMax};
       var top = -Infinity, scale = 1 / Math.sqrt(d), total = 0, soft = new Float64Array(n);
       for (t = 0; t < n; t++) { top = Math.max(top, scores[t] * scale); }
       for (t = 0; t < n; t++) { soft[t] = Math.exp(scores[t] * scale - top); total += soft[t]; }
@@ -84,10 +85,52 @@
         probs[t].textContent = p.toFixed(3);
         bars[t].style.width = Math.round(60 * p) + 'px';
       }
+      state.last.soft = Array.prototype.map.call(soft, function (v) { return v / total; });
       root.dataset.layer = String(l + 1); root.dataset.head = String(h + 1); root.dataset.query = String(state.query);
       root.dataset.renderMs = (performance.now() - start).toFixed(2);
       root.dataset.renders = String(Number(root.dataset.renders || 0) + 1);
     }
+    // The view as drawn now, as SVG: the query row, then per key its token, k, q x k, q . k and softmax.
+    function toSvg() {
+      var E = window.BvlExport, x = state.last, tokW = 110, gridW = d * CELL, gap = 16;
+      var kx = tokW, px = kx + gridW + gap, dx = px + gridW + gap, sx = dx + 70, width = sx + 130;
+      var top = 2 * ROW + 8, height = top + n * ROW + 4, out = [];
+      out.push('<svg xmlns="http://www.w3.org/2000/svg" width="' + width + '" height="' + height +
+               '" font-family="DejaVu Sans, Arial, sans-serif" font-size="11"><rect width="100%" height="100%" fill="white"/>');
+      out.push('<text x="0" y="' + (ROW - 4) + '" font-weight="bold">query: ' + E.esc(data.tokens[state.query]) +
+               ' (layer ' + (state.layer + 1) + ', head ' + (state.head + 1) + ')</text>');
+      for (var j = 0; j < d; j++) {
+        out.push('<rect x="' + (kx + j * CELL) + '" y="' + (ROW + 1) + '" width="' + (CELL - 1) + '" height="' + (ROW - 2) +
+                 '" fill="' + colour(x.q[j], x.qMax) + '"/>');
+      }
+      [['key k', kx], ['q × k', px], ['q · k', dx], ['softmax', sx]].forEach(function (h) {
+        out.push('<text x="' + h[1] + '" y="' + (top - 4) + '" fill="#555">' + E.esc(h[0]) + '</text>');
+      });
+      for (var t = 0; t < n; t++) {
+        var y = top + t * ROW;
+        out.push('<text x="' + (tokW - 6) + '" y="' + (y + ROW - 4) + '" text-anchor="end"' +
+                 (t === state.query ? ' font-weight="bold"' : '') + '>' + E.esc(data.tokens[t]) + '</text>');
+        for (j = 0; j < d; j++) {
+          out.push('<rect x="' + (kx + j * CELL) + '" y="' + (y + 1) + '" width="' + (CELL - 1) + '" height="' + (ROW - 2) +
+                   '" fill="' + colour(x.keys[t][j], x.kMax) + '"/>');
+          out.push('<rect x="' + (px + j * CELL) + '" y="' + (y + 1) + '" width="' + (CELL - 1) + '" height="' + (ROW - 2) +
+                   '" fill="' + colour(x.products[t][j], x.pMax) + '"/>');
+        }
+        out.push('<text x="' + (dx + 60) + '" y="' + (y + ROW - 4) + '" text-anchor="end">' + x.scores[t].toFixed(2) + '</text>');
+        out.push('<rect x="' + sx + '" y="' + (y + 3) + '" width="' + Math.round(60 * x.soft[t]) + '" height="' + (ROW - 6) +
+                 '" fill="#2b6cb0"/><text x="' + (sx + 66) + '" y="' + (y + ROW - 4) + '">' + x.soft[t].toFixed(3) + '</text>');
+      }
+      out.push('</svg>');
+      return {svg: out.join(''), width: width, height: height};
+    }
+    root.querySelectorAll('button.export').forEach(function (b) {
+      b.addEventListener('click', function () {
+        var drawn = toSvg(), format = b.getAttribute('data-format');
+        window.BvlExport.save(drawn.svg, 'neuron-L' + (state.layer + 1) + '-H' + (state.head + 1) + '-q' + state.query,
+                              format, drawn.width, drawn.height);
+        root.dataset.exported = format;
+      });
+    });
     layerSel.addEventListener('change', function () { state.layer = Number(layerSel.value); render(); });
     headSel.addEventListener('change', function () { state.head = Number(headSel.value); render(); });
     root.tabIndex = 0;
@@ -98,6 +141,6 @@
       }
     });
     render();
-    return {render: render, state: state};
+    return {render: render, state: state, toSvg: toSvg};
   };
 })();

@@ -42,7 +42,7 @@
   // later() asks for a redraw soon (e.g. plotly.js still loading).
   function BvlViewer(scope) {
     var S = { p: null, codes: null, layer: 0, head: 0, filter: 'all', heads: new Set(), focus: null, pinned: null,
-              start: 0, dirty: { single: true, headview: true } };
+              span: null, start: 0, dirty: { single: true, headview: true } };
 
     function weight(l, h) {  // (query, key) -> weight of one head, straight from the codes
       var p = S.p, nk = keysOf(p).labels.length, nq = p.labels.length;
@@ -120,7 +120,7 @@
         b.setAttribute('data-head', String(h));
         bar.appendChild(b);
       }
-      [['all', 'all heads'], ['none', 'none']].forEach(function (pair) {
+      [['all', 'all heads'], ['none', 'none'], ['svg', 'SVG'], ['png', 'PNG']].forEach(function (pair) {
         var b = document.createElement('button');
         b.className = 'bvl-hv-set';
         b.textContent = pair[1];
@@ -150,7 +150,8 @@
       if (n > max) { notes.push('Showing tokens ' + start + '–' + (stop - 1) + ' of ' + n + ' (at most ' + max +
                                 ' at once; lines to tokens outside this range are not drawn).'); }
       if (sel.note) { notes.push(sel.note); }
-      notes.push('Hover a token to see only its lines; click it to keep them. Line opacity = attention weight.');
+      notes.push('Hover a token to see only its lines; click it to keep them; shift-click several to make a span ' +
+                 '(from a span: averaged over its tokens; to a span: summed). Line opacity = attention weight.');
       parts.note.textContent = notes.join(' ');
       var rowH = (stop - start) > 48 ? 14 : 20, font = rowH === 14 ? 11 : 13;
       var width = Math.max(320, Math.min(900, root.clientWidth || 600)), side = Math.floor(width * 0.3);
@@ -182,6 +183,8 @@
       });
       g.canvas = canvas;
       g.ratio = ratio;
+      g.side = side;
+      g.font = font;
       g.height = height;
       parts.geometry = g;
       drawLines(root);
@@ -190,43 +193,94 @@
       return true;
     }
 
-    // Lines only (hovering a token changes nothing else): one per (head, query, key) >= 0.01.
-    function drawLines(root) {
-      var g = root.__bvl && root.__bvl.geometry;
-      if (!g) { return; }
-      var ctx = g.canvas.getContext('2d'), focus = S.pinned || S.focus;
-      ctx.setTransform(g.ratio, 0, 0, g.ratio, 0, 0);
-      ctx.clearRect(0, 0, g.mid, g.height);
-      ctx.lineWidth = 2;
-      var lines = 0, queries = g.rows, keys = g.cols;
+    // The lines to draw: one per (head, query, key) >= 0.01, as [head, y0, y1, weight]. A hovered or
+    // clicked token keeps only its lines; a span (shift-click several tokens of one side) is one end:
+    // attention from a span of queries is averaged over its rows, attention to a span of keys summed
+    // over its columns (as word level merges word pieces).
+    function visibleLines(g) {
+      var out = [], focus = S.pinned || S.focus, queries = g.rows, keys = g.cols, span = S.span;
       if (focus && focus.side === 'query') { queries = g.rows.filter(function (i) { return i === focus.index; }); }
       if (focus && focus.side === 'key') { keys = g.cols.filter(function (i) { return i === focus.index; }); }
+      var members = span ? Array.from(span.indices) : [];
+      var centre = members.length ? members.reduce(function (a, i) { return a + g.y(i); }, 0) / members.length : 0;
       S.heads.forEach(function (h) {
-        var w = weight(S.layer, h);
-        ctx.strokeStyle = headColour(h);
-        for (var a = 0; a < queries.length; a++) {
-          for (var b = 0; b < keys.length; b++) {
-            var v = w(queries[a], keys[b]);
-            if (v < 0.01) { continue; }
-            ctx.globalAlpha = Math.min(1, v);
-            ctx.beginPath();
-            ctx.moveTo(0, g.y(queries[a]));
-            ctx.lineTo(g.mid, g.y(keys[b]));
-            ctx.stroke();
-            lines++;
+        var w = weight(S.layer, h), a, b, v;
+        if (span && span.side === 'query') {
+          for (b = 0; b < keys.length; b++) {
+            v = 0;
+            for (a = 0; a < members.length; a++) { v += w(members[a], keys[b]); }
+            v /= members.length;
+            if (v >= 0.01) { out.push([h, centre, g.y(keys[b]), v]); }
+          }
+          return;
+        }
+        if (span && span.side === 'key') {
+          for (a = 0; a < queries.length; a++) {
+            v = 0;
+            for (b = 0; b < members.length; b++) { v += w(queries[a], members[b]); }
+            if (v >= 0.01) { out.push([h, g.y(queries[a]), centre, v]); }
+          }
+          return;
+        }
+        for (a = 0; a < queries.length; a++) {
+          for (b = 0; b < keys.length; b++) {
+            v = w(queries[a], keys[b]);
+            if (v >= 0.01) { out.push([h, g.y(queries[a]), g.y(keys[b]), v]); }
           }
         }
       });
+      return out;
+    }
+
+    function drawLines(root) {
+      var g = root.__bvl && root.__bvl.geometry;
+      if (!g) { return; }
+      var ctx = g.canvas.getContext('2d'), focus = S.pinned || S.focus, lines = visibleLines(g);
+      ctx.setTransform(g.ratio, 0, 0, g.ratio, 0, 0);
+      ctx.clearRect(0, 0, g.mid, g.height);
+      ctx.lineWidth = 2;
+      lines.forEach(function (line) {
+        ctx.strokeStyle = headColour(line[0]);
+        ctx.globalAlpha = Math.min(1, line[3]);
+        ctx.beginPath();
+        ctx.moveTo(0, line[1]);
+        ctx.lineTo(g.mid, line[2]);
+        ctx.stroke();
+      });
       ctx.globalAlpha = 1;
       root.querySelectorAll('.bvl-hv-token').forEach(function (t) {
-        var on = focus && focus.side === t.getAttribute('data-side') && focus.index === Number(t.getAttribute('data-index'));
+        var side = t.getAttribute('data-side'), index = Number(t.getAttribute('data-index'));
+        var on = focus && focus.side === side && focus.index === index;
         t.classList.toggle('focus', !!on);
+        t.classList.toggle('span', !!(S.span && S.span.side === side && S.span.indices.has(index)));
       });
       root.setAttribute('data-heads', Array.from(S.heads).sort(function (a, b) { return a - b; })
         .map(function (h) { return h + 1; }).join(','));
-      root.setAttribute('data-lines', String(lines));
+      root.setAttribute('data-lines', String(lines.length));
       root.setAttribute('data-focus', focus ? focus.side + ':' + focus.index : '');
+      root.setAttribute('data-span', S.span ? S.span.side + ':' + Array.from(S.span.indices).sort(function (a, b) {
+        return a - b; }).join(',') : '');
       bump(root);
+    }
+
+    // The head view as it is drawn now, as an SVG document (tokens as text, lines with their opacity).
+    function headViewSvg(root) {
+      var g = root.__bvl.geometry, E = window.BvlExport, dark = !!root.closest('.bvl-dark');
+      var side = g.side, width = 2 * side + g.mid, ink = dark ? '#eee' : '#111';
+      var out = ['<svg xmlns="http://www.w3.org/2000/svg" width="' + width + '" height="' + g.height +
+                 '" font-family="DejaVu Sans, Arial, sans-serif" font-size="' + g.font + '">',
+                 '<rect width="100%" height="100%" fill="' + (dark ? '#111' : 'white') + '"/>'];
+      root.querySelectorAll('.bvl-hv-token').forEach(function (t) {
+        var left = t.classList.contains('bvl-hv-left'), y = g.y(Number(t.getAttribute('data-index')));
+        out.push('<text x="' + (left ? side - 6 : side + g.mid + 6) + '" y="' + y + '" dominant-baseline="middle"' +
+                 ' text-anchor="' + (left ? 'end' : 'start') + '" fill="' + ink + '">' + E.esc(t.textContent) + '</text>');
+      });
+      visibleLines(g).forEach(function (l) {
+        out.push('<line x1="' + side + '" y1="' + l[1] + '" x2="' + (side + g.mid) + '" y2="' + l[2] + '" stroke="' +
+                 headColour(l[0]) + '" stroke-width="2" stroke-opacity="' + Math.min(1, l[3]).toFixed(4) + '"/>');
+      });
+      out.push('</svg>');
+      return { svg: out.join(''), width: width, height: g.height };
     }
 
     function onHeadViewEvent(ev, root) {
@@ -237,12 +291,26 @@
       } else if (ev.type === 'dblclick' && t.classList.contains('bvl-hv-head')) {
         S.heads = new Set([Number(t.getAttribute('data-head'))]);
       } else if (ev.type === 'click' && t.classList.contains('bvl-hv-set')) {
-        S.heads = new Set(t.getAttribute('data-set') === 'all' ? range(S.p.heads) : []);
+        var set = t.getAttribute('data-set');
+        if (set === 'svg' || set === 'png') {
+          var drawn = headViewSvg(root);
+          window.BvlExport.save(drawn.svg, 'head-view-L' + (S.layer + 1), set, drawn.width, drawn.height);
+          root.setAttribute('data-exported', set);
+          return;
+        }
+        S.heads = new Set(set === 'all' ? range(S.p.heads) : []);
       } else if (t.classList.contains('bvl-hv-token')) {
         var spot = { side: t.getAttribute('data-side'), index: Number(t.getAttribute('data-index')) };
-        if (ev.type === 'click') {
+        if (ev.type === 'click' && ev.shiftKey) {  // a span: shift-click the tokens of a phrase
+          if (!S.span || S.span.side !== spot.side) { S.span = { side: spot.side, indices: new Set() }; }
+          if (S.span.indices.has(spot.index)) { S.span.indices.delete(spot.index); } else { S.span.indices.add(spot.index); }
+          if (!S.span.indices.size) { S.span = null; }
+          S.pinned = S.focus = null;
+        } else if (ev.type === 'click') {
+          S.span = null;
           S.pinned = S.pinned && S.pinned.side === spot.side && S.pinned.index === spot.index ? null : spot;
         } else if (ev.type === 'mouseover') {
+          if (S.span) { return; }  // hovering leaves a span as it is
           S.focus = spot;
         } else if (ev.type === 'mouseout') {
           S.focus = null;
@@ -264,7 +332,7 @@
         S.head = p.head || 0;
         S.filter = p.pair_filter || 'all';
         S.heads = new Set(p.heads_shown || [S.head]);  // BertViz's heads=[...] (the app: the Head slider's)
-        S.focus = S.pinned = null;
+        S.focus = S.pinned = S.span = null;
         S.start = 0;
         S.dirty = { single: true, headview: true };
         api.draw();
@@ -286,7 +354,7 @@
       },
       filter: function (value) {
         S.filter = value || 'all';
-        S.pinned = S.focus = null;
+        S.pinned = S.focus = S.span = null;
         api.draw();
       },
       draw: function () { drawHeatmap(); drawHeadView(); },
