@@ -1,4 +1,4 @@
-// PNG and SVG downloads of the views Plotly does not draw (the head view, the neuron view): each view
+// PNG and SVG downloads of the views drawn without a charting library (the head view, the neuron view): each view
 // writes itself as an SVG string; PNG is that SVG drawn on a canvas at twice its size.
 (function () {
   'use strict';
