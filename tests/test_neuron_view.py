@@ -69,7 +69,7 @@ def test_the_app_shows_the_neuron_view_in_a_frame_of_its_own(tiny_lab):
     assert "press Run first" in next(iter(before.values()))
     handlers.analyze(TEXT, "", 5, session, 1, 1, False, False, "all")
     frame = next(iter(handlers.neuron_view(session, 2, 1).values()))
-    assert frame.startswith("<iframe") and 'sandbox="allow-scripts allow-downloads"' in frame  # no same-origin: scripts cannot reach the page
+    assert frame.startswith("<iframe") and 'sandbox="allow-scripts allow-downloads"' in frame  # no same-origin
     assert re.search(r"&quot;layer&quot;: 1, &quot;head&quot;: 0", frame)
 
 
