@@ -839,6 +839,8 @@ def add_index(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("index", help="index every token of a treebank per layer, for corpus search (exBERT)")
     p.add_argument("--conllu", type=Path, action="extend", nargs="+", default=None,
                    help="CoNLL-U file(s) (default: the sample treebank); their POS and relations label the tokens")
+    p.add_argument("--text-file", type=Path, default=None,
+                   help="or plain sentences, one per line (parts of speech and relations from spaCy when installed)")
     p.add_argument("--out", type=Path, required=True, help="a folder for the index")
     p.add_argument("--kind", choices=["embeddings", "contexts"], default="embeddings",
                    help="hidden states after each layer, or the heads' outputs (exBERT's two searches)")
@@ -853,10 +855,16 @@ def run_index(args: argparse.Namespace) -> int:
     from .bert import ORIGINAL_SOURCE
     from .neighbours import build_index
     from .resources import SAMPLE_TREEBANK
+    from .sentences import read_lines
     from .treebank import read_conllu
 
-    sentences = [s for path in (args.conllu or [SAMPLE_TREEBANK]) for s in read_conllu(path)]
-    sentences = sentences[:args.max_sentences] if args.max_sentences else sentences
+    if args.text_file is not None and args.conllu:
+        raise InputError("give --conllu or --text-file, not both")
+    if args.text_file is not None:
+        sentences = plain_sentences(read_lines(args.text_file)[:args.max_sentences])
+    else:
+        sentences = [s for path in (args.conllu or [SAMPLE_TREEBANK]) for s in read_conllu(path)]
+        sentences = sentences[:args.max_sentences] if args.max_sentences else sentences
     lab = lab_from_args(args, args.model or ORIGINAL_SOURCE)  # representations: the published weights by default
     with tqdm(total=len(sentences), desc=f"indexing {args.kind}", unit="sent") as bar:
         index = build_index(lab, sentences, args.kind, progress=lambda done, total: bar.update(done - bar.n))
@@ -864,6 +872,21 @@ def run_index(args: argparse.Namespace) -> int:
     print(f"indexed {index.vectors.shape[1]:,} tokens of {len(index.sentences):,} sentences ({args.kind}, layers 0-"
           f"{index.layers}) with {index.model} into {args.out}")
     return 0
+
+
+def plain_sentences(lines: list[str]) -> list:
+    """Lines as Sentences: parsed by spaCy when a model is installed (its POS and relations label the
+    tokens), otherwise split at spaces with "_" labels."""
+    from .syntax.parse import spacy_model_name, spacy_parse
+    from .treebank import Sentence
+
+    parse = spacy_model_name() is not None
+    out = []
+    for line in lines:
+        parsed = spacy_parse(line) if parse else None
+        words = line.split()
+        out.append(parsed or Sentence(words, [0] * len(words), ["_"] * len(words), ["_"] * len(words), line))
+    return [s for s in out if s.words]
 
 
 def add_search(sub: argparse._SubParsersAction) -> None:

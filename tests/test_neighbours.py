@@ -103,6 +103,10 @@ def test_cli_index_and_search(tiny_folder, tmp_path, default_lab):
     assert [n["rank"] for n in out["neighbours"]] == [1, 2, 3]
     wrong = run_cli("search", "The cat sat.", "--token", "cat", "--index", tmp_path / "idx", "--model", "default")
     assert wrong.returncode == 2 and "the index was built with" in wrong.stderr  # other weights, other space
+    lines = tmp_path / "lines.txt"
+    lines.write_text("the cat sat on the mat\nthe dog ran home\n", encoding="utf-8")
+    plain = run_cli("index", "--model", tiny_folder, "--text-file", lines, "--out", tmp_path / "plain")
+    assert plain.returncode == 0 and "of 2 sentences" in plain.stdout
     missing = run_cli("search", "The cat sat.", "--token", "dog", "--index", tmp_path / "idx")
     assert missing.returncode == 2 and "'dog' is not one of the tokens" in missing.stderr
 

@@ -52,7 +52,7 @@ class QkHandlers:
         return head_vectors(lab, heldout_lines()[:200], layer, head)
 
     def qk_space(self, session: Session, layer: float, head: float, which: str = "input",
-                 color_by: str = "position") -> dict:
+                 color_by: str = "position", method: str = "pca") -> dict:
         ui = self.ui
         try:
             lab = self.lab_of(session)
@@ -61,7 +61,8 @@ class QkHandlers:
             if color_by == "upos" and which != "sample":
                 raise InputError("part of speech comes from a treebank: choose the sample treebank")
             queries, keys, points = self.qk_points(lab, session, which, layer_i, head_i)
-            fig = qk_figure(joint_embedding(queries, keys), points, layer_i, head_i,
+            method = "umap" if method == "umap" else "pca"  # umap needs umap-learn: joint_embedding says so
+            fig = qk_figure(joint_embedding(queries, keys, method), points, layer_i, head_i, method,
                             color_by=color_by if color_by in COLOURINGS else "position")
         except (InputError, ValueError) as error:
             return {ui.qk_message: f"⚠️ {error}"}

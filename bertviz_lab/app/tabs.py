@@ -3,6 +3,7 @@
 the event table use."""
 from __future__ import annotations
 
+import importlib.util
 import os
 from types import SimpleNamespace
 
@@ -123,6 +124,8 @@ def build_view_tabs(ui: SimpleNamespace) -> None:
                                      label="Sentences", elem_id="qk-set")
                 ui.qk_color = gr.Radio([(label, key) for key, label in COLOURINGS.items()], value="position",
                                        label="Colour by", elem_id="qk-color")
+                ui.qk_method = gr.Radio([("PCA", "pca"), ("UMAP", "umap")], value="pca", label="2-D embedding",
+                                        elem_id="qk-method", visible=importlib.util.find_spec("umap") is not None)
             with gr.Row():
                 ui.qk_btn = gr.Button("Show the query–key space (head from the sliders)", elem_id="qk-btn")
                 ui.qk_sim_btn = gr.Button("How alike do the heads attend?", elem_id="qk-sim-btn")
