@@ -36,4 +36,11 @@ BAD_INPUTS = [
     ("export_csv", (), "Run an analysis first"),
     ("sync_view", (1e30, 1, False, False, "all", "attention", "aggregates"), "maximum"),
     ("sync_view", (1, 1, False, False, "C->D", "attention", "aggregates"), "not in the list of choices"),
+    ("search_tokens", (None, 1, 1, "embeddings", "all heads"), "Press Run first"),
+    ("search_tokens", (None, 1, 1, "nope", "all heads"), "not in the list of choices"),
+    ("qk_space", (1, 1, "input", "position", "pca"), "press Run first"),
+    ("qk_space", (99, 1, "sample", "position", "pca"), "maximum"),
+    ("qk_space", (1, 1, "sample", "position", "umap"), "umap-learn"),
+    ("head_similarity", ("input",), "press Run first"),
+    ("intervention_controls", ("no-such-probe",), "not in the list of choices"),
 ]
