@@ -24,3 +24,13 @@ def browser():
         b = browser_or_skip(p)
         yield b
         b.close()
+
+
+def open_head_view_section(browser, url, title):  # noqa: F811
+    """The app at 1400 x 1000 after its opening example, with the Head view tab and one of its sections open."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(url)
+    page.wait_for_selector("#single-plot .bvl-heatmap[data-draws]", state="attached", timeout=30000)
+    page.get_by_role("tab", name="Head view").click()
+    page.get_by_text(title).click()
+    return page

@@ -4,6 +4,7 @@ import json
 
 import numpy as np
 import pytest
+from browser import browser, open_head_view_section  # noqa: F401  (fixture)
 from builders import run_cli
 
 from bertviz_lab.lab import InputError
@@ -134,22 +135,12 @@ def test_the_app_searches_from_a_token_of_the_analysis(tiny_lab):
     assert again[ui.search_message] == SEARCH_HINT and len(again[ui.search_table]) == 0
 
 
-def test_search_in_the_browser(tiny_app):
-    from browser import ARGS, CHROMIUM
-
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.goto(tiny_app)
-        page.wait_for_selector("#single-plot .bvl-heatmap[data-draws]", state="attached", timeout=30000)
-        page.get_by_role("tab", name="Head view").click()
-        page.get_by_text("Find similar tokens in a treebank").click()
-        page.click("#search-token input")
-        page.get_by_role("option", name="2 cat").click()
-        page.click("#search-btn")
-        page.wait_for_function("document.querySelector('#search-message').innerText.includes('Nearest to')",
-                               timeout=60000)
-        assert page.locator("#search-table").is_visible()
-        assert "[" in page.locator("#search-table").inner_text()  # each neighbour shown in its sentence
-        browser.close()
+def test_search_in_the_browser(browser, tiny_app):  # noqa: F811
+    page = open_head_view_section(browser, tiny_app, "Find similar tokens in a treebank")
+    page.click("#search-token input")
+    page.get_by_role("option", name="2 cat").click()
+    page.click("#search-btn")
+    page.wait_for_function("document.querySelector('#search-message').innerText.includes('Nearest to')", timeout=60000)
+    assert page.locator("#search-table").is_visible()
+    assert "[" in page.locator("#search-table").inner_text()  # each neighbour shown in its sentence
+    page.close()

@@ -4,7 +4,7 @@ import json
 
 import numpy as np
 import pytest
-from browser import browser  # noqa: F401  (fixture)
+from browser import browser, open_head_view_section  # noqa: F401  (fixture)
 
 from bertviz_lab.attention.qk_space import head_similarity, joint_embedding, normalise
 from bertviz_lab.lens import head_vectors, queries_and_keys
@@ -125,11 +125,7 @@ def test_the_app_draws_the_qk_space_and_head_similarity(tiny_lab):
 
 
 def test_clicking_the_head_similarity_opens_that_head(browser, tiny_app, tiny_lab):  # noqa: F811
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    page.goto(tiny_app)
-    page.wait_for_selector("#single-plot .bvl-heatmap[data-draws]", state="attached", timeout=30000)
-    page.get_by_role("tab", name="Head view").click()
-    page.get_by_text("Query–key space of the chosen head").click()
+    page = open_head_view_section(browser, tiny_app, "Query–key space of the chosen head")
     page.click("#qk-btn")
     page.wait_for_selector("#qk-plot .main-svg", timeout=60000)
     assert "queries and" in page.locator("#qk-message").inner_text()
