@@ -208,7 +208,9 @@ def arcs_figure(sentence: Sentence, word_attn: np.ndarray, layer: int, head: int
               "yaxis": {"visible": False, "range": [-bottom, top]},
               "margin": {"l": 20, "r": 20, "t": 70, "b": 40}}
     summary = (f"{layer_head(layer, head)} recovers {recovered} of {len(gold)} gold arcs. Arcs read head → dependent, "
-               "as UD draws them:\n\n" + "\n".join(lines))
+               "as UD draws them. The figure draws Clark's dep->head predictor (each word's most-attended word as "
+               "its head); this list also counts head->dep (the word attending most to a word as its head):\n\n"
+               + "\n".join(lines))
     return figure(data, layout, f"arcs-{layer_head_file(layer, head)}"), summary
 
 
