@@ -277,6 +277,15 @@ class Lab:
             out = self.model(**tensors, **forward_kwargs)
         return out, hooks.cache
 
+    def runs_by_length(self, encoded: Sequence[Encoded], capture: Sequence[str], batch_size: int = 32):
+        """Forward passes over many inputs in batches of like lengths (little padding), MLM head off:
+        yields (the inputs' indices in this batch, the captured cache), rows in that order."""
+        order = sorted(range(len(encoded)), key=lambda i: len(encoded[i].ids))
+        for start in range(0, len(order), batch_size):
+            rows = order[start:start + batch_size]
+            _, cache = self.run(self.batch_tensors([encoded[i] for i in rows]), capture=capture, compute_mlm=False)
+            yield rows, cache
+
     def attention_of(self, cache: dict[str, torch.Tensor]) -> torch.Tensor:
         """Stack captured patterns: (batch, layers, heads, query, key)."""
         return torch.stack([cache[layer_hook(i, "pattern")] for i in range(self.n_layers)], dim=1)

@@ -130,11 +130,8 @@ def head_vectors_encoded(lab: Lab, encoded: Sequence[Encoded], layer: int, head:
     if not encoded:
         raise InputError("no sentence to embed")
     names = [layer_hook(layer, "q"), layer_hook(layer, "k"), layer_hook(layer, "v")]
-    order = sorted(range(len(encoded)), key=lambda i: len(encoded[i].ids))  # batches of like lengths: little padding
     found: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-    for start in range(0, len(order), batch_size):
-        rows = order[start:start + batch_size]
-        _, cache = lab.run(lab.batch_tensors([encoded[i] for i in rows]), capture=names, compute_mlm=False)
+    for rows, cache in lab.runs_by_length(encoded, names, batch_size):
         q, k, v = (cache[n][:, head].float().cpu() for n in names)  # each (batch, t, d)
         norms = v.norm(dim=-1)  # (batch, t): the value vector's size, what the head can pass on (Kobayashi 2020)
         for row, i in enumerate(rows):
@@ -147,3 +144,16 @@ def head_vectors_encoded(lab: Lab, encoded: Sequence[Encoded], layer: int, head:
         points += [{"sentence": i, "position": p, "token": tok, "segment": int(enc.segment_ids[p]),
                     "value_norm": float(found[i][2][p])} for p, tok in enumerate(enc.tokens)]
     return np.concatenate(queries), np.concatenate(keys), points
+
+
+def sentence_attentions(lab: Lab, texts: Sequence[str], batch_size: int = 32) -> list[np.ndarray]:
+    """Each text's (layers, heads, tokens, tokens) attention, from batched forward passes (patterns only):
+    what ``lab.analyze(text).attention`` holds, without the MLM head and one pass per text."""
+    encoded = [lab.encode(t, truncate=True) for t in texts]
+    out: dict[int, np.ndarray] = {}
+    for rows, cache in lab.runs_by_length(encoded, ("*hook_pattern",), batch_size):
+        attention = lab.attention_of(cache).float().cpu().numpy()  # (batch, layers, heads, query, key)
+        for row, i in enumerate(rows):
+            n = len(encoded[i].ids)
+            out[i] = attention[row, :, :, :n, :n]
+    return [out[i] for i in range(len(texts))]

@@ -8,7 +8,7 @@ from typing import Any
 from ..attention.qk_space import head_similarity, joint_embedding
 from ..figures.qk import COLOURINGS, head_similarity_figure, qk_figure
 from ..lab import InputError, Lab
-from ..lens import head_vectors, head_vectors_encoded, head_vectors_of_sentences
+from ..lens import head_vectors, head_vectors_encoded, head_vectors_of_sentences, sentence_attentions
 from ..resources import SAMPLE_TREEBANK
 from ..sentences import heldout_lines
 from ..treebank import read_conllu
@@ -19,21 +19,6 @@ QK_SETS = {"input": "this input", "sample": "the sample treebank (66 sentences)"
            "heldout": "200 held-out lines"}
 QK_HINT = ("Press *Show the query–key space* for the head chosen with the sliders, or *How alike do the heads "
            "attend?* for every pair of heads (click a cell to open its head).")
-
-
-def sentence_attentions(lab: Lab, texts: list[str], batch_size: int = 32) -> list:
-    """Each sentence's (layers, heads, tokens, tokens) attention, in batches of like lengths (patterns only)."""
-    encoded = [lab.encode(t, truncate=True) for t in texts]
-    order = sorted(range(len(texts)), key=lambda i: len(encoded[i].ids))
-    out: dict = {}
-    for start in range(0, len(order), batch_size):
-        rows = order[start:start + batch_size]
-        _, cache = lab.run(lab.batch_tensors([encoded[i] for i in rows]), compute_mlm=False)
-        attention = lab.attention_of(cache).float().cpu().numpy()  # (batch, layers, heads, query, key)
-        for row, i in enumerate(rows):
-            n = len(encoded[i].ids)
-            out[i] = attention[row, :, :, :n, :n]
-    return [out[i] for i in range(len(texts))]
 
 
 class QkHandlers:

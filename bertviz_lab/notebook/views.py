@@ -15,7 +15,7 @@ from ..figures import syntax as syntax_views
 from ..figures.base import Figure
 from ..interventions import Comparison
 from ..lab import Analysis, Lab
-from ..lens import head_vectors, head_vectors_encoded, head_vectors_of_sentences
+from ..lens import head_vectors, head_vectors_encoded, head_vectors_of_sentences, sentence_attentions
 from ..syntax.summary import SyntaxSummary
 from ..treebank import Sentence
 
@@ -156,6 +156,6 @@ def head_similarity(lab: Lab, sentences: Any):
     if isinstance(sentences, Analysis):
         attentions = [sentences.attention]
     else:
-        attentions = [lab.analyze(str(s), truncate=True).attention for s in sentences]
+        attentions = sentence_attentions(lab, [str(s) for s in sentences])
     return plotly_figure(qk_views.head_similarity_figure(similarity(attentions), lab.n_layers, lab.n_heads,
                                                          len(attentions)))
