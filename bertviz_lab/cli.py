@@ -462,6 +462,9 @@ def add_train(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--checkpoint-every", type=positive_int, default=d.checkpoint_every,
                    help="steps between resumable checkpoints in --out")
     p.add_argument("--resume", action="store_true", help="continue from --out/checkpoint.pt (same settings)")
+    p.add_argument("--leg-minutes", type=float, default=None, metavar="MINUTES",
+                   help="end this leg with a checkpoint after this many minutes; --resume runs the next leg "
+                        "(the learning-rate schedule spans --steps over all legs)")
     p.set_defaults(func=run_train)
 
 
@@ -475,10 +478,15 @@ def run_train(args: argparse.Namespace) -> int:
                              nsp=args.nsp, init=args.init, running_share=args.running_share,
                              pair_fraction=args.pair_fraction,
                              eval_every=args.eval_every, checkpoint_every=args.checkpoint_every)
+    leg_command = " ".join(["python -m bertviz_lab train-mlm-head"] + sys.argv[2:])
     try:
-        record = train(args.out, settings, resume=args.resume)
+        record = train(args.out, settings, resume=args.resume, leg_minutes=args.leg_minutes, command=leg_command)
     except ValueError as error:  # a checkpoint written with other settings, a corpus without running text
         raise InputError(str(error)) from None
+    if record is None:  # the leg ended; the chain goes on with --resume
+        print(json.dumps({"leg_ended": True, "checkpoint": str(args.out / "checkpoint.pt"),
+                          "next_leg": leg_command if args.resume else leg_command + " --resume"}))
+        return 0
     print(json.dumps({k: record[k] for k in ("steps", "train_seconds", "fine_tuned_layers", "asset_bytes")}))
     if (Path(args.corpus) / "corpus.json").is_file() and settings.model == "default":
         command = " ".join(["python -m bertviz_lab train-mlm-head"] + [a for a in sys.argv[2:] if a != "--resume"])

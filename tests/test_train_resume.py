@@ -43,3 +43,25 @@ def test_resume_refuses_other_settings_or_a_missing_checkpoint(tmp_path, corpus,
         train(tmp_path / "cut", other, progress=False, resume=True)
     with pytest.raises(FileNotFoundError, match="no checkpoint"):
         train(tmp_path / "nothing", settings(corpus, tiny_folder), progress=False, resume=True)
+
+
+def test_a_chain_of_legs_equals_one_run_and_records_every_leg(tmp_path, corpus, tiny_folder):
+    whole = train(tmp_path / "whole", settings(corpus, tiny_folder), progress=False)
+    out = tmp_path / "chain"
+    # a leg of 0 minutes ends after its first step, with a checkpoint: 8 steps take 8 legs
+    ended = [train(out, settings(corpus, tiny_folder), progress=False, leg_minutes=0, command="leg 1")]
+    while ended[-1] is None:
+        ended.append(train(out, settings(corpus, tiny_folder), progress=False, resume=True, leg_minutes=0,
+                           command=f"leg {len(ended) + 1}"))
+    record = ended[-1]
+    assert len(ended) == 8 and all(r is None for r in ended[:-1])
+    assert [(leg["leg"], leg["from_step"], leg["to_step"]) for leg in record["legs"]] == [
+        (i + 1, i, i + 1) for i in range(8)]
+    assert [leg["command"] for leg in record["legs"]] == [f"leg {i + 1}" for i in range(8)]
+    a = load_file(str(tmp_path / "whole" / "head.safetensors"))
+    b = load_file(str(out / "head.safetensors"))
+    assert all((a[k] == b[k]).all() for k in a)
+    # each validation point (every 4 steps) left a head the selection rule can load
+    assert sorted(p.name for p in (out / "steps").iterdir()) == ["step-4", "step-8"]
+    assert (out / "steps" / "step-8" / "head.safetensors").read_bytes() == (out / "head.safetensors").read_bytes()
+    assert whole["legs"] == [{**whole["legs"][0], "leg": 1, "from_step": 0, "to_step": 8}]

@@ -196,6 +196,7 @@ class Progress:
     batches: list = field(default_factory=list)
     elapsed: float = 0.0
     epoch: int = -1
+    legs: list = field(default_factory=list)  # one entry per leg of a resumable chain (see ``end_leg``)
 
 
 def save_checkpoint(out: Path, model: BertLab, names: list[str], optimizer, scheduler, rng: random.Random,
@@ -272,17 +273,49 @@ def validation_point(eval_lab: Lab, validation: list[str], documents: list, sett
     return point
 
 
+def check_running_text(settings: TrainSettings, passages: list[Passage]) -> None:
+    if settings.nsp and not passages:
+        raise ValueError(f"{settings.corpus} has no running text (train_docs.jsonl), which next-sentence "
+                         "prediction needs: build the corpus with --running-text")
+
+
+def end_leg(state: Progress, leg_started: float, first_step: int, command: str | None) -> None:
+    """Record the leg that just ended: the steps it ran, its wall time and how it was started, so a
+    chain of legs can be reproduced leg by leg from the model card."""
+    state.legs.append({"leg": len(state.legs) + 1, "from_step": first_step, "to_step": state.step,
+                       "minutes": round((time.time() - leg_started) / 60, 1), "command": command,
+                       "finished_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+
+
+def watch(out: Path, eval_lab: Lab, names: list[str], validation: tuple[list[str], list], settings: TrainSettings,
+          state: Progress, started: float) -> str:
+    """A validation point: scored, added to the history and kept as a snapshot; returns its line."""
+    point = validation_point(eval_lab, *validation, settings, state, started)
+    state.history.append(point)
+    snapshot(out, eval_lab.model, names, settings, state)
+    return (f"step {state.step}: loss {state.running:.3f}, validation top1 {point['top1']:.3f} top5 {point['top5']:.3f} "
+            f"(n={point['n']})" + (f", NSP {point['nsp']:.3f}" if "nsp" in point else ""))
+
+
+def snapshot(out: Path, model: BertLab, names: list[str], settings: TrainSettings, state: Progress) -> None:
+    """The head as it is at a validation point (``out/steps/step-N``), so the selection rule can
+    choose between the points of a chain, not only its end."""
+    save_head(out / "steps" / f"step-{state.step}", model, names,
+              {"settings": asdict(settings), "steps": state.step, "seed": settings.seed, "history": list(state.history),
+               "legs": list(state.legs)})
+
+
 def train(out: Path, settings: TrainSettings, progress: bool = True, resume: bool = False,
-          stop_after: int | None = None) -> dict | None:
+          stop_after: int | None = None, leg_minutes: float | None = None, command: str | None = None) -> dict | None:
     """Train (or with ``resume`` continue) a head; checkpoints every ``settings.checkpoint_every`` steps.
-    ``stop_after`` ends the run after that step as an interruption would (tests use it)."""
+    ``leg_minutes`` ends this leg at the first step past that wall time, with a checkpoint and the leg
+    recorded; ``--resume`` runs the next. The learning-rate schedule spans ``settings.steps`` over all
+    legs, so a chain equals one run. ``stop_after`` ends after that step as a kill would (tests)."""
     torch.manual_seed(settings.seed)
     rng = random.Random(settings.seed)
     generator = torch.Generator().manual_seed(settings.seed)
     validation, lines, passages = read_lines(settings)
-    if settings.nsp and not passages:
-        raise ValueError(f"{settings.corpus} has no running text (train_docs.jsonl), which next-sentence "
-                         "prediction needs: build the corpus with --running-text")
+    check_running_text(settings, passages)
     validation_docs = validation_documents(settings)
     encoder = load(settings.model, device=settings.device, mlm_head=None)
     device = encoder.device
@@ -302,6 +335,7 @@ def train(out: Path, settings: TrainSettings, progress: bool = True, resume: boo
     random_low = FIRST_REAL_TOKEN if vocab > 10 * FIRST_REAL_TOKEN else 0  # tiny test vocabularies
     eval_lab = Lab(model, encoder.checkpoint, device, settings.model)
     started = time.time() - state.elapsed
+    leg_started, first_step = time.time(), state.step
     bar = tqdm(total=settings.steps, initial=state.step, desc="train-mlm-head", unit="step", disable=not progress)
     while state.step < settings.steps:
         if not state.batches:
@@ -330,23 +364,28 @@ def train(out: Path, settings: TrainSettings, progress: bool = True, resume: boo
         bar.update(1)
         if state.step % settings.eval_every == 0 or state.step == settings.steps:
             model.eval()
-            point = validation_point(eval_lab, validation, validation_docs, settings, state, started)
-            state.history.append(point)
-            bar.write(f"step {state.step}: loss {state.running:.3f}, validation top1 {point['top1']:.3f} "
-                      f"top5 {point['top5']:.3f} (n={point['n']})" + (f", NSP {point['nsp']:.3f}" if "nsp" in point else ""))
-        if state.step % settings.checkpoint_every == 0 or state.step == stop_after:
+            bar.write(watch(out, eval_lab, names, (validation, validation_docs), settings, state, started))
+        leg_over = leg_minutes is not None and state.step < settings.steps and time.time() - leg_started >= leg_minutes * 60
+        if leg_over:
+            end_leg(state, leg_started, first_step, command)
+        if state.step % settings.checkpoint_every == 0 or state.step == stop_after or leg_over:
             state.elapsed = time.time() - started
             save_checkpoint(out, model, names, optimizer, scheduler, rng, generator, state, settings)
-        if state.step == stop_after:
+        if state.step == stop_after or leg_over:
             bar.close()
             return None
     bar.close()
     model.eval()
-    corpus_file = Path(settings.corpus) / "corpus.json"
+    end_leg(state, leg_started, first_step, command)
     record = save_head(out, model, names, {
-        "settings": asdict(settings), "corpus": json.loads(corpus_file.read_text()) if corpus_file.is_file() else {},
-        "train_lines": len(lines) + n_sentences(passages), "validation_lines": len(validation), "steps": settings.steps,
-        "seed": settings.seed, "train_seconds": round(time.time() - started, 1), "device": str(device),
-        "torch_threads": torch.get_num_threads(), "history": state.history})
+        "settings": asdict(settings), "corpus": corpus_record(settings), "train_lines": len(lines) + n_sentences(passages),
+        "validation_lines": len(validation), "steps": settings.steps, "seed": settings.seed,
+        "train_seconds": round(time.time() - started, 1), "device": str(device),
+        "torch_threads": torch.get_num_threads(), "history": state.history, "legs": state.legs})
     (out / CHECKPOINT).unlink(missing_ok=True)
     return record
+
+
+def corpus_record(settings: TrainSettings) -> dict:
+    corpus_file = Path(settings.corpus) / "corpus.json"
+    return json.loads(corpus_file.read_text()) if corpus_file.is_file() else {}
