@@ -644,6 +644,9 @@ def add_probe(sub: argparse._SubParsersAction) -> None:
                    help="score heads on softmax attention or on norm-based weights (Kobayashi et al. 2020)")
     p.add_argument("--compare-model", default=None,
                    help="also score this checkpoint and write compare_scores.csv (its accuracy minus --model's)")
+    p.add_argument("--no-ensembles", action="store_true",
+                   help="leave out the head ensembles per relation (Limisiewicz et al. 2020) in best_heads.csv "
+                        "(they need a second pass; one treebank and model only)")
     add_model_options(p, repeatable=True)
     p.set_defaults(func=run_probe, model=None)
     for action in p._actions:
@@ -688,7 +691,8 @@ def run_probe(args: argparse.Namespace) -> int:
     with tqdm(total=100, desc="score-heads", unit="%") as bar:
         run = run_syntax(lab, sentences, settings, null=not args.no_null_model, compare_lab=other,
                          batch_size=args.batch_size, max_length=args.max_length, max_sentences=args.max_sentences,
-                         source=args.source, progress=lambda f, what: (bar.set_description(what), bar.update(round(100 * f) - bar.n)))
+                         source=args.source, ensembles=not args.no_ensembles,
+                         progress=lambda f, what: (bar.set_description(what), bar.update(round(100 * f) - bar.n)))
     summary = run.summary
     files = write_outputs(summary, args.out, title=f"Syntax scores: {Path(path).name}", compare=run.compare)
     print(f"scored {summary.sentences_used} sentences with {summary.checkpoint.describe()}, skipped "
@@ -734,6 +738,68 @@ def run_probe_job(args: argparse.Namespace, models: list[str], treebanks: list[P
         bar.close()
     print(json.dumps({"pairs": complete_pairs(job), "engine": args.engine,
                       **{k: str(v) for k, v in files.items()}}))
+    return 0
+
+
+def add_structure(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("structural-probe",
+                       help="structural probes (Hewitt & Manning 2019) per layer beside attention trees and head "
+                            "ensembles (Limisiewicz et al. 2020), on the same sentences with intervals")
+    p.add_argument("--train", type=Path, default=None, metavar="CONLLU",
+                   help="a treebank's train split to train the probes on (never a test split)")
+    p.add_argument("--probes", type=Path, default=None,
+                   help="probes.safetensors from an earlier run on the same weights, instead of training")
+    p.add_argument("--stop", type=Path, default=None, metavar="CONLLU",
+                   help="sentences to stop training on (default: a seeded 10%% of --train)")
+    p.add_argument("--treebank", required=True, type=Path, metavar="CONLLU", help="the treebank to report on")
+    p.add_argument("--out", required=True, type=Path,
+                   help="folder for probe_scores.csv, structure.csv, ensembles.csv, training_curves.csv, "
+                        "probes.safetensors and report.html")
+    p.add_argument("--kinds", nargs="+", choices=("distance", "depth"), default=["distance", "depth"])
+    p.add_argument("--no-null-model", action="store_true", help="skip the probe on random weights")
+    p.add_argument("--epochs", type=positive_int, default=40, help="at most this many epochs (early stopping ends most sooner)")
+    p.add_argument("--max-train-sentences", type=positive_int, default=None)
+    p.add_argument("--max-sentences", type=positive_int, default=None, help="evaluate on the first N sentences")
+    p.add_argument("--min-arcs", type=int, default=50, help="relations with this many arcs get a head ensemble")
+    p.add_argument("--resamples", type=positive_int, default=1000)
+    p.add_argument("--seed", type=int, default=0)
+    add_model_options(p)
+    p.set_defaults(func=run_structure)
+
+
+def refuse_test_split(path: Path | None, what: str) -> None:
+    if path is not None and "-test" in path.name:
+        raise InputError(f"{what} {path.name} looks like a test split; probes are never trained or stopped on one")
+
+
+def run_structure(args: argparse.Namespace) -> int:
+    from .reports.structure import write_structure
+    from .syntax.ensembles import relations_of
+    from .syntax.run import attention_weights_source
+    from .syntax.structure import StructureSettings, load_probes
+    from .syntax.structure import run_structure as run
+    from .treebank import read_conllu
+
+    if (args.train is None) == (args.probes is None):
+        raise InputError("give --train (a train split to train probes on) or --probes (probes trained earlier), not both")
+    refuse_test_split(args.train, "--train")
+    refuse_test_split(args.stop, "--stop")
+    evaluate = read_conllu(args.treebank)[:args.max_sentences]
+    train = read_conllu(args.train)[:args.max_train_sentences] if args.train else []
+    stop = read_conllu(args.stop) if args.stop else None
+    lab = lab_from_args(args, attention_weights_source(args.model))
+    trained = load_probes(args.probes, lab) if args.probes else None
+    settings = StructureSettings(resamples=args.resamples, seed=args.seed, kinds=tuple(args.kinds),
+                                 null=not args.no_null_model, epochs=args.epochs)
+    relations = relations_of(evaluate, args.min_arcs)
+    result = run(lab, train, evaluate, settings, stop=stop, trained=trained, relations=relations,
+                 names=(args.train.name if args.train else "", args.treebank.name),
+                 progress=lambda message: print(message, file=sys.stderr))
+    files = write_structure(result, args.out, title=f"Syntax in {lab.checkpoint_info().name}: {args.treebank.name}")
+    for line in result.conclusions:
+        print(line, file=sys.stderr)
+    print(json.dumps({"model": result.checkpoint.describe(), "sentences": result.sentences, "seconds": result.seconds,
+                      "files": {k: str(v) for k, v in files.items()}}))
     return 0
 
 
@@ -941,7 +1007,7 @@ def run_search(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = (add_analyze, add_probe, add_faithfulness, add_qk_space, add_index, add_search,
+COMMANDS = (add_analyze, add_probe, add_structure, add_faithfulness, add_qk_space, add_index, add_search,
             add_compare, add_sweep, add_patch, add_positions, add_eval, add_eval_nsp,
             add_train, add_build_corpus)
 
@@ -951,6 +1017,10 @@ EXAMPLES = {
                 'bertviz-lab analyze "The man went to the [MASK]." --lens --explain'],
     "score-heads": ["bertviz-lab score-heads --out results/sample",
                     "bertviz-lab score-heads --conllu en_ewt-ud-dev.conllu --conllu de_gsd-ud-dev.conllu --out results/ud"],
+    "structural-probe": ["bertviz-lab structural-probe --train en_ewt-ud-train.conllu --treebank en_ewt-ud-dev.conllu "
+                         "--out results/structure",
+                         "bertviz-lab structural-probe --probes results/structure/probes.safetensors --treebank "
+                         "en_ewt-ud-dev.conllu --out results/structure-again"],
     "qk-space": ['bertviz-lab qk-space "The cat sat on the mat because it was tired." --layer 3 --head 9 --json',
                  "bertviz-lab qk-space --text-file sentences.txt --layer 2 --head 5 --similarity"],
     "index": ["bertviz-lab index --out results/index-sample",

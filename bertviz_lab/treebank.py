@@ -24,6 +24,7 @@ class Sentence:
     text: str = ""
     sent_id: str = ""
     line: int = 0
+    xpos: list[str] = field(default_factory=list)  # language-specific tags ("_" where the treebank has none)
 
 
 def _lines(text: str) -> list[str]:
@@ -66,7 +67,7 @@ def find_cycle(heads: list[int]) -> list[int]:
 
 
 FIELDS = 10  # ID FORM LEMMA UPOS XPOS FEATS HEAD DEPREL DEPS MISC
-ID, FORM, UPOS, HEAD, DEPREL = 0, 1, 3, 6, 7
+ID, FORM, UPOS, XPOS, HEAD, DEPREL = 0, 1, 3, 4, 6, 7
 
 
 def _word_line(line: str, where: str) -> tuple[int | tuple | None, str, str, int | None, str]:
@@ -120,7 +121,7 @@ def _sentence(path: Path, start: int, block: list[str], full_relations: bool) ->
         if len(line.split("\t")) != FIELDS:
             raise TreebankError(f"{path}:{number}: expected {FIELDS} tab-separated fields, "
                                 f"found {len(line.split(chr(9)))}")
-    words, heads, rels, upos = [], [], [], []
+    words, heads, rels, upos, xpos = [], [], [], [], []
     for number, line in rows:
         ident, form, tag, head, rel = _word_line(line, f"{path}:{start}: line {number}")
         if not isinstance(ident, int):
@@ -130,9 +131,11 @@ def _sentence(path: Path, start: int, block: list[str], full_relations: bool) ->
         rel = rel or "_"
         rels.append(rel if full_relations else rel.split(":")[0])
         upos.append(tag or "_")
+        xpos.append(line.split("\t")[XPOS] or "_")
     _check_trees(path, start, words, heads)
     meta = _metadata([line for line in block if line.startswith("#")])
-    return Sentence(words, heads, rels, upos, meta.get("text") or " ".join(words), meta.get("sent_id") or "", start)
+    return Sentence(words, heads, rels, upos, meta.get("text") or " ".join(words), meta.get("sent_id") or "", start,
+                    xpos)
 
 
 def read_conllu(path: str | Path, full_relations: bool = False) -> list[Sentence]:

@@ -20,7 +20,8 @@ from .base import DIVERGING, SEQUENTIAL, Figure, figure, heatmap_grid, layer_hea
 TABLE_COLUMNS = ["relation", "count", "best_head", "direction", "accuracy", "ci_low", "ci_high", "heldout_head",
                  "heldout_accuracy", "baseline_offset", "baseline_accuracy", "p_value_in_sample",
                  "heldout_difference", "heldout_p_value", "heldout_verdict", "null_best_head",
-                 "null_accuracy", "tree_recall", "chain_recall"]
+                 "null_accuracy", "tree_recall", "chain_recall", "ensemble_heads", "ensemble_direction",
+                 "ensemble_accuracy", "single_head", "single_accuracy", "ensemble_gain", "ensemble_verdict"]
 
 
 def markdown_text(text: str) -> str:
@@ -65,10 +66,12 @@ def best_heads_figure(summary: SyntaxSummary) -> Figure:
     series = [("best head (in-sample)", "accuracy", "ci_low", "ci_high", "#2b6cb0"),
               ("best head, held-out", "heldout_accuracy", "heldout_ci_low", "heldout_ci_high", "#63b3ed"),
               ("best fixed offset", "baseline_accuracy", "baseline_ci_low", "baseline_ci_high", "#a0aec0"),
-              ("null model's best head (mean over seeds)", "null_accuracy", "null_ci_low", "null_ci_high", "#e53e3e")]
+              ("null model's best head (mean over seeds)", "null_accuracy", "null_ci_low", "null_ci_high", "#e53e3e"),
+              ("head ensemble (<= 4 heads), held-out", "ensemble_accuracy", "ensemble_ci_low", "ensemble_ci_high",
+               "#2f855a")]
     data = []
     for name, col, lo, hi, colour in series:
-        if best[col].isna().all():
+        if col not in best or best[col].isna().all():
             continue
         y = best[col].to_numpy(dtype=float)
         data.append({"type": "bar", "name": name, "x": [plotly_text(r) for r in best.relation], "y": y.tolist(),

@@ -20,6 +20,7 @@ from ..figures.syntax import (
     uuas_figure,
 )
 from ..inline import script_json
+from ..syntax.structure import ENSEMBLE_NOTE
 from ..syntax.summary import HELD_OUT_NOTE, OFFSET_NOTE, SyntaxSummary
 
 METHOD = ("Method: Clark et al. (2019), \"What Does BERT Look At?\", and their released code: word-level attention "
@@ -64,12 +65,13 @@ def report_html(summary: SyntaxSummary, title: str) -> str:
     null = (f"<p>Null model: {len(seeds)} random-weight models ({html.escape('; '.join(seeds))}), scored on the same "
             "sentences; its row is the mean over seeds of each seed's best head, with an interval over seeds and "
             "sentences.</p>" if seeds else "")
+    ensemble_note = f" {html.escape(ENSEMBLE_NOTE)}" if "ensemble_accuracy" in summary.best_heads else ""
     return f"""{page_head(title)}
 <p>Weights: <b>{html.escape(summary.checkpoint.describe())}</b>; heads scored on
 <b>{html.escape(summary.source)}</b>. Sentences scored: {summary.sentences_used};
 skipped as too long: {summary.sentences_skipped}; {skipped_empty_words(summary)}. {html.escape(METHOD)}</p>
 {null}
-<p>{html.escape(HELD_OUT_NOTE)} {html.escape(OFFSET_NOTE)}</p>
+<p>{html.escape(HELD_OUT_NOTE)} {html.escape(OFFSET_NOTE)}{ensemble_note}</p>
 <h2>Best head per relation (relations with at least {summary.settings.min_arcs} arcs)</h2>
 {table}
 {_figure_div(best_heads_figure(summary), "best")}

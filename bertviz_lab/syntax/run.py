@@ -10,7 +10,10 @@ import pandas as pd
 from ..bert import DEFAULT_SOURCE, ORIGINAL_SOURCE
 from ..lab import Lab, null_model
 from ..treebank import Sentence
+from .ensembles import word_maps
 from .scoring import check_scored, score_treebank
+from .statistics import Resampler, split_sentences
+from .structure import relation_ensembles
 from .summary import Settings, SyntaxSummary, compare_checkpoints, summarise
 
 Progress = Callable[[float, str], None]
@@ -20,6 +23,17 @@ def attention_weights_source(source: str | None) -> str:
     """Attention studied for its own sake runs on published weights: ``default`` (whose top layers
     bertviz-lab fine-tuned for masked words) becomes ``minilm-original``; anything else as given."""
     return ORIGINAL_SOURCE if source in (None, "", DEFAULT_SOURCE) else source
+
+
+def with_ensembles(lab: Lab, sentences: Sequence[Sentence], scores, summary: SyntaxSummary, batch_size: int,
+                   max_length: int | None) -> pd.DataFrame:
+    """best_heads with the ensemble columns joined by relation."""
+    settings = summary.settings
+    maps = word_maps(lab, sentences, batch_size, max_length)
+    select, report = split_sentences(scores.arcs.sentence, settings.select_fraction, settings.seed)
+    held = Resampler.over(report, max(settings.resamples, 1), settings.seed + 1)
+    table = relation_ensembles(maps, list(summary.best_heads.relation), select, held.sentences, held)
+    return summary.best_heads.merge(table, on="relation", how="left") if len(table) else summary.best_heads
 
 
 @dataclass
@@ -32,7 +46,9 @@ class SyntaxRun:
 def run_syntax(lab: Lab, sentences: Sequence[Sentence], settings: Settings | None = None, null: bool = True,
                compare_lab: Lab | None = None, batch_size: int = 32, max_length: int | None = None,
                max_sentences: int | None = None, progress: Progress | None = None,
-               source: str = "attention") -> SyntaxRun:
+               source: str = "attention", ensembles: bool = False) -> SyntaxRun:
+    """``ensembles`` adds head ensembles per relation (``ensembles.py``) to best_heads, chosen and
+    reported on the same halves as the held-out single head (softmax attention only)."""
     settings = settings or Settings()
     seeds = settings.null_seed_list() if null else []
     steps = 1 + len(seeds) + int(compare_lab is not None)
@@ -48,6 +64,9 @@ def run_syntax(lab: Lab, sentences: Sequence[Sentence], settings: Settings | Non
     null_scores = [score_treebank(null_model(lab, seed), sentences, progress=stage(1 + i, f"null model, seed {seed}"),
                                   **kwargs) for i, seed in enumerate(seeds)]
     summary = summarise(scores, null_scores, settings)
+    if ensembles and source == "attention" and len(summary.best_heads):
+        summary.best_heads = with_ensembles(lab, sentences[:max_sentences] if max_sentences else sentences, scores,
+                                            summary, batch_size, max_length)
     if compare_lab is None:
         return SyntaxRun(summary)
     other = score_treebank(compare_lab, sentences, progress=stage(steps - 1, "second checkpoint"), **kwargs)

@@ -1,0 +1,354 @@
+"""Does the model encode syntax? Three answers side by side, on the same sentences, with intervals:
+a structural probe on each layer's representations (``structural_probe.py``), trees decoded from
+the best single head of each layer and from the best small ensemble of its heads
+(``ensembles.py``), and the right-branching baseline; plus head ensembles per relation for the
+best-heads table.
+
+Every choice (which head, which ensemble) is made on one seeded half of the evaluated sentences
+and reported on the other half, the same split the per-head held-out columns use; the probe is
+trained on a *train* split and reported on that same other half. Intervals are percentile
+bootstraps over those sentences (``statistics.py``); differences are paired.
+"""
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from safetensors.torch import load_file, save_file
+
+from ..conclusions import verdict
+from ..lab import CheckpointInfo, InputError, Lab, null_model
+from ..treebank import Sentence
+from .ensembles import (
+    D2P,
+    P2D,
+    TreeGold,
+    WordMaps,
+    arc_rows,
+    ensemble_name,
+    greedy_ensemble,
+    tree_counts,
+    word_maps,
+)
+from .statistics import Resampler, estimate, percentile_interval, split_sentences
+from .structural_probe import (
+    KINDS,
+    ProbeData,
+    SentenceMetrics,
+    TrainedProbe,
+    predict,
+    right_branching,
+    sentence_metrics,
+    train_probes,
+    word_features,
+)
+
+Progress = Callable[[str], None]
+METRICS = {"distance": ("uuas", "spearman"), "depth": ("root_accuracy", "spearman")}
+
+
+@dataclass
+class StructureSettings:
+    resamples: int = 1000
+    seed: int = 0
+    select_fraction: float = 0.5
+    stop_fraction: float = 0.1  # of the train sentences, set aside to stop training on
+    kinds: tuple[str, ...] = KINDS
+    null: bool = True  # also train the probe on the random-weight model (distance, every layer)
+    epochs: int = 40
+    batch_size: int = 32  # sentences per forward pass of the encoder
+
+
+def stop_split(sentences: Sequence[Sentence], fraction: float, seed: int) -> tuple[list[Sentence], list[Sentence]]:
+    """(train, stop) : a seeded ``fraction`` of the train split to stop training on."""
+    order = np.random.default_rng(seed).permutation(len(sentences))
+    cut = max(1, int(round(fraction * len(sentences))))
+    return [sentences[i] for i in sorted(order[cut:])], [sentences[i] for i in sorted(order[:cut])]
+
+
+def bootstrap(counts: dict[str, np.ndarray], ids: np.ndarray, resampler: Resampler) -> dict[str, tuple]:
+    """Point value and 95% interval of a ratio of per-sentence sums, over the resampler's sentences."""
+    keep, weights = resampler.restricted(ids)
+    position = np.searchsorted(ids, keep)
+    num, den = counts["num"][position], counts["den"][position]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        draws = (weights @ num) / (weights @ den)
+    lo, hi = percentile_interval(draws[:, None], (1,))
+    return {"value": float(num.sum() / den.sum()) if den.sum() else np.nan, "ci": (float(lo[0]), float(hi[0])),
+            "draws": draws}
+
+
+def metric_rows(metrics: SentenceMetrics, kind: str, resampler: Resampler, ids: np.ndarray) -> dict:
+    """The kind's two figures on the sentences ``ids`` (sorted, a subset of the resampler's), with intervals."""
+    keep, weights = resampler.restricted(ids)
+    position = np.searchsorted(ids, keep)
+    sub = SentenceMetrics(*(getattr(metrics, f)[position] for f in SentenceMetrics.__dataclass_fields__))
+    point, draws = sub.figures(), sub.figures(weights)
+    row = {}
+    for name in METRICS[kind]:
+        lo, hi = percentile_interval(draws[name][:, None], (1,))
+        row.update({name: float(point[name][0]), f"{name}_ci_low": float(lo[0]), f"{name}_ci_high": float(hi[0])})
+    return row
+
+
+@dataclass
+class StructureResult:
+    checkpoint: CheckpointInfo
+    train_treebank: str
+    eval_treebank: str
+    probes: dict[str, dict[int, TrainedProbe]]  # "model/kind" -> layer -> probe
+    probe_table: pd.DataFrame  # every probe on every evaluated sentence, with intervals
+    comparison: pd.DataFrame  # per layer and method: UUAS on the report half, with intervals
+    ensembles: pd.DataFrame  # per relation: ensemble vs best single head, held out
+    sentences: dict[str, int] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    conclusions: list[str] = field(default_factory=list)
+
+    def trained_items(self):
+        return self.probes.items()
+
+
+def probe_table(lab_name: str, probes: dict[int, TrainedProbe], data: ProbeData, resampler: Resampler,
+                ids: np.ndarray) -> tuple[list[dict], dict[int, SentenceMetrics]]:
+    rows, metrics = [], {}
+    for layer, probe in probes.items():
+        metrics[layer] = sentence_metrics(probe.kind, predict(probe, data), data.sentences)
+        rows.append({"model": lab_name, "kind": probe.kind, "layer": layer, "sentences": len(ids),
+                     **metric_rows(metrics[layer], probe.kind, resampler, ids), "epochs": probe.epochs,
+                     "best_epoch": probe.best_epoch, "stop_loss": round(probe.stop_loss, 5),
+                     "train_seconds": probe.seconds})
+    return rows, metrics
+
+
+def attention_layers(maps: WordMaps, gold: TreeGold, select: np.ndarray, report: np.ndarray, resampler: Resampler,
+                     progress: Progress | None = None) -> tuple[list[dict], dict[str, dict]]:
+    """Per layer: the head whose tree scores best on ``select`` and the greedy ensemble of the layer's
+    heads, both reported on ``report``; rows plus each one's per-sentence counts for paired draws."""
+    where = {int(i): k for k, i in enumerate(maps.indices)}
+    sel_pos, rep_pos = [where[int(i)] for i in select], [where[int(i)] for i in report]
+    rows, counts = [], {}
+
+    def pooled(heads: Sequence[int]) -> float:
+        correct, total = tree_counts(maps, gold, heads, np.array(sel_pos))
+        return float(correct.sum() / max(total.sum(), 1))
+
+    for layer in range(maps.layers):
+        flat = [layer * maps.heads + h for h in range(maps.heads)]
+        singles = np.array([pooled([k]) for k in flat])
+        ensemble, _ = greedy_ensemble(lambda heads, flat=flat: pooled([flat[h] for h in heads]), singles,
+                                      candidates=len(flat))
+        for method, heads in (("best head tree", [flat[int(np.argmax(singles))]]),
+                              ("head ensemble tree", [flat[h] for h in ensemble])):
+            correct, total = tree_counts(maps, gold, heads, np.array(rep_pos))
+            c = {"num": correct, "den": total}
+            result = bootstrap(c, report, resampler)
+            counts[f"{method}/{layer + 1}"] = result
+            rows.append({"layer": layer + 1, "method": method, "uuas": result["value"],
+                         "ci_low": result["ci"][0], "ci_high": result["ci"][1],
+                         "heads": ensemble_name(heads, maps.heads), "sentences": len(report),
+                         "_draws": result["draws"]})
+        if progress is not None:
+            progress(f"attention trees: layer {layer + 1}/{maps.layers}")
+    return rows, counts
+
+
+def relation_ensembles(maps: WordMaps, relations: Sequence[str], select: np.ndarray, report: np.ndarray,
+                       resampler: Resampler) -> pd.DataFrame:
+    """Per relation: the greedy ensemble (<= 4 heads) and the best single head, each with its direction
+    chosen on ``select``, their accuracies on ``report`` with intervals, and the paired difference."""
+    rows = []
+    n_heads = maps.layers * maps.heads
+    for relation in relations:
+        chosen = {}
+        for direction in (D2P, P2D):
+            rows_sel = arc_rows(maps, relation, direction, select)
+            singles = rows_sel.single_accuracies(n_heads)
+            ensemble, value = greedy_ensemble(rows_sel.accuracy, singles)
+            chosen[direction] = (ensemble, value, int(np.argmax(singles)), float(singles.max()))
+        e_dir = max(chosen, key=lambda d: chosen[d][1])
+        s_dir = max(chosen, key=lambda d: chosen[d][3])
+        ens, single = chosen[e_dir][0], chosen[s_dir][2]
+        ids_e, hits_e = arc_rows(maps, relation, e_dir, report).hits(ens)
+        ids_s, hits_s = arc_rows(maps, relation, s_dir, report).hits([single])
+        if not len(hits_e):
+            continue
+        est_e, est_s = estimate(ids_e, hits_e[:, None], resampler), estimate(ids_s, hits_s[:, None], resampler)
+        lo, hi = est_e.interval()
+        s_lo, s_hi = est_s.interval()
+        d_lo, d_hi = percentile_interval((est_e.draws - est_s.draws), (1,))
+        name_e, name_s = ensemble_name(ens, maps.heads), ensemble_name([single], maps.heads)
+        rows.append({"relation": relation, "ensemble_heads": name_e, "ensemble_direction": e_dir,
+                     "ensemble_accuracy": float(est_e.accuracy[0]), "ensemble_ci_low": float(lo[0]),
+                     "ensemble_ci_high": float(hi[0]), "single_head": name_s, "single_direction": s_dir,
+                     "single_accuracy": float(est_s.accuracy[0]), "single_ci_low": float(s_lo[0]),
+                     "single_ci_high": float(s_hi[0]),
+                     "ensemble_gain": float(est_e.accuracy[0] - est_s.accuracy[0]),
+                     "ensemble_gain_ci_low": float(d_lo[0]), "ensemble_gain_ci_high": float(d_hi[0]),
+                     "ensemble_verdict": verdict(float(d_lo[0]), float(d_hi[0]), f"ensemble {name_e} ({e_dir})",
+                                                 f"head {name_s} ({s_dir})"),
+                     "ensemble_arcs": int(est_e.total)})
+    return pd.DataFrame(rows)
+
+
+ENSEMBLE_NOTE = ("ensemble_*: up to 4 heads per relation chosen greedily on the selection half (Limisiewicz et al. "
+                 "2020), their mean word-level attention ([CLS]/[SEP] left out, rows renormalised) scored on the "
+                 "report half beside the best single head chosen the same way (single_*); ensemble_gain is the "
+                 "paired difference with its 95% bootstrap interval. Directions are theirs: d2p = the dependent's "
+                 "row points at its parent (Clark's dep->head); p2d = the parent's row points at the dependent. "
+                 "These columns count arcs between two words (root words left out), unlike 'all' in the "
+                 "per-head columns, which counts root words as misses.")
+
+
+def probe_uuas_rows(method: str, metrics: dict[int, SentenceMetrics], data_ids: np.ndarray, report: np.ndarray,
+                    resampler: Resampler) -> list[dict]:
+    position = np.searchsorted(data_ids, report)
+    rows = []
+    for layer, m in metrics.items():
+        result = bootstrap({"num": m.uuas_correct[position], "den": m.uuas_total[position]}, report, resampler)
+        rows.append({"layer": layer, "method": method, "uuas": result["value"], "ci_low": result["ci"][0],
+                     "ci_high": result["ci"][1], "heads": "", "sentences": len(report),
+                     "_draws": result["draws"]})
+    return rows
+
+
+def train_all(lab: Lab, train: Sequence[Sentence], stop: Sequence[Sentence], s: StructureSettings,
+              say: Progress) -> tuple[dict[str, dict[int, TrainedProbe]], dict[str, float]]:
+    """Every probe: each kind on every layer of the model, and (``s.null``) the distance probe on
+    every layer of the random-weight model."""
+    seconds: dict[str, float] = {}
+    models = [("model", lab, s.kinds)] + ([("null", null_model(lab, s.seed), ("distance",))] if s.null else [])
+    probes = {}
+    for name, model, kinds in models:
+        started = time.time()
+        say(f"{name}: word vectors of {len(train)} training and {len(stop)} stopping sentences")
+        train_data, stop_data = word_features(model, train, s.batch_size), word_features(model, stop, s.batch_size)
+        seconds[f"{name}/features"] = round(time.time() - started, 1)
+        for kind in kinds:
+            started = time.time()
+            probes[f"{name}/{kind}"] = train_probes(train_data, stop_data, range(lab.n_layers + 1), kind, s.seed,
+                                                    epochs=s.epochs, progress=say)
+            seconds[f"{name}/{kind}"] = round(time.time() - started, 1)
+    return probes, seconds
+
+
+def run_structure(lab: Lab, train: Sequence[Sentence], evaluate: Sequence[Sentence],
+                  settings: StructureSettings | None = None, stop: Sequence[Sentence] | None = None,
+                  names: tuple[str, str] = ("", ""), trained: dict[str, dict[int, TrainedProbe]] | None = None,
+                  relations: Sequence[str] = (), progress: Progress | None = None) -> StructureResult:
+    """Train (or take ``trained``) probes, then score probes, attention trees and ensembles on ``evaluate``."""
+    s = settings or StructureSettings()
+    say = progress or (lambda message: None)
+    seconds: dict[str, float] = {}
+    if trained is None:
+        train_part, stop_part = (list(train), list(stop)) if stop else stop_split(train, s.stop_fraction, s.seed)
+        trained, seconds = train_all(lab, train_part, stop_part, s, say)
+    say(f"scoring {len(evaluate)} sentences")
+    evals = {"model": word_features(lab, evaluate, s.batch_size)}
+    if any(k.startswith("null/") for k in trained):
+        evals["null"] = word_features(null_model(lab, s.seed), evaluate, s.batch_size)
+    data = evals["model"]
+    if not data.sentences:
+        raise InputError("no sentence of the evaluated treebank could be scored (each needs two words or more "
+                         "and must fit the model)")
+    maps = word_maps(lab, evaluate, s.batch_size)
+    ids = np.array(data.indices, dtype=np.int64)
+    common = np.intersect1d(ids, maps.indices)
+    select, report = split_sentences(common, s.select_fraction, s.seed)
+    every, held = Resampler.over(ids, s.resamples, s.seed), Resampler.over(report, s.resamples, s.seed + 1)
+    rows, comparison = [], []
+    for key, probes in trained.items():
+        model, kind = key.split("/")
+        table, metrics = probe_table(model, probes, evals[model], every, ids)
+        rows += table
+        if kind == "distance":
+            method = "structural probe" if model == "model" else "structural probe, random weights"
+            comparison += probe_uuas_rows(method, metrics, ids, report, held)
+    for kind in {k.split("/")[1] for k in trained}:
+        base = sentence_metrics(kind, right_branching(kind, data.sentences), data.sentences)
+        rows.append({"model": "right-branching", "kind": kind, "layer": np.nan, "sentences": len(ids),
+                     **metric_rows(base, kind, every, ids)})
+        if kind == "distance":
+            comparison += probe_uuas_rows("right-branching", {0: base}, ids, report, held)
+    comparison += attention_layers(maps, TreeGold.of(maps), select, report, held, say)[0]
+    draws = {(r["method"], int(r["layer"])): r.pop("_draws") for r in comparison}
+    result = StructureResult(lab.checkpoint_info(), names[0], names[1], trained, pd.DataFrame(rows),
+                             pd.DataFrame(comparison), relation_ensembles(maps, relations, select, held.sentences, held),
+                             {"evaluated": len(ids), "skipped": data.skipped, "selection": len(select),
+                              "report": len(report)}, seconds)
+    result.conclusions = conclusions(result.comparison, draws)
+    return result
+
+
+def conclusions(comparison: pd.DataFrame, draws: dict[tuple[str, int], np.ndarray]) -> list[str]:
+    """Sentences generated from paired bootstrap intervals (the same resampled held-out sentences for
+    every method): the probe's best layer against right-branching and against the attention trees
+    of that layer, and the best attention tree against right-branching."""
+    out = []
+
+    def paired(a: tuple[str, int], b: tuple[str, int], name_a: str, name_b: str) -> str:
+        diff = draws[a] - draws[b]
+        lo, hi = percentile_interval(diff[~np.isnan(diff)][:, None], (1,))
+        return verdict(float(lo[0]), float(hi[0]), name_a, name_b)
+
+    def best(method: str) -> tuple[str, int] | None:
+        rows = comparison[comparison.method == method]
+        return None if not len(rows) else (method, int(rows.loc[rows.uuas.idxmax(), "layer"]))
+
+    probe, base = best("structural probe"), ("right-branching", 0)
+    if base not in draws:
+        return out
+    if probe is not None:
+        layer = probe[1]
+        out.append(paired(probe, base, f"the structural probe at layer {layer} (its best layer here)", "right-branching"))
+        for method in ("head ensemble tree", "best head tree"):
+            if (method, layer) in draws:
+                out.append(paired(probe, (method, layer), f"the structural probe at layer {layer}",
+                                  f"the {method.replace(' tree', '')}'s tree at layer {layer}"))
+    for method in ("head ensemble tree", "best head tree"):
+        top = best(method)
+        if top is not None:
+            out.append(paired(top, base, f"the {method.replace(' tree', '')}'s tree at layer {top[1]} (best layer here)",
+                              "right-branching"))
+    return out
+
+
+def save_probes(path: Path, result: StructureResult) -> Path:
+    """The trained probes as safetensors, with the weights' hash and how they were trained."""
+    tensors = {f"{key}/layer{layer}": torch.from_numpy(np.ascontiguousarray(p.proj, dtype=np.float32)).half()
+               for key, probes in result.trained_items() for layer, p in probes.items()}
+    meta = {"model_sha256": result.checkpoint.sha256, "model": result.checkpoint.describe(),
+            "train_treebank": result.train_treebank,
+            "probes": json.dumps({f"{key}/layer{layer}": {"epochs": p.epochs, "best_epoch": p.best_epoch,
+                                                           "stop_loss": p.stop_loss, "curve": p.curve}
+                                  for key, probes in result.trained_items() for layer, p in probes.items()})}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save_file(tensors, str(path), metadata=meta)
+    return path
+
+
+def load_probes(path: Path, lab: Lab) -> dict[str, dict[int, TrainedProbe]]:
+    """Probes saved by ``save_probes``; refused unless they were trained on exactly these weights."""
+    from safetensors import safe_open
+
+    with safe_open(str(path), "pt") as handle:
+        meta = handle.metadata() or {}
+    if meta.get("model_sha256") != lab.checkpoint_info().sha256:
+        raise InputError(f"{path}: these probes were trained on other weights ({meta.get('model', 'unknown')}); "
+                         f"this model is {lab.checkpoint_info().describe()}")
+    info = json.loads(meta.get("probes", "{}"))
+    out: dict[str, dict[int, TrainedProbe]] = {}
+    for name, tensor in load_file(str(path)).items():
+        key, layer = name.rsplit("/layer", 1)
+        kind = key.split("/")[1]
+        i = info.get(name, {})
+        out.setdefault(key, {})[int(layer)] = TrainedProbe(kind, int(layer), tensor.float().numpy(),
+                                                           i.get("epochs", 0), i.get("best_epoch", 0),
+                                                           i.get("stop_loss", float("nan")), i.get("curve", []))
+    return {k: dict(sorted(v.items())) for k, v in out.items()}
