@@ -6,13 +6,13 @@ from .lab import Analysis, InputError, InputTooLong, Lab, load
 __version__ = "0.1.0"
 __all__ = ["Analysis", "BertConfig", "BertLab", "CheckpointError", "DeviceError", "InputError",
            "InputTooLong", "Lab", "available_devices", "figure", "head_similarity", "head_view", "load", "model_view",
-           "qk_space", "resolve_device", "show"]
+           "qk_space", "resolve_device", "show", "structural_probe"]
 
 
 def __getattr__(name: str):
     """``figure``, ``head_view``, ``model_view``, ``show``, ``qk_space`` and ``head_similarity`` (the notebook layer) load on first use,
     so scripts and Ray workers that never draw do not import them."""
-    if name in ("figure", "head_view", "model_view", "show", "qk_space", "head_similarity"):
+    if name in ("figure", "head_view", "model_view", "show", "qk_space", "head_similarity", "structural_probe"):
         from . import notebook
 
         return getattr(notebook, name)

@@ -17,4 +17,5 @@ def assets_dir() -> Path:
 ASSETS = assets_dir()
 SAMPLE_TREEBANK = ASSETS / "sample_treebank.conllu"
 DEFAULT_MLM_HEAD = ASSETS / "minilm-mlm"
+SHIPPED_PROBES = ASSETS / "probes"  # structural probes trained by bertviz-lab, one file per weights
 STATIC = _PACKAGE / "app" / "static"

@@ -33,6 +33,7 @@ BAD_INPUTS = [
     ("position_embeddings", (1,), "Value 1 is less than minimum"),
     ("patching", ("a [MASK] b", "a b [MASK] c", "the", "cat"), "same number of tokens"),
     ("score_heads", ("upload", None, False, False), "upload a CoNLL-U file first"),
+    ("structural_probe", ("upload", None, False), "upload a CoNLL-U file first"),
     ("export_csv", (), "Run an analysis first"),
     ("sync_view", (1e30, 1, False, False, "all", "attention", "aggregates"), "maximum"),
     ("sync_view", (1, 1, False, False, "C->D", "attention", "aggregates"), "not in the list of choices"),

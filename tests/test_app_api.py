@@ -1,4 +1,6 @@
 """The app's API through gradio_client, against the app launched in this process."""
+import json
+
 import numpy as np
 import pytest
 from conftest import call
@@ -158,6 +160,30 @@ def test_score_heads_and_sentence_arcs_through_the_api(sharp_app, sharp_lab, tmp
     bad.write_text("this is not a treebank\n")
     message = call(client, "score_heads", "upload", gradio_client.handle_file(str(bad)), False, False)["syntax_message"]
     assert message.startswith("⚠️") and "bad.conllu:1:" in message
+
+
+def test_structural_probe_needs_probes_trained_on_these_weights(sharp_app):
+    client = gradio_client.Client(sharp_app, verbose=False)
+    out = call(client, "structural_probe", "sample", None, False)
+    assert out["structure_message"].startswith("⚠️ No structural probe ships") and out["structure_plot"] is None
+
+
+@pytest.mark.slow
+def test_structural_probe_beside_attention_trees_in_the_app(default_app, minilm_lab):
+    from bertviz_lab.syntax.structure import StructureSettings, run_structure, shipped_probes
+    from bertviz_lab.treebank import SAMPLE_TREEBANK, read_conllu
+
+    client = gradio_client.Client(default_app, verbose=False)
+    out = call(client, "structural_probe", "sample", None, False)
+    assert minilm_lab.checkpoint_info().sha256[:12] in out["structure_message"]  # the published weights, named
+    expected = run_structure(minilm_lab, [], read_conllu(SAMPLE_TREEBANK), StructureSettings(),
+                             trained=shipped_probes(minilm_lab))
+    for line in expected.conclusions:  # the page says what the paired intervals support
+        assert line.replace("->", "-&gt;")[:60] in out["structure_message"] or line[:60] in out["structure_message"]
+    traces = {t["name"]: t for t in json.loads(out["structure_plot"]["plot"])["data"]}
+    probe = traces["structural probe (representations)"]
+    rows = expected.comparison[expected.comparison.method == "structural probe"].sort_values("layer")
+    assert probe["x"] == rows.layer.tolist() and probe["y"] == pytest.approx(rows.uuas.tolist())
 
 
 def test_views_switch_to_norm_based_attention(tiny_app, tiny_lab):

@@ -129,6 +129,9 @@ EVENTS = (
                                                 "syntax_compare", "session", "syntax_score_source"), SYNTAX_OUTPUTS,
           "score_heads",
           ONE_TREEBANK_AT_A_TIME),
+    Event("structure_btn", "click", "run_structure_view", ("syntax_source", "syntax_upload", "syntax_use_loaded",
+                                                          "session"), ("structure_message", "structure_plot"),
+          "structural_probe", ONE_TREEBANK_AT_A_TIME),
     Event("syntax_relation", "input", "syntax_relation_view", ("syntax_relation", "syntax_direction", "session"),
           ("syntax_plot", "syntax_diff", "syntax_message"), "syntax_relation"),
     Event("syntax_direction", "input", "syntax_relation_view", ("syntax_relation", "syntax_direction", "session"),
@@ -151,7 +154,7 @@ def api_outputs(api_name: str) -> tuple[str, ...]:
 # Handlers that run the model (the others re-render cached results): these get a GPU on ZeroGPU.
 MODEL_HANDLERS = {"analyze", "mask", "run_intervention", "run_directional", "run_ablation",
                   "run_positions", "run_position_controls", "run_directional_set", "run_ablation_set", "run_probe_set",
-                  "run_patching", "run_faithfulness", "run_syntax", "syntax_arcs", "from_url", "toggles", "sync_view",
+                  "run_patching", "run_faithfulness", "run_syntax", "run_structure_view", "syntax_arcs", "from_url", "toggles", "sync_view",
                   "select_tab", "explain", "neuron_view", "search_tokens", "qk_space", "qk_similarity"}
 
 

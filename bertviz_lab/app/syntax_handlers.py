@@ -9,10 +9,12 @@ import gradio as gr
 
 from ..bert import CheckpointError, DeviceError
 from ..figures import syntax as syntax_views
+from ..figures.structure import structure_figure
 from ..lab import InputError, InputTooLong
 from ..syntax.parse import spacy_model_name, spacy_parse
 from ..syntax.run import attention_weights_source, run_syntax
 from ..syntax.scoring import sentence_word_attention
+from ..syntax.structure import StructureSettings, run_structure, shipped_probes
 from ..syntax.summary import HELD_OUT_NOTE, Settings
 from ..treebank import SAMPLE_TREEBANK, TreebankError, read_conllu
 from .state import Limits, Session, plot
@@ -67,7 +69,7 @@ class SyntaxHandlers:
             other_lab = self.cache.get(other, session.device) if compare and other != chosen else None
             run = run_syntax(lab, sentences, APP_SETTINGS, compare_lab=other_lab, max_length=self.limits.max_tokens,
                              source=score_source if score_source in ("attention", "norm") else "attention",
-                             progress=lambda f, what: progress(f, desc=what))
+                             progress=lambda f, what: progress(f, desc=what), ensembles=True)
         except (TreebankError, CheckpointError, DeviceError, InputError) as error:
             return {ui.syntax_message: f"⚠️ {syntax_views.markdown_text(error)}"}
         session.syntax, session.treebank, session.syntax_model = run, sentences, chosen
@@ -97,6 +99,35 @@ class SyntaxHandlers:
                 ui.syntax_uuas: plot(syntax_views.uuas_figure(summary)),
                 ui.syntax_diff: self.difference_plot(session, relations[0], "dep->head"),
                 ui.syntax_sentence: gr.update(choices=choices, value=0, visible=True)}
+
+    def run_structure_view(self, source: str, upload: str | None, use_loaded: bool, session: Session,
+                           progress=gr.Progress()) -> dict:
+        """The structural probe shipped for these weights beside attention trees, on this treebank."""
+        ui = self.ui
+        try:
+            path = treebank_path(source, upload, self.limits)
+            sentences = read_treebank(path, self.limits)
+            chosen, _ = self.syntax_sources(session, bool(use_loaded))
+            lab = self.cache.get(chosen, session.device)
+            probes = shipped_probes(lab)
+            if probes is None:
+                return {ui.structure_message: f"⚠️ No structural probe ships for "
+                                              f"{syntax_views.markdown_text(lab.checkpoint_info().describe())}. "
+                                              "Train one with `bertviz-lab structural-probe --train "
+                                              "en_ewt-ud-train.conllu --treebank FILE --out DIR` (probes are tied "
+                                              "to the exact weights).", ui.structure_plot: None}
+            progress(0.1, desc="structural probe and attention trees")
+            result = run_structure(lab, [], sentences, StructureSettings(seed=APP_SETTINGS.seed), trained=probes,
+                                   names=("", path.name), progress=lambda message: progress(0.5, desc=message))
+        except (TreebankError, CheckpointError, DeviceError, InputError) as error:
+            return {ui.structure_message: f"⚠️ {syntax_views.markdown_text(error)}"}
+        lines = "".join(f"\n- {syntax_views.markdown_text(line)}" for line in result.conclusions)
+        n = result.sentences
+        return {ui.structure_message: f"**Weights:** {syntax_views.markdown_text(result.checkpoint.describe())}; "
+                                      f"probes trained on UD English EWT train; {n['report']} held-out sentences of "
+                                      f"{syntax_views.markdown_text(path.name)} ({n['selection']} chose the heads)."
+                                      + lines,
+                ui.structure_plot: plot(structure_figure(result.comparison, result.checkpoint.name, path.name))}
 
     def difference_plot(self, session: Session, relation: str, direction: str):
         run = session.syntax

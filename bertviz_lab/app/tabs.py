@@ -278,6 +278,10 @@ def build_faithfulness_box(ui: SimpleNamespace, limits: Limits) -> None:
                                       elem_id="faith-table", elem_classes=ON_USE)
 
 
+STRUCTURE_HINT = ("The probes shipped for the published MiniLM were trained on UD English EWT's train split; for "
+                  "other weights, train them with `bertviz-lab structural-probe --train FILE`.")
+
+
 def build_syntax_tab(ui: SimpleNamespace) -> None:
     with gr.Tab(TAB_IDS["syntax"], id="syntax", elem_id="tab-syntax"):
         gr.Markdown("Which heads track syntax? Each head is scored per dependency relation: the share of "
@@ -317,6 +321,14 @@ def build_syntax_tab(ui: SimpleNamespace) -> None:
                                            visible=False)
         ui.syntax_arcs_text = gr.Markdown("", elem_id="syntax-arcs-text")
         ui.syntax_arcs = gr.Plot(label="Arcs", elem_id="syntax-arcs", elem_classes=ON_USE)
+        gr.Markdown("**Does the model encode syntax?** A structural probe reads trees from each layer's word "
+                    "vectors (Hewitt & Manning 2019); beside it, trees decoded from each layer's best head and from "
+                    "its best ensemble of up to 4 heads (Limisiewicz et al. 2020), and right-branching, on the same "
+                    "held-out half of the treebank chosen above.")
+        ui.structure_btn = gr.Button("Compare the structural probe with attention trees", elem_id="structure-btn")
+        ui.structure_message = gr.Markdown(STRUCTURE_HINT, elem_id="structure-message")
+        ui.structure_plot = gr.Plot(label="Structural probe vs attention trees (UUAS per layer)",
+                                    elem_id="structure-plot", elem_classes=ON_USE)
 
 
 def build_export_tab(ui: SimpleNamespace) -> None:

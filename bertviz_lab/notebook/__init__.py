@@ -2,7 +2,15 @@
 interactive output (``show``), and a BertViz drop-in (``head_view``, ``model_view``) for any
 model's attention. Nothing here needs a server of ours or the network."""
 from .dropin import head_view, model_view, show
-from .views import analysis_figure, comparison_figure, figure, head_similarity, qk_space, syntax_figure
+from .views import (
+    analysis_figure,
+    comparison_figure,
+    figure,
+    head_similarity,
+    qk_space,
+    structural_probe,
+    syntax_figure,
+)
 
 __all__ = ["analysis_figure", "comparison_figure", "figure", "head_similarity", "head_view", "model_view", "qk_space",
-           "show", "syntax_figure"]
+           "show", "structural_probe", "syntax_figure"]

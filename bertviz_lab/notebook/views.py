@@ -13,11 +13,14 @@ from ..figures import interventions as intervention_views
 from ..figures import qk as qk_views
 from ..figures import syntax as syntax_views
 from ..figures.base import Figure
+from ..figures.structure import structure_figure
 from ..interventions import Comparison
 from ..lab import Analysis, Lab
 from ..lens import head_vectors, head_vectors_encoded, head_vectors_of_sentences, sentence_attentions
+from ..syntax.ensembles import relations_of
+from ..syntax.structure import StructureResult, StructureSettings, load_probes, run_structure
 from ..syntax.summary import SyntaxSummary
-from ..treebank import Sentence
+from ..treebank import Sentence, read_conllu
 
 ANALYSIS_FIGURES = ("single-head", "overview", "head-view", "aggregates", "summary", "predictions")
 COMPARISON_FIGURES = ("comparison", "divergence", "offsets")
@@ -126,7 +129,29 @@ def figure(obj: Analysis | Comparison | SyntaxSummary, kind: str | None = None, 
         return comparison_figure(obj, kind or "comparison", **options)
     if isinstance(obj, SyntaxSummary):
         return syntax_figure(obj, kind or "best-heads", **options)
-    raise TypeError(f"cannot draw a {type(obj).__name__}: pass an Analysis, a Comparison or a SyntaxSummary")
+    if isinstance(obj, StructureResult):
+        return plotly_figure(structure_figure(obj.comparison, obj.checkpoint.name, obj.eval_treebank or "the treebank"))
+    raise TypeError(f"cannot draw a {type(obj).__name__}: pass an Analysis, a Comparison, a SyntaxSummary or the "
+                    "result of structural_probe")
+
+
+def structural_probe(lab: Lab, treebank: Any, train: Any = None, probes: Any = None, min_arcs: int = 50,
+                     **settings: Any) -> StructureResult:
+    """Structural probes per layer beside attention trees and head ensembles (``syntax/structure.py``):
+    ``treebank`` and ``train`` are CoNLL-U paths or lists of Sentences; ``probes`` a probes.safetensors
+    saved earlier for these weights instead of ``train``. ``figure(result)`` draws the comparison;
+    ``result.conclusions`` says what the paired intervals support."""
+    def sentences(source: Any) -> list:
+        return list(source) if isinstance(source, (list, tuple)) else read_conllu(source)
+
+    evaluate = sentences(treebank)
+    trained = load_probes(probes, lab) if probes is not None else None
+    if trained is None and train is None:
+        raise ValueError("give train (a treebank's train split) or probes (a probes.safetensors for these weights)")
+    return run_structure(lab, sentences(train) if train is not None else [], evaluate, StructureSettings(**settings),
+                         trained=trained, relations=relations_of(evaluate, min_arcs),
+                         names=(str(getattr(train, "name", "") or ("train" if train is not None else "")),
+                                str(getattr(treebank, "name", "") or "treebank")))
 
 
 def _points(lab: Lab, sentences: Any, layer: int, head: int):

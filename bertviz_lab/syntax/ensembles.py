@@ -58,6 +58,14 @@ def renormalised(word_attn: np.ndarray) -> np.ndarray:
     return np.nan_to_num(out)
 
 
+def sentence_map(pieces: np.ndarray, enc) -> np.ndarray:
+    """(layers, heads, tokens, tokens) piece attention -> (layers*heads, words, words): attention to
+    [CLS]/[SEP] left out and rows renormalised, then pooled to words (from = mean, to = sum)."""
+    keep = np.array([w is not None for w in enc.word_ids])
+    words, _ = word_attention(renormalised(pieces * keep[None, None, None, :]), enc)
+    return words.reshape(-1, *words.shape[-2:]).astype(np.float32)
+
+
 def word_maps(lab: Lab, sentences: Sequence[Sentence], batch_size: int = 32, max_length: int | None = None,
               progress: Callable[[int, int], None] | None = None) -> WordMaps:
     """The maps of every sentence that per-head scoring also keeps (same plan, same skips)."""
@@ -69,11 +77,7 @@ def word_maps(lab: Lab, sentences: Sequence[Sentence], batch_size: int = 32, max
         attention = lab.attention_of(cache).float().cpu().numpy()  # (batch, layers, heads, query, key)
         for row, (index, sentence, enc) in enumerate(batch):
             n = len(enc.ids)
-            pieces = attention[row, :, :, :n, :n]
-            keep = np.array([w is not None for w in enc.word_ids])
-            pieces = pieces * keep[None, None, None, :]  # attention to [CLS]/[SEP] left out ...
-            words, _ = word_attention(renormalised(pieces), enc)  # ... and rows renormalised before pooling
-            found[index] = (words.reshape(-1, *words.shape[-2:]).astype(np.float32), sentence)
+            found[index] = (sentence_map(attention[row, :, :, :n, :n], enc), sentence)
         if progress is not None:
             progress(len(found), plan.used)
     order = sorted(found)

@@ -24,6 +24,7 @@ from safetensors.torch import load_file, save_file
 
 from ..conclusions import verdict
 from ..lab import CheckpointInfo, InputError, Lab, null_model
+from ..resources import SHIPPED_PROBES
 from ..treebank import Sentence
 from .ensembles import (
     D2P,
@@ -352,3 +353,9 @@ def load_probes(path: Path, lab: Lab) -> dict[str, dict[int, TrainedProbe]]:
                                                            i.get("epochs", 0), i.get("best_epoch", 0),
                                                            i.get("stop_loss", float("nan")), i.get("curve", []))
     return {k: dict(sorted(v.items())) for k, v in out.items()}
+
+
+def shipped_probes(lab: Lab) -> dict[str, dict[int, TrainedProbe]] | None:
+    """The probes bertviz-lab ships for exactly these weights (``assets/probes/<sha256 prefix>.safetensors``), or None."""
+    path = SHIPPED_PROBES / f"{lab.checkpoint_info().sha256[:12]}.safetensors"
+    return load_probes(path, lab) if path.is_file() else None
