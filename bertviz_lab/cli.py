@@ -495,6 +495,46 @@ def run_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_select(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("select-head", help="choose between trained heads by the rule written in the model card "
+                                           "(development data only: the development cloze set and validation text)")
+    p.add_argument("--corpus", type=Path, default=Path("data/corpus"), help="the corpus the chain trained on")
+    p.add_argument("--shipped", type=Path, default=None, help="the shipped head folder (default: assets/minilm-mlm)")
+    p.add_argument("--chain", type=Path, nargs="+", required=True, metavar="RUN",
+                   help="train-mlm-head --out folders: every head kept at a validation point (RUN/steps/step-N) competes")
+    p.add_argument("--model", default="default", help="the encoder the heads belong to")
+    p.add_argument("--device", default="auto")
+    p.set_defaults(func=run_select)
+
+
+def run_select(args: argparse.Namespace) -> int:
+    from .mlm.selection import RULE, choose, dev_figures
+    from .resources import DEFAULT_MLM_HEAD
+
+    shipped = args.shipped or DEFAULT_MLM_HEAD
+    folders = sorted((f for run in args.chain for f in (run / "steps").glob("step-*") if (f / "head.safetensors").is_file()),
+                     key=lambda f: (str(f.parent.parent), int(f.name.split("-")[1])))
+    if not folders:
+        raise InputError(f"no head kept at a validation point under {', '.join(str(r) for r in args.chain)} "
+                         "(RUN/steps/step-N/head.safetensors)")
+
+    def figures(folder: Path, steps: int):
+        lab = load(args.model, device=args.device, mlm_head=folder)
+        return dev_figures(lab, args.corpus, str(folder), steps)
+
+    base = figures(shipped, 0)
+    candidates = [figures(f, int(f.name.split("-")[1])) for f in folders]
+    winner, why = choose(base, candidates)
+    rows = [{"head": c.name, "steps": c.steps, "cloze": round(c.cloze, 4), "running_top1": round(c.running_top1, 4),
+             "nsp": round(c.nsp, 4), "wordnet_top1": round(c.wordnet_top1, 4), "score": round(c.score, 4)}
+            for c in [base, *candidates]]
+    for row in rows:
+        print("  ".join(f"{k} {v}" for k, v in row.items()), file=sys.stderr)
+    print(why, file=sys.stderr)
+    print(json.dumps({"rule": RULE, "winner": winner.name, "why": why, "candidates": rows}))
+    return 0
+
+
 def add_eval(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("eval-mlm", help="masked-word top-1/top-5 accuracy on a text file, or on the teaching set")
     p.add_argument("--text-file", type=Path, default=None, help="one sentence per line; one word per line is masked")
@@ -1009,7 +1049,7 @@ def run_search(args: argparse.Namespace) -> int:
 
 COMMANDS = (add_analyze, add_probe, add_structure, add_faithfulness, add_qk_space, add_index, add_search,
             add_compare, add_sweep, add_patch, add_positions, add_eval, add_eval_nsp,
-            add_train, add_build_corpus)
+            add_train, add_select, add_build_corpus)
 
 
 EXAMPLES = {
@@ -1043,6 +1083,8 @@ EXAMPLES = {
                  "bertviz-lab eval-nsp --text-file documents.txt --json"],
     "train-mlm-head": ["bertviz-lab train-mlm-head --corpus data/corpus --out runs/v1 --steps 3000",
                        "bertviz-lab train-mlm-head --corpus data/corpus --out runs/v1 --steps 3000 --resume"],
+    "select-head": ["bertviz-lab select-head --corpus data/corpus --chain runs/chain1",
+                    "bertviz-lab select-head --corpus data/corpus --chain runs/chain1 runs/chain2 --shipped assets/minilm-mlm"],
     "build-corpus": ["bertviz-lab build-corpus --out data/wordnet",
                      "bertviz-lab build-corpus --out data/corpus --running-text data/ud/manifest.json"],
 }

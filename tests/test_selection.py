@@ -1,0 +1,54 @@
+"""The rule that picks the shipped head, fixed before the runs (mlm/selection.py), and select-head."""
+import json
+
+from builders import run_cli
+from test_running_text import nsp_settings, tiny_corpus, ud_files  # noqa: F401  (fixtures)
+
+from bertviz_lab.lab import load
+from bertviz_lab.mlm.evaluate_nsp import evaluate_nsp
+from bertviz_lab.mlm.selection import DEV_CLOZE, DevFigures, choose, validation_split
+from bertviz_lab.mlm.teaching import TEACHING_SET, read_teaching_set
+from bertviz_lab.mlm.train import train
+
+
+def figures(name, steps, cloze, running, nsp, wordnet):
+    return DevFigures(name, steps, cloze, running, nsp, wordnet)
+
+
+def test_the_rule_picks_the_best_eligible_score_and_breaks_ties_by_fewer_steps():
+    shipped = figures("shipped", 0, 0.50, 0.30, 0.80, 0.40)  # score 0.5333
+    better = figures("step-2000", 2000, 0.60, 0.32, 0.82, 0.39)  # 0.58
+    forgets = figures("step-3000", 3000, 0.70, 0.34, 0.84, 0.37)  # 0.6267, but WordNet 0.03 below the shipped head
+    tie = figures("step-4000", 4000, 0.60, 0.325, 0.8155, 0.40)  # 0.5802: within 0.001 of step-2000
+    winner, why = choose(shipped, [better, forgets, tie])
+    assert winner is better
+    assert "step-2000 has the highest development score, 0.580" in why and "not eligible" in why and "step-3000" in why
+    worse = figures("step-1000", 1000, 0.40, 0.30, 0.80, 0.40)
+    winner, why = choose(shipped, [worse])
+    assert winner is shipped and why.startswith("no candidate beats the shipped head")
+
+
+def test_the_development_cloze_set_is_its_own_and_big_enough():
+    dev = read_teaching_set(DEV_CLOZE)
+    teaching = {item.sentence for item in read_teaching_set(TEACHING_SET)}
+    assert len(dev) >= 60 and not {item.sentence for item in dev} & teaching
+
+
+def test_select_head_scores_every_validation_point_on_development_data(tmp_path, tiny_corpus, tiny_folder):  # noqa: F811
+    out = tmp_path / "run"
+    train(out, nsp_settings(tiny_corpus, tiny_folder), progress=False)  # 6 steps, a head kept every 3
+    wordnet, documents = validation_split(tiny_corpus)
+    assert wordnet and documents and not set(wordnet) & {s for d in documents for s in d}
+    done = run_cli("select-head", "--corpus", str(tiny_corpus), "--chain", str(out), "--shipped",
+                   str(out / "steps" / "step-3"), "--model", str(tiny_folder), "--device", "cpu")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert [c["steps"] for c in result["candidates"]] == [0, 3, 6]
+    assert result["winner"] in {c["head"] for c in result["candidates"]}
+    rebuilt = [figures(c["head"], c["steps"], c["cloze"], c["running_top1"], c["nsp"], c["wordnet_top1"])
+               for c in result["candidates"]]
+    assert choose(rebuilt[0], rebuilt[1:])[0].name == result["winner"]  # the printed figures give the printed choice
+    lab = load(str(tiny_folder), device="cpu", mlm_head=out / "steps" / "step-3")
+    assert result["candidates"][0]["nsp"] == round(evaluate_nsp(lab, documents, seed=0, progress=False)["accuracy"], 4)
+    missing = run_cli("select-head", "--corpus", str(tiny_corpus), "--chain", str(tmp_path / "nothing"))
+    assert missing.returncode == 2 and "no head kept" in missing.stderr
