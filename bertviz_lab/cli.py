@@ -504,6 +504,9 @@ def add_select(sub: argparse._SubParsersAction) -> None:
                    help="train-mlm-head --out folders: every head kept at a validation point (RUN/steps/step-N) competes")
     p.add_argument("--model", default="default", help="the encoder the heads belong to")
     p.add_argument("--device", default="auto")
+    p.add_argument("--publish", type=Path, default=None, metavar="FOLDER",
+                   help="when a chain's head wins, make FOLDER a self-contained head like assets/minilm-mlm "
+                        "(held-out report, model card with the chain and this choice)")
     p.set_defaults(func=run_select)
 
 
@@ -531,7 +534,13 @@ def run_select(args: argparse.Namespace) -> int:
     for row in rows:
         print("  ".join(f"{k} {v}" for k, v in row.items()), file=sys.stderr)
     print(why, file=sys.stderr)
-    print(json.dumps({"rule": RULE, "winner": winner.name, "why": why, "candidates": rows}))
+    selection = {"rule": RULE, "winner": winner.name, "why": why, "candidates": rows}
+    if args.publish is not None and winner is not base:
+        from .mlm.model_card import publish_selected
+
+        publish_selected(Path(winner.name), args.publish, args.corpus, selection, device=args.device)
+        selection["published"] = str(args.publish)
+    print(json.dumps(selection))
     return 0
 
 

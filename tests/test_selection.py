@@ -52,3 +52,19 @@ def test_select_head_scores_every_validation_point_on_development_data(tmp_path,
     assert result["candidates"][0]["nsp"] == round(evaluate_nsp(lab, documents, seed=0, progress=False)["accuracy"], 4)
     missing = run_cli("select-head", "--corpus", str(tiny_corpus), "--chain", str(tmp_path / "nothing"))
     assert missing.returncode == 2 and "no head kept" in missing.stderr
+
+
+def test_the_model_card_lists_the_chain_leg_by_leg_and_the_choice():
+    from bertviz_lab.mlm.model_card import legs_text, selection_text
+    from bertviz_lab.mlm.selection import RULE
+
+    legs = [{"leg": 1, "from_step": 0, "to_step": 3100, "minutes": 80.2, "command": "python -m bertviz_lab train-mlm-head A"},
+            {"leg": 2, "from_step": 3100, "to_step": 6000, "minutes": 75.0,
+             "command": "python -m bertviz_lab train-mlm-head A --resume"}]
+    candidates = [{"head": "assets/minilm-mlm", "steps": 0, "cloze": 0.5, "running_top1": 0.3, "nsp": 0.8,
+                   "wordnet_top1": 0.4, "score": 0.5333}]
+    text = legs_text({"legs": legs}) + selection_text({"selection": {"rule": RULE, "why": "because.",
+                                                                      "candidates": candidates}})
+    assert "| 2 | 3100 -> 6000 | 75.0 | `python -m bertviz_lab train-mlm-head A --resume` |" in text
+    assert RULE in text and "| assets/minilm-mlm | 0 | 0.500 | 0.300 | 0.800 | 0.400 | 0.533 |" in text
+    assert legs_text({"legs": legs[:1]}) == ""  # one leg and no choice: the commands above say it all

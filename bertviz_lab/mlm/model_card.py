@@ -109,6 +109,43 @@ sentence of another held-out document (NotNext); seeded; `eval-nsp` protocol.
     return source_rows, mlm_rows, history, teaching_rows, nsp_text
 
 
+def legs_text(record: dict) -> str:
+    """The chain of resumable legs that made this head, each reproducible by its command."""
+    legs = record.get("legs") or []
+    if len(legs) < 2 and not record.get("selection"):
+        return ""
+    rows = "\n".join(f"| {leg['leg']} | {leg['from_step']} -> {leg['to_step']} | {leg['minutes']} | `{leg['command']}` |"
+                     for leg in legs)
+    return f"""
+The training chain, leg by leg (each leg resumes the previous one's checkpoint; the learning-rate
+schedule spans the whole chain):
+
+| leg | steps | minutes | command |
+|---:|---|---:|---|
+{rows}
+"""
+
+
+def selection_text(record: dict) -> str:
+    """The rule (written before the runs), what it was applied to and what it said."""
+    chosen = record.get("selection")
+    if not chosen:
+        return ""
+    rows = "\n".join(f"| {c['head']} | {c['steps']} | {c['cloze']:.3f} | {c['running_top1']:.3f} | {c['nsp']:.3f} | "
+                     f"{c['wordnet_top1']:.3f} | {c['score']:.3f} |" for c in chosen["candidates"])
+    return f"""
+## How this head was chosen
+
+{chosen['rule']}
+
+| candidate | steps | C (dev cloze) | M (validation top-1) | N (validation NSP) | WordNet validation | score |
+|---|---:|---:|---:|---:|---:|---:|
+{rows}
+
+{chosen['why']}
+"""
+
+
 def write_model_card(folder: Path, report: dict, commands: list[str]) -> Path:
     record = json.loads((folder / "run.json").read_text())
     chain = record.get("lineage", [])
@@ -136,7 +173,7 @@ heads, the attention of layers {layers[0] + 1}-{layers[-1] + 1} comes from the f
 | MLM head | BERT's: dense 384x384, GELU, LayerNorm, decoder tied to the (frozen) word embeddings, output bias |
 | NSP head | {'BERT pooler (dense + tanh on [CLS], fine-tuned) and a 384x2 classifier; index 0 = "B follows A"' if settings.get('nsp') else 'none'} |
 | file | `head.safetensors`, float16, {record['asset_bytes'] / 1e6:.1f} MB (heads + fine-tuned layers) |
-| steps | {record['steps']} x batch {settings['batch_size']}, AdamW, lr {settings['lr']} (layers) / {settings['head_lr']} (heads), warm-up {settings['warmup']:.0%}, linear decay, bf16 autocast |
+| steps | {record['steps']} x batch {settings['batch_size']}, AdamW, lr {settings['lr']} (layers) / {settings['head_lr']} (heads), warm-up {settings['warmup']:.0%}, linear decay{f" over {settings['steps']} steps" if settings.get('steps', record['steps']) != record['steps'] else ''}, {'bf16 autocast' if settings.get('bf16', True) else 'float32'} |
 | inputs per epoch | all running-text sentences once ({settings.get('pair_fraction', 0):.0%} of them start a sentence pair, half IsNext, half NotNext, drawn again each epoch) and WordNet lines so that running text is {settings.get('running_share', 0):.0%} of the inputs |
 | started from | {f'earlier runs of this project (warm start): {describe(chain)}; then this run' if chain else 'a fresh head'} |
 | seed | {record['seed']} |
@@ -172,7 +209,7 @@ is never trained on, and ships here so anyone can re-measure.
 ```bash
 {chr(10).join(commands)}
 ```
-
+{legs_text(record)}{selection_text(record)}
 Validation during training (validation lines and passages set aside from the training splits):
 
 | step | loss (MLM + NSP) | top-1 | top-5 | NSP accuracy | minutes |
@@ -220,6 +257,43 @@ def publish(out: Path, corpus: Path, commands: list[str], device: str = "cpu") -
     (out / "run.json").write_text(json.dumps(record, indent=2))
     write_model_card(out, report, commands)
     return report
+
+
+def chain_legs(snapshot: Path) -> list[dict]:
+    """The legs that led to a head kept at a validation point: the chain's recorded legs (from its
+    run.json when finished, else its checkpoint), the one in progress cut at the snapshot's step."""
+    import torch
+
+    run = snapshot.parent.parent
+    step = json.loads((snapshot / "run.json").read_text())["steps"]
+    if (run / "run.json").is_file():
+        legs = json.loads((run / "run.json").read_text()).get("legs", [])
+    elif (run / "checkpoint.pt").is_file():
+        legs = json.loads(torch.load(run / "checkpoint.pt", map_location="cpu", weights_only=True)["progress"])["legs"]
+    else:
+        legs = []
+    return [{**leg, "to_step": min(leg["to_step"], step)} for leg in legs if leg["from_step"] < step]
+
+
+def publish_selected(snapshot: Path, out: Path, corpus: Path, selection: dict, device: str = "cpu") -> dict:
+    """A head the selection rule chose, made self-contained in ``out`` like the shipped one: its
+    chain of legs, training time up to its step, the choice and the held-out report."""
+    import shutil
+
+    import torch
+
+    out.mkdir(parents=True, exist_ok=True)
+    for name in ("head.safetensors", "run.json"):
+        shutil.copy(snapshot / name, out / name)
+    record = json.loads((out / "run.json").read_text())
+    legs = chain_legs(snapshot)
+    history = record.get("history") or [{}]
+    record.update({"corpus": json.loads((corpus / "corpus.json").read_text()), "legs": legs, "selection": selection,
+                   "train_seconds": history[-1].get("elapsed_s", 0.0), "device": device,
+                   "torch_threads": torch.get_num_threads(), "train_lines": record.get("train_lines", 0)})
+    (out / "run.json").write_text(json.dumps(record, indent=2))
+    commands = [leg["command"] for leg in legs if leg.get("command")]
+    return publish(out, corpus, commands, device=device)
 
 
 def quality_note(head_folder: Path) -> str:
