@@ -47,6 +47,15 @@ def test_punctuation_is_their_ptb_list_and_ud_punct_without_ptb_tags():
     assert trees.punctuation(ud).tolist() == [False, True]
 
 
+def test_punctuation_is_decided_once_per_treebank():
+    with_stop = sentence(["a", "b", "."], [2, 0, 2], ["DT", "NN", "."])
+    hyphen = Sentence(["x", "-", "y"], [3, 3, 0], ["compound", "punct", "root"], ["NOUN", "PUNCT", "NOUN"],
+                      xpos=["NN", "HYPH", "NN"])
+    ptb = trees.uses_ptb_tags([with_stop, hyphen])
+    assert ptb and trees.punctuation(hyphen, ptb).tolist() == [False, False, False]  # HYPH stays, as in their list
+    assert trees.punctuation(hyphen).tolist() == [False, True, False]  # alone it shows no PTB tag: UD PUNCT
+
+
 def test_spearman_is_averaged_per_length_then_over_lengths_5_to_50():
     # per sentence: (length, sum of row correlations, rows)
     lengths = np.array([5, 5, 6, 4, 51])

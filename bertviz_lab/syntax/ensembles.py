@@ -17,8 +17,16 @@ As their released code defines it (github.com/Tom556/BERTHeadEnsembles, MIT;
   if any does. Ensembles are chosen on one half of the sentences and reported on the other.
 
 Where we differ: relations are the treebank's UD relations (their paper merges some into its
-own labels with a UDApi conversion), so numbers are comparable with our per-head table.
+own labels with a UDApi conversion), so numbers are comparable with our per-head table; root arcs
+are left out of every relation, ``all`` included (their ``all`` keeps them: d2p always misses them,
+and p2d reads the row at index -1, the last word's).
+
+Attention *trees* here are our extension, not their ``extract_trees.py`` (which joins log-weighted
+relation ensembles into a directed tree from the gold root): per layer, the greedy rule above picks
+up to 4 of the layer's heads to maximise the UUAS of the undirected maximum spanning tree of their
+mean symmetrised map, over non-punctuation words as the structural probe's UUAS counts them.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -31,13 +39,19 @@ from ..lab import Lab
 from ..naming import head_name
 from ..treebank import Sentence
 from .scoring import plan_batches, word_attention
-from .trees import punctuation, spanning_edges, tree_distances
+from .trees import punctuation, spanning_edges, tree_distances, uses_ptb_tags
 
 MAX_HEADS = 4
 CANDIDATES = 25  # HEADS_TO_CHECK in head_ensemble.py
 # Their direction names. d2p equals Clark's dep->head; p2d reads the parent's *row* (the parent
 # attends to the dependent), which is not Clark's head->dep (the dependent's *column*).
 D2P, P2D = "d2p", "p2d"
+
+
+def best_first(singles: np.ndarray) -> np.ndarray:
+    """Heads in the order the greedy rule offers them: ``np.argsort(...)[-25:][::-1]``, so among tied
+    heads the higher index comes first; the best single head is the first of this order."""
+    return np.argsort(singles, kind="stable")[::-1]
 
 
 @dataclass
@@ -131,7 +145,7 @@ def greedy_ensemble(score: Callable[[Sequence[int]], float], singles: np.ndarray
                     candidates: int = CANDIDATES) -> tuple[list[int], float]:
     """``HeadEnsemble.consider_candidate`` over the best ``candidates`` single heads (flat indices),
     offered best first; returns the ensemble and its score."""
-    offered = np.argsort(singles, kind="stable")[::-1][:candidates]  # np.argsort(...)[-25:][::-1]
+    offered = best_first(singles)[:candidates]
     ensemble: list[int] = []
     best = 0.0
     for candidate in (int(c) for c in offered):
@@ -167,7 +181,8 @@ class TreeGold:
 
     @classmethod
     def of(cls, maps: WordMaps) -> TreeGold:
-        keep = [~punctuation(s) for s in maps.sentences]
+        ptb = uses_ptb_tags(maps.sentences)
+        keep = [~punctuation(s, ptb) for s in maps.sentences]
         return cls(keep, [spanning_edges(tree_distances(s.heads), k) for s, k in zip(maps.sentences, keep)])
 
 

@@ -5,7 +5,12 @@ Implemented as their released code defines it (github.com/john-hewitt/structural
 Apache-2.0; ``probe.py``, ``loss.py``, ``regimen.py``, ``data.py``, ``reporter.py``):
 
 - Word vectors: a layer's hidden state averaged over the word's pieces (``BERTDataset``:
-  ``np.mean`` over the pieces of each treebank word); layer 0 is the embedding output.
+  ``np.mean`` over the pieces of each treebank word). Our layer k is the output of encoder block k
+  (1-based) and layer 0 the embeddings (after the projection, where a model has one). Their
+  ``convert_raw_to_bert.py`` stores the 12 blocks' outputs without the embeddings, so their index k
+  is our layer k + 1 (their README says layers 0-11, their configs "{1,...,12}"); it also feeds every
+  token segment id 1, where we feed 0, and splits words with the WordPiece step only (we pass the
+  treebank's words to the full tokenizer, so "U.S." may split differently).
 - Distance probe (``TwoWordPSDProbe``): d_B(h_i, h_j) = ||B(h_i - h_j)||^2, B of shape
   (hidden, rank) with rank = hidden (their BERT configs use full rank, 768 for BERT-base),
   initialised uniform(-0.05, 0.05). Depth probe (``OneWordPSDProbe``): ||B h_i||^2.
@@ -18,9 +23,10 @@ Apache-2.0; ``probe.py``, ``loss.py``, ``regimen.py``, ``data.py``, ``reporter.p
 - Metrics and punctuation: ``trees.py`` (UUAS over non-punctuation words, distance and depth
   Spearman averaged over lengths 5-50, root accuracy).
 
-Where we differ, and why: they stop on the dev split and report on test. We stop on a seeded
-10% of the *train* split (or a file the user names) so that the treebank we report on, dev or
-test, is never used for any choice.
+Where we differ, and why: they stop on the dev split and report on dev as well (the test lines of
+``run_report_results`` are commented out). We stop on a seeded 10% of the *train* split (or a file
+the user names) so that the treebank we report on is never used for any choice. One-word sentences
+(no pair of words) are left out; they keep them (each a trivially correct root).
 """
 from __future__ import annotations
 
@@ -35,7 +41,16 @@ from torch import nn
 from ..lab import Lab, layer_hook
 from ..treebank import Sentence
 from .scoring import words_without_pieces
-from .trees import length_averaged, punctuation, root_hit, row_spearman, tree_depths, tree_distances, uuas_counts
+from .trees import (
+    length_averaged,
+    punctuation,
+    root_hit,
+    row_spearman,
+    tree_depths,
+    tree_distances,
+    uses_ptb_tags,
+    uuas_counts,
+)
 
 KINDS = ("distance", "depth")
 BATCH = 20
@@ -112,9 +127,14 @@ def word_features(lab: Lab, sentences: Sequence[Sentence], batch_size: int = 32,
         kept.append(index)
         encoded.append(enc)
     hooks = ["bert.embeddings.hook_out"] + [layer_hook(i, "out") for i in range(lab.n_layers)]
+    project = lab.model.bert.embeddings_project  # ELECTRA's embedding_size -> hidden_size, else None
     out: dict[int, np.ndarray] = {}
     for rows, cache in lab.runs_by_length(encoded, hooks, batch_size):
-        hidden = torch.stack([cache[h] for h in hooks], 1).float().cpu().numpy()  # (batch, layers+1, pos, d)
+        states = [cache[h] for h in hooks]
+        if project is not None:
+            with torch.inference_mode():
+                states[0] = project(states[0])  # the vectors block 1 reads
+        hidden = torch.stack(states, 1).float().cpu().numpy()  # (batch, layers+1, pos, d)
         for row, i in enumerate(rows):
             word_ids = np.array([-1 if w is None else w for w in encoded[i].word_ids])
             n = len(sentences[kept[i]].words)
@@ -165,7 +185,10 @@ class Batches:
     def batch(self, rows: Sequence[int], layers: Sequence[int]):
         lengths = torch.tensor([self.lengths[r] for r in rows])
         n = int(lengths.max())
-        words = torch.cat([self.features[r][list(layers)] for r in rows], 1)  # (layers, packed, hidden)
+        parts = [self.features[r][list(layers)] for r in rows]  # (layers, words, hidden) each
+        if self.kind == "distance":  # distances do not change when a sentence's words move together
+            parts = [part - part.mean(1, keepdim=True) for part in parts]
+        words = torch.cat(parts, 1)  # (layers, packed, hidden)
         which = torch.cat([torch.full((self.lengths[r],), b) for b, r in enumerate(rows)])
         where = torch.cat([torch.arange(self.lengths[r]) for r in rows])
         shape = (len(rows), n, n) if self.kind == "distance" else (len(rows), n)
@@ -277,14 +300,15 @@ class SentenceMetrics:
 def sentence_metrics(kind: str, predictions: Sequence[np.ndarray], sentences: Sequence[Sentence]) -> SentenceMetrics:
     """Distance predictions (words, words) or depth predictions (words,) -> per-sentence counts."""
     n = len(sentences)
+    ptb = uses_ptb_tags(sentences)
     out = {k: np.zeros(n) for k in ("uuas_correct", "uuas_total", "rho_sum", "rho_count", "root_hits")}
     for i, (predicted, sentence) in enumerate(zip(predictions, sentences)):
         gold = gold_of(kind, sentence)
         if kind == "distance":
-            out["uuas_correct"][i], out["uuas_total"][i] = uuas_counts(predicted, gold, ~punctuation(sentence))
+            out["uuas_correct"][i], out["uuas_total"][i] = uuas_counts(predicted, gold, ~punctuation(sentence, ptb))
             rho = row_spearman(predicted, gold)
         else:
-            out["root_hits"][i] = root_hit(predicted, sentence.heads, punctuation(sentence))
+            out["root_hits"][i] = root_hit(predicted, sentence.heads, punctuation(sentence, ptb))
             rho = row_spearman(predicted[None, :], gold[None, :])
         out["rho_sum"][i], out["rho_count"][i] = np.nansum(rho), np.isfinite(rho).sum()
     return SentenceMetrics(np.array([len(s.words) for s in sentences]), **out)
@@ -296,6 +320,8 @@ def predict(probe: TrainedProbe, data: ProbeData) -> list[np.ndarray]:
     with torch.inference_mode():
         for features in data.features:
             words = torch.from_numpy(features[probe.layer])[None]  # (1, words, hidden)
+            if probe.kind == "distance":
+                words = words - words.mean(1, keepdim=True)  # as in training: the same distances
             out.append(module(words)[0].numpy())
     return out
 

@@ -4,10 +4,13 @@ the best single head of each layer and from the best small ensemble of its heads
 (``ensembles.py``), and the right-branching baseline; plus head ensembles per relation for the
 best-heads table.
 
-Every choice (which head, which ensemble) is made on one seeded half of the evaluated sentences
-and reported on the other half, the same split the per-head held-out columns use; the probe is
+Every choice (which head, which ensemble, which layer a conclusion is about) is made on one seeded
+half of the evaluated sentences and reported on the other half, the same split the per-head held-out columns use; the probe is
 trained on a *train* split and reported on that same other half. Intervals are percentile
 bootstraps over those sentences (``statistics.py``); differences are paired.
+
+Layers: the probe's layer L reads the output of block L (0 = embeddings); an attention tree at
+layer L comes from the heads *inside* block L, which attend over the output of block L - 1.
 """
 from __future__ import annotations
 
@@ -32,6 +35,7 @@ from .ensembles import (
     TreeGold,
     WordMaps,
     arc_rows,
+    best_first,
     ensemble_name,
     greedy_ensemble,
     tree_counts,
@@ -143,10 +147,11 @@ def attention_layers(maps: WordMaps, gold: TreeGold, select: np.ndarray, report:
     for layer in range(maps.layers):
         flat = [layer * maps.heads + h for h in range(maps.heads)]
         singles = np.array([pooled([k]) for k in flat])
-        ensemble, _ = greedy_ensemble(lambda heads, flat=flat: pooled([flat[h] for h in heads]), singles,
-                                      candidates=len(flat))
-        for method, heads in (("best head tree", [flat[int(np.argmax(singles))]]),
-                              ("head ensemble tree", [flat[h] for h in ensemble])):
+        ensemble, chosen_value = greedy_ensemble(lambda heads, flat=flat: pooled([flat[h] for h in heads]), singles,
+                                                 candidates=len(flat))
+        top = int(best_first(singles)[0])
+        for method, heads, on_select in (("best head tree", [flat[top]], float(singles[top])),
+                                         ("head ensemble tree", [flat[h] for h in ensemble], chosen_value)):
             correct, total = tree_counts(maps, gold, heads, np.array(rep_pos))
             c = {"num": correct, "den": total}
             result = bootstrap(c, report, resampler)
@@ -154,7 +159,7 @@ def attention_layers(maps: WordMaps, gold: TreeGold, select: np.ndarray, report:
             rows.append({"layer": layer + 1, "method": method, "uuas": result["value"],
                          "ci_low": result["ci"][0], "ci_high": result["ci"][1],
                          "heads": ensemble_name(heads, maps.heads), "sentences": len(report),
-                         "_draws": result["draws"]})
+                         "select_uuas": on_select, "_draws": result["draws"]})
         if progress is not None:
             progress(f"attention trees: layer {layer + 1}/{maps.layers}")
     return rows, counts
@@ -172,7 +177,7 @@ def relation_ensembles(maps: WordMaps, relations: Sequence[str], select: np.ndar
             rows_sel = arc_rows(maps, relation, direction, select)
             singles = rows_sel.single_accuracies(n_heads)
             ensemble, value = greedy_ensemble(rows_sel.accuracy, singles)
-            chosen[direction] = (ensemble, value, int(np.argmax(singles)), float(singles.max()))
+            chosen[direction] = (ensemble, value, int(best_first(singles)[0]), float(singles.max()))
         e_dir = max(chosen, key=lambda d: chosen[d][1])
         s_dir = max(chosen, key=lambda d: chosen[d][3])
         ens, single = chosen[e_dir][0], chosen[s_dir][2]
@@ -208,13 +213,15 @@ ENSEMBLE_NOTE = ("ensemble_*: up to 4 heads per relation chosen greedily on the 
 
 
 def probe_uuas_rows(method: str, metrics: dict[int, SentenceMetrics], data_ids: np.ndarray, report: np.ndarray,
-                    resampler: Resampler) -> list[dict]:
-    position = np.searchsorted(data_ids, report)
+                    resampler: Resampler, select: np.ndarray) -> list[dict]:
+    """UUAS on the report half with intervals, and on the selection half (what conclusions choose a layer by)."""
+    position, chosen = np.searchsorted(data_ids, report), np.searchsorted(data_ids, select)
     rows = []
     for layer, m in metrics.items():
         result = bootstrap({"num": m.uuas_correct[position], "den": m.uuas_total[position]}, report, resampler)
+        on_select = float(m.uuas_correct[chosen].sum() / max(m.uuas_total[chosen].sum(), 1))
         rows.append({"layer": layer, "method": method, "uuas": result["value"], "ci_low": result["ci"][0],
-                     "ci_high": result["ci"][1], "heads": "", "sentences": len(report),
+                     "ci_high": result["ci"][1], "heads": "", "sentences": len(report), "select_uuas": on_select,
                      "_draws": result["draws"]})
     return rows
 
@@ -266,17 +273,18 @@ def run_structure(lab: Lab, train: Sequence[Sentence], evaluate: Sequence[Senten
     rows, comparison = [], []
     for key, probes in trained.items():
         model, kind = key.split("/")
-        table, metrics = probe_table(model, probes, evals[model], every, ids)
+        model_ids = np.array(evals[model].indices, dtype=np.int64)  # the same sentences unless tokenizers differ
+        table, metrics = probe_table(model, probes, evals[model], every, model_ids)
         rows += table
         if kind == "distance":
             method = "structural probe" if model == "model" else "structural probe, random weights"
-            comparison += probe_uuas_rows(method, metrics, ids, report, held)
+            comparison += probe_uuas_rows(method, metrics, model_ids, report, held, select)
     for kind in {k.split("/")[1] for k in trained}:
         base = sentence_metrics(kind, right_branching(kind, data.sentences), data.sentences)
         rows.append({"model": "right-branching", "kind": kind, "layer": np.nan, "sentences": len(ids),
                      **metric_rows(base, kind, every, ids)})
         if kind == "distance":
-            comparison += probe_uuas_rows("right-branching", {0: base}, ids, report, held)
+            comparison += probe_uuas_rows("right-branching", {0: base}, ids, report, held, select)
     comparison += attention_layers(maps, TreeGold.of(maps), select, report, held, say)[0]
     draws = {(r["method"], int(r["layer"])): r.pop("_draws") for r in comparison}
     result = StructureResult(lab.checkpoint_info(), names[0], names[1], trained, pd.DataFrame(rows),
@@ -299,15 +307,17 @@ def conclusions(comparison: pd.DataFrame, draws: dict[tuple[str, int], np.ndarra
         return verdict(float(lo[0]), float(hi[0]), name_a, name_b)
 
     def best(method: str) -> tuple[str, int] | None:
+        """The method's layer with the highest UUAS on the selection half (never on the reported half)."""
         rows = comparison[comparison.method == method]
-        return None if not len(rows) else (method, int(rows.loc[rows.uuas.idxmax(), "layer"]))
+        return None if not len(rows) else (method, int(rows.loc[rows.select_uuas.idxmax(), "layer"]))
 
     probe, base = best("structural probe"), ("right-branching", 0)
     if base not in draws:
         return out
     if probe is not None:
         layer = probe[1]
-        out.append(paired(probe, base, f"the structural probe at layer {layer} (its best layer here)", "right-branching"))
+        out.append(paired(probe, base, f"the structural probe at layer {layer} (its best layer on the selection half)",
+                          "right-branching"))
         for method in ("head ensemble tree", "best head tree"):
             if (method, layer) in draws:
                 out.append(paired(probe, (method, layer), f"the structural probe at layer {layer}",
@@ -315,8 +325,8 @@ def conclusions(comparison: pd.DataFrame, draws: dict[tuple[str, int], np.ndarra
     for method in ("head ensemble tree", "best head tree"):
         top = best(method)
         if top is not None:
-            out.append(paired(top, base, f"the {method.replace(' tree', '')}'s tree at layer {top[1]} (best layer here)",
-                              "right-branching"))
+            out.append(paired(top, base, f"the {method.replace(' tree', '')}'s tree at layer {top[1]} (best layer on the "
+                              "selection half)", "right-branching"))
     return out
 
 

@@ -4,7 +4,8 @@
 
 - Punctuation: words whose PTB tag is one of ``'' , . : `` -LRB- -RRB-`` never join a tree
   (``prims_matrix_to_edges``); EWT's ``HYPH`` and ``NFP`` are not in the list and stay, as in the
-  code. A treebank without PTB tags falls back to UD's ``PUNCT``.
+  code. A treebank without PTB tags (decided once per treebank, not per sentence) falls back to
+  UD's ``PUNCT``.
 - UUAS: the gold tree is itself the minimum spanning tree of the *gold distances* over the
   non-punctuation words (Kruskal, edges taken in order of distance, ties in row-major order),
   so a punctuation word inside the tree is bridged; predicted edges likewise from predicted
@@ -28,9 +29,16 @@ PTB_PUNCT = frozenset({"''", ",", ".", ":", "``", "-LRB-", "-RRB-"})
 SPEARMAN_LENGTHS = (5, 50)  # sentence lengths averaged over, inclusive
 
 
-def punctuation(sentence: Sentence) -> np.ndarray:
-    """(words,) bool: the words Hewitt's code leaves out of trees."""
-    ptb = any(x in PTB_PUNCT for x in sentence.xpos)
+def uses_ptb_tags(sentences: Sequence[Sentence]) -> bool:
+    """Whether a treebank's XPOS column carries PTB tags (any of their punctuation tags occurs)."""
+    return any(x in PTB_PUNCT for s in sentences for x in s.xpos)
+
+
+def punctuation(sentence: Sentence, ptb: bool | None = None) -> np.ndarray:
+    """(words,) bool: the words Hewitt's code leaves out of trees. ``ptb``: whether the treebank has
+    PTB tags (``uses_ptb_tags``); None decides from this sentence alone."""
+    if ptb is None:
+        ptb = uses_ptb_tags([sentence])
     if ptb:
         return np.array([x in PTB_PUNCT for x in sentence.xpos], dtype=bool)
     return np.array([u == "PUNCT" for u in (sentence.upos or ["_"] * len(sentence.words))], dtype=bool)
