@@ -279,7 +279,7 @@ def run_structure(lab: Lab, train: Sequence[Sentence], evaluate: Sequence[Senten
         if kind == "distance":
             method = "structural probe" if model == "model" else "structural probe, random weights"
             comparison += probe_uuas_rows(method, metrics, model_ids, report, held, select)
-    for kind in {k.split("/")[1] for k in trained}:
+    for kind in dict.fromkeys(k.split("/")[1] for k in trained):  # in the order trained, every run alike
         base = sentence_metrics(kind, right_branching(kind, data.sentences), data.sentences)
         rows.append({"model": "right-branching", "kind": kind, "layer": np.nan, "sentences": len(ids),
                      **metric_rows(base, kind, every, ids)})
