@@ -42,9 +42,9 @@ def structure_figure(comparison: pd.DataFrame, model: str, treebank: str) -> Fig
                      "y": [b.ci_high, b.ci_high, b.ci_low, b.ci_low], "fill": "toself", "fillcolor": "rgba(113,128,150,0.25)",
                      "line": {"color": "rgba(113,128,150,0.6)", "width": 1}, "hoverinfo": "skip"})
     sentences = int(comparison.sentences.max()) if len(comparison) else 0
-    layout = {"height": 460, "xaxis": {"title": {"text": "layer (0 = embeddings)"}, "dtick": 1},
+    layout = {"height": 500, "xaxis": {"title": {"text": "layer (0 = embeddings)"}, "dtick": 1},
               "yaxis": {"title": {"text": "UUAS (punctuation left out)"}, "rangemode": "tozero"},
-              "legend": {"orientation": "h", "y": -0.22}, "margin": {"b": 120}}
+              "legend": {"orientation": "h", "y": -0.3, "yanchor": "top"}, "margin": {"b": 150}}
     fit_title(layout, f"Syntax in {model}: structural probe vs attention trees on {treebank}, {sentences} held-out "
                       "sentences, 95% intervals")
     return figure(data, layout, "structure-comparison")
