@@ -61,16 +61,20 @@ MIN_GAIN = 0.0001
 INIT_RANGE = 0.05
 
 
-class DistanceProbe(nn.Module):
-    """``TwoWordPSDProbe``: squared L2 distance after the linear map B. Computed as
-    |t_i|^2 + |t_j|^2 - 2 t_i.t_j, the same function as their explicit (batch, n, n, rank)
-    differences (a test checks) without that tensor, which is 0.7 GB for one batch of 150-word
-    sentences at rank 384."""
+class Projection(nn.Module):
+    """The linear map B (hidden, rank) both probes learn, initialised as theirs: uniform(-0.05, 0.05)."""
 
     def __init__(self, hidden: int, rank: int) -> None:
         super().__init__()
         self.proj = nn.Parameter(torch.zeros(hidden, rank))
         nn.init.uniform_(self.proj, -INIT_RANGE, INIT_RANGE)
+
+
+class DistanceProbe(Projection):
+    """``TwoWordPSDProbe``: squared L2 distance after the linear map B. Computed as
+    |t_i|^2 + |t_j|^2 - 2 t_i.t_j, the same function as their explicit (batch, n, n, rank)
+    differences (a test checks) without that tensor, which is 0.7 GB for one batch of 150-word
+    sentences at rank 384."""
 
     def forward(self, words: torch.Tensor) -> torch.Tensor:
         t = words @ self.proj  # (batch, words, rank)
@@ -78,13 +82,8 @@ class DistanceProbe(nn.Module):
         return (norms.unsqueeze(2) + norms.unsqueeze(1) - 2 * t @ t.transpose(1, 2)).clamp_min(0)  # (batch, words, words)
 
 
-class DepthProbe(nn.Module):
+class DepthProbe(Projection):
     """``OneWordPSDProbe``: squared L2 norm after the linear map B."""
-
-    def __init__(self, hidden: int, rank: int) -> None:
-        super().__init__()
-        self.proj = nn.Parameter(torch.zeros(hidden, rank))
-        nn.init.uniform_(self.proj, -INIT_RANGE, INIT_RANGE)
 
     def forward(self, words: torch.Tensor) -> torch.Tensor:
         t = words @ self.proj  # (batch, words, rank)
