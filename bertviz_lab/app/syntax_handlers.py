@@ -58,14 +58,19 @@ class SyntaxHandlers:
         chosen = session.model if use_loaded else published
         return chosen, (published if chosen != published else session.model)
 
+    def treebank_and_lab(self, source: str, upload: str | None, use_loaded: bool, session: Session):
+        """What both Syntax buttons start from: the treebank (checked against the limits), the weights
+        to score and the other ones, and the chosen weights loaded."""
+        path = treebank_path(source, upload, self.limits)
+        sentences = read_treebank(path, self.limits)
+        chosen, other = self.syntax_sources(session, bool(use_loaded))
+        return path, sentences, chosen, other, self.cache.get(chosen, session.device)
+
     def run_syntax(self, source: str, upload: str | None, use_loaded: bool, compare: bool, session: Session,
                    score_source: str = "attention", progress=gr.Progress()) -> dict:
         ui = self.ui
         try:
-            path = treebank_path(source, upload, self.limits)
-            sentences = read_treebank(path, self.limits)
-            chosen, other = self.syntax_sources(session, bool(use_loaded))
-            lab = self.cache.get(chosen, session.device)
+            path, sentences, chosen, other, lab = self.treebank_and_lab(source, upload, use_loaded, session)
             other_lab = self.cache.get(other, session.device) if compare and other != chosen else None
             run = run_syntax(lab, sentences, APP_SETTINGS, compare_lab=other_lab, max_length=self.limits.max_tokens,
                              source=score_source if score_source in ("attention", "norm") else "attention",
@@ -105,10 +110,7 @@ class SyntaxHandlers:
         """The structural probe shipped for these weights beside attention trees, on this treebank."""
         ui = self.ui
         try:
-            path = treebank_path(source, upload, self.limits)
-            sentences = read_treebank(path, self.limits)
-            chosen, _ = self.syntax_sources(session, bool(use_loaded))
-            lab = self.cache.get(chosen, session.device)
+            path, sentences, _, _, lab = self.treebank_and_lab(source, upload, use_loaded, session)
             probes = shipped_probes(lab)
             if probes is None:
                 return {ui.structure_message: f"⚠️ No structural probe ships for "
