@@ -506,7 +506,8 @@ def add_select(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--device", default="auto")
     p.add_argument("--publish", type=Path, default=None, metavar="FOLDER",
                    help="when a chain's head wins, make FOLDER a self-contained head like assets/minilm-mlm "
-                        "(held-out report, model card with the chain and this choice)")
+                        "(held-out report, model card with the chain and this choice); when the shipped head "
+                        "stays, its model card records the chain and the choice instead")
     p.set_defaults(func=run_select)
 
 
@@ -523,7 +524,9 @@ def run_select(args: argparse.Namespace) -> int:
 
     def figures(folder: Path, steps: int):
         lab = load(args.model, device=args.device, mlm_head=folder)
-        return dev_figures(lab, args.corpus, str(folder), steps)
+        inside = Path(folder).resolve().is_relative_to(Path.cwd().resolve())  # a name the card can print
+        name = str(Path(folder).resolve().relative_to(Path.cwd().resolve())) if inside else str(folder)
+        return dev_figures(lab, args.corpus, name, steps)
 
     base = figures(shipped, 0)
     candidates = [figures(f, int(f.name.split("-")[1])) for f in folders]
@@ -540,6 +543,12 @@ def run_select(args: argparse.Namespace) -> int:
 
         publish_selected(Path(winner.name), args.publish, args.corpus, selection, device=args.device)
         selection["published"] = str(args.publish)
+    elif args.publish is not None:  # the shipped head stays: its card records the chain it was kept over
+        from .mlm.model_card import chain_legs, record_kept
+
+        last = {f.parent.parent: f for f in folders}  # each chain's last kept head (folders are sorted by step)
+        legs = [leg for run in args.chain if run in last for leg in chain_legs(last[run])]
+        selection["recorded_in"] = str(record_kept(shipped, selection, legs))
     print(json.dumps(selection))
     return 0
 

@@ -50,9 +50,11 @@ def main() -> None:
                 tab = page.get_by_role("tab", name=args.tab)
                 tab.click()
                 panel = tab.get_attribute("aria-controls")
-                # the tab's server-drawn figures have arrived (its first plot is drawn; buttons' plots stay empty)
+                # the tab's server-drawn figures have arrived (its first shown plot is drawn; buttons' plots
+                # stay empty, and plots a button reveals, like the Syntax tab's, are hidden until then)
                 page.wait_for_function(
-                    "panel => { const plots = [...document.getElementById(panel).querySelectorAll('[id$=\"-plot\"]')];"
+                    "panel => { const plots = [...document.getElementById(panel).querySelectorAll('[id$=\"-plot\"]')]"
+                    ".filter(p => p.offsetParent !== null);"
                     " return plots.length === 0 || plots[0].querySelector('.main-svg') !== null; }",
                     arg=panel, timeout=120000)
             if args.click:

@@ -1,5 +1,6 @@
 """The rule that picks the shipped head, fixed before the runs (mlm/selection.py), and select-head."""
 import json
+from pathlib import Path
 
 from builders import run_cli
 from test_running_text import nsp_settings, tiny_corpus, ud_files  # noqa: F401  (fixtures)
@@ -50,6 +51,16 @@ def test_select_head_scores_every_validation_point_on_development_data(tmp_path,
     assert choose(rebuilt[0], rebuilt[1:])[0].name == result["winner"]  # the printed figures give the printed choice
     lab = load(str(tiny_folder), device="cpu", mlm_head=out / "steps" / "step-3")
     assert result["candidates"][0]["nsp"] == round(evaluate_nsp(lab, documents, seed=0, progress=False)["accuracy"], 4)
+    # the best candidate offered as the shipped head: it ties with itself, and the shipped head wins ties
+    shipped = Path(max(result["candidates"][1:], key=lambda c: c["score"])["head"])
+    kept = run_cli("select-head", "--corpus", str(tiny_corpus), "--chain", str(out), "--shipped", str(shipped),
+                   "--model", str(tiny_folder), "--device", "cpu", "--publish", str(tmp_path / "published"))
+    assert kept.returncode == 0, kept.stderr
+    recorded = json.loads(kept.stdout.strip().splitlines()[-1])
+    assert recorded["winner"] == recorded["candidates"][0]["head"] and not (tmp_path / "published").exists()
+    card = (shipped / "MODEL_CARD.md").read_text()  # the kept head's card records the chain and the choice
+    assert recorded["recorded_in"] == str(shipped / "MODEL_CARD.md")
+    assert recorded["why"] in card and "no candidate beats the shipped head" in card and "| 1 | 0 -> 6 |" in card
     missing = run_cli("select-head", "--corpus", str(tiny_corpus), "--chain", str(tmp_path / "nothing"))
     assert missing.returncode == 2 and "no head kept" in missing.stderr
 
@@ -68,3 +79,23 @@ def test_the_model_card_lists_the_chain_leg_by_leg_and_the_choice():
     assert "| 2 | 3100 -> 6000 | 75.0 | `python -m bertviz_lab train-mlm-head A --resume` |" in text
     assert RULE in text and "| assets/minilm-mlm | 0 | 0.500 | 0.300 | 0.800 | 0.400 | 0.533 |" in text
     assert legs_text({"legs": legs[:1]}) == ""  # one leg and no choice: the commands above say it all
+
+
+def test_a_kept_head_s_card_records_the_chain_once_however_often_the_rule_runs(tmp_path):
+    from bertviz_lab.mlm.model_card import record_kept
+    from bertviz_lab.mlm.selection import RULE
+
+    (tmp_path / "MODEL_CARD.md").write_text("# A head\n\nIts figures.\n")
+    legs = [{"leg": 1, "from_step": 0, "to_step": 1495, "minutes": 80.0, "command": "train A"},
+            {"leg": 2, "from_step": 1495, "to_step": 3400, "minutes": 80.0, "command": "train A --resume"}]
+    candidates = [{"head": "assets/minilm-mlm", "steps": 0, "cloze": 0.6, "running_top1": 0.3, "nsp": 0.84,
+                   "wordnet_top1": 0.38, "score": 0.58},
+                  {"head": "runs/c/steps/step-1000", "steps": 1000, "cloze": 0.5, "running_top1": 0.28, "nsp": 0.83,
+                   "wordnet_top1": 0.37, "score": 0.5367}]
+    selection = {"rule": RULE, "why": "no candidate beats it.", "candidates": candidates}
+    record_kept(tmp_path, selection, legs)
+    card = record_kept(tmp_path, {**selection, "why": "still none beats it."}, legs).read_text()
+    assert card.startswith("# A head\n\nIts figures.\n") and card.count("kept over") == 1
+    assert "still none beats it." in card and "no candidate beats it." not in card
+    assert "| 2 | 1495 -> 3400 | 80.0 | `train A --resume` |" in card
+    assert "| runs/c/steps/step-1000 | 1000 | 0.500 | 0.280 | 0.830 | 0.370 | 0.537 |" in card

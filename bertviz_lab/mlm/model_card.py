@@ -296,6 +296,27 @@ def publish_selected(snapshot: Path, out: Path, corpus: Path, selection: dict, d
     return publish(out, corpus, commands, device=device)
 
 
+KEPT_BEGIN, KEPT_END = "<!-- begin kept-over-chain: select-head --publish -->", "<!-- end kept-over-chain -->"
+
+
+def record_kept(folder: Path, selection: dict, legs: list[dict]) -> Path:
+    """When the rule keeps the shipped head, its card says so: the chain it was kept over, leg by leg, the
+    candidates' development figures and the rule's sentence. Written between markers, so applying the
+    rule again replaces the section instead of adding another."""
+    card = Path(folder) / "MODEL_CARD.md"
+    text = card.read_text(encoding="utf-8") if card.is_file() else ""
+    body = (legs_text({"legs": legs, "selection": selection}) + selection_text({"selection": selection})).replace(
+        "## How this head was chosen", "## The training chain this head was kept over")
+    section = f"{KEPT_BEGIN}\n{body.strip()}\n{KEPT_END}"
+    if KEPT_BEGIN in text and KEPT_END in text:
+        start, end = text.index(KEPT_BEGIN), text.index(KEPT_END) + len(KEPT_END)
+        text = text[:start] + section + text[end:]
+    else:
+        text = (text.rstrip("\n") + "\n\n" if text.strip() else "") + section + "\n"
+    card.write_text(text, encoding="utf-8")
+    return card
+
+
 def quality_note(head_folder: Path) -> str:
     """One line a page can show beside the shipped head's predictions: what it gets right on held-out
     text (from its run.json, measured on the float16 weights as shipped), and where better ones are."""
