@@ -18,24 +18,16 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
-import torch
 from sections import markdown_table, run_recorded
 
 from bertviz_lab import load
 from bertviz_lab.mlm.evaluate import evaluate
+from bertviz_lab.mlm.model_card import recorded_legs
 from bertviz_lab.mlm.report import heldout_report
 from bertviz_lab.mlm.selection import RULE, DevFigures, choose, dev_figures
 from bertviz_lab.resources import DEFAULT_MLM_HEAD
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def legs_of(run: Path) -> list[dict]:
-    if (run / "run.json").is_file():
-        return json.loads((run / "run.json").read_text()).get("legs", [])
-    if (run / "checkpoint.pt").is_file():
-        return json.loads(torch.load(run / "checkpoint.pt", map_location="cpu", weights_only=True)["progress"])["legs"]
-    return []
 
 
 def sha256_of(*files: Path) -> str:
@@ -95,7 +87,7 @@ def main() -> None:
     winner, why = choose(dev[0], dev[1:])
     print(f"\nRule (written before the first leg): {RULE}\n\nChoice: {why}\n")
     print("Legs:")
-    for leg in legs_of(args.chain):
+    for leg in recorded_legs(args.chain):
         print(f"- leg {leg['leg']}: steps {leg['from_step']} -> {leg['to_step']}, {leg['minutes']} min: `{leg['command']}`")
     print("\nTargets (issue 32): held-out natural top-1 >= 0.35, top-5 >= 0.55; NSP >= 0.88; teaching top-1 >= 50%, "
           "top-5 >= 80%; WordNet >= 0.38.")

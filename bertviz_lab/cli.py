@@ -524,8 +524,8 @@ def run_select(args: argparse.Namespace) -> int:
 
     def figures(folder: Path, steps: int):
         lab = load(args.model, device=args.device, mlm_head=folder)
-        inside = Path(folder).resolve().is_relative_to(Path.cwd().resolve())  # a name the card can print
-        name = str(Path(folder).resolve().relative_to(Path.cwd().resolve())) if inside else str(folder)
+        where, here = Path(folder).resolve(), Path.cwd().resolve()  # a name the card can print
+        name = str(where.relative_to(here)) if where.is_relative_to(here) else str(folder)
         return dev_figures(lab, args.corpus, name, steps)
 
     base = figures(shipped, 0)

@@ -259,19 +259,22 @@ def publish(out: Path, corpus: Path, commands: list[str], device: str = "cpu") -
     return report
 
 
-def chain_legs(snapshot: Path) -> list[dict]:
-    """The legs that led to a head kept at a validation point: the chain's recorded legs (from its
-    run.json when finished, else its checkpoint), the one in progress cut at the snapshot's step."""
+def recorded_legs(run: Path) -> list[dict]:
+    """Every leg a training chain has recorded: from its run.json when finished, else its checkpoint."""
     import torch
 
-    run = snapshot.parent.parent
-    step = json.loads((snapshot / "run.json").read_text())["steps"]
     if (run / "run.json").is_file():
-        legs = json.loads((run / "run.json").read_text()).get("legs", [])
-    elif (run / "checkpoint.pt").is_file():
-        legs = json.loads(torch.load(run / "checkpoint.pt", map_location="cpu", weights_only=True)["progress"])["legs"]
-    else:
-        legs = []
+        return json.loads((run / "run.json").read_text()).get("legs", [])
+    if (run / "checkpoint.pt").is_file():
+        return json.loads(torch.load(run / "checkpoint.pt", map_location="cpu", weights_only=True)["progress"])["legs"]
+    return []
+
+
+def chain_legs(snapshot: Path) -> list[dict]:
+    """The legs that led to a head kept at a validation point: the chain's recorded legs, the one in
+    progress cut at the snapshot's step."""
+    step = json.loads((snapshot / "run.json").read_text())["steps"]
+    legs = recorded_legs(snapshot.parent.parent)
     return [{**leg, "to_step": min(leg["to_step"], step)} for leg in legs if leg["from_step"] < step]
 
 
