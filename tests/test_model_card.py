@@ -61,3 +61,14 @@ def test_heldout_note_says_when_a_held_out_documents_other_passages_were_trained
     assert heldout_note(whole + [brown]) == "whole documents"
     novel = {"name": "novel", "heldout_unit": "passage", "heldout_shares_documents": True}
     assert heldout_note(whole + [brown, novel]).endswith("were trained on in novel")
+
+
+def test_the_card_says_which_layers_were_fine_tuned_when_all_six_were():
+    from bertviz_lab.mlm.model_card import tuned_text
+
+    top_four = tuned_text([2, 3, 4, 5], {"nsp": True})
+    assert top_four.startswith("The top 4 encoder layers (layers 3-6 of 6, 1-based) were fine-tuned together with "
+                               "the heads and the pooler; layers 1-2 and all embeddings")
+    every = tuned_text([0, 1, 2, 3, 4, 5], {"nsp": True})
+    assert every.startswith("All 6 encoder layers (layers 1-6 of 6, 1-based) were fine-tuned")
+    assert "layers 1-0" not in every and "the embeddings (word, position, segment) are the published" in every

