@@ -53,12 +53,14 @@ def test_licence_note_names_every_source_and_the_non_commercial_ones():
 def test_heldout_note_says_when_a_held_out_documents_other_passages_were_trained_on():
     from bertviz_lab.mlm.model_card import heldout_note
 
-    shipped = json.loads((DEFAULT_MLM_HEAD / "corpus.json").read_text())["sources"]  # built before the unit existed
-    assert heldout_note(shipped) == ("whole passages, at most one per document; other passages of a held-out "
+    older = [{"name": "wordnet"}, {"name": "ewt"}, {"name": "gum"}, {"name": "lines"}]  # built before the unit existed
+    assert heldout_note(older) == ("whole passages, at most one per document; other passages of a held-out "
                                      "passage's document were trained on in UD English EWT, UD English GUM, UD English LinES")
     whole = [{"name": "wordnet"}, {"name": "ewt", "heldout_unit": "document", "heldout_shares_documents": False}]
     brown = {"name": "brown", "heldout_unit": "passage", "heldout_shares_documents": False}  # one passage per sample
     assert heldout_note(whole + [brown]) == "whole documents"
+    shipped = json.loads((DEFAULT_MLM_HEAD / "corpus.json").read_text())["sources"]  # issue 32's chain
+    assert heldout_note(shipped) == "whole documents"
     novel = {"name": "novel", "heldout_unit": "passage", "heldout_shares_documents": True}
     assert heldout_note(whole + [brown, novel]).endswith("were trained on in novel")
 

@@ -52,7 +52,10 @@ def test_the_shipped_head_does_not_regress_on_the_teaching_set():
     assert (result["top1_hits"], result["top5_hits"]) == (recorded["top1_hits"], recorded["top5_hits"])
     assert result["top1_hits"] >= SHIPPED_TOP1_HITS and result["top5_hits"] >= SHIPPED_TOP5_HITS
     bread = next(r for r in result["items"] if r["sentence"] == "I went to the [MASK] to buy some bread.")
-    assert bread["top1_ok"]  # issue 14's example: the WordNet-only head said "table"
+    assert bread["top5_ok"]  # issue 14's example: the WordNet-only head said "table" (now "kitchen", then "store")
+    france = next(r for r in result["items"] if r["sentence"] == "The capital of France is [MASK].")
+    assert france["top5"][0] == "paris"  # issue 32's example: the head before it said "abolished"
 
 
-SHIPPED_TOP1_HITS, SHIPPED_TOP5_HITS = 18, 31  # of 42: the head shipped with issue 14 (never fewer)
+SHIPPED_TOP1_HITS, SHIPPED_TOP5_HITS = 16, 34  # of 42: the head issue 32's rule chose (v3 had 18, 31;
+# the rule chooses on development data only, so the teaching set is reported, not kept from falling)

@@ -295,6 +295,8 @@ def publish_selected(snapshot: Path, out: Path, corpus: Path, selection: dict, d
 
     import torch
 
+    from ..bert.devices import resolve_device
+
     out.mkdir(parents=True, exist_ok=True)
     for name in ("head.safetensors", "run.json"):
         shutil.copy(snapshot / name, out / name)
@@ -302,7 +304,7 @@ def publish_selected(snapshot: Path, out: Path, corpus: Path, selection: dict, d
     legs = chain_legs(snapshot)
     history = record.get("history") or [{}]
     record.update({"corpus": json.loads((corpus / "corpus.json").read_text()), "legs": legs, "selection": selection,
-                   "train_seconds": history[-1].get("elapsed_s", 0.0), "device": device,
+                   "train_seconds": history[-1].get("elapsed_s", 0.0), "device": str(resolve_device(device)),
                    "torch_threads": torch.get_num_threads(), "train_lines": record.get("train_lines", 0)})
     (out / "run.json").write_text(json.dumps(record, indent=2))
     commands = [leg["command"] for leg in legs if leg.get("command")]
