@@ -13,8 +13,7 @@ from Debian's wordnet-base; whole documents held out):
 
     python scripts/ud_running_text.py data/ud UD_English-EWT UD_English-GUM UD_English-LinES
     python scripts/nltk_brown.py data/brown nltk_data
-    python -m bertviz_lab build-corpus --out data/corpus --running-text data/ud/manifest.json \
-        --running-text data/brown/manifest.json
+    python -m bertviz_lab build-corpus --out data/corpus --running-text data/ud/manifest.json --running-text data/brown/manifest.json
 
 Each head's figures are kept in ``CHAIN/figures/`` under the sha256 of its weights and of the corpus's
 validation split, so a run after the next leg measures only the new heads (``--fresh`` measures all).
