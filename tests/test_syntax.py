@@ -242,8 +242,13 @@ def test_cli_compares_two_checkpoints_on_the_same_sentences(tmp_path, default_la
     assert diff.model_b.str.contains(default_lab.checkpoint_info().sha256[:12]).all()
     assert "fine-tuned by bertviz-lab" in diff.model_b.iloc[0]
     np.testing.assert_allclose(diff.difference, diff.accuracy_b - diff.accuracy_a, atol=2e-6)  # CSV keeps 6 decimals
-    # layers 1-2 of `default` are the published weights exactly: their heads score the same
-    assert (diff[diff.layer <= 2].difference == 0).all() and (diff[diff.layer > 2].difference != 0).any()
+    # layers `default` did not fine-tune are the published weights exactly: their heads score the same
+    from bertviz_lab.resources import DEFAULT_MLM_HEAD
+
+    tuned = {i + 1 for i in json.loads((DEFAULT_MLM_HEAD / "run.json").read_text())["fine_tuned_layers"]}  # 1-based
+    published = ~diff.layer.isin(tuned)
+    assert (diff[published].difference == 0).all() and (diff[~published].difference != 0).any()
+    assert set(diff[diff.difference != 0].layer) <= tuned
 
 
 def test_score_heads_scores_the_models_typed():
