@@ -26,8 +26,9 @@ from common import interleaved_medians, median_seconds
 from sections import run_recorded
 
 from bertviz_lab import load
+from bertviz_lab.bert.captured import MIXING_CAPTURES, Captured
 from bertviz_lab.bert.checkpoints import packaged_default_folder
-from bertviz_lab.bert.sources import NORM_CAPTURES, SOURCES, layer_source_from_cache
+from bertviz_lab.bert.source_registry import SOURCES
 from bertviz_lab.interventions.attribution import explain, gradient_methods
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
@@ -50,12 +51,12 @@ def main() -> None:
     n = len(analysis.tokens)
 
     def forward():
-        return lab.run(tensors, capture=NORM_CAPTURES, compute_mlm=False)[1]
+        return lab.run(tensors, capture=MIXING_CAPTURES, compute_mlm=False)[1]
 
     cache = forward()
     timed = {"captured forward": forward}
     for source in SOURCES:
-        timed[source] = lambda source=source: layer_source_from_cache(lab.model, cache, source, 0, n)
+        timed[source] = lambda source=source: SOURCES[source].layer_matrices(Captured(lab.model, cache, 0, n))
     times = interleaved_medians(timed, repeat=10, warmup=2)
     base = times["captured forward"]
     print(f"model {lab.name}, {n} tokens, torch threads {torch.get_num_threads()}\n")

@@ -20,8 +20,9 @@ from common import interleaved_medians
 from sections import run_recorded
 
 from bertviz_lab import load
-from bertviz_lab.attention.flow import attention_flow, residual_augmented
-from bertviz_lab.bert.sources import NORM_CAPTURES, source_from_cache
+from bertviz_lab.bert.captured import MIXING_CAPTURES, Captured
+from bertviz_lab.bert.flow import attention_flow, residual_augmented
+from bertviz_lab.bert.source_registry import get_source
 from bertviz_lab.naming import is_punctuation
 from bertviz_lab.treebank import SAMPLE_TREEBANK, read_conllu
 
@@ -72,11 +73,11 @@ def sink_shares(lab, path) -> dict[str, np.ndarray]:
     sentences = read_conllu(path)
     for sentence in sentences:
         enc = lab.encode_words(sentence.words)
-        _, cache = lab.run(lab.batch_tensors([enc]), capture=NORM_CAPTURES, compute_mlm=False)
+        _, cache = lab.run(lab.batch_tensors([enc]), capture=MIXING_CAPTURES, compute_mlm=False)
         groups = [np.array([t == "[CLS]" for t in enc.tokens]), np.array([t == "[SEP]" for t in enc.tokens]),
                   np.array([is_punctuation(t) and t not in ("[CLS]", "[SEP]") for t in enc.tokens])]
         for source in sums:
-            w = source_from_cache(lab.model, cache, source, 0, len(enc.ids)).sum(1)  # (layers, q, k) over heads
+            w = get_source(source).weights(Captured(lab.model, cache, 0, len(enc.ids))).sum(1)  # (layers, q, k) over heads
             w = w / w.sum(-1, keepdims=True)  # each query's weight as shares
             sums[source] = sums[source] + np.stack([w[..., g].sum(-1).mean(-1) for g in groups], -1)
     return {s: v / len(sentences) for s, v in sums.items()}

@@ -27,7 +27,7 @@ from bertviz_lab import load
 from bertviz_lab.bert import ORIGINAL_SOURCE
 from bertviz_lab.interventions import make_intervention
 from bertviz_lab.interventions.faithfulness import faithfulness
-from bertviz_lab.interventions.sets import directional_set, probe_and_control
+from bertviz_lab.interventions.sets import directional_set, intervention_and_control
 from bertviz_lab.sentences import truncation_note
 from bertviz_lab.syntax.run import run_syntax
 from bertviz_lab.syntax.summary import Settings
@@ -58,10 +58,10 @@ def directional(lab, lines: list[str], n: int) -> str:
 
 
 def positional(lab, lines: list[str], n: int) -> str:
-    result = probe_and_control(lab, lines, make_intervention("sinusoidal-positions"),
+    result = intervention_and_control(lab, lines, make_intervention("sinusoidal-positions"),
                                make_intervention("random-positions"), max_sentences=n)
     rows = [[name, *(interval(s.effects[m]) for m in s.effects)] for name, s in
-            (("sinusoidal-positions (probe)", result.probe), ("random-positions (control)", result.control))]
+            (("sinusoidal-positions (intervention)", result.intervention), ("random-positions (control)", result.control))]
     return (f"Learned position embeddings replaced by the fixed sinusoidal table, or by random vectors of\n"
             f"the same row norms (the control); {lab.name}.\n\n"
             + markdown_table(["intervention", "mean JS (nats) [95% CI]", "change in P(gold) [95% CI]"], rows)

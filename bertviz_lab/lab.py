@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -15,10 +16,12 @@ import numpy as np
 import torch
 from tokenizers import Tokenizer
 
-from .bert import DEFAULT_SOURCE, BertConfig, BertLab, Edit, LoadedCheckpoint, layer_hook, load_model
+from .bert import DEFAULT_CHECKPOINT, BertConfig, BertLab, Edit, LoadedCheckpoint, layer_hook, load_model
+from .bert.captured import Captured
 from .bert.families import BERT_SPECIALS
+from .bert.hook_table import every_layer
 from .bert.model import init_weights
-from .bert.sources import NORM_CAPTURES, PER_LAYER_SOURCES, SOURCES, source_from_cache
+from .bert.source_registry import get_source
 
 
 class InputError(ValueError):
@@ -62,14 +65,19 @@ def checked_text(value: object, what: str) -> str:
 class CheckpointInfo:
     """Which weights a result came from, for every table, CSV and report that publishes one."""
 
-    source: str  # what the user asked for: default, minilm-original, a folder or a hub id
+    checkpoint: str  # what the user asked for: default, minilm-original, a folder or a hub id
     name: str
     sha256: str  # of the loaded weights (names and float32 values), so two results can be matched
     fine_tuned_by_bertviz_lab: bool
 
+    @property
+    def source(self) -> str:
+        """Old name of ``checkpoint`` (before issue 42), kept for one release."""
+        return self.checkpoint
+
     def describe(self) -> str:
         tuned = "; fine-tuned by bertviz-lab" if self.fine_tuned_by_bertviz_lab else ""
-        return f"{self.name} [source {self.source}; weights sha256 {self.sha256[:12]}{tuned}]"
+        return f"{self.name} [checkpoint {self.checkpoint}; weights sha256 {self.sha256[:12]}{tuned}]"
 
 
 def weights_sha256(model: torch.nn.Module) -> str:
@@ -166,7 +174,7 @@ class Analysis:
         }
         # a per-layer source (GlobEnc, ALTI, value zeroing, norm-residual) has one matrix per layer:
         # (layers, 1, query, key), not the same matrix repeated for every head
-        matrix = self.attention[:, :1] if self.source in PER_LAYER_SOURCES else self.attention
+        matrix = self.attention[:, :1] if get_source(self.source).per_layer else self.attention
         out["attention_shape"] = list(matrix.shape)
         if attention:
             out["attention"] = matrix.tolist()
@@ -182,6 +190,20 @@ def words_across_segments(word_ids: Sequence[int | None], sequence_ids: Sequence
     return [None if w is None else w + shift if s == 1 else w for w, s in zip(word_ids, sequence_ids)]
 
 @dataclass(frozen=True)
+class Readout:
+    """What to read off one forward pass besides attention: which token positions become [MASK]
+    (``masks``), the top-k of each predicted position, which attention source ``attention`` holds,
+    extra unmasked positions to predict at (``predict_at``), and whether to keep the full
+    masked-word distributions (for comparisons)."""
+
+    masks: Sequence[int] = ()
+    top_k: int = 5
+    source: str = "attention"
+    predict_at: Sequence[int] = ()
+    keep_probabilities: bool = False
+
+
+@dataclass(frozen=True)
 class ForwardChanges:
     """What an intervention compiles to for one forward pass (``interventions.kinds``): hook edits,
     an additive attention bias broadcastable to (batch, heads, query, key), and position ids."""
@@ -194,12 +216,12 @@ class ForwardChanges:
 class Lab:
     """A loaded model and tokenizer; safe to share between threads (no per-call state here)."""
 
-    def __init__(self, model: BertLab, checkpoint: LoadedCheckpoint, device: torch.device, source: str) -> None:
+    def __init__(self, model: BertLab, checkpoint: LoadedCheckpoint, device: torch.device, checkpoint_id: str) -> None:
         self.model = model
         self.checkpoint = checkpoint
         self.tokenizer = checkpoint.tokenizer
         self.device = device
-        self.source = source
+        self.checkpoint_id = checkpoint_id  # what the user asked for: default, minilm-original, a folder or a hub id
         self.name = checkpoint.name
         cfg = model.config
         self.n_layers, self.n_heads = cfg.num_hidden_layers, cfg.num_attention_heads
@@ -217,11 +239,16 @@ class Lab:
         self._truncating_tokenizer.enable_truncation(self.max_tokens)
         self._info: CheckpointInfo | None = None
 
+    @property
+    def source(self) -> str:
+        """Old name of ``checkpoint_id`` (before issue 42), kept for one release."""
+        return self.checkpoint_id
+
     def checkpoint_info(self) -> CheckpointInfo:
-        """Name, source and content hash of the weights (hashed once per Lab)."""
+        """Name, checkpoint and content hash of the weights (hashed once per Lab)."""
         if self._info is None:
-            self._info = CheckpointInfo(self.source, self.name, weights_sha256(self.model),
-                                        self.checkpoint.mlm_head_source is not None)
+            self._info = CheckpointInfo(self.checkpoint_id, self.name, weights_sha256(self.model),
+                                        self.checkpoint.head_origin is not None)
         return self._info
 
     # ---- tokenization -------------------------------------------------------------------
@@ -270,7 +297,7 @@ class Lab:
         return {"input_ids": ids.to(self.device), "token_type_ids": seg.to(self.device),
                 "attention_mask": mask.to(self.device)}
 
-    def run(self, tensors: dict[str, torch.Tensor], capture: Sequence[str] = ("*hook_pattern",),
+    def run(self, tensors: dict[str, torch.Tensor], capture: Sequence[str] = (every_layer("pattern"),),
             edits: dict[str, Edit | list[Edit]] | None = None, **forward_kwargs):
         """One forward pass with the given captures/edits; returns (output, cache)."""
         with torch.inference_mode(), self.model.hooks(capture=capture, edits=edits) as hooks:
@@ -301,14 +328,18 @@ class Lab:
         return self.analyze_encoded(self.encode(text, pair, truncate=truncate), text, pair, masks=masks, top_k=top_k,
                                     source=source)
 
-    def analyze_encoded(self, enc: Encoded, text: str = "", pair: str | None = None, masks: Sequence[int] = (),
-                        top_k: int = 5, source: str = "attention", predict_at: Sequence[int] = (),
-                        changes: ForwardChanges | None = None, keep_probabilities: bool = False) -> Analysis:
-        """``analyze`` of an encoded input, with what an intervention compiled to (``changes``),
-        predictions also at the unmasked ``predict_at`` positions, and, with ``keep_probabilities``,
-        the full masked-word distributions (for comparisons)."""
-        if source not in SOURCES:
-            raise InputError(f"unknown attention source {source!r}; choose one of {', '.join(SOURCES)}")
+    def analyze_encoded(self, enc: Encoded, text: str = "", pair: str | None = None, readout: Readout | None = None,
+                        changes: ForwardChanges | None = None, **readout_fields: Any) -> Analysis:
+        """``analyze`` of an encoded input, with what an intervention compiled to (``changes``) and
+        what to read off the pass (``readout``; its fields may also be given as keywords:
+        ``masks=``, ``top_k=``, ``source=``, ``predict_at=``, ``keep_probabilities=``)."""
+        readout = replace(readout or Readout(), **readout_fields)
+        masks, top_k, source, predict_at = readout.masks, readout.top_k, readout.source, readout.predict_at
+        keep_probabilities = readout.keep_probabilities
+        try:
+            chosen = get_source(source)
+        except ValueError as error:
+            raise InputError(str(error)) from None
         if int(top_k) < 1:
             raise InputError(f"top-k must be at least 1 (got {top_k})")
         enc, originals = self._masked(enc, masks)
@@ -317,11 +348,11 @@ class Lab:
             if not 0 <= int(p) < n:
                 raise InputError(f"no position {p}: the input has positions 0..{n - 1}")
         predict = sorted({i for i, t in enumerate(enc.ids) if t == self.mask_id} | {int(p) for p in predict_at})
-        out, cache = self._forward(enc, predict, source, changes or ForwardChanges())
+        out, cache = self._forward(enc, predict, chosen.captures, changes or ForwardChanges())
         if source == "attention":
             attention = self.attention_of(cache)[0].float().cpu().numpy()  # (layers, heads, query, key)
         else:
-            attention = source_from_cache(self.model, cache, source, 0, n)
+            attention = chosen.weights(Captured(self.model, cache, 0, n))  # (layers, heads, query, key)
         mlm, mlm_note, kept = self._predictions(out, enc, predict, originals, int(top_k), keep_probabilities)
         nsp, nsp_note = self._nsp(out, enc, pair)
         return Analysis(
@@ -331,7 +362,7 @@ class Lab:
             nsp_note=nsp_note, n_tokens_before_truncation=enc.n_tokens_before_truncation,
             masked_positions=sorted(originals), mlm_probabilities=kept, source=source)
 
-    def _forward(self, enc: Encoded, predict: list[int], source: str, changes: ForwardChanges):
+    def _forward(self, enc: Encoded, predict: list[int], captures: Sequence[str], changes: ForwardChanges):
         """One forward pass of one input with ``changes``, logits only at ``predict``."""
         select = torch.zeros((1, len(enc.ids)), dtype=torch.bool, device=self.device)  # (batch, pos)
         select[0, predict] = True
@@ -340,8 +371,7 @@ class Lab:
             kwargs["attention_bias"] = changes.attention_bias.to(self.device)
         if changes.position_ids is not None:
             kwargs["position_ids"] = changes.position_ids.to(self.device)
-        return self.run(self.batch_tensors([enc]), capture=("*hook_pattern",) if source == "attention" else NORM_CAPTURES,
-                        edits=changes.edits or None, **kwargs)
+        return self.run(self.batch_tensors([enc]), capture=captures, edits=changes.edits or None, **kwargs)
 
     def _nsp(self, out, enc: Encoded, pair: str | None) -> tuple[float | None, str | None]:
         """P(B follows A) for a pair (typed, or segment B in an encoded input), or why there is none."""
@@ -388,10 +418,16 @@ class Lab:
         return mlm, None, probs.cpu().numpy() if keep_probabilities else None
 
 
-def load(source: str = DEFAULT_SOURCE, device: str = "auto", dtype: str | None = None, **kwargs: Any) -> Lab:
-    """Load a checkpoint (``default``, a folder, or a hub id) onto a device."""
-    model, ckpt, target = load_model(source, device=device, dtype=dtype, **kwargs)
-    return Lab(model, ckpt, target, source)
+def load(checkpoint: str = DEFAULT_CHECKPOINT, device: str = "auto", dtype: str | None = None, **kwargs: Any) -> Lab:
+    """Load a checkpoint (``default``, ``minilm-original``, a folder, or a hub id) onto a device.
+
+    ``source=`` is the old name of ``checkpoint`` (before issue 42): accepted for one release, with a
+    DeprecationWarning."""
+    if "source" in kwargs:
+        warnings.warn("load(source=...) is now load(checkpoint=...)", DeprecationWarning, stacklevel=2)
+        checkpoint = kwargs.pop("source")
+    model, ckpt, target = load_model(checkpoint, device=device, dtype=dtype, **kwargs)
+    return Lab(model, ckpt, target, checkpoint)
 
 
 def null_model(lab: Lab, seed: int = 0) -> Lab:
@@ -401,5 +437,5 @@ def null_model(lab: Lab, seed: int = 0) -> Lab:
     cfg.has_mlm_head = cfg.has_nsp_head = False
     model = init_weights(BertLab(cfg), seed=seed).eval().to(lab.device)
     checkpoint = replace(lab.checkpoint, name=f"random weights (BERT init, seed {seed}), {cfg.num_hidden_layers} "
-                         f"layers x {cfg.num_attention_heads} heads", mlm_head_source=None)
+                         f"layers x {cfg.num_attention_heads} heads", head_origin=None)
     return Lab(model, checkpoint, lab.device, f"null-model:seed={seed}")

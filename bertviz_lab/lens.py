@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from .bert import layer_hook
+from .bert.hook_table import every_layer, hook_name
 from .lab import Analysis, Encoded, InputError, Lab
 
 
@@ -52,7 +53,7 @@ def mlm_lens(lab: Lab, analysis: Analysis, top_k: int = 5) -> list[PositionLens]
     positions = [p.position for p in analysis.mlm]
     if not positions:
         raise InputError("mask a token first: the lens follows a masked-word prediction through the layers")
-    names = [f"bert.encoder.layer.{i}.hook_out" for i in range(lab.n_layers)]  # each layer's output state
+    names = [hook_name("out", i) for i in range(lab.n_layers)]  # each layer's output state
     _, cache = lab.run(lab.batch_tensors([analysis.encoded()]), capture=names, compute_mlm=False)
     hidden = torch.stack([cache[name][0, positions] for name in names])  # (layers, positions, d_model)
     weights = lab.model.bert.embeddings.word_embeddings.weight
@@ -151,7 +152,7 @@ def sentence_attentions(lab: Lab, texts: Sequence[str], batch_size: int = 32) ->
     what ``lab.analyze(text).attention`` holds, without the MLM head and one pass per text."""
     encoded = [lab.encode(t, truncate=True) for t in texts]
     out: dict[int, np.ndarray] = {}
-    for rows, cache in lab.runs_by_length(encoded, ("*hook_pattern",), batch_size):
+    for rows, cache in lab.runs_by_length(encoded, (every_layer("pattern"),), batch_size):
         attention = lab.attention_of(cache).float().cpu().numpy()  # (batch, layers, heads, query, key)
         for row, i in enumerate(rows):
             n = len(encoded[i].ids)

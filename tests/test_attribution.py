@@ -60,11 +60,11 @@ def test_explain_scores_every_context_token_and_rates_each_source(sharp_lab):
     [attribution] = explain(sharp_lab, sharp_lab.analyze(TEXT), steps=8)
     assert attribution.target == sharp_lab.analyze(TEXT).mlm[0].predictions[0].token
     assert attribution.context == [1, 2, 3, 5, 6, 7, 8]  # word tokens other than the [MASK] at 4
-    assert set(attribution.scores) == {"erasure", "gradient x input", "integrated gradients", "DecompX"}
+    assert set(attribution.scores) == {"erasure", "gradient x input", "integrated gradients", "decompx"}
     assert all(len(v) == len(attribution.context) for v in attribution.scores.values())
     rho = attribution.agreement
-    assert {"attention (last layer)", "flow", "value zeroing (last layer)", "integrated gradients", "GlobEnc", "ALTI",
-            "DecompX"} <= set(rho)
+    assert {"attention (last layer)", "flow", "value-zeroing (last layer)", "integrated gradients", "globenc", "alti",
+            "decompx"} <= set(rho)
     assert all(-1 <= v <= 1 for v in rho.values() if not np.isnan(v))
     assert set(attribution.to_json()) == {"position", "target", "context", "scores", "spearman_with_erasure",
                                           "faithfulness_on_this_input"}

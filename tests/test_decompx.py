@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 import torch
 
+from bertviz_lab.attention.sources import layer_matrices
 from bertviz_lab.bert import decompx
-from bertviz_lab.bert.sources import NORM_CAPTURES
-from bertviz_lab.sources import layer_matrices
+from bertviz_lab.bert.captured import MIXING_CAPTURES, Captured
 
 TEXT = "the big cat sat on the [MASK] mat"
 
@@ -74,17 +74,17 @@ def test_decompx_equals_the_released_decomposition_on_transformers(tiny_hf, tiny
     expected, hidden = released_decomposition(tiny_hf, ids)
     ours = layer_matrices(tiny_lab, analysis, "decompx")  # (layers, i, k) norms
     np.testing.assert_allclose(ours, expected.norm(dim=-1).numpy(), rtol=1e-4, atol=1e-5)
-    _, cache = tiny_lab.run(tiny_lab.batch_tensors([analysis.encoded()]), capture=NORM_CAPTURES, compute_mlm=False)
-    parts = decompx.decompose(tiny_lab.model, cache, 0, len(analysis.tokens))
+    _, cache = tiny_lab.run(tiny_lab.batch_tensors([analysis.encoded()]), capture=MIXING_CAPTURES, compute_mlm=False)
+    parts = decompx.decompose(Captured(tiny_lab.model, cache, 0, len(analysis.tokens)))
     for layer, p in enumerate(parts):  # the parts of each token sum to its real hidden state
         np.testing.assert_allclose(p.sum(1).numpy(), hidden[layer + 1][0].numpy(), atol=1e-4)
 
 
 def test_logit_shares_sum_to_the_real_logit(sharp_lab):
     analysis = sharp_lab.analyze(TEXT)
-    _, cache = sharp_lab.run(sharp_lab.batch_tensors([analysis.encoded()]), capture=NORM_CAPTURES, compute_mlm=False)
+    _, cache = sharp_lab.run(sharp_lab.batch_tensors([analysis.encoded()]), capture=MIXING_CAPTURES, compute_mlm=False)
     position = analysis.mlm[0].position
-    last_parts = decompx.decompose(sharp_lab.model, cache, 0, len(analysis.tokens))[-1]
+    last_parts = decompx.decompose(Captured(sharp_lab.model, cache, 0, len(analysis.tokens)))[-1]
     top, shares = decompx.top_word_shares(sharp_lab.model, last_parts, position)
     assert sharp_lab.tokenizer.id_to_token(top) == analysis.mlm[0].predictions[0].token
     with torch.no_grad():
@@ -117,8 +117,8 @@ def test_the_activation_slope_keeps_the_parts_summing_to_the_real_output():
 def test_aggregates_do_not_roll_out_decompx_again(tiny_lab):
     """DecompX is aggregated from the input by the method: the Aggregates view shows each layer's own
     matrix (rows normalised) where the others show rollout, and no flow on top of it."""
+    from bertviz_lab.attention.sources import with_source
     from bertviz_lab.figures.analysis import ViewOptions, aggregates
-    from bertviz_lab.sources import with_source
 
     analysis = tiny_lab.analyze(TEXT)
     layers = layer_matrices(tiny_lab, analysis, "decompx")

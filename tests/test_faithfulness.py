@@ -7,12 +7,16 @@ import pytest
 import torch
 from builders import run_cli
 
+from bertviz_lab.bert.captured import MIXING_CAPTURES, Captured
 from bertviz_lab.interventions.faithfulness import (
     ERASER_BINS,
     RANKINGS,
     FaithfulnessResult,
+    FaithfulnessSettings,
+    MaskedSentence,
     bin_size,
     check_rankings,
+    faithfulness,
     rankings,
     sentence_scores,
 )
@@ -33,12 +37,10 @@ def test_aopc_is_the_mean_drop_over_k_including_zero():
 
 def test_batched_perturbations_equal_one_hidden_set_at_a_time(sharp_lab):
     enc, position, gold = masked_items(sharp_lab, LINES, seed=0, max_sentences=1)[0]
-    drops = sentence_scores(sharp_lab, enc, position, gold, k_max=3, seed=1).drops
+    drops = sentence_scores(sharp_lab, MaskedSentence(enc, position, gold), k_max=3, seed=1).drops
     assert drops.shape == (len(RANKINGS), 4) and np.all(drops[:, 0] == 0)
-    _, cache = sharp_lab.run(sharp_lab.batch_tensors([enc]),
-                             capture=("*hook_pattern", "*attention.self.hook_v", "bert.embeddings.hook_out",
-                                      "bert.encoder.layer.*.hook_out"), compute_mlm=False)
-    scores = rankings(sharp_lab, cache, position, len(enc.ids), seed=1)
+    _, cache = sharp_lab.run(sharp_lab.batch_tensors([enc]), capture=MIXING_CAPTURES, compute_mlm=False)
+    scores = rankings(Captured(sharp_lab.model, cache, 0, len(enc.ids)), position, seed=1)
     context = [i for i, t in enumerate(enc.tokens) if t not in ("[CLS]", "[SEP]") and i != position]
 
     def logp(hidden):
@@ -60,8 +62,8 @@ def test_cli_ranks_sources_with_intervals(tmp_path, tiny_folder):
                           str(tiny_folder), "--k", "2", "--resamples", "50", "--json")
     assert run.returncode == 0, run.stderr
     result = json.loads(run.stdout.strip().splitlines()[-1])
-    assert [row["source"] for row in result["sources"]] == list(RANKINGS)
-    for row in result["sources"]:
+    assert [row["ranking"] for row in result["rankings"]] == list(RANKINGS)
+    for row in result["rankings"]:
         assert row["n"] == 6 and row["ci_low"] <= row["aopc"] <= row["ci_high"] and len(row["drop_by_k"]) == 3
     assert {"differences", "conclusion", "truncated_lines"} <= set(result)
     assert all(d["verdict"] for d in result["differences"]) and result["truncated_lines"] == 0
@@ -91,7 +93,7 @@ def test_most_faithful_is_said_only_when_every_paired_interval_excludes_zero():
     tool says there is no single most faithful source; with attention 0.05 lower everywhere it says flow."""
     swing = [0.0, 1.0, 0.0, 1.0, 0.0, 1.0]
     tied = hand_result([s + 0.1 for s in swing], [s + 0.1 for s in swing], swing)
-    assert tied.conclusion(resamples=200).startswith("no single most faithful source")
+    assert tied.conclusion(resamples=200).startswith("no single most faithful ranking")
     clear = hand_result([s + 0.1 for s in swing], [s + 0.05 for s in swing], swing)
     assert clear.conclusion(resamples=200).startswith("flow is the most faithful")
     assert [(d.a, d.b) for d in clear.differences(resamples=50)][-1] == ("flow", "attention (last layer)")
@@ -109,12 +111,10 @@ def test_comprehensiveness_and_sufficiency_equal_single_runs_for_the_top_word(sh
     """ERASER's scores are about the model's own top word in probability units: each bin's value is
     p(top | x) minus p(top | x with the bin hidden) or with every other context token hidden."""
     enc, position, gold = masked_items(sharp_lab, LINES, seed=0, max_sentences=1)[0]
-    scored = sentence_scores(sharp_lab, enc, position, gold, k_max=3, seed=1, names=("rollout", "random"))
+    scored = sentence_scores(sharp_lab, MaskedSentence(enc, position, gold), k_max=3, seed=1, names=("rollout", "random"))
     assert scored.comprehensiveness.shape == scored.sufficiency.shape == (2, len(ERASER_BINS))
-    _, cache = sharp_lab.run(sharp_lab.batch_tensors([enc]),
-                             capture=("*hook_pattern", "*attention.self.hook_v", "bert.embeddings.hook_out",
-                                      "bert.encoder.layer.*.hook_out"), compute_mlm=False)
-    scores = rankings(sharp_lab, cache, position, len(enc.ids), seed=1, names=("rollout",))
+    _, cache = sharp_lab.run(sharp_lab.batch_tensors([enc]), capture=MIXING_CAPTURES, compute_mlm=False)
+    scores = rankings(Captured(sharp_lab.model, cache, 0, len(enc.ids)), position, seed=1, names=("rollout",))
     context = [i for i, t in enumerate(enc.tokens) if t not in ("[CLS]", "[SEP]") and i != position]
     order = sorted(context, key=lambda i: -float(scores["rollout"][i]))
 
@@ -136,14 +136,34 @@ def test_the_table_reports_eraser_means_over_bins_and_sentences():
     drops = np.zeros((2, 2, 2))
     comprehensiveness = np.array([[[0.1, 0.3], [0.0, 0.0]], [[0.3, 0.5], [0.0, 0.2]]])  # (sentences, sources, bins)
     result = FaithfulnessResult(("rollout", "random"), drops, "m", 0, comprehensiveness, -comprehensiveness)
-    rows = {r["source"]: r for r in result.table(resamples=20)}
+    rows = {r["ranking"]: r for r in result.table(resamples=20)}
     assert rows["rollout"]["comprehensiveness"] == pytest.approx(0.3)  # (0.2 + 0.4) / 2
     assert rows["random"]["sufficiency"] == pytest.approx(-0.05)
     assert rows["rollout"]["comprehensiveness_ci_low"] <= 0.3 <= rows["rollout"]["comprehensiveness_ci_high"]
 
 
+def test_rankings_are_spelled_from_the_source_registry():
+    """Every ranking names a registered source (alone, or with the scope it is read at), so the page,
+    the CLI and the tables spell each method one way."""
+    from bertviz_lab.attention.sources import SOURCES
+
+    for name in RANKINGS:
+        assert name == "random" or name.split(" (")[0] in SOURCES, name
+    assert "decompx" in RANKINGS and "value-zeroing (rollout)" in RANKINGS and "GlobEnc" not in RANKINGS
+
+
+def test_old_ranking_spellings_and_keywords_still_work_for_one_release(sharp_lab):
+    assert check_rankings(["ALTI", "GlobEnc", "value zeroing rollout"]) == (
+        "value-zeroing (rollout)", "globenc", "alti", "random")
+    with pytest.warns(DeprecationWarning):
+        result = faithfulness(sharp_lab, LINES, max_sentences=1, k_max=2, sources=["rollout"])
+    assert result.rankings == ("rollout", "random") and result.sources == result.rankings
+    again = faithfulness(sharp_lab, LINES, FaithfulnessSettings(k_max=2, max_sentences=1, rankings=("rollout",)))
+    np.testing.assert_allclose(again.drops, result.drops)
+
+
 def test_chosen_rankings_keep_the_control_and_refuse_unknown_names():
-    assert check_rankings(["ALTI", "rollout"]) == ("rollout", "ALTI", "random")
+    assert check_rankings(["alti", "rollout"]) == ("rollout", "alti", "random")
     from bertviz_lab.lab import InputError
 
     with pytest.raises(InputError, match="unknown ranking 'attention'"):
@@ -158,7 +178,7 @@ def test_cli_scores_only_the_chosen_sources_with_eraser_columns(tmp_path, tiny_f
     assert main(["faithfulness", "--text-file", str(text), "--model", str(tiny_folder), "--k", "2", "--resamples",
                  "20", "--sources", "ALTI", "GlobEnc", "--json"]) == 0
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert [row["source"] for row in result["sources"]] == ["GlobEnc", "ALTI", "random"]
-    for row in result["sources"]:
+    assert [row["ranking"] for row in result["rankings"]] == ["globenc", "alti", "random"]
+    for row in result["rankings"]:
         assert row["comprehensiveness_ci_low"] <= row["comprehensiveness"] <= row["comprehensiveness_ci_high"]
         assert row["sufficiency_ci_low"] <= row["sufficiency"] <= row["sufficiency_ci_high"]

@@ -111,3 +111,22 @@ def test_two_threads_get_their_own_attention(minilm_lab):
     for th in threads:
         th.join()
     assert not errors, errors
+
+
+def test_the_hook_table_names_every_hook_point_of_the_model(tiny_lab):
+    """One table (name -> module, shape) that capture, sources and interventions read: each entry
+    resolves to the model's own hook names, and together they cover all of them."""
+    from bertviz_lab.bert.hook_table import HOOK_TABLE, every_layer, hook_name
+
+    names = set(tiny_lab.model.hook_names)
+    covered = set()
+    for spot, entry in HOOK_TABLE.items():
+        found = [entry.name(layer) for layer in range(2)] if entry.per_layer else [entry.name()]
+        assert set(found) <= names, spot
+        assert entry.shape.startswith("(") and entry.module
+        covered |= set(found)
+    assert covered == names
+    assert hook_name("pattern", 1) == "bert.encoder.layer.1.attention.self.hook_pattern"
+    assert every_layer("out") == "bert.encoder.layer.*.hook_out"
+    with pytest.raises(KeyError):
+        hook_name("pattern")  # a per-layer spot needs its layer

@@ -191,7 +191,7 @@ def test_sinusoidal_values_match_the_formula():
         assert table[pos, 2 * i + 1].item() == pytest.approx(math.cos(angle), abs=1e-6)
 
 
-def test_positional_probe_and_control_keep_each_rows_norm(sharp_lab):
+def test_positional_intervention_and_control_keep_each_rows_norm(sharp_lab):
     scaled = scaled_sinusoidal(sharp_lab.model, 64)
     learned = sharp_lab.model.bert.embeddings.position_embeddings.weight[:64].detach()
     control = random_positions(sharp_lab.model, 64, seed=0)
@@ -456,21 +456,21 @@ def test_sets_report_how_many_lines_were_cut(sharp_lab):
     assert truncation_note(0) == ""
 
 
-def test_probe_and_control_are_compared_sentence_by_sentence(sharp_lab):
+def test_intervention_and_control_are_compared_sentence_by_sentence(sharp_lab):
     """The same intervention as probe and control: every paired difference is exactly 0 and the tool
     says so; the sinusoidal probe against its random control gives a difference equal to the
     difference of the two means (paired over the same sentences)."""
-    from bertviz_lab.interventions.sets import probe_and_control
+    from bertviz_lab.interventions.sets import intervention_and_control
 
     lines = ["the big cat sat on the red mat", "a small dog ran to the park", "the red bird sat on a big tree"]
-    same = probe_and_control(sharp_lab, lines, make_intervention("left-only"), make_intervention("left-only"),
+    same = intervention_and_control(sharp_lab, lines, make_intervention("left-only"), make_intervention("left-only"),
                              resamples=50)
     for d in same.differences:
         assert float(d.effect.mean) == 0 and float(d.effect.ci_low) == 0 == float(d.effect.ci_high)
         assert "indistinguishable" in d.verdict()
-    pc = probe_and_control(sharp_lab, lines, make_intervention("sinusoidal-positions"),
+    pc = intervention_and_control(sharp_lab, lines, make_intervention("sinusoidal-positions"),
                            make_intervention("random-positions"), resamples=50)
     change = pc.differences[1]
-    assert float(change.effect.mean) == pytest.approx(float(pc.probe.effects["change in P(gold)"].mean) -
+    assert float(change.effect.mean) == pytest.approx(float(pc.intervention.effects["change in P(gold)"].mean) -
                                                       float(pc.control.effects["change in P(gold)"].mean))
-    assert set(pc.to_json()) == {"probe", "control", "differences"}
+    assert set(pc.to_json()) == {"intervention", "control", "differences"}

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import torch
 
-from bertviz_lab.sources import layer_matrices, with_source
+from bertviz_lab.attention.sources import layer_matrices, with_source
 
 TEXT = "the big cat sat on the red mat"
 

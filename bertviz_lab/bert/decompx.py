@@ -31,7 +31,7 @@ from __future__ import annotations
 import torch
 
 from .budget import charge
-from .mixing import layer_input
+from .captured import Captured
 
 EPS = 1e-12  # the released code's guard in the bias weights and the activation slope
 ROW_CHUNK = 32  # receiving tokens per FFN step: (32, tokens, d_ff) parts at a time
@@ -93,20 +93,20 @@ def _ffn_and_ln2(block, attended_parts: torch.Tensor, attended: torch.Tensor) ->
     return layer_norm_parts(pre_ln2_parts, pre_ln2_parts.sum(1), block.output.LayerNorm)
 
 
-def decompose(model, cache: dict[str, torch.Tensor], row: int, n: int) -> list[torch.Tensor]:
+def decompose(captured: Captured) -> list[torch.Tensor]:
     """Each layer's output as parts per input token: a list of (i, k, d_model) tensors, float32."""
     out, previous = [], None
-    layers = len(model.bert.encoder.layer)
+    n, layers = captured.n, captured.layers
     with torch.no_grad():
-        for layer, block in enumerate(model.bert.encoder.layer):
+        for layer in range(layers):
+            block = captured.block(layer)
             # n parts of n tokens through one layer cost about n / layers full passes: charged to the
             # request's budget (caps on work and time) before the layer, as value zeroing does
             charge(torch.empty((-(-n // layers), n), dtype=torch.long), None, None, False)
-            prefix = f"bert.encoder.layer.{layer}.attention.self"
             device = next(block.parameters()).device
-            pattern = cache[f"{prefix}.hook_pattern"][row, :, :n, :n].float().to(device)  # (heads, i, k)
-            values = cache[f"{prefix}.hook_v"][row, :, :n].float().to(device)  # (heads, k, d_head)
-            x = layer_input(model, cache, layer, row, n).float().to(device)  # (n, d_model)
+            pattern = captured.pattern(layer).to(device)  # (heads, i, k)
+            values = captured.raw_values(layer).float().to(device)  # (heads, k, d_head)
+            x = captured.layer_input(layer).float().to(device)  # (n, d_model)
             pre_ln1_parts = _attention_parts(block, pattern, x, previous, values)
             pre_ln1 = pre_ln1_parts.sum(1)  # (i, d): the real input of LayerNorm 1
             ln1 = block.attention.output.LayerNorm
@@ -118,9 +118,9 @@ def decompose(model, cache: dict[str, torch.Tensor], row: int, n: int) -> list[t
     return out
 
 
-def layer_matrices(model, cache: dict[str, torch.Tensor], row: int, n: int) -> torch.Tensor:
+def layer_matrices(captured: Captured) -> torch.Tensor:
     """||A_l[i, k]|| for every layer: (layers, i, k), raw norms."""
-    return torch.stack([parts.norm(dim=-1) for parts in decompose(model, cache, row, n)]).cpu()
+    return torch.stack([parts.norm(dim=-1) for parts in decompose(captured)]).cpu()
 
 
 def logit_contributions(model, last_parts: torch.Tensor, position: int,

@@ -1,7 +1,7 @@
 """The BERT family on one hooked encoder: RoBERTa, DistilBERT and ELECTRA checkpoints are BERT's
 post-LayerNorm encoder under other names, so their configs and weight names are translated to
 ``BertLab``'s (which mirrors Hugging Face's BERT) and they load strictly, with every hook point,
-probe and view working unchanged.
+intervention and view working unchanged.
 
 What differs, and where it is handled:
 - RoBERTa (Liu et al. 2019): positions start at ``pad_token_id + 1`` (fairseq's ``make_positions``;

@@ -1,6 +1,6 @@
 """Hook points and the contexts that capture or edit activations at them.
 
-A hook point is an identity module placed on an activation users want to probe
+A hook point is an identity module placed on an activation users want to read or edit
 (TransformerLens style). Its name is its attribute path in the model, assigned once by
 :func:`name_hook_points`, never typed by hand.
 

@@ -16,27 +16,19 @@ from __future__ import annotations
 import torch
 
 from .budget import charge
+from .captured import Captured
+from .hook_table import hook_name
 
 
-def layer_input(model, cache: dict[str, torch.Tensor], layer: int, row: int, n: int) -> torch.Tensor:
-    """Layer ``layer``'s input (n, d_model): the previous layer's output, or the (projected) embeddings."""
-    if layer:
-        return cache[f"bert.encoder.layer.{layer - 1}.hook_out"][row, :n]
-    embedded = cache["bert.embeddings.hook_out"][row, :n]
-    project = model.bert.embeddings_project
-    return project(embedded) if project is not None else embedded  # ELECTRA projects its embeddings up
-
-
-def value_zeroing_layer(model, cache: dict[str, torch.Tensor], layer: int, row: int, n: int) -> torch.Tensor:
+def value_zeroing_layer(captured: Captured, layer: int) -> torch.Tensor:
     """(query, key) float64: row i holds how much i's layer output moves when each key's values are
     zeroed, normalised to sum to 1."""
-    block = model.bert.encoder.layer[layer]
-    layers = len(model.bert.encoder.layer)
+    block, n, layers = captured.block(layer), captured.n, captured.layers
     # n rows through one layer cost about n / layers full passes: charged to the request's budget
     # (caps on work and time), as every forward of the model is
     charge(torch.empty((-(-n // layers), n), dtype=torch.long), None, None, False)
-    x = layer_input(model, cache, layer, row, n)  # (n, d_model)
-    original = cache[f"bert.encoder.layer.{layer}.hook_out"][row, :n].double()  # (query, d_model)
+    x = captured.layer_input(layer)  # (n, d_model)
+    original = captured.layer_output(layer).double()  # (query, d_model)
     tokens = torch.arange(n)
 
     def zero_own_token(values: torch.Tensor, _name: str) -> torch.Tensor:  # (batch = zeroed token, heads, key, d_head)
@@ -44,8 +36,7 @@ def value_zeroing_layer(model, cache: dict[str, torch.Tensor], layer: int, row: 
         values[tokens, :, tokens] = 0
         return values
 
-    with torch.no_grad(), model.hooks(capture=(), edits={f"bert.encoder.layer.{layer}.attention.self.hook_v":
-                                                         zero_own_token}):
+    with torch.no_grad(), captured.model.hooks(capture=(), edits={hook_name("v", layer): zero_own_token}):
         zeroed = block(x[None].expand(n, -1, -1).contiguous(), None).double()  # (zeroed token, query, d_model)
     cos = torch.nn.functional.cosine_similarity(zeroed, original[None], dim=-1, eps=1e-30)  # (zeroed token, query)
     distance = (1.0 - cos).T.clamp(min=0)  # (query, key)
@@ -53,6 +44,6 @@ def value_zeroing_layer(model, cache: dict[str, torch.Tensor], layer: int, row: 
     return torch.where(total > 0, distance / total, torch.zeros_like(distance))
 
 
-def value_zeroing(model, cache: dict[str, torch.Tensor], row: int, n: int) -> torch.Tensor:
+def value_zeroing(captured: Captured) -> torch.Tensor:
     """(layers, query, key) value-zeroing scores of every layer, float64."""
-    return torch.stack([value_zeroing_layer(model, cache, i, row, n) for i in range(len(model.bert.encoder.layer))])
+    return torch.stack([value_zeroing_layer(captured, layer) for layer in range(captured.layers)])

@@ -1,4 +1,4 @@
-"""BERT in plain PyTorch, with hook points where users probe.
+"""BERT in plain PyTorch, with hook points where users look and intervene.
 
 The module tree *is* the Hugging Face checkpoint format (``bert.encoder.layer.0.attention.
 self.query.weight``, ``cls.predictions.transform.dense.weight``, ``cls.predictions.bias``,
@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .budget import charge
+from .hook_table import HOOK_TABLE, hook_name
 from .hooks import Edit, HookPoint, active_run, hook_run, name_hook_points
 
 
@@ -367,15 +368,11 @@ class BertLab(nn.Module):
 
 
 def layer_hook(layer: int, name: str) -> str:
-    """Hook name inside layer ``layer``: ``layer_hook(3, 'pattern')`` -> ``bert.encoder.layer.3.attention.self.hook_pattern``."""
-    attn = {"q", "k", "v", "scores", "pattern", "context"}
-    if name in attn:
-        return f"bert.encoder.layer.{layer}.attention.self.hook_{name}"
-    if name == "attn_out":
-        return f"bert.encoder.layer.{layer}.attention.output.hook_out"
-    if name == "out":
-        return f"bert.encoder.layer.{layer}.hook_out"
-    raise KeyError(name)
+    """Hook name inside layer ``layer`` (the hook table's): ``layer_hook(3, 'pattern')`` ->
+    ``bert.encoder.layer.3.attention.self.hook_pattern``."""
+    if not HOOK_TABLE[name].per_layer:
+        raise KeyError(name)
+    return hook_name(name, layer)
 
 
 

@@ -76,15 +76,3 @@ def layer_norms(pattern: torch.Tensor, transformed: torch.Tensor, residual: torc
         total = total + pre_ln_bias.float()
     std = torch.sqrt(total.var(dim=-1, unbiased=False) + eps)  # (query,) s_i of the whole LN input
     return (mapped_norms(pattern, transformed, centred_scaled, residual) / std[:, None]).float()
-
-
-def layer_pattern(cache: dict[str, torch.Tensor], layer: int, row: int, n: int) -> torch.Tensor:
-    """A layer's captured attention for batch row ``row``, its first n tokens: (heads, query, key)."""
-    return cache[f"bert.encoder.layer.{layer}.attention.self.hook_pattern"][row, :, :n, :n].float().cpu()
-
-
-def layer_values(model, cache: dict[str, torch.Tensor], layer: int, row: int, n: int) -> torch.Tensor:
-    """f_h(x_j) of a layer from its captured value vectors: (heads, key, d_model)."""
-    block = model.bert.encoder.layer[layer]
-    return transformed_values(cache[f"bert.encoder.layer.{layer}.attention.self.hook_v"][row, :, :n].float().cpu(),
-                              block.attention.output.dense.weight.detach().float().cpu())

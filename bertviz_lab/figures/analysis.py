@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 
 from ..attention import HEAD_STATS, attention_view, head_statistics
-from ..attention.flow import attention_flow, row_normalised, source_rollout
-from ..bert.sources import AGGREGATED_SOURCES, RESIDUAL_INCLUDED
+from ..attention.sources import get_source
+from ..bert.flow import attention_flow, row_normalised
 from ..lab import Analysis
 from ..naming import SPECIAL_TOKENS, head_labels, layer_head, layer_head_file, layer_labels, layer_name
 from .attention import head_view_figure, heatmap_figure, overview_figure, predictions_figure
@@ -60,20 +60,20 @@ def aggregates(analysis: Analysis, opts: ViewOptions, layers: np.ndarray | None 
     ``layers`` (layers, q, k) is the per-layer matrix of the analysis's source (the head mean for
     softmax attention, ||sum_h alpha f|| or the residual-aware norms otherwise); rollout and flow
     run on it (Abnar & Zuidema 2020), with the identity added except for the sources that already
-    include the residual; GlobEnc's rollout is its own plain product (``source_rollout``).
+    include the residual; GlobEnc's rollout is its own plain product (``Source.rollout``).
     """
     opts = opts.clamp(analysis)
     a = analysis.attention
     layers = a.mean(1) if layers is None else layers
-    residual = analysis.source not in RESIDUAL_INCLUDED
-    aggregated = analysis.source in AGGREGATED_SOURCES
+    source = get_source(analysis.source)
+    residual, aggregated = not source.residual_included, source.aggregated
     layer_kind = "mean of layer" if analysis.source == "attention" else "norm of layer"
     panels = [
         (f"L{opts.layer + 1} H{opts.head + 1}{source_label(analysis)}", a[opts.layer, opts.head]),
         (f"{layer_kind} {opts.layer + 1}", layers[opts.layer]),
         ("mean over layers", layers.mean(0)),
         (f"{'aggregated by the method' if aggregated else 'rollout'} up to layer {opts.layer + 1}",
-         source_rollout(layers, analysis.source)[opts.layer]),
+         source.rollout(layers)[opts.layer]),
     ]
     if len(analysis.tokens) <= FLOW_VIEW_TOKENS and not aggregated:
         panels.append((f"flow up to layer {opts.layer + 1}", attention_flow(layers, up_to=opts.layer,

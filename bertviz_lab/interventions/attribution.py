@@ -25,10 +25,10 @@ import numpy as np
 import torch
 from scipy.stats import spearmanr
 
-from ..bert.sources import NORM_CAPTURES
+from ..bert.captured import MIXING_CAPTURES, Captured
 from ..lab import Analysis, InputError, Lab
 from ..naming import SPECIAL_TOKENS
-from .faithfulness import RANKINGS, logp_with_hidden, rankings, sentence_scores
+from .faithfulness import RANKINGS, MaskedSentence, logp_with_hidden, rankings, sentence_scores
 
 IG_STEPS = 32
 
@@ -39,8 +39,8 @@ class Attribution:
     target: str  # the predicted word explained
     context: list[int]  # the scored token positions
     scores: dict[str, list[float]]  # method -> one signed score per context position
-    agreement: dict[str, float] = field(default_factory=dict)  # source -> Spearman rho with erasure
-    # source -> AOPC (log P of the target, top 1..K hidden), ERASER comprehensiveness and sufficiency
+    agreement: dict[str, float] = field(default_factory=dict)  # ranking -> Spearman rho with erasure
+    # ranking -> AOPC (log P of the target, top 1..K hidden), ERASER comprehensiveness and sufficiency
     # (probability of the target, mean over bins) on this input alone
     perturbation: dict[str, dict[str, float]] = field(default_factory=dict)
 
@@ -103,7 +103,7 @@ def rank_agreement(values: Sequence[float], reference: Sequence[float]) -> float
     return float(rho) if np.isfinite(rho) else float("nan")
 
 
-def source_agreement(scores: dict[str, np.ndarray], reference: np.ndarray, context: Sequence[int]) -> dict[str, float]:
+def ranking_agreement(scores: dict[str, np.ndarray], reference: np.ndarray, context: Sequence[int]) -> dict[str, float]:
     """Spearman rho of each faithfulness-check ranking (attention, rollout, flow, norms, value
     zeroing, GlobEnc, ALTI, DecompX) with the erasure scores, over the context tokens."""
     return {name: rank_agreement(np.asarray(scores[name])[list(context)], reference) for name in RANKINGS}
@@ -114,7 +114,7 @@ def perturbation_scores(lab: Lab, analysis: Analysis, position: int, target: int
     """The faithfulness check's AOPC and ERASER scores of every ranking on this one input, for the
     predicted word (no interval: one sentence)."""
     k_max = min(5, len(context))
-    scored = sentence_scores(lab, analysis.encoded(), position, target, k_max, seed=0, scores=scores)
+    scored = sentence_scores(lab, MaskedSentence(analysis.encoded(), position, target), k_max, seed=0, scores=scores)
     return {name: {"aopc": float(scored.drops[s].mean()),
                    "comprehensiveness": float(scored.comprehensiveness[s].mean()),
                    "sufficiency": float(scored.sufficiency[s].mean())} for s, name in enumerate(RANKINGS)}
@@ -128,7 +128,8 @@ def explain(lab: Lab, analysis: Analysis, steps: int = IG_STEPS) -> list[Attribu
         raise InputError("mask a token first: the attribution explains a masked-word prediction")
     if analysis.source != "attention":
         raise InputError("explain the softmax-attention analysis, not one converted to another source")
-    _, cache = lab.run(lab.batch_tensors([analysis.encoded()]), capture=NORM_CAPTURES, compute_mlm=False)
+    _, cache = lab.run(lab.batch_tensors([analysis.encoded()]), capture=MIXING_CAPTURES, compute_mlm=False)
+    captured = Captured(lab.model, cache, 0, len(analysis.tokens))
     memo: dict = {}  # the sources' per-layer matrices and DecompX's parts, computed once for every masked position
     out = []
     for p in analysis.mlm:
@@ -138,11 +139,11 @@ def explain(lab: Lab, analysis: Analysis, steps: int = IG_STEPS) -> list[Attribu
         if not context:
             raise InputError("there is no context token to attribute the prediction to")
         erased = erasure(lab, analysis, p.position, target, context)
-        ranked = rankings(lab, cache, p.position, len(analysis.tokens), seed=0, memo=memo)
+        ranked = rankings(captured, p.position, seed=0, memo=memo)
         scores = {"erasure": erased, **gradient_methods(lab, analysis, p.position, target, context, steps),
-                  "DecompX": ranked["DecompX"][context]}  # its ranking is the top word's logit shares
-        agreement = source_agreement(ranked, erased, context)
-        for name in ("gradient x input", "integrated gradients", "DecompX"):
+                  "decompx": ranked["decompx"][context]}  # its ranking is the top word's logit shares
+        agreement = ranking_agreement(ranked, erased, context)
+        for name in ("gradient x input", "integrated gradients", "decompx"):
             agreement[name] = rank_agreement(scores[name], erased)
         out.append(Attribution(p.position, target_word, context,
                                {k: [float(v) for v in values] for k, values in scores.items()}, agreement,

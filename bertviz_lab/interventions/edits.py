@@ -109,7 +109,7 @@ def batched_ablation_edits(n_layers: int, n_heads: int, rows: Sequence[tuple[int
                            device: torch.device, reference: torch.Tensor | None = None) -> dict[str, Edit]:
     """One edit per layer for a batch whose row b replaces head rows[b]'s output (None = nothing):
     by zero, by ``reference[layer]`` (heads, d_head) — a mean output — or (heads, positions, d_head) —
-    another input's outputs (resample ablation, or activation patching from a source input)."""
+    another input's outputs (resample ablation, or activation patching from a donor input)."""
     keep = torch.ones((n_layers, len(rows), n_heads, 1, 1), device=device)
     for b, lh in enumerate(rows):
         if lh is not None:
@@ -151,7 +151,7 @@ def learned_positions(model: BertLab, n_positions: int) -> torch.Tensor:
 def scaled_sinusoidal(model: BertLab, n_positions: int) -> torch.Tensor:
     """Sinusoidal table for the first n positions, each row rescaled to the norm of the learned row it
     replaces (position 0 included, whose learned norm is several times the others' in MiniLM): the
-    probe changes the positions' directions only, as its control (``random_positions``) does. A
+    intervention changes the positions' directions only, as its control (``random_positions``) does. A
     single mean norm for every row would also change position 0's size, which the control keeps."""
     learned = learned_positions(model, n_positions)
     table = sinusoidal_table(n_positions, learned.shape[1])

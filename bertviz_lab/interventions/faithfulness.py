@@ -1,7 +1,7 @@
 """Which explanation to trust: a perturbation test of attention-based token rankings.
 
-For a masked word, each *source* ranks the context tokens by how much they matter to the masked
-position: softmax attention of the last layer (head mean) and of all layers, rollout and flow
+For a masked word, each *ranking* (a registered attention source read at a scope) ranks the
+context tokens by how much they matter to the masked position: softmax attention of the last layer (head mean) and of all layers, rollout and flow
 (Abnar & Zuidema 2020), norm-based weights of the last layer (Kobayashi et al. 2020) and with
 residual and LayerNorm (2021), value zeroing of the last layer and its rollout (Mohebbi et al.
 2023), GlobEnc (Modarressi et al. 2022) and ALTI (Ferrando et al. 2022), each aggregated over the
@@ -10,10 +10,10 @@ word's logit, through every layer and the MLM head), and a seeded random ranking
 hidden from attention on every layer (the hide-keys intervention) for k = 1..K, and we measure
 the drop in log P(gold word). The score is the area over the perturbation curve (AOPC, Samek et
 al. 2017): ``1 / (K + 1) * sum_{k=0..K} (log p_0 - log p_k)``; higher means hiding what the
-source points at hurts the prediction more, i.e. the source is more faithful to the model.
+ranking points at hurts the prediction more, i.e. the ranking is more faithful to the model.
 Intervals: 95% percentile bootstrap over sentences. One forward pass per sentence runs all
-sources and all k together (one row each). Comparisons are paired over the same sentences: every
-source against the random control, and the source with the highest AOPC against each other one;
+rankings and all k together (one row each). Comparisons are paired over the same sentences: every
+ranking against the random control, and the ranking with the highest AOPC against each other one;
 the sentence printed ("most faithful", "indistinguishable from random") is generated from those
 intervals (``conclusions.verdict``), never written by hand.
 
@@ -30,42 +30,79 @@ the masked position itself are never hidden.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 import torch
 
-from ..attention.flow import attention_flow, rollout, source_rollout
 from ..bert import decompx
-from ..bert.sources import NORM_CAPTURES, layer_source_from_cache
+from ..bert.captured import MIXING_CAPTURES, Captured
+from ..bert.flow import attention_flow
+from ..bert.source_registry import get_source
 from ..lab import Encoded, InputError, Lab
 from ..naming import SPECIAL_TOKENS
 from ..sentences import masked_items, truncated_count
 from .sets import Difference, mean_interval
 
-RANKINGS = ("attention (last layer)", "attention (all layers)", "rollout", "flow", "norm (last layer)",
-            "norm-residual (last layer)", "value zeroing (last layer)", "value zeroing rollout", "GlobEnc", "ALTI",
-            "DecompX", "random")
+
+@dataclass(frozen=True)
+class Ranking:
+    """One way of ranking the context tokens of a masked position: a registered attention source
+    (``bert/source_registry.py``) read at a ``scope``, or the random control. Its name is spelled from
+    the registry's: ``source`` alone when the source's own aggregation is used, else ``source (scope)``."""
+
+    source: str | None  # None: the random control
+    scope: str = ""  # "last layer", "all layers", "rollout"; "" = the last layer of the source as it aggregates
+
+    @property
+    def name(self) -> str:
+        if self.source is None:
+            return CONTROL
+        return f"{self.source} ({self.scope})" if self.scope else self.source
+
+    @property
+    def needs(self) -> str | None:
+        """The source whose per-layer matrices it reads (flow and rollout rank from attention's)."""
+        return "attention" if self.source in ("rollout", "flow") else None if self.source == "decompx" else self.source
+
+
 CONTROL = "random"
+RANKING_LIST = (Ranking("attention", "last layer"), Ranking("attention", "all layers"), Ranking("rollout"), Ranking("flow"),
+                Ranking("norm", "last layer"), Ranking("norm-residual", "last layer"),
+                Ranking("value-zeroing", "last layer"), Ranking("value-zeroing", "rollout"), Ranking("globenc"),
+                Ranking("alti"), Ranking("decompx"), Ranking(None))
+RANKINGS = tuple(r.name for r in RANKING_LIST)
+_BY_NAME = {r.name: r for r in RANKING_LIST}
+# the spellings before issue 42 (which named methods unlike the registry), accepted for one release
+OLD_RANKING_NAMES = {"value zeroing (last layer)": "value-zeroing (last layer)",
+                     "value zeroing rollout": "value-zeroing (rollout)", "GlobEnc": "globenc", "ALTI": "alti",
+                     "DecompX": "decompx"}
 ERASER_BINS = (0.01, 0.05, 0.10, 0.20, 0.50)  # DeYoung et al. 2020, section 4.2
 
 
 @dataclass
 class FaithfulnessResult:
-    sources: tuple[str, ...]
-    drops: np.ndarray  # (sentences, sources, K + 1): log p_0 - log p_k, k = 0..K (NaN where a source was skipped)
+    rankings: tuple[str, ...]
+    drops: np.ndarray  # (sentences, rankings, K + 1): log p_0 - log p_k, k = 0..K (NaN where a ranking was skipped)
     model: str
     truncated: int = 0  # lines cut to SET_MAX_TOKENS
-    comprehensiveness: np.ndarray | None = None  # (sentences, sources, bins) ERASER, probability of the top word
-    sufficiency: np.ndarray | None = None  # (sentences, sources, bins)
+    comprehensiveness: np.ndarray | None = None  # (sentences, rankings, bins) ERASER, probability of the top word
+    sufficiency: np.ndarray | None = None  # (sentences, rankings, bins)
 
     @property
-    def aopc(self) -> np.ndarray:  # (sentences, sources)
+    def sources(self) -> tuple[str, ...]:
+        """Old name of ``rankings`` (before issue 42), kept for one release."""
+        return self.rankings
+
+    @property
+    def aopc(self) -> np.ndarray:  # (sentences, rankings)
         return self.drops.mean(-1)
 
     def _eraser(self, s: int, resamples: int, seed: int) -> dict:
-        """ERASER's AOPC-style comprehensiveness and sufficiency of source ``s``: the mean over bins,
+        """ERASER's AOPC-style comprehensiveness and sufficiency of ranking ``s``: the mean over bins,
         with its interval over sentences (higher comprehensiveness and lower sufficiency = more faithful)."""
         out = {}
         for key, values in (("comprehensiveness", self.comprehensiveness), ("sufficiency", self.sufficiency)):
@@ -78,101 +115,100 @@ class FaithfulnessResult:
 
     def table(self, resamples: int = 1000, seed: int = 0) -> list[dict]:
         rows = []
-        for s, name in enumerate(self.sources):
+        for s, name in enumerate(self.rankings):
             values = self.aopc[:, s]
             values = values[~np.isnan(values)]
             if not len(values):
-                rows.append({"source": name, "aopc": float("nan"), "ci_low": float("nan"), "ci_high": float("nan"),
+                rows.append({"ranking": name, "aopc": float("nan"), "ci_low": float("nan"), "ci_high": float("nan"),
                              "n": 0, "drop_by_k": []})
                 continue
             row = mean_interval(values, resamples, seed).to_json()
-            rows.append({"source": name, "aopc": row.pop("mean"), **row,
+            rows.append({"ranking": name, "aopc": row.pop("mean"), **row,
                          "drop_by_k": np.nanmean(self.drops[:, s], 0).round(4).tolist(),
                          **self._eraser(s, resamples, seed)})
         return rows
 
     def paired(self, a: str, b: str, resamples: int = 1000, seed: int = 0) -> Difference:
         """AOPC of ``a`` minus ``b`` on the sentences both were scored on, with its interval."""
-        i, j = self.sources.index(a), self.sources.index(b)
+        i, j = self.rankings.index(a), self.rankings.index(b)
         values = self.aopc[:, i] - self.aopc[:, j]  # (sentences,)
         return Difference(a, b, mean_interval(values[~np.isnan(values)], resamples, seed))
 
     def scored(self) -> list[str]:
-        """Sources scored on at least one sentence, the control excluded."""
-        return [s for i, s in enumerate(self.sources) if s != CONTROL and (~np.isnan(self.aopc[:, i])).any()]
+        """Rankings scored on at least one sentence, the control excluded."""
+        return [s for i, s in enumerate(self.rankings) if s != CONTROL and (~np.isnan(self.aopc[:, i])).any()]
 
     def differences(self, resamples: int = 1000, seed: int = 0) -> list[Difference]:
-        """Every source minus the random control, then the top source minus each other source."""
-        top = self.top_source()
+        """Every ranking minus the random control, then the top ranking minus each other one."""
+        top = self.top_ranking()
         out = [self.paired(s, CONTROL, resamples, seed) for s in self.scored()]
         return out + [self.paired(top, s, resamples, seed) for s in self.scored() if s != top]
 
-    def top_source(self) -> str:
-        return max(self.scored(), key=lambda s: np.nanmean(self.aopc[:, self.sources.index(s)]))
+    def top_ranking(self) -> str:
+        return max(self.scored(), key=lambda s: np.nanmean(self.aopc[:, self.rankings.index(s)]))
 
     def conclusion(self, resamples: int = 1000, seed: int = 0) -> str:
-        """Which source is most faithful, as far as the paired intervals tell: the top source is
-        called most faithful only when its difference with every other source excludes 0."""
-        top = self.top_source()
+        """Which ranking is most faithful, as far as the paired intervals tell: the top one is
+        called most faithful only when its difference with every other one excludes 0."""
+        top = self.top_ranking()
         against = [self.paired(top, s, resamples, seed) for s in self.scored() if s != top]
         ties = [d.b for d in against if not float(d.effect.ci_low) > 0]
         if not ties:
-            return f"{top} is the most faithful: above every other source, each 95% interval of the difference excluding 0"
-        return (f"no single most faithful source: {top} has the highest AOPC, but it is not above "
+            return f"{top} is the most faithful: above every other ranking, each 95% interval of the difference excluding 0"
+        return (f"no single most faithful ranking: {top} has the highest AOPC, but it is not above "
                 f"{', '.join(ties)} (the 95% interval of each difference includes 0 or lies below it)")
 
     def to_json(self, resamples: int = 1000, seed: int = 0) -> dict:
-        return {"model": self.model, "sources": self.table(resamples, seed),
+        return {"model": self.model, "rankings": self.table(resamples, seed),
                 "differences": [d.to_json() for d in self.differences(resamples, seed)],
                 "conclusion": self.conclusion(resamples, seed), "truncated_lines": self.truncated}
 
 
-# the per-layer source each ranking is computed from (None: needs no capture)
-NEEDS = {"attention (last layer)": "attention", "attention (all layers)": "attention", "rollout": "attention",
-         "flow": "attention", "norm (last layer)": "norm", "norm-residual (last layer)": "norm-residual",
-         "value zeroing (last layer)": "value-zeroing", "value zeroing rollout": "value-zeroing", "GlobEnc": "globenc",
-         "ALTI": "alti", "DecompX": None, "random": None}
+def _score(ranking: Ranking, layers: dict, position: int) -> np.ndarray:
+    """A registry-backed ranking's score of every token as context for ``position``: (tokens,)."""
+    if ranking.source == "flow":  # only the masked row's n max-flows, not the whole matrix
+        return attention_flow(layers["attention"], rows=[position])[position]
+    if ranking.source == "rollout":
+        return get_source("attention").rollout(layers["attention"])[-1, position]
+    matrices = layers[ranking.source]  # (layers, query, key)
+    if ranking.scope == "last layer":
+        return matrices[-1, position]
+    if ranking.scope == "all layers":
+        return matrices.mean(0)[position]
+    # "rollout" scope and GlobEnc/ALTI: aggregated as their released code does (value zeroing's demo:
+    # plain products with no added residual; GlobEnc's plain product; ALTI's rollout without identity)
+    return get_source(ranking.source).rollout(matrices)[-1, position]
 
 
-def rankings(lab: Lab, cache: dict, position: int, n: int, seed: int, names: Sequence[str] = RANKINGS,
+def rankings(captured: Captured, position: int, seed: int, names: Sequence[str] = RANKINGS,
              memo: dict | None = None) -> dict[str, np.ndarray]:
-    """Each named source's score of every token as context for ``position``: {name: (tokens,)};
+    """Each named ranking's score of every token as context for ``position``: {name: (tokens,)};
     only the per-layer sources the names need are computed. ``memo`` keeps what depends on the input
     alone (the per-layer matrices, DecompX's last-layer parts) for the next masked position of it."""
     layers = {} if memo is None else memo
-    for source in {NEEDS[name] for name in names} - {None} - set(layers):
-        layers[source] = layer_source_from_cache(lab.model, cache, source, 0, n)
-
-    def decompx_shares() -> np.ndarray:
-        if "decompx parts" not in layers:
-            layers["decompx parts"] = decompx.decompose(lab.model, cache, 0, n)[-1]  # (i, k, d_model)
-        return decompx.top_word_shares(lab.model, layers["decompx parts"], position)[1].numpy()
-
-    makers: dict[str, Callable[[], np.ndarray]] = {
-        "attention (last layer)": lambda: layers["attention"][-1, position],
-        "attention (all layers)": lambda: layers["attention"].mean(0)[position],
-        "rollout": lambda: rollout(layers["attention"])[-1, position],
-        "flow": lambda: attention_flow(layers["attention"], rows=[position])[position],
-        "norm (last layer)": lambda: layers["norm"][-1, position],
-        "norm-residual (last layer)": lambda: layers["norm-residual"][-1, position],
-        "value zeroing (last layer)": lambda: layers["value-zeroing"][-1, position],
-        # the released demo's rollout of value zeroing: plain products, no added residual
-        "value zeroing rollout": lambda: rollout(layers["value-zeroing"], residual=False)[-1, position],
-        "GlobEnc": lambda: source_rollout(layers["globenc"], "globenc")[-1, position],
-        "ALTI": lambda: source_rollout(layers["alti"], "alti")[-1, position],
-        # DecompX explains the model's own top word: each token's signed share of its logit
-        "DecompX": decompx_shares,
-        "random": lambda: np.random.default_rng(seed).random(n),
-    }
-    return {name: makers[name]() for name in names}
+    chosen = [_BY_NAME[name] for name in names]
+    for source in {r.needs for r in chosen} - {None} - set(layers):
+        layers[source] = get_source(source).layer_matrices(captured)
+    out = {}
+    for ranking in chosen:
+        if ranking.source is None:
+            out[ranking.name] = np.random.default_rng(seed).random(captured.n)
+        elif ranking.source == "decompx":  # DecompX explains the model's own top word: each token's share of its logit
+            if "decompx parts" not in layers:
+                layers["decompx parts"] = decompx.decompose(captured)[-1]  # (i, k, d_model)
+            out[ranking.name] = decompx.top_word_shares(captured.model, layers["decompx parts"], position)[1].numpy()
+        else:
+            out[ranking.name] = _score(ranking, layers, position)
+    return out
 
 
 def check_rankings(names: Sequence[str]) -> tuple[str, ...]:
-    """The rankings asked for, in RANKINGS order, with the random control always included."""
-    unknown = sorted(set(names) - set(RANKINGS))
+    """The rankings asked for (old spellings accepted), in RANKINGS order, with the random control always included."""
+    names = {OLD_RANKING_NAMES.get(name, name) for name in names}
+    unknown = sorted(names - set(RANKINGS))
     if unknown:
         raise InputError(f"unknown ranking {', '.join(map(repr, unknown))}; choose from {', '.join(RANKINGS)}")
-    return tuple(name for name in RANKINGS if name in set(names) | {CONTROL})
+    return tuple(name for name in RANKINGS if name in names | {CONTROL})
 
 
 def bin_size(fraction: float, context: int) -> int:
@@ -204,22 +240,42 @@ def logp_with_hidden(lab: Lab, enc: Encoded, position: int, gold: int, hidden: S
 
 @dataclass
 class SentenceScores:
-    drops: np.ndarray  # (sources, K + 1): log P(gold) with nothing hidden minus with the top k hidden
-    comprehensiveness: np.ndarray  # (sources, bins): P(top word) minus P(top word) with the top bin hidden
-    sufficiency: np.ndarray  # (sources, bins): P(top word) minus P(top word) with only the top bin kept
+    drops: np.ndarray  # (rankings, K + 1): log P(gold) with nothing hidden minus with the top k hidden
+    comprehensiveness: np.ndarray  # (rankings, bins): P(top word) minus P(top word) with the top bin hidden
+    sufficiency: np.ndarray  # (rankings, bins): P(top word) minus P(top word) with only the top bin kept
 
 
-def sentence_scores(lab: Lab, enc: Encoded, position: int, gold: int, k_max: int, seed: int,
-                    names: Sequence[str] = RANKINGS, bins: Sequence[float] = ERASER_BINS,
+@dataclass(frozen=True)
+class MaskedSentence:
+    """One input with one masked position and the word that belongs there."""
+
+    enc: Encoded
+    position: int
+    gold: int
+
+
+@dataclass(frozen=True)
+class FaithfulnessSettings:
+    """How the check runs: hide the top 1..``k_max`` tokens of each ranking (``rankings``; the random
+    control always runs, seeded by ``seed``) on at most ``max_sentences`` lines."""
+
+    k_max: int = 5
+    seed: int = 0
+    max_sentences: int | None = 200
+    rankings: tuple[str, ...] = RANKINGS
+
+
+def sentence_scores(lab: Lab, item: MaskedSentence, k_max: int, seed: int, names: Sequence[str] = RANKINGS,
                     scores: dict[str, np.ndarray] | None = None) -> SentenceScores:
     """Every perturbation of one masked sentence in one batched forward (identical hidden sets share
     a row): the top 1..K tokens of each ranking hidden (log P(gold), the AOPC curve), and ERASER's
     bins of the top prediction: the top ceil(b x context) tokens hidden (comprehensiveness) or all
     other context tokens hidden (sufficiency)."""
+    enc, position, gold, bins = item.enc, item.position, item.gold, ERASER_BINS
     n = len(enc.ids)
     if scores is None:  # the rankings, unless the caller computed them from its own capture
-        _, cache = lab.run(lab.batch_tensors([enc]), capture=NORM_CAPTURES, compute_mlm=False)
-        scores = rankings(lab, cache, position, n, seed, names)
+        _, cache = lab.run(lab.batch_tensors([enc]), capture=MIXING_CAPTURES, compute_mlm=False)
+        scores = rankings(Captured(lab.model, cache, 0, n), position, seed, names)
     context = [i for i, t in enumerate(enc.tokens) if t not in SPECIAL_TOKENS and i != position]
     rows: dict[tuple[int, ...], int] = {}
 
@@ -242,23 +298,36 @@ def sentence_scores(lab: Lab, enc: Encoded, position: int, gold: int, k_max: int
     return SentenceScores(drops, comprehensiveness, sufficiency)
 
 
-def faithfulness(lab: Lab, lines: Sequence[str], k_max: int = 5, seed: int = 0, max_sentences: int | None = 200,
-                 progress: Callable[[int, int], None] | None = None,
-                 sources: Sequence[str] = RANKINGS) -> FaithfulnessResult:
+def faithfulness(lab: Lab, lines: Sequence[str], settings: FaithfulnessSettings | None = None,
+                 progress: Callable[[int, int], None] | None = None, **old: Any) -> FaithfulnessResult:
     """AOPC, comprehensiveness and sufficiency of every ranking over sentences with one seeded
-    masked whole word each (``sources``: the rankings to score; the random control always is)."""
-    names = check_rankings(sources)
+    masked whole word each. ``k_max=``, ``seed=``, ``max_sentences=`` and ``sources=`` (the old name of
+    the rankings) are the keywords before issue 42, accepted for one release."""
+    settings = _settings(settings, old)
+    names, k_max, seed = check_rankings(settings.rankings), settings.k_max, settings.seed
     if not lab.model.has_mlm_head:
         raise InputError("this checkpoint has no MLM head, so the faithfulness check cannot score predictions")
-    items = [it for it in masked_items(lab, lines, seed, max_sentences)
+    items = [it for it in masked_items(lab, lines, seed, settings.max_sentences)
              if sum(t not in SPECIAL_TOKENS for t in it[0].tokens) - 1 >= k_max]  # enough context to hide
     if not items:
         raise InputError(f"no line has a maskable word and at least {k_max} other words")
     scored = []
     for done, (enc, position, gold) in enumerate(items, start=1):
-        scored.append(sentence_scores(lab, enc, position, gold, k_max, seed + done, names))
+        scored.append(sentence_scores(lab, MaskedSentence(enc, position, gold), k_max, seed + done, names))
         if progress is not None:
             progress(done, len(items))
     return FaithfulnessResult(names, np.stack([s.drops for s in scored]), lab.checkpoint_info().describe(),
                               truncated_count(items), np.stack([s.comprehensiveness for s in scored]),
                               np.stack([s.sufficiency for s in scored]))
+
+
+def _settings(settings: FaithfulnessSettings | None, old: dict[str, Any]) -> FaithfulnessSettings:
+    """The settings, with the keywords of the old signature folded in (``sources`` -> ``rankings``)."""
+    if "sources" in old:
+        warnings.warn("faithfulness(sources=...) is now FaithfulnessSettings(rankings=...)", DeprecationWarning,
+                      stacklevel=3)
+        old["rankings"] = tuple(old.pop("sources"))
+    unknown = set(old) - {"k_max", "seed", "max_sentences", "rankings"}
+    if unknown:
+        raise TypeError(f"faithfulness() got unexpected keywords {sorted(unknown)}")
+    return replace(settings or FaithfulnessSettings(), **old)

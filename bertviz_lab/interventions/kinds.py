@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from ..bert import BertLab, Edit, layer_hook
+from ..bert.hook_table import hook_name
 from ..lab import ForwardChanges
 from ..naming import SPECIAL_TOKENS, head_name
 from .edits import (
@@ -312,7 +313,7 @@ class ZeroPositions(Intervention):
     explanation: ClassVar[str] = "Sets every position embedding to zero: the model sees a bag of tokens."
 
     def inputs(self, model: BertLab, tokens: Sequence[str]) -> InterventionInputs:
-        return InterventionInputs(edits={"bert.embeddings.hook_position": zero_edit})
+        return InterventionInputs(edits={hook_name("position"): zero_edit})
 
 
 @register
@@ -421,13 +422,13 @@ class SinusoidalPositions(Intervention):
 
     def inputs(self, model: BertLab, tokens: Sequence[str]) -> InterventionInputs:
         table = scaled_sinusoidal(model, len(tokens))
-        return InterventionInputs(edits={"bert.embeddings.hook_position": replace_positions_edit(table)})
+        return InterventionInputs(edits={hook_name("position"): replace_positions_edit(table)})
 
 
 @register
 @dataclass
 class RandomPositions(Intervention):
-    """The control of the sinusoidal probe: random vectors with each learned row's norm."""
+    """The control of the sinusoidal intervention: random vectors with each learned row's norm."""
     family: ClassVar[str] = "positions"
 
     kind: ClassVar[str] = "random-positions"
@@ -437,7 +438,7 @@ class RandomPositions(Intervention):
 
     def inputs(self, model: BertLab, tokens: Sequence[str]) -> InterventionInputs:
         table = random_positions(model, len(tokens), self.seed)
-        return InterventionInputs(edits={"bert.embeddings.hook_position": replace_positions_edit(table)})
+        return InterventionInputs(edits={hook_name("position"): replace_positions_edit(table)})
 
 
 KINDS = tuple(REGISTRY)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import torch
 
 from ..bert import layer_hook
+from ..bert.hook_table import every_layer
 from ..lab import Encoded, InputError, Lab
 
 
@@ -70,7 +71,7 @@ class ResamplePool:
 
 def head_outputs(lab: Lab, enc: Encoded) -> torch.Tensor:
     """Every head's output (context) on one input: (layers, heads, positions, d_head)."""
-    _, cache = lab.run(lab.batch_tensors([enc]), capture=("*hook_context",), compute_mlm=False)
+    _, cache = lab.run(lab.batch_tensors([enc]), capture=(every_layer("context"),), compute_mlm=False)
     return torch.stack([cache[layer_hook(layer, "context")][0] for layer in range(lab.n_layers)]).float().cpu()
 
 

@@ -4,7 +4,8 @@ over sentences. A single sentence shows what happens; a set with an interval sup
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 import torch
@@ -17,6 +18,25 @@ from .resample import ResamplePool, reference_for
 from .sweeps import CONDITIONS, ablation_drops, condition_bias
 
 Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class SetSettings:
+    """How a sentence set is drawn and summarised: the seed of the masked words (and of the
+    controls), at most ``max_sentences`` lines, and the bootstrap's resamples. Every ``*_set`` function
+    takes these as keywords (``seed=``, ``max_sentences=``, ``resamples=``)."""
+
+    seed: int = 0
+    max_sentences: int | None = 200
+    resamples: int = 1000
+
+
+def set_settings(keywords: dict[str, Any], max_sentences: int | None = 200) -> SetSettings:
+    """The settings a ``*_set`` call gave as keywords; anything else is a TypeError, as a signature would raise."""
+    unknown = set(keywords) - {"seed", "max_sentences", "resamples"}
+    if unknown:
+        raise TypeError(f"unexpected keywords {sorted(unknown)}; a sentence set takes seed, max_sentences, resamples")
+    return replace(SetSettings(max_sentences=max_sentences), **keywords)
 
 
 @dataclass
@@ -107,11 +127,13 @@ def items_of(lab: Lab, lines: Sequence[str], seed: int, max_sentences: int | Non
     return items
 
 
-def directional_set(lab: Lab, lines: Sequence[str], sinks: str = "symmetric", seed: int = 0,
-                    max_sentences: int | None = 500, resamples: int = 1000,
-                    progress: Progress | None = None) -> DirectionalSet:
+def directional_set(lab: Lab, lines: Sequence[str], sinks: str = "symmetric", progress: Progress | None = None,
+                    **settings: Any) -> DirectionalSet:
     """Mean P(gold) with both sides, left only, right only and the matched random controls, and the
-    paired differences (each directional mask minus its control; left minus right) with intervals."""
+    paired differences (each directional mask minus its control; left minus right) with intervals.
+    ``settings``: ``seed``, ``max_sentences`` (500 here), ``resamples`` (``SetSettings``)."""
+    chosen = set_settings(settings, max_sentences=500)
+    seed, max_sentences, resamples = chosen.seed, chosen.max_sentences, chosen.resamples
     items = items_of(lab, lines, seed, max_sentences)
     values = np.empty((len(items), len(CONDITIONS)))
     for row, (enc, position, gold) in enumerate(items):
@@ -187,10 +209,12 @@ class CompareSet:
         return {**{name: e.to_json() for name, e in self.effects.items()}, "truncated_lines": self.truncated}
 
 
-def ablation_set(lab: Lab, lines: Sequence[str], reference: torch.Tensor | ResamplePool | None = None, seed: int = 0,
-                 max_sentences: int | None = 200, resamples: int = 1000,
-                 progress: Progress | None = None) -> AblationSet:
-    """Drop in log P(gold) per head when it alone is ablated, over sentences with one masked word each."""
+def ablation_set(lab: Lab, lines: Sequence[str], reference: torch.Tensor | ResamplePool | None = None,
+                 progress: Progress | None = None, **settings: Any) -> AblationSet:
+    """Drop in log P(gold) per head when it alone is ablated, over sentences with one masked word each
+    (``settings``: ``seed``, ``max_sentences``, ``resamples``)."""
+    chosen = set_settings(settings)
+    seed, max_sentences, resamples = chosen.seed, chosen.max_sentences, chosen.resamples
     items = items_of(lab, lines, seed, max_sentences)
     drops = np.empty((len(items), lab.n_layers, lab.n_heads))
     for row, (enc, position, gold) in enumerate(items):
@@ -220,52 +244,59 @@ def compare_values(lab: Lab, items, intervention, progress: Progress | None = No
     return dict(zip(MEASURES, (js, change)))
 
 
-def compare_set(lab: Lab, lines: Sequence[str], intervention, seed: int = 0, max_sentences: int | None = 200,
-                resamples: int = 1000, progress: Progress | None = None) -> CompareSet:
+def compare_set(lab: Lab, lines: Sequence[str], intervention, progress: Progress | None = None,
+                **settings: Any) -> CompareSet:
     """Any intervention over sentences (one seeded masked word each, the gold word known): the mean
-    JS divergence of attention (nats) and the mean change in P(gold), each with its interval."""
+    JS divergence of attention (nats) and the mean change in P(gold), each with its interval
+    (``settings``: ``seed``, ``max_sentences``, ``resamples``)."""
+    chosen = set_settings(settings)
+    seed, max_sentences, resamples = chosen.seed, chosen.max_sentences, chosen.resamples
     items = items_of(lab, lines, seed, max_sentences)
     values = compare_values(lab, items, intervention, progress)
     return CompareSet({m: mean_interval(v, resamples, seed) for m, v in values.items()}, truncated_count(items))
 
 
 @dataclass
-class ProbeAndControl:
+class InterventionAndControl:
     """An intervention and its control on the same sentences: each one's effects and, per measure,
-    the paired difference probe - control with the sentence its interval supports."""
+    the paired difference intervention - control with the sentence its interval supports."""
 
-    probe: CompareSet
+    intervention: CompareSet
     control: CompareSet
     differences: list[Difference]
 
     def to_json(self) -> dict:
-        return {"probe": self.probe.to_json(), "control": self.control.to_json(),
+        return {"intervention": self.intervention.to_json(), "control": self.control.to_json(),
                 "differences": [d.to_json() for d in self.differences]}
 
 
-def probe_and_control(lab: Lab, lines: Sequence[str], probe, control, seed: int = 0,
-                      max_sentences: int | None = 200, resamples: int = 1000) -> ProbeAndControl:
-    """``probe`` and ``control`` over the same masked sentences, compared sentence by sentence."""
-    items = items_of(lab, lines, seed, max_sentences)
-    a, b = compare_values(lab, items, probe), compare_values(lab, items, control)
+def intervention_and_control(lab: Lab, lines: Sequence[str], intervention, control,
+                             **settings: Any) -> InterventionAndControl:
+    """``intervention`` and ``control`` over the same masked sentences, compared sentence by sentence
+    (``settings``: ``seed``, ``max_sentences``, ``resamples``)."""
+    chosen = set_settings(settings)
+    seed, resamples = chosen.seed, chosen.resamples
+    items = items_of(lab, lines, seed, chosen.max_sentences)
+    a, b = compare_values(lab, items, intervention), compare_values(lab, items, control)
     cut = truncated_count(items)
-    differences = [Difference(f"{probe.describe()} ({m})", f"{control.describe()} ({m})",
+    differences = [Difference(f"{intervention.describe()} ({m})", f"{control.describe()} ({m})",
                               mean_interval(a[m] - b[m], resamples, seed)) for m in MEASURES]
-    return ProbeAndControl(CompareSet({m: mean_interval(v, resamples, seed) for m, v in a.items()}, cut),
-                           CompareSet({m: mean_interval(v, resamples, seed) for m, v in b.items()}, cut), differences)
+    return InterventionAndControl(CompareSet({m: mean_interval(v, resamples, seed) for m, v in a.items()}, cut),
+                                  CompareSet({m: mean_interval(v, resamples, seed) for m, v in b.items()}, cut),
+                                  differences)
 
 
 def patching_set(lab: Lab, pairs: Sequence[tuple[str, str, str, str]], resamples: int = 1000, seed: int = 0,
                  progress: Progress | None = None) -> tuple[Effect, Effect]:
-    """Activation patching over minimal pairs (target, source, correct, wrong): the mean change in
+    """Activation patching over minimal pairs (target, donor, correct, wrong): the mean change in
     the logit difference per head (layers, heads) and per layer's residual stream, with intervals."""
     from .sweeps import patching_sweep
 
     if not pairs:
         raise InputError("no minimal pair to patch")
     heads, residual = [], []
-    for row, (target, source, correct, wrong) in enumerate(pairs):
-        result = patching_sweep(lab, target, source, correct, wrong)
+    for row, (target, donor, correct, wrong) in enumerate(pairs):
+        result = patching_sweep(lab, target, donor, correct, wrong)
         heads.append(result.heads)
         residual.append(result.residual)
         if progress is not None:
@@ -274,7 +305,7 @@ def patching_set(lab: Lab, pairs: Sequence[tuple[str, str, str, str]], resamples
 
 
 def read_pairs(path: str) -> list[tuple[str, str, str, str]]:
-    """Minimal pairs, one per line: ``target | source | correct | wrong`` (tab or " | " separated)."""
+    """Minimal pairs, one per line: ``target | donor | correct | wrong`` (tab or " | " separated)."""
     from pathlib import Path
 
     pairs = []
@@ -283,7 +314,7 @@ def read_pairs(path: str) -> list[tuple[str, str, str, str]]:
             continue
         parts = [p.strip() for p in (line.split("\t") if "\t" in line else line.split(" | "))]
         if len(parts) != 4:
-            raise InputError(f"{path}:{number}: expected 4 fields (target | source | correct | wrong), "
+            raise InputError(f"{path}:{number}: expected 4 fields (target | donor | correct | wrong), "
                              f"found {len(parts)}")
         pairs.append(tuple(parts))
     return pairs

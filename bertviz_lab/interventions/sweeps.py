@@ -4,13 +4,15 @@ learned vs sinusoidal position embeddings."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 import torch
 
 from ..attention import cosine_matrix
 from ..bert import layer_hook
+from ..bert.hook_table import every_layer
 from ..lab import Analysis, Encoded, ForwardChanges, InputError, Lab
 from ..treebank import sentence_texts
 from .compare import compare, probability_of
@@ -77,7 +79,7 @@ def mean_head_outputs(lab: Lab, texts: Sequence[str], batch_size: int = 32) -> t
     for start in range(0, len(encoded), batch_size):
         batch = encoded[start:start + batch_size]
         tensors = lab.batch_tensors(batch)
-        _, cache = lab.run(tensors, capture=("*hook_context",), compute_mlm=False)
+        _, cache = lab.run(tensors, capture=(every_layer("context"),), compute_mlm=False)
         real = tensors["attention_mask"].bool() & ~torch.isin(tensors["input_ids"], torch.tensor(
             sorted(lab.special_ids), device=lab.device))  # (batch, positions): word tokens only
         sums = torch.stack([(cache[layer_hook(layer, "context")] * real[:, None, :, None]).sum((0, 2))
@@ -103,12 +105,25 @@ def scored_tokens(lab: Lab, base: Analysis) -> tuple[list[int], str]:
     return [lab.tokenizer.token_to_id(p.predictions[0].token) for p in base.mlm], "top-1"
 
 
+@dataclass(frozen=True)
+class AblationRun:
+    """How the heads are ablated: ``chunk`` ablated heads per batched forward (one at a time unless
+    ``batched``), a ``progress`` callback, and ``measure`` mapping the (rows, masked, vocab)
+    log-probabilities to one number per row (default: the targets' mean log-probability)."""
+
+    batched: bool = True
+    chunk: int = 72
+    progress: Progress | None = None
+    measure: Callable[[torch.Tensor], torch.Tensor] | None = None
+
+
 def ablation_drops(lab: Lab, enc: Encoded, positions: Sequence[int], targets: Sequence[int],
-                   reference: torch.Tensor | None = None, batched: bool = True, chunk: int = 72,
-                   progress: Progress | None = None, measure=None) -> np.ndarray:
+                   reference: torch.Tensor | None = None, **run: Any) -> np.ndarray:
     """Drop in the mean log-probability of ``targets`` at ``positions`` when each head alone is
-    replaced (zero, or ``reference`` outputs): (layers, heads). ``measure`` maps the (rows, masked,
-    vocab) log-probabilities to one number per row (default: the targets' mean log-probability)."""
+    replaced (zero, or ``reference`` outputs): (layers, heads). ``run``: ``AblationRun``'s fields as
+    keywords (``batched``, ``chunk``, ``progress``, ``measure``)."""
+    options = replace(AblationRun(), **run)
+    batched, chunk, progress, measure = options.batched, options.chunk, options.progress, options.measure
     layers, heads = lab.n_layers, lab.n_heads
     rows: list[tuple[int, int] | None] = [None] + [(l, h) for l in range(layers) for h in range(heads)]
     value = torch.empty(len(rows))
@@ -142,12 +157,11 @@ class HeadImportance:
 
 
 def ablation_sweep(lab: Lab, text: str, pair: str | None = None, mask_positions: Sequence[int] = (),
-                   batched: bool = True, chunk: int = 72, progress: Progress | None = None,
-                   reference: torch.Tensor | ResamplePool | None = None) -> HeadImportance:
+                   reference: torch.Tensor | ResamplePool | None = None, **run: Any) -> HeadImportance:
     """Drop in log-probability of the gold word (when the user masked known words; else of the
     baseline's top-1; see ``scored_tokens``), mean over masked positions, when each head alone is
     zeroed — or replaced by ``reference`` outputs (mean or resample ablation): (layers, heads).
-    Positive = the head helped this prediction."""
+    Positive = the head helped this prediction. ``run``: ``AblationRun``'s fields as keywords."""
     if not lab.model.has_mlm_head:
         raise InputError("this checkpoint has no MLM head, so head importance for predictions cannot be measured")
     base = lab.analyze(text, pair, masks=mask_positions, truncate=True)
@@ -155,32 +169,37 @@ def ablation_sweep(lab: Lab, text: str, pair: str | None = None, mask_positions:
         raise InputError("mask at least one token (type [MASK] or pick tokens) to run the ablation sweep")
     targets, scored = scored_tokens(lab, base)
     enc = base.encoded()
-    drops = ablation_drops(lab, enc, [p.position for p in base.mlm], targets, reference_for(reference, enc), batched,
-                           chunk, progress)
+    drops = ablation_drops(lab, enc, [p.position for p in base.mlm], targets, reference_for(reference, enc), **run)
     return HeadImportance(drops, scored)
 
 
 @dataclass
 class Patching:
     """Change in the logit difference (correct - wrong) at the target's [MASK] when one head's output
-    (every position) or one layer's residual stream at the [MASK] comes from the source input."""
+    (every position) or one layer's residual stream at the [MASK] comes from the donor input."""
 
     heads: np.ndarray  # (layers, heads)
     residual: np.ndarray  # (layers,)
     baseline: float  # logit difference in the target run
-    source: float  # logit difference in the source run
+    donor: float  # logit difference in the donor run
+
+    @property
+    def source(self) -> float:
+        """Old name of ``donor`` (before issue 42), kept for one release."""
+        return self.donor
 
 
-def patching_sweep(lab: Lab, target: str, source: str, correct: str, wrong: str) -> Patching:
+def patching_sweep(lab: Lab, target: str, donor: str, correct: str, wrong: str) -> Patching:
     """Activation patching on a minimal pair (e.g. "The keys to the cabinet [MASK] on the table." vs
-    "The key to the cabinet [MASK] on the table.", correct "are", wrong "is")."""
+    "The key to the cabinet [MASK] on the table.", correct "are", wrong "is"): each head's output and each
+    layer's residual stream at the [MASK] is taken from the ``donor`` run in turn."""
     if not lab.model.has_mlm_head:
         raise InputError("this checkpoint has no MLM head, so logit differences cannot be measured")
-    enc_t, enc_s = lab.encode(target), lab.encode(source)
-    if len(enc_t.ids) != len(enc_s.ids):
-        raise InputError(f"the two inputs must have the same number of tokens ({len(enc_t.ids)} vs {len(enc_s.ids)})")
+    enc_t, enc_d = lab.encode(target), lab.encode(donor)
+    if len(enc_t.ids) != len(enc_d.ids):
+        raise InputError(f"the two inputs must have the same number of tokens ({len(enc_t.ids)} vs {len(enc_d.ids)})")
     masks = [i for i, t in enumerate(enc_t.ids) if t == lab.mask_id]
-    if len(masks) != 1 or enc_s.ids[masks[0]] != lab.mask_id:
+    if len(masks) != 1 or enc_d.ids[masks[0]] != lab.mask_id:
         raise InputError("write exactly one [MASK], at the same position in both inputs")
     ids = [lab.tokenizer.token_to_id(w) for w in (correct, wrong)]
     if None in ids:
@@ -190,8 +209,8 @@ def patching_sweep(lab: Lab, target: str, source: str, correct: str, wrong: str)
     def difference(scores: torch.Tensor) -> torch.Tensor:  # (rows, 1, vocab) log-probabilities
         return scores[:, 0, ids[0]] - scores[:, 0, ids[1]]
 
-    heads = -ablation_drops(lab, enc_t, [position], [ids[0]], head_outputs(lab, enc_s), measure=difference)
-    _, cache = lab.run(lab.batch_tensors([enc_s]), capture=("*layer.*.hook_out",), compute_mlm=False)
+    heads = -ablation_drops(lab, enc_t, [position], [ids[0]], head_outputs(lab, enc_d), measure=difference)
+    _, cache = lab.run(lab.batch_tensors([enc_d]), capture=(every_layer("out"),), compute_mlm=False)
     rows = lab.n_layers + 1
     edits = {}
     for layer in range(lab.n_layers):
@@ -208,9 +227,9 @@ def patching_sweep(lab: Lab, target: str, source: str, correct: str, wrong: str)
     select[:, position] = True
     out, _ = lab.run(tensors, capture=(), edits=edits, mlm_positions=select)
     diffs = difference(torch.log_softmax(out.mlm_logits.float(), -1)[:, None, :]).cpu().numpy()
-    out_s, _ = lab.run(lab.batch_tensors([enc_s]), capture=(), mlm_positions=select[:1])
-    source_diff = float(difference(torch.log_softmax(out_s.mlm_logits.float(), -1)[:, None, :])[0])
-    return Patching(heads, diffs[1:] - diffs[0], float(diffs[0]), source_diff)
+    out_d, _ = lab.run(lab.batch_tensors([enc_d]), capture=(), mlm_positions=select[:1])
+    donor_diff = float(difference(torch.log_softmax(out_d.mlm_logits.float(), -1)[:, None, :])[0])
+    return Patching(heads, diffs[1:] - diffs[0], float(diffs[0]), donor_diff)
 
 
 POSITION_KINDS = ("zero-positions", "sinusoidal-positions", "random-positions", "shift-positions", "shuffle-positions")
@@ -218,7 +237,7 @@ POSITION_KINDS = ("zero-positions", "sinusoidal-positions", "random-positions", 
 
 def position_controls(lab: Lab, text: str, pair: str | None = None, mask_positions: Sequence[int] = (),
                       shift: int = 10, seed: int = 0) -> list[dict]:
-    """Every positional probe with its controls on the same input, side by side: mean JS divergence
+    """Every positional intervention with its controls on the same input, side by side: mean JS divergence
     of attention and the mean change in P(baseline top-1) at the masked positions."""
     rows = []
     for kind in POSITION_KINDS:

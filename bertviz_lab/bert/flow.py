@@ -13,9 +13,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..bert.contributions import globenc_rollout
-from ..bert.sources import AGGREGATED_SOURCES, RESIDUAL_INCLUDED
-
 FLOW_MAX_TOKENS = 48  # n^2 max-flows on a graph of n^2 x layers edges: ~0.3 s at 32 tokens, ~2 s at 48
 SCALE = 1_000_000
 
@@ -72,14 +69,3 @@ def attention_flow(layers: np.ndarray, up_to: int | None = None, residual: bool 
             flows[i, j] = maximum_flow(graph, (top + 1) * n + i, j).flow_value / SCALE
     return row_normalised(flows).astype(np.float32)
 
-
-def source_rollout(layers: np.ndarray, source: str) -> np.ndarray:
-    """Rollout of a source's per-layer matrices as that source's method defines it: GlobEnc's plain
-    product of its raw layers (``globenc_rollout``); DecompX's layers themselves, rows normalised (they
-    are aggregated from the input already); for the others Abnar & Zuidema's rollout, with the
-    identity added only where the residual is not already inside the layer's matrix."""
-    if source == "globenc":
-        return globenc_rollout(layers).astype(np.float32)
-    if source in AGGREGATED_SOURCES:  # DecompX is aggregated from the input already: each layer as it is
-        return row_normalised(np.asarray(layers, dtype=np.float64)).astype(np.float32)
-    return rollout(layers, residual=source not in RESIDUAL_INCLUDED)

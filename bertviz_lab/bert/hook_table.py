@@ -1,0 +1,79 @@
+"""The one table of hook points: short name -> where it sits in the module tree and what it holds.
+
+The model names its hook points from their module paths (``hooks.name_hook_points``); code that
+captures, computes a source or intervenes reads the names from here instead of typing
+``"bert.encoder.layer.3.attention.self.hook_pattern"`` by hand, so a renamed module is one edit
+and a typo is a ``KeyError`` at the call site. ``tests/test_hooks.py`` checks the table against
+the model's own list of hook points, name by name.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class HookSpot:
+    """One hook point: its name template (``{layer}`` 0-based), the module it wraps and its shape."""
+
+    template: str
+    module: str
+    shape: str
+    what: str
+
+    @property
+    def per_layer(self) -> bool:
+        return "{layer}" in self.template
+
+    def name(self, layer: int | None = None) -> str:
+        """The hook point's name; per-layer spots need ``layer`` (0-based)."""
+        if self.per_layer != (layer is not None):
+            raise KeyError(f"{self.template}: {'a layer is' if self.per_layer else 'no layer is'} needed")
+        return self.template.format(layer=layer) if self.per_layer else self.template
+
+    def every_layer(self) -> str:
+        """A glob matching this spot in every layer (or its one name)."""
+        return self.template.replace("{layer}", "*")
+
+
+_SELF = "bert.encoder.layer.{layer}.attention.self"
+HOOK_TABLE: dict[str, HookSpot] = {
+    "token": HookSpot("bert.embeddings.hook_token", "BertEmbeddings.word_embeddings", "(batch, pos, d_emb)",
+                      "token embeddings"),
+    "position": HookSpot("bert.embeddings.hook_position", "BertEmbeddings.position_embeddings",
+                         "(batch | 1, pos, d_emb)", "position embeddings"),
+    "segment": HookSpot("bert.embeddings.hook_segment", "BertEmbeddings.token_type_embeddings", "(batch, pos, d_emb)",
+                        "segment embeddings"),
+    "embeddings": HookSpot("bert.embeddings.hook_out", "BertEmbeddings", "(batch, pos, d_emb)",
+                           "the embeddings' sum after LayerNorm (before ELECTRA's projection)"),
+    "q": HookSpot(f"{_SELF}.hook_q", "BertSelfAttention.query", "(batch, heads, query, d_head)", "queries"),
+    "k": HookSpot(f"{_SELF}.hook_k", "BertSelfAttention.key", "(batch, heads, key, d_head)", "keys"),
+    "v": HookSpot(f"{_SELF}.hook_v", "BertSelfAttention.value", "(batch, heads, key, d_head)", "value vectors"),
+    "scores": HookSpot(f"{_SELF}.hook_scores", "BertSelfAttention", "(batch, heads, query, key)",
+                       "pre-softmax scores, mask added"),
+    "pattern": HookSpot(f"{_SELF}.hook_pattern", "BertSelfAttention", "(batch, heads, query, key)",
+                        "attention probabilities"),
+    "context": HookSpot(f"{_SELF}.hook_context", "BertSelfAttention", "(batch, heads, query, d_head)",
+                        "each head's context vectors"),
+    "attn_out": HookSpot("bert.encoder.layer.{layer}.attention.output.hook_out", "BertSelfOutput",
+                         "(batch, pos, d_model)", "the attention block's output after LayerNorm"),
+    "out": HookSpot("bert.encoder.layer.{layer}.hook_out", "BertLayer", "(batch, pos, d_model)",
+                    "the layer's output (hidden state)"),
+    "logits": HookSpot("cls.predictions.hook_logits", "BertLMPredictionHead", "(..., vocab)", "MLM logits"),
+    "nsp_logits": HookSpot("cls.hook_nsp_logits", "BertHeads.seq_relationship", "(batch, 2)",
+                           "NSP logits: [is next, is random]"),
+}
+
+
+def hook_name(spot: str, layer: int | None = None) -> str:
+    """``hook_name("pattern", 3)`` -> ``bert.encoder.layer.3.attention.self.hook_pattern``."""
+    return HOOK_TABLE[spot].name(layer)
+
+
+def every_layer(spot: str) -> str:
+    """``every_layer("pattern")`` -> ``bert.encoder.layer.*.attention.self.hook_pattern``."""
+    return HOOK_TABLE[spot].every_layer()
+
+
+def hidden_state_names(layers: int) -> list[str]:
+    """The embeddings' output, then every layer's output: the states a structural probe or a corpus search reads."""
+    return [hook_name("embeddings")] + [hook_name("out", layer) for layer in range(layers)]

@@ -1,0 +1,57 @@
+"""The attention-source registry: one record per source, everything reads it, and rollout and flow
+are sources like the others (per layer, aggregated from the input up)."""
+import numpy as np
+import pytest
+
+from bertviz_lab.attention.sources import SOURCES, get_source, layer_matrices, source_names, with_source
+from bertviz_lab.bert.flow import attention_flow, rollout
+
+TEXT = "the cat sat on the mat"
+
+
+def test_every_source_is_one_complete_record():
+    assert source_names() == ("attention", "norm", "norm-residual", "globenc", "alti", "value-zeroing", "decompx",
+                              "rollout", "flow")
+    for name, source in SOURCES.items():
+        assert source.name == name and source.label and source.note and source.cost
+        assert "20" in source.citation, f"{name}: the citation names a paper and its year"
+        assert (source.heads is None) == source.per_layer, name
+        assert not source.aggregated or source.residual_included, f"{name}: aggregated implies the residual is in"
+
+
+def test_an_unknown_source_is_one_sentence_naming_the_others():
+    with pytest.raises(ValueError, match=r"^unknown attention source 'nrom'; choose one of attention, norm, .*flow$"):
+        get_source("nrom")
+
+
+def test_rollout_source_is_abnar_and_zuidemas_rollout_up_to_each_layer(tiny_lab):
+    analysis = tiny_lab.analyze(TEXT)
+    expected = rollout(analysis.attention.mean(1))  # (layers, query, key), identity added
+    np.testing.assert_allclose(layer_matrices(tiny_lab, analysis, "rollout"), expected, atol=1e-6)
+    shown = with_source(tiny_lab, analysis, "rollout").attention  # (layers, heads, query, key)
+    assert shown.shape == analysis.attention.shape
+    np.testing.assert_allclose(shown[:, -1], expected, atol=1e-6)
+    np.testing.assert_allclose(shown.sum(-1), 1.0, atol=1e-5)
+
+
+def test_flow_source_is_the_max_flow_up_to_each_layer(tiny_lab):
+    analysis = tiny_lab.analyze(TEXT)
+    means = analysis.attention.mean(1)
+    flows = layer_matrices(tiny_lab, analysis, "flow")
+    for layer in range(analysis.n_layers):
+        np.testing.assert_allclose(flows[layer], attention_flow(means, up_to=layer), atol=1e-6)
+    assert not np.allclose(flows[-1], rollout(means)[-1], atol=1e-3), "flow is not rollout"
+
+
+def test_aggregated_sources_are_not_rolled_out_twice():
+    layers = np.random.default_rng(0).random((3, 4, 4))
+    for name in ("rollout", "flow", "decompx"):
+        rolled = get_source(name).rollout(layers)
+        np.testing.assert_allclose(rolled, layers / layers.sum(-1, keepdims=True), atol=1e-6)
+    np.testing.assert_allclose(get_source("attention").rollout(layers), rollout(layers), atol=1e-6)
+    np.testing.assert_allclose(get_source("alti").rollout(layers), rollout(layers, residual=False), atol=1e-6)
+
+
+def test_a_per_layer_source_sends_one_matrix_per_layer_in_json(tiny_lab):
+    analysis = with_source(tiny_lab, tiny_lab.analyze(TEXT), "rollout")
+    assert analysis.to_json(attention=False)["attention_shape"] == [analysis.n_layers, 1, 8, 8]
