@@ -1,21 +1,21 @@
 """Which explanation to trust: a perturbation test of attention-based token rankings.
 
-For a masked word, each *ranking* (a registered attention source read at a scope) ranks the
-context tokens by how much they matter to the masked position: softmax attention of the last layer (head mean) and of all layers, rollout and flow
-(Abnar & Zuidema 2020), norm-based weights of the last layer (Kobayashi et al. 2020) and with
-residual and LayerNorm (2021), value zeroing of the last layer and its rollout (Mohebbi et al.
-2023), GlobEnc (Modarressi et al. 2022) and ALTI (Ferrando et al. 2022), each aggregated over the
-layers as its released code does, DecompX (Modarressi et al. 2023: each token's share of the top
-word's logit, through every layer and the MLM head), and a seeded random ranking as the control. The top-k tokens are
-hidden from attention on every layer (the hide-keys intervention) for k = 1..K, and we measure
-the drop in log P(gold word). The score is the area over the perturbation curve (AOPC, Samek et
-al. 2017): ``1 / (K + 1) * sum_{k=0..K} (log p_0 - log p_k)``; higher means hiding what the
-ranking points at hurts the prediction more, i.e. the ranking is more faithful to the model.
-Intervals: 95% percentile bootstrap over sentences. One forward pass per sentence runs all
-rankings and all k together (one row each). Comparisons are paired over the same sentences: every
-ranking against the random control, and the ranking with the highest AOPC against each other one;
-the sentence printed ("most faithful", "indistinguishable from random") is generated from those
-intervals (``conclusions.verdict``), never written by hand.
+For a masked word, each *ranking* (a registered attention source read at a scope) ranks the context
+tokens by how much they matter to the masked position: softmax attention of the last layer (head
+mean) and of all layers, rollout and flow (Abnar & Zuidema 2020), norm-based weights of the last
+layer (Kobayashi et al. 2020) and with residual and LayerNorm (2021), value zeroing of the last
+layer and its rollout (Mohebbi et al. 2023), GlobEnc (Modarressi et al. 2022) and ALTI (Ferrando et
+al. 2022), each aggregated over the layers as its released code does, DecompX (Modarressi et al.
+2023: each token's share of the top word's logit, through every layer and the MLM head), and a
+seeded random ranking as the control. The top-k tokens are hidden from attention on every layer (the
+hide-keys intervention) for k = 1..K, and we measure the drop in log P(gold word). The score is the
+area over the perturbation curve (AOPC, Samek et al. 2017): ``1 / (K + 1) * sum_{k=0..K} (log p_0 -
+log p_k)``; higher means hiding what the ranking points at hurts the prediction more, i.e. the
+ranking is more faithful to the model. Intervals: 95% percentile bootstrap over sentences. One
+forward pass per sentence runs all rankings and all k together (one row each). Comparisons are
+paired over the same sentences: every ranking against the random control, and the ranking with the
+highest AOPC against each other one; the sentence printed ("most faithful", "indistinguishable from
+random") is generated from those intervals (``conclusions.verdict``), never written by hand.
 
 ERASER's comprehensiveness and sufficiency (DeYoung et al. 2020, "ERASER: A Benchmark to Evaluate
 Rationalized NLP Models", ACL; released code github.com/jayded/eraserbenchmark,
