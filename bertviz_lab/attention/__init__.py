@@ -9,7 +9,7 @@ from .metrics import (
                       relative_offset_profile,
                       rollout,
 )
-from .views import PAIR_FILTERS, AttentionView, attention_view, drop_and_renormalise, to_word_level, word_groups
+from .display import PAIR_FILTERS, AttentionView, attention_view, drop_and_renormalise, to_word_level, word_groups
 
 __all__ = ["HEAD_STATS", "PAIR_FILTERS", "AttentionView", "attention_view", "batch_head_statistics", "cosine_matrix",
            "drop_and_renormalise", "head_statistics", "js_divergence", "relative_offset_profile", "rollout",
