@@ -21,7 +21,7 @@ from sections import run_recorded
 
 from bertviz_lab import load
 from bertviz_lab.lab import null_model
-from bertviz_lab.syntax.ray_engine import require_ray, score_treebanks_ray
+from bertviz_lab.syntax.ray_engine import RayCluster, RayScoring, require_ray, score_treebanks_ray
 from bertviz_lab.syntax.scoring import score_treebank
 from bertviz_lab.treebank import read_conllu
 
@@ -66,13 +66,14 @@ def main() -> None:
     times = []
     for _ in range(2):
         start = time.perf_counter()
-        [(_, remote, _)] = list(score_treebanks_ray(lab, [sentences], workers=args.workers, null_seeds=()))
+        [(_, remote, _)] = list(score_treebanks_ray(lab, [sentences], RayScoring(null_seeds=()),
+                                                    RayCluster(workers=args.workers)))
         times.append(time.perf_counter() - start)
     first_s, ray_s = times
     # The job as `probe` runs it by default: the checkpoint and its random-weights null model.
     start = time.perf_counter()
-    [(_, remote_scores, [remote_null])] = list(score_treebanks_ray(lab, [sentences], workers=args.workers,
-                                                                  null_seeds=(0,)))
+    [(_, remote_scores, [remote_null])] = list(score_treebanks_ray(lab, [sentences], RayScoring(null_seeds=(0,)),
+                                                                  RayCluster(workers=args.workers)))
     remote_pair = (remote_scores, remote_null)
     ray_null_s = time.perf_counter() - start
     ray.shutdown()

@@ -25,10 +25,10 @@ from sections import run_recorded
 
 from bertviz_lab import load
 from bertviz_lab.lab import null_model
-from bertviz_lab.reports.structure import write_structure
+from bertviz_lab.reports.structure_report import write_structure
 from bertviz_lab.syntax import structural_probe as sp
 from bertviz_lab.syntax.ensembles import relations_of
-from bertviz_lab.syntax.structure import StructureSettings, run_structure, stop_split
+from bertviz_lab.syntax.structure import StructureSettings, StructureTreebanks, run_structure, stop_split
 from bertviz_lab.syntax.trees import punctuation, tree_distances
 from bertviz_lab.treebank import read_conllu
 
@@ -136,21 +136,21 @@ def main() -> None:
     layers = range(lab.n_layers + 1)
     probes, distance_s = {}, {}
     probes["model/distance"], distance_s = timed("distance probes, all 7 layers (0 = embeddings)", lambda: sp.train_probes(
-        train_data, stop_data, layers, "distance", args.seed))
+        train_data, stop_data, layers, "distance", sp.ProbeTraining(seed=args.seed)))
     print(f"target: distance probes of all layers <= 10 min: {distance_s / 60:.1f} min "
           f"(+ {feature_s / 60:.1f} min of forward passes)")
     for layer, p in probes["model/distance"].items():
         print(f"  layer {layer}: {p.epochs} epochs, best {p.best_epoch}, stopping loss by epoch "
               + " ".join(f"{stop_loss:.3f}" for _, stop_loss in p.curve))
     probes["model/depth"], _ = timed("depth probes, all layers", lambda: sp.train_probes(
-        train_data, stop_data, layers, "depth", args.seed))
+        train_data, stop_data, layers, "depth", sp.ProbeTraining(seed=args.seed)))
     null = null_model(lab, args.seed)
     null_train, null_stop = sp.word_features(null, train), sp.word_features(null, stop)
     probes["null/distance"], _ = timed("distance probes on random weights, all layers", lambda: sp.train_probes(
-        null_train, null_stop, layers, "distance", args.seed))
+        null_train, null_stop, layers, "distance", sp.ProbeTraining(seed=args.seed)))
     result, _ = timed("scoring probes, attention trees and ensembles on the treebank", lambda: run_structure(
-        lab, [], evaluate, StructureSettings(seed=args.seed), trained=probes, relations=relations_of(evaluate, 50),
-        names=(args.train.name, args.treebank.name)))
+        lab, StructureTreebanks(evaluate, names=(args.train.name, args.treebank.name)), StructureSettings(seed=args.seed),
+        trained=probes, relations=relations_of(evaluate, 50)))
     result.train_treebank = args.train.name
     files = write_structure(result, args.out, title=f"Syntax in {lab.checkpoint_info().name}: {args.treebank.name}")
     print(f"wrote {', '.join(sorted(p.name for p in files.values()))} to {args.out}")
@@ -182,7 +182,7 @@ def main() -> None:
         few = sp.ProbeData(train_data.features[:args.peer_train], train_data.sentences[:args.peer_train],
                            train_data.indices[:args.peer_train])
         ours, ours_s = timed(f"ours, layer {best} alone, {len(few.sentences)} train sentences",
-                             lambda: sp.train_probes(few, stop_data, [best], "distance", args.seed))
+                             lambda: sp.train_probes(few, stop_data, [best], "distance", sp.ProbeTraining(seed=args.seed)))
         mine = sp.sentence_metrics("distance", sp.predict(ours[best], dev), dev.sentences).figures()
         peer = peer_run(args.peer, few, stop_data, dev, best, args.seed)
         gap = np.abs(peer["proj"] - ours[best].proj).max()

@@ -21,7 +21,7 @@ from pathlib import Path
 from sections import run_recorded
 
 from bertviz_lab import load
-from bertviz_lab.cli import read_manifest
+from bertviz_lab.mlm.corpus import read_manifest
 from bertviz_lab.mlm.evaluate import evaluate
 from bertviz_lab.mlm.evaluate_nsp import evaluate_nsp
 from bertviz_lab.mlm.running_text import read_documents, read_passages_jsonl, read_source, source_label

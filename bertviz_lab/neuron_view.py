@@ -11,7 +11,7 @@ from typing import Any
 import torch
 
 from .bert.checkpoints import model_from_transformers
-from .figures.neuron import neuron_html, neuron_page, neuron_payload
+from .figures.neuron import NeuronStart, neuron_html, neuron_page, neuron_payload
 from .lens import queries_and_keys_of
 from .notebook.dropin import prettify
 from .notebook.widget import ViewerHTML, display_or_return
@@ -41,7 +41,7 @@ def show(model: Any, model_type: str, tokenizer: Any, sentence_a: str, sentence_
         segments = [0 if i <= first else 1 for i in range(len(ids[0]))]
     queries, keys = queries_and_keys_of(encoder, ids, types)
     tokens = prettify(tokenizer.convert_ids_to_tokens(inputs["input_ids"]))
-    payload = neuron_payload(tokens, list(segments), queries, keys, layer or 0, head or 0, model_type)
+    payload = neuron_payload(tokens, list(segments), queries, keys, model_type, NeuronStart(layer or 0, head or 0))
     payload["theme"] = display_mode
     if html_action == "return":
         return ViewerHTML(neuron_page(payload))

@@ -20,7 +20,7 @@ BAD_INPUTS = [
     ("mask_tokens", ("the cat sat", "", 5, []), "choose one or more tokens"),
     ("mask_tokens", ("the cat sat", "", 5, [0]), "not in the list of choices"),
     ("mask_tokens", ("the cat sat", "", 5, [99]), "not in the list of choices"),
-    ("intervention", ("the cat sat", "", 5, "no-such-probe", [], "1-1", 0, 0), "not in the list of choices"),
+    ("intervention", ("the cat sat", "", 5, "no-such-intervention", [], "1-1", 0, 0), "not in the list of choices"),
     ("intervention", ("the cat sat", "", 5, "ablate-heads", [], "9-99", 0, 0), "does not exist"),
     ("intervention", ("the cat sat", "", 5, "ablate-heads", [], "x", 0, 0), "cannot read head"),
     ("intervention", ("the cat sat", "", 5, "shift-positions", [], "1-1", 10_000, 0), "shift"),
@@ -43,5 +43,5 @@ BAD_INPUTS = [
     ("qk_space", (99, 1, "sample", "position", "pca"), "maximum"),
     ("qk_space", (1, 1, "sample", "position", "umap"), "umap-learn"),
     ("head_similarity", ("input",), "press Run first"),
-    ("intervention_controls", ("no-such-probe",), "not in the list of choices"),
+    ("intervention_controls", ("no-such-intervention",), "not in the list of choices"),
 ]

@@ -63,14 +63,14 @@ def test_unknown_model_is_a_message(tiny_app):
 def test_switching_model_clears_every_view_of_the_old_one(tiny_app, tiny_lab):
     client = gradio_client.Client(tiny_app, verbose=False)
     assert call(client, "analyze", "the cat sat", "", 5)["payload"]["labels"][1] == "1 the"
-    out = call(client, "load_model", tiny_lab.source, "cpu")
+    out = call(client, "load_model", tiny_lab.checkpoint_id, "cpu")
     assert "Press Run" in out["message"] and out["payload"] is None  # the page clears its heatmap and head view
     assert out["picker"]["choices"] == [] and out["pred_table"]["data"] in ([], [[]])
     for name in ("overview_plot", "aggregates_plot", "summary_plot", "pred_plot", "lens_plot"):
         assert "Press Run" in out[name]["plot"], name  # no stale figure of the previous input
-    for name in ("probe_plot", "offsets_plot", "js_plot", "ablation_plot", "positions_plot", "patch_plot"):
+    for name in ("intervention_plot", "offsets_plot", "js_plot", "ablation_plot", "positions_plot", "patch_plot"):
         assert out[name] is None, name  # interventions of the old model: emptied (the page hides empty plots)
-    assert out["probe_message"].startswith("Results appear here")
+    assert out["intervention_message"].startswith("Results appear here")
     skipped = call(client, "sync_view", 1, 1, False, False, "all", "attention", "aggregates")["notes"]
     assert skipped == {"__type__": "update"}  # nothing to draw, and no error
 
@@ -98,13 +98,13 @@ def sharp_app(sharp_lab):
     yield from serve(sharp_lab)
 
 
-def test_directional_probe_and_sweep_through_the_api(sharp_app, sharp_lab):
+def test_directional_intervention_and_sweep_through_the_api(sharp_app, sharp_lab):
     from bertviz_lab.interventions import compare, make_intervention
 
     client = gradio_client.Client(sharp_app, verbose=False)
     text = "the big cat [MASK] on the red mat"
     out = call(client, "intervention", text, "", 5, "left-only", [], "1-1", 0, 0)
-    message, table = out["probe_message"], out["probe_changes"]
+    message, table = out["intervention_message"], out["intervention_changes"]
     expected = compare(sharp_lab, text, make_intervention("left-only"))
     assert f"{float(expected.js.mean()):.4f}" in message
     assert table["data"][0][0] == 4
@@ -116,7 +116,7 @@ def test_directional_probe_and_sweep_through_the_api(sharp_app, sharp_lab):
     assert row["p left only"] == pytest.approx(round(expected.changes[0].intervened_probability, 4))
 
 
-def test_positional_probe_and_position_inspector_through_the_api(sharp_app, sharp_lab):
+def test_positional_intervention_and_position_inspector_through_the_api(sharp_app, sharp_lab):
     import json
 
     from bertviz_lab.interventions import compare, make_intervention
@@ -125,15 +125,15 @@ def test_positional_probe_and_position_inspector_through_the_api(sharp_app, shar
     text = "the big cat [MASK] on the red mat"
     out = call(client, "intervention", text, "", 5, "shift-positions", [], "1-1", 7, 0)
     expected = compare(sharp_lab, text, make_intervention("shift-positions", shift=7))
-    message = out["probe_message"]
+    message = out["intervention_message"]
     assert "shift-positions by 7" in message and f"{float(expected.js.mean()):.4f}" in message
     js = json.loads(out["js_plot"]["plot"])
     assert js["data"][0]["type"] == "heatmap"
     positions = call(client, "position_embeddings", 12)
-    assert "first 12 positions" in positions["probe_message"]
+    assert "first 12 positions" in positions["intervention_message"]
     traces = json.loads(positions["positions_plot"]["plot"])["data"]
     assert len(traces) == 2 and traces[0]["z"]["shape"] == "12, 12"
-    bad = call(client, "intervention", text, "", 5, "shift-positions", [], "1-1", 500, 0)["probe_message"]
+    bad = call(client, "intervention", text, "", 5, "shift-positions", [], "1-1", 500, 0)["intervention_message"]
     assert bad.startswith("⚠️") and "shift" in bad
 
 
@@ -170,13 +170,13 @@ def test_structural_probe_needs_probes_trained_on_these_weights(sharp_app):
 
 @pytest.mark.slow
 def test_structural_probe_beside_attention_trees_in_the_app(default_app, minilm_lab):
-    from bertviz_lab.syntax.structure import StructureSettings, run_structure, shipped_probes
+    from bertviz_lab.syntax.structure import StructureSettings, StructureTreebanks, run_structure, shipped_probes
     from bertviz_lab.treebank import SAMPLE_TREEBANK, read_conllu
 
     client = gradio_client.Client(default_app, verbose=False)
     out = call(client, "structural_probe", "sample", None, False)
     assert minilm_lab.checkpoint_info().sha256[:12] in out["structure_message"]  # the published weights, named
-    expected = run_structure(minilm_lab, [], read_conllu(SAMPLE_TREEBANK), StructureSettings(),
+    expected = run_structure(minilm_lab, StructureTreebanks(read_conllu(SAMPLE_TREEBANK)), StructureSettings(),
                              trained=shipped_probes(minilm_lab))
     for line in expected.conclusions:  # the page says what the paired intervals support
         assert line.replace("->", "-&gt;")[:60] in out["structure_message"] or line[:60] in out["structure_message"]
@@ -190,8 +190,8 @@ def test_views_switch_to_norm_based_attention(tiny_app, tiny_lab):
     import json
     import urllib.request
 
+    from bertviz_lab.attention.sources import with_source
     from bertviz_lab.figures.payload import dequantise
-    from bertviz_lab.sources import with_source
 
     client = gradio_client.Client(tiny_app, verbose=False)
     text = "the big cat sat on the mat"
@@ -217,42 +217,42 @@ def test_faithfulness_panel_through_the_api(tiny_app):
     client = gradio_client.Client(tiny_app, verbose=False)
     out = call(client, "faithfulness", 10)
     table = out["faith_table"]
-    sources = [row[table["headers"].index("source")] for row in table["data"]]
-    assert set(sources) >= {"random", "rollout", "flow", "norm (last layer)"}
-    assert "Faithfulness of each explanation" in out["probe_message"]
+    rankings = [row[table["headers"].index("ranking")] for row in table["data"]]
+    assert set(rankings) >= {"random", "rollout", "flow", "norm (last layer)"}
+    assert "Faithfulness of each explanation" in out["intervention_message"]
 
 
 TEXT_MASKED = "the big cat [MASK] on the red mat"
 
 
-def test_position_controls_list_each_probe_with_its_control(sharp_app):
+def test_position_controls_list_each_intervention_with_its_control(sharp_app):
     client = gradio_client.Client(sharp_app, verbose=False)
     controls = call(client, "position_controls", TEXT_MASKED, "", [], 5)
-    probes = [row[0] for row in controls["set_table"]["data"]]
-    assert probes[:3] == ["zero-positions", "sinusoidal-positions", "random-positions"]
+    interventions = [row[0] for row in controls["set_table"]["data"]]
+    assert interventions[:3] == ["zero-positions", "sinusoidal-positions", "random-positions"]
 
 
 @pytest.mark.parametrize("sinks, said", [("strict", "strict masks"), ("symmetric", "symmetric sinks")])
 def test_directional_sweep_says_which_sink_treatment_ran(sharp_app, sinks, said):
     client = gradio_client.Client(sharp_app, verbose=False)
-    assert said in call(client, "directional_sweep", TEXT_MASKED, "", [], sinks)["probe_message"]
+    assert said in call(client, "directional_sweep", TEXT_MASKED, "", [], sinks)["intervention_message"]
 
 
 def test_patching_through_the_api_reports_the_library_values(sharp_app, sharp_lab):
     from bertviz_lab.interventions.sweeps import patching_sweep
 
     client = gradio_client.Client(sharp_app, verbose=False)
-    source = "the big dog [MASK] on the red mat"
-    patched = call(client, "patching", TEXT_MASKED, source, "the", "mat")
-    expected = patching_sweep(sharp_lab, TEXT_MASKED, source, "the", "mat")
-    assert f"target {expected.baseline:+.2f}, source {expected.source:+.2f}" in patched["probe_message"]
+    donor = "the big dog [MASK] on the red mat"
+    patched = call(client, "patching", TEXT_MASKED, donor, "the", "mat")
+    expected = patching_sweep(sharp_lab, TEXT_MASKED, donor, "the", "mat")
+    assert f"target {expected.baseline:+.2f}, donor {expected.donor:+.2f}" in patched["intervention_message"]
 
 
 def test_mean_ablation_through_the_api(sharp_app):
     client = gradio_client.Client(sharp_app, verbose=False)
     ablation = call(client, "intervention", TEXT_MASKED, "", 5, "ablate-heads", [], "1-1", 0, 0, "symmetric", "words",
                     "mean")
-    assert "ablate-heads heads 1-1 (mean)" in ablation["probe_message"]
+    assert "ablate-heads heads 1-1 (mean)" in ablation["intervention_message"]
 
 
 def test_sets_through_the_api(sharp_app, sharp_lab, tmp_path):
@@ -273,14 +273,14 @@ def test_sets_through_the_api(sharp_app, sharp_lab, tmp_path):
     table = {row[0]: row for row in out["set_table"]["data"]}
     assert table["mean JS (nats)"][1] == pytest.approx(round(float(expected.effects["mean JS (nats)"].mean), 4))
     ablation = call(client, "ablation_set", 20, "mean", "sample", None)
-    assert "mean ablation, gold word scored" in ablation["probe_message"]
+    assert "mean ablation, gold word scored" in ablation["intervention_message"]
 
 
 def test_value_zeroing_source_through_the_api(tiny_app, tiny_lab):
     import urllib.request
 
+    from bertviz_lab.attention.sources import with_source
     from bertviz_lab.figures.payload import dequantise
-    from bertviz_lab.sources import with_source
 
     client = gradio_client.Client(tiny_app, verbose=False)
     text = "the big cat sat on the mat"
@@ -325,3 +325,99 @@ def test_the_shipped_head_says_how_far_to_trust_it(default_app, tiny_app):
     assert "--model bert-base-uncased" in note["nsp_md"]
     other = call(gradio_client.Client(tiny_app, verbose=False), "analyze", "the [MASK] sat", "", 5)
     assert "small embedded model" not in (other["nsp_md"] or "")  # only the shipped head's own figures
+
+
+def test_the_views_offer_every_registered_source_and_refuse_what_they_cannot_draw(tiny_app, tiny_lab):
+    """The page's source choice is the registry's (rollout and flow included); a source the lab cannot
+    compute here is refused in one sentence and the views keep what they showed (never a silent swap)."""
+    import urllib.request
+
+    from bertviz_lab.attention.sources import source_names, with_source
+    from bertviz_lab.figures.payload import dequantise
+
+    client = gradio_client.Client(tiny_app, verbose=False)
+    radio = next(c for c in client.config["components"] if c.get("props", {}).get("elem_id") == "source")
+    assert [value for _, value in radio["props"]["choices"]] == list(source_names())
+    text = "the big cat sat on the mat"
+    call(client, "analyze", text, "", 5)
+    payload = call(client, "attention_source", 2, 3, False, False, "all", "rollout")["payload"]
+    assert payload["source_label"] == " (rollout)" and any("Abnar" in note for note in payload["notes"])
+    expected = with_source(tiny_lab, tiny_lab.analyze(text), "rollout").attention
+    with urllib.request.urlopen(tiny_app.rstrip("/") + "/" + payload["codes_url"]) as reply:
+        np.testing.assert_allclose(dequantise(payload, reply.read()), expected, atol=float(expected.max()) / 65535)
+    call(client, "analyze", " ".join(["cat"] * 50), "", 5)  # 52 tokens: attention flow runs on at most 48
+    refused = call(client, "attention_source", 1, 1, False, False, "all", "flow")
+    assert refused["notes"].startswith("⚠️ attention flow") and "48 tokens" in refused["notes"]
+    assert refused["notes"].endswith("; the views still show attention.")
+    assert refused["payload"] == {"__type__": "update"}  # the page keeps drawing what it drew
+    aggregates = json.loads(call(client, "sync_view", 1, 1, False, False, "all", "attention", "aggregates")
+                            ["aggregates_plot"]["plot"])  # drawn from softmax attention, as before the refusal
+    assert [a["text"] for a in aggregates["layout"]["annotations"]][1:] == [
+        "<b>mean of layer 1</b>", "<b>mean over layers</b>", "<b>rollout up to layer 1</b>"]
+
+
+def test_a_source_the_registry_does_not_know_is_refused_not_replaced(tiny_lab):
+    from bertviz_lab.app import build_demo
+    from bertviz_lab.app.forms import RunInput, ViewControls
+    from bertviz_lab.app.state import Session
+
+    demo = build_demo(tiny_lab)
+    handlers, ui = demo.bvl_handlers, demo.bvl_handlers.ui
+    session = Session(model=tiny_lab.checkpoint_id, device="cpu")
+    handlers.analyze(RunInput("the cat sat"), session)
+    out = handlers.toggles(ViewControls(), session, "no-such-source")
+    assert out[ui.notes].startswith("⚠️ unknown attention source 'no-such-source'; choose one of attention, norm")
+    assert session.source == "attention" and ui.payload not in out
+    assert handlers.toggles(ViewControls(layer=2), session, "norm")[ui.payload]["source_label"] == " (norm)"
+    assert session.source == "norm" and session.options.layer == 1
+
+
+def test_api_callers_keep_their_positions_and_the_old_tab_id(tiny_app, tiny_lab):
+    """Handlers take forms, but an event's API still takes one value per control in the old order, named as
+    before (only the words that were "source" changed); the Interventions tab's old id still works."""
+    client = gradio_client.Client(tiny_app, verbose=False)
+    endpoints = client.view_api(return_format="dict", print_info=False)["named_endpoints"]
+    names = {api: [p["parameter_name"] for p in endpoints[f"/{api}"]["parameters"]]
+             for api in ("intervention", "intervention_set", "score_heads", "sync_view", "mask_tokens", "load_model",
+                         "patching", "directional_set")}
+    assert names == {
+        "intervention": ["text", "pair", "top_k", "kind", "picked", "heads", "shift", "seed", "sinks", "unit", "ablation"],
+        "intervention_set": ["kind", "heads", "shift", "seed", "sinks", "unit", "ablation", "n", "sentence_set", "upload"],
+        "score_heads": ["treebank", "upload", "use_loaded", "compare", "score_source"],
+        "sync_view": ["layer", "head", "hide", "word", "pair_filter", "source", "tab"],
+        "mask_tokens": ["text", "pair", "top_k", "chosen", "layer", "head", "hide", "word", "pair_filter"],
+        "load_model": ["checkpoint", "device_name"], "patching": ["text", "donor", "correct", "wrong"],
+        "directional_set": ["n", "sinks", "sentence_set", "upload"]}
+    call(client, "analyze", TEXT_MASKED, "", 5)
+    out = call(client, "intervention", TEXT_MASKED, "", 5, "shift-positions", [], "1-1", 3, 0)
+    assert "shift-positions by 3" in out["intervention_message"] and "plot" in out["intervention_plot"]
+    drawn = call(client, "sync_view", 2, 1, False, False, "all", "attention", "probes")["intervention_plot"]
+    assert json.loads(drawn["plot"])["layout"]["title"]["text"].startswith("Layer 2, head 1")
+
+
+def test_event_function_gathers_a_handlers_forms_from_the_flat_values_in_the_apis_order():
+    import inspect
+
+    import gradio as gr
+
+    from bertviz_lab.app.forms import InterventionChoice, RunInput, event_function
+
+    seen = {}
+
+    def handler(run: RunInput, choice: InterventionChoice, picked: list, session, progress=gr.Progress()):
+        seen.update(run=run, choice=choice, picked=picked, session=session)
+        return "done"
+
+    inputs = ("text", "pair", "top_k", "intervention_kind", "picker", "intervention_heads", "intervention_shift",
+              "intervention_seed", "session", "intervention_sinks", "intervention_unit", "intervention_ablation")
+    fn = event_function(handler, inputs)
+    parameters = inspect.signature(fn).parameters
+    assert list(parameters) == ["text", "pair", "top_k", "kind", "picked", "heads", "shift", "seed", "session", "sinks",
+                                "unit", "ablation", "progress"]
+    assert parameters["session"].default is inspect.Parameter.empty and parameters["sinks"].default == "symmetric"
+    assert isinstance(parameters["progress"].default, gr.Progress)  # Gradio still injects it
+    assert fn("a cat", "", 3, "shift-positions", [1], "1-1", 7, 2, "S", "strict") == "done"
+    assert seen == {"run": RunInput("a cat", "", 3), "choice": InterventionChoice("shift-positions", "1-1", 7, 2, "strict"),
+                    "picked": [1], "session": "S"}
+    with pytest.raises(TypeError, match="no parameter left for the input 'extra'"):
+        event_function(handler, inputs + ("extra", "more"))

@@ -163,16 +163,16 @@ def test_intervention_shows_the_difference_heatmap(browser, sharp_app):  # noqa:
     run(page, "the big cat [MASK] on the red mat")
     page.wait_for_selector("#single-plot .main-svg", timeout=60000)
     page.get_by_role("tab", name="Interventions").click()
-    page.click("#probe-btn")  # default intervention: left context only
-    page.wait_for_function("document.querySelector('#probe-plot') && "
-                           "document.querySelector('#probe-plot').innerText.includes('intervened - baseline')",
+    page.click("#intervention-btn")  # default intervention: left context only
+    page.wait_for_function("document.querySelector('#intervention-plot') && "
+                           "document.querySelector('#intervention-plot').innerText.includes('intervened - baseline')",
                            timeout=60000)
-    z = page.evaluate("document.querySelector('#probe-plot .js-plotly-plot').calcdata[2][0].z")
+    z = page.evaluate("document.querySelector('#intervention-plot .js-plotly-plot').calcdata[2][0].z")
     # difference of a left-only intervention: the first query ([CLS]) keeps only itself, so its row gains
     # at [CLS] and loses everywhere else
     assert z[0][0] > 1e-3 and max(z[0][1:]) <= 1e-6 and min(z[0][1:]) < -1e-4
     assert abs(sum(z[0])) < 1e-3  # both rows sum to 1
-    assert "Mean JS divergence" in page.locator("#probe-message").inner_text()
+    assert "Mean JS divergence" in page.locator("#intervention-message").inner_text()
     page.close()
 
 
@@ -204,7 +204,7 @@ def test_page_opens_and_controls_work_before_any_run_without_errors(browser, tin
     attention source or a syntax relation is moved before anything was analysed."""
     page = open_app(browser, tiny_app)
     set_slider(page, "layer", 2)
-    page.locator("#source label", has_text="norm ||").first.click()
+    page.locator("#source label", has_text="(norm)").first.click()
     # the source's round trip is complete when the heatmap's caption names it (or an error toast shows)
     page.wait_for_function("document.querySelector('#single-plot .bvl-caption').textContent.includes('norm:') || "
                            "document.querySelector('.toast-body') !== null", timeout=30000)
@@ -327,7 +327,7 @@ def test_head_view_toggles_hover_filter_and_slider(browser, default_app, default
     page.close()
 
 
-def test_probes_use_the_last_analysed_input_and_follow_the_sliders(browser, default_app, default_lab):  # noqa: F811
+def test_interventions_use_the_last_analysed_input_and_follow_the_sliders(browser, default_app, default_lab):  # noqa: F811
     page = open_app(browser, default_app)
     analysed = "paris is the [mask] of france."
     run(page, analysed)
@@ -336,13 +336,13 @@ def test_probes_use_the_last_analysed_input_and_follow_the_sliders(browser, defa
     wait_for_labels(page, [f"{i} {t}" for i, t in enumerate(tokens)])
     page.fill("#text-a textarea", "Something else entirely, never analysed.")
     page.get_by_role("tab", name="Interventions").click()
-    page.click("#probe-btn")
-    page.wait_for_function("document.querySelector('#probe-plot .gtitle') && "
-                           "document.querySelector('#probe-plot .gtitle').textContent.startsWith('Layer 1, head 1')",
+    page.click("#intervention-btn")
+    page.wait_for_function("document.querySelector('#intervention-plot .gtitle') && "
+                           "document.querySelector('#intervention-plot .gtitle').textContent.startsWith('Layer 1, head 1')",
                            timeout=30000)
-    labels = page.locator("#probe-plot .yaxislayer-above .ytick text").all_text_contents()
+    labels = page.locator("#intervention-plot .yaxislayer-above .ytick text").all_text_contents()
     assert set(labels) == {f"{i} {t}" for i, t in enumerate(tokens)}
     set_slider(page, "layer", 3)
-    page.wait_for_function("document.querySelector('#probe-plot .gtitle').textContent.startsWith('Layer 3, head 1')",
+    page.wait_for_function("document.querySelector('#intervention-plot .gtitle').textContent.startsWith('Layer 3, head 1')",
                            timeout=20000)
     page.close()

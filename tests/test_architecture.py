@@ -15,7 +15,7 @@ TIERS = [
     {"naming", "resources", "inline", "conclusions"},
     {"bert"},
     {"lab"},
-    {"attention", "sources", "export", "sentences", "treebank", "lens"},
+    {"attention", "export", "sentences", "treebank", "lens"},
     {"interventions", "syntax", "mlm", "neighbours"},
     {"figures"},
     {"reports"},
@@ -133,15 +133,29 @@ def test_every_module_is_listed_in_the_architecture_doc(path):
 def test_one_word_one_meaning_on_the_command_line():
     """Scoring heads against a treebank is `score-heads`; what changes a forward pass is an
     intervention. The old names stay accepted as aliases."""
-    from bertviz_lab.cli import build_parser, run_probe
+    from bertviz_lab.cli import build_parser
+    from bertviz_lab.cli.scoring_commands import run_score_heads
 
     parser = build_parser()
     for command in ("score-heads", "probe"):
-        assert parser.parse_args([command, "--out", "x"]).func is run_probe
+        assert parser.parse_args([command, "--out", "x"]).func is run_score_heads
     for flag in ("--intervention", "--probe"):
         assert parser.parse_args(["compare", "the cat", flag, "left-only"]).intervention == "left-only"
     help_text = parser.format_help()
     assert "score-heads" in help_text
+    # a --source flag names an attention source; a donor input and a faithfulness ranking say so, old flags kept
+    for flag in ("--donor", "--source"):
+        assert parser.parse_args(["patch", "a [MASK]", flag, "b [MASK]"]).donor == "b [MASK]"
+    for flag in ("--rankings", "--sources"):
+        assert parser.parse_args(["faithfulness", flag, "alti"]).rankings == ["alti"]
+    for command in ("analyze", "score-heads"):
+        source = next(a for a in parser._subparsers._group_actions[0].choices[command]._actions if a.dest == "source")
+        assert {"attention", "rollout", "flow"} <= set(source.choices)
+    cli = ROOT / "bertviz_lab" / "cli"  # "probe" names only the structural probe's own things (its probes)
+    names = {n.name for p in cli.glob("*.py") for n in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+             if isinstance(n, ast.FunctionDef)}
+    assert {"run_score_heads", "add_score_heads", "run_score_heads_job"} <= names
+    assert [n for n in names if "probe" in n] == ["probes_of"]
 
 
 def test_no_function_over_80_lines():

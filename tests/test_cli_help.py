@@ -38,3 +38,22 @@ def test_conllu_is_repeatable_and_takes_several_paths():
     args = build_parser().parse_args(["score-heads", "--out", "o", "--conllu", "a.conllu", "b.conllu",
                                       "--conllu", "c.conllu"])
     assert [p.name for p in args.conllu] == ["a.conllu", "b.conllu", "c.conllu"]
+
+
+def test_every_command_takes_json_and_its_help_says_what_it_changes():
+    """--json means one JSON object and its absence a short summary, for every command alike."""
+    commands = build_parser()._subparsers._group_actions[0].choices
+    for name, command in commands.items():
+        [flag] = [a for a in command._actions if a.dest == "json"]
+        assert flag.option_strings == ["--json"] and flag.help == "print one JSON object instead of a short summary", name
+    assert commands["probe"] is commands["score-heads"]  # the old name, one parser
+
+
+def test_a_refused_flag_is_one_sentence_naming_the_help(capsys):
+    with pytest.raises(SystemExit) as stop:
+        build_parser().parse_args(["sweep", "x", "--kind", "sideways"])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    [line] = err.splitlines()  # no usage dump: one sentence (argparse words the choices per Python version)
+    assert line.startswith("error: argument --kind: invalid choice: ") and "sideways" in line and "positions" in line
+    assert line.endswith(" (see bertviz-lab sweep --help)")

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from bertviz_lab.bert.contributions import globenc_rollout, manhattan_contributions
 from bertviz_lab.attention.sources import layer_matrices, with_source
+from bertviz_lab.bert.contributions import globenc_rollout, manhattan_contributions
 
 TEXT = "the big cat sat on the red mat"
 

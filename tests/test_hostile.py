@@ -135,7 +135,7 @@ def test_api_errors_say_what_to_change(tiny_app):
         client.predict("the cat", "", "abc", api_name="/analyze")
     assert "Expected a `float`" in str(info.value)  # Gradio's own message, shown (show_error)
     out = call(client, "intervention", "the cat sat", "", 5, "shuffle-words", [], "1-1", 0, -1)
-    assert "seed must be a whole number" in out["probe_message"]
+    assert "seed must be a whole number" in out["intervention_message"]
     with pytest.raises(Exception, match="less than minimum value 1"):
         client.predict("the cat", "", 0, api_name="/analyze")
 

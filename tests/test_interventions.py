@@ -84,10 +84,10 @@ def test_matched_control_hides_other_keys_and_treats_sinks_alike_with_strict_mas
     allowed = directional_allowed(6, "left-only")  # strict: no sinks kept open
     for seed in range(8):
         control = matched_random_allowed(allowed, [0, 5], seed)
-        hidden, probe_hidden = ~control, ~allowed
-        assert hidden.sum(1).tolist() == probe_hidden.sum(1).tolist()  # as many keys per query
-        assert hidden[1:5][:, [0, 5]].sum(1).tolist() == probe_hidden[1:5][:, [0, 5]].sum(1).tolist()  # as many sinks
-        assert torch.equal(hidden[[0, 5]], probe_hidden[[0, 5]]) and not hidden.diagonal().any()
+        hidden, intervention_hidden = ~control, ~allowed
+        assert hidden.sum(1).tolist() == intervention_hidden.sum(1).tolist()  # as many keys per query
+        assert hidden[1:5][:, [0, 5]].sum(1).tolist() == intervention_hidden[1:5][:, [0, 5]].sum(1).tolist()  # as many sinks
+        assert torch.equal(hidden[[0, 5]], intervention_hidden[[0, 5]]) and not hidden.diagonal().any()
         row = set(torch.nonzero(hidden[2]).flatten().tolist())
         assert {0, 1} <= row and len(row & {3, 4}) == 1 and 5 not in row  # b: [CLS], a, and one of c, d
         # a keeps no other key but itself: its three non-sink keys come from those the mask hides
@@ -206,13 +206,13 @@ def test_position_similarity_is_cosine_with_unit_diagonal(sharp_lab):
     np.testing.assert_allclose(np.diag(sin_sim), 1.0, atol=1e-5)
 
 
-def test_position_probes_change_attention_and_map_back(sharp_lab):
+def test_position_interventions_change_attention_and_map_back(sharp_lab):
     kinds = [("zero-positions", {}), ("shuffle-positions", {"seed": 3}), ("shift-positions", {"shift": 20}),
              ("sinusoidal-positions", {}), ("shuffle-words", {"seed": 1})]
-    for probe in (make_intervention(kind, **options) for kind, options in kinds):
-        c = compare(sharp_lab, TEXT, probe)
+    for intervention in (make_intervention(kind, **options) for kind, options in kinds):
+        c = compare(sharp_lab, TEXT, intervention)
         assert c.intervened.tokens == c.baseline.tokens
-        assert float(c.js.max()) > 1e-3, probe.kind
+        assert float(c.js.max()) > 1e-3, intervention.kind
         assert c.offsets_before.shape == (2, 4, 11)
 
 
@@ -261,7 +261,7 @@ def test_ablation_sweep_matches_a_direct_ablation(sharp_lab):
     assert batched[1, 3] == pytest.approx(expected, abs=1e-4)
 
 
-def test_directional_sweep_matches_directional_probes(sharp_lab):
+def test_directional_sweep_matches_directional_interventions(sharp_lab):
     rows = directional_sweep(sharp_lab, TEXT)
     assert [r.position for r in rows] == [4]
     left = compare(sharp_lab, TEXT, make_intervention("left-only")).changes[0]
@@ -276,7 +276,7 @@ def test_directional_sweep_needs_a_mask(sharp_lab):
         directional_sweep(sharp_lab, "the cat sat")
 
 
-def test_mask_probe_baseline_is_a_plain_analyze_on_the_embedded_model(minilm_lab):
+def test_mask_intervention_baseline_is_a_plain_analyze_on_the_embedded_model(minilm_lab):
     text = "The quick brown fox jumps over the lazy dog."
     c = compare(minilm_lab, text, make_intervention("mask-tokens", positions=[4]))
     plain = minilm_lab.analyze(text)

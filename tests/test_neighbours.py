@@ -117,14 +117,15 @@ def test_cli_index_and_search(tiny_folder, tmp_path, default_lab):
 
 def test_the_app_searches_from_a_token_of_the_analysis(tiny_lab):
     from bertviz_lab.app import build_demo
+    from bertviz_lab.app.forms import RunInput
     from bertviz_lab.app.search_handlers import SEARCH_HINT
     from bertviz_lab.app.state import Session
 
     demo = build_demo(tiny_lab)
     handlers, ui = demo.bvl_handlers, demo.bvl_handlers.ui
-    session = Session(model=tiny_lab.source, device="cpu")
+    session = Session(model=tiny_lab.checkpoint_id, device="cpu")
     assert "Press Run first" in handlers.search_tokens(session, 1, 1, 1)[ui.search_message]
-    handlers.analyze("the cat sat on the mat", "", 5, session)
+    handlers.analyze(RunInput("the cat sat on the mat"), session)
     out = handlers.search_tokens(session, 2, 2, 1, "embeddings")
     table = out[ui.search_table]
     assert len(table) == 15 and list(table["rank"]) == list(range(1, 16))
@@ -134,7 +135,7 @@ def test_the_app_searches_from_a_token_of_the_analysis(tiny_lab):
     by_head = handlers.search_tokens(session, 2, 2, 1, "contexts", "the chosen head")
     assert "head 1 only" in by_head[ui.search_message] and by_head[ui.search_table]["similarity"].max() <= 1.0001
     assert "not [CLS] or [SEP]" in handlers.search_tokens(session, 0, 2, 1)[ui.search_message]
-    again = handlers.analyze("a dog ran", "", 5, session)  # a new input clears the old search
+    again = handlers.analyze(RunInput("a dog ran"), session)  # a new input clears the old search
     assert again[ui.search_message] == SEARCH_HINT and len(again[ui.search_table]) == 0
 
 

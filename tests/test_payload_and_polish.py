@@ -3,12 +3,13 @@ small things a reader notices: units, arrow directions, offset signs, long label
 import numpy as np
 import pytest
 
+from bertviz_lab.figures.analysis import ViewOptions
 from bertviz_lab.figures.payload import CODE16_MAX_TOKENS, dequantise, quantise, view_payload
 
 
 def test_payload_round_trip_is_within_the_quantisation_step(tiny_lab):
     a = tiny_lab.analyze("the cat sat on the mat because it was tired")
-    meta, codes = view_payload(a, 1, 2, False, False, "all")
+    meta, codes = view_payload(a, ViewOptions(layer=1, head=2))
     assert (meta["layer"], meta["head"], meta["bits"], meta["codes_bytes"]) == (1, 2, 16, len(codes))
     assert meta["labels"] == [f"{i} {t}" for i, t in enumerate(a.tokens)]
     weights = dequantise(meta, codes)
@@ -21,7 +22,7 @@ def test_payload_word_level_and_hidden_specials_match_the_python_view(tiny_lab):
     from bertviz_lab.attention import attention_view
 
     a = tiny_lab.analyze("unbelievably tokenized words", pair="and a second sentence")
-    meta, codes = view_payload(a, 0, 0, True, True, "A->B")
+    meta, codes = view_payload(a, ViewOptions(hide_special=True, word_level=True, pair_filter="A->B"))
     view = attention_view(a.attention, a.tokens, a.word_ids, a.segment_ids, hide_special=True, word_level=True)
     assert meta["labels"] == view.query_labels and meta["segments"] == view.query_segments
     assert meta["pair_filter"] == "A->B"  # applied by the page (rows A, columns B), not here

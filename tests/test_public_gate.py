@@ -134,13 +134,13 @@ ENDPOINTS = {
 
 def refusal(client, api, args) -> str:
     """The sentence the server answered an over-cap request with ("" if it ran)."""
-    client.session_hash = str(uuid.uuid4())  # a new visitor: probes use the text sent, not an earlier analysis
+    client.session_hash = str(uuid.uuid4())  # a new visitor: interventions use the text sent, not an earlier analysis
     if api == "attention":
         with pytest.raises(Exception) as info:
             client.predict(*args, api_name="/attention")
         return str(info.value)
     out = call(client, api, *args)
-    return str(out.get("message") or out.get("probe_message") or "")
+    return str(out.get("message") or out.get("intervention_message") or "")
 
 
 @pytest.mark.parametrize("api", [*ENDPOINTS, "attention"])
@@ -166,7 +166,7 @@ def test_sentence_sets_are_capped_in_size_and_in_line_length(public_app, api, tm
     lines.write_text(over_tokens(30) + "\n")
     middle = {"directional_set": ("symmetric",), "ablation_set": ("zero",)}.get(api, ())
     out = call(client, api, *head, CAP_SENTENCES, *middle, "upload", gradio_client.handle_file(str(lines)))
-    assert f"up to {CAP_TOKENS} tokens per input" in out["probe_message"]
+    assert f"up to {CAP_TOKENS} tokens per input" in out["intervention_message"]
 
 
 def test_set_handlers_check_their_size_also_when_called_directly(tiny_lab):
@@ -186,7 +186,7 @@ def test_a_request_past_its_time_is_stopped_with_a_sentence(tiny_lab):
     handlers = demo.bvl_handlers
     gated = next(f.fn for f in demo.fns.values() if f.api_name == "directional_set")
     out = gated(5, "symmetric", Session(), "heldout", None, progress=lambda *a, **k: None)
-    assert "stopped after 0 s" in out[handlers.ui.probe_message]
+    assert "stopped after 0 s" in out[handlers.ui.intervention_message]
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
@@ -233,7 +233,7 @@ def test_pick_head_and_select_tab_check_what_the_api_sends(tiny_lab):
 
     demo = build_demo(tiny_lab)
     handlers, ui = demo.bvl_handlers, demo.bvl_handlers.ui
-    session = Session(model=tiny_lab.source)
+    session = Session(model=tiny_lab.checkpoint_id)
     assert set(handlers.pick("100000,-4,1", session)) == {ui.layer}  # skipped: no such head
     assert set(handlers.pick("x", session)) == {ui.layer}
     out = handlers.pick("1,2,1", session)
@@ -292,7 +292,7 @@ def test_a_full_disk_answers_one_sentence_and_run_recovers(tiny_lab, monkeypatch
     handlers, ui = demo.bvl_handlers, demo.bvl_handlers.ui
     run = next(f.fn for f in demo.fns.values() if f.api_name == "analyze")
     export = next(f.fn for f in demo.fns.values() if f.api_name == "export_npz")
-    session = Session(model=tiny_lab.source)
+    session = Session(model=tiny_lab.checkpoint_id)
 
     def full(*_args, **_kwargs):
         raise OSError(errno.ENOSPC, "No space left on device", str(handlers.payloads.root / "x.bin"))

@@ -24,7 +24,7 @@ def plot_data(page, plot):
 
 
 def choose_intervention(page, label):
-    page.click("#probe-kind input")
+    page.click("#intervention-kind input")
     page.get_by_role("option", name=label).click()
 
 
@@ -49,7 +49,7 @@ def small_limit_app(tiny_lab):
     demo.close()
 
 
-def test_item1_arcs_read_head_to_dependent_with_a_legend_of_what_is_drawn(browser, sharp_app):  # noqa: F811
+def test_arcs_read_head_to_dependent_with_a_legend_of_what_is_drawn(browser, sharp_app):  # noqa: F811
     from bertviz_lab.resources import SAMPLE_TREEBANK
     from bertviz_lab.treebank import read_conllu
 
@@ -85,11 +85,11 @@ def test_item1_arcs_read_head_to_dependent_with_a_legend_of_what_is_drawn(browse
 
 
 @pytest.mark.parametrize("width", [1024, 1920])
-def test_item2_titles_fit_and_nothing_is_empty_before_use(browser, default_app, width):  # noqa: F811
+def test_titles_fit_and_nothing_is_empty_before_use(browser, default_app, width):  # noqa: F811
     page = open_app(browser, default_app, width=width, height=1000)
     # before any intervention or scoring: no empty frames, a one-line hint in their place
-    assert page.locator("#probe-message").inner_text().startswith("Results appear here")
-    for elem in ("probe-plot", "probe-changes", "js-plot", "offsets-plot", "direction-table", "ablation-plot",
+    assert page.locator("#intervention-message").inner_text().startswith("Results appear here")
+    for elem in ("intervention-plot", "intervention-changes", "js-plot", "offsets-plot", "direction-table", "ablation-plot",
                  "set-table"):
         assert page.locator(f"#{elem}").is_hidden(), elem
     page.get_by_role("tab", name="Syntax").click()
@@ -111,54 +111,54 @@ def test_item2_titles_fit_and_nothing_is_empty_before_use(browser, default_app, 
     page.close()
 
 
-def test_item3_only_the_chosen_interventions_controls_and_warnings_that_point(browser, tiny_app):  # noqa: F811
+def test_only_the_chosen_interventions_controls_show_and_warnings_say_where_to_pick(browser, tiny_app):  # noqa: F811
     page = open_app(browser, tiny_app, width=1280, height=800)
-    shown = ("probe-heads", "probe-shift", "probe-seed", "probe-sinks", "probe-unit", "probe-ablation",
-             "direction-btn", "ablation-btn", "positions-table-btn")
+    shown = ("intervention-heads", "intervention-shift", "intervention-seed", "intervention-sinks", "intervention-unit",
+             "intervention-ablation", "direction-btn", "ablation-btn", "positions-table-btn")
 
     def visible():
         return {elem for elem in shown if page.locator(f"#{elem}").is_visible()}
 
-    assert visible() == {"probe-sinks", "direction-btn"}  # the default: left context only
+    assert visible() == {"intervention-sinks", "direction-btn"}  # the default: left context only
     choose_intervention(page, "Shift all position ids by k")
-    page.wait_for_function("document.querySelector('#probe-explain').innerText.includes('Adds k')")
-    page.wait_for_selector("#probe-shift", state="visible")
-    assert visible() == {"probe-shift", "positions-table-btn"}
+    page.wait_for_function("document.querySelector('#intervention-explain').innerText.includes('Adds k')")
+    page.wait_for_selector("#intervention-shift", state="visible")
+    assert visible() == {"intervention-shift", "positions-table-btn"}
     choose_intervention(page, "Ablate heads (zero, mean or resampled output)")
-    page.wait_for_selector("#probe-heads", state="visible")
-    assert visible() == {"probe-heads", "probe-ablation", "ablation-btn"}
-    assert "Replaces the named heads' outputs" in page.locator("#probe-explain").inner_text()
+    page.wait_for_selector("#intervention-heads", state="visible")
+    assert visible() == {"intervention-heads", "intervention-ablation", "ablation-btn"}
+    assert "Replaces the named heads' outputs" in page.locator("#intervention-explain").inner_text()
     choose_intervention(page, "Mask the picked tokens ([MASK])")
-    page.wait_for_function("document.querySelector('#probe-explain').innerText.includes('Its targets are the tokens')")
+    page.wait_for_function("document.querySelector('#intervention-explain').innerText.includes('Its targets are the tokens')")
     assert visible() == set()
-    page.click("#probe-btn")  # nothing picked: the warning says where to pick, and the page scrolls there
-    page.wait_for_function("document.querySelector('#probe-message').innerText.includes('under Mask tokens')",
+    page.click("#intervention-btn")  # nothing picked: the warning says where to pick, and the page scrolls there
+    page.wait_for_function("document.querySelector('#intervention-message').innerText.includes('under Mask tokens')",
                            timeout=30000)
     page.wait_for_function("(() => { const r = document.querySelector('#token-picker').getBoundingClientRect();"
                            " return r.top >= 0 && r.bottom <= window.innerHeight; })()", timeout=10000)
     page.close()
 
 
-def test_item4_a_new_run_clears_results_and_a_refused_one_marks_the_views_stale(browser, small_limit_app):  # noqa: F811
+def test_a_new_run_clears_results_and_a_refused_one_marks_the_views_stale(browser, small_limit_app):  # noqa: F811
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.goto(small_limit_app)  # its opening example (13 tokens) is over this server's limit
     page.wait_for_function("document.querySelector('#message') && "
                            "document.querySelector('#message').innerText.includes('⚠️')", timeout=30000)
     run(page, "the cat sat")
     page.wait_for_function("document.querySelector('#message').innerText.includes('5 tokens')", timeout=30000)
-    page.click("#probe-btn")
-    page.wait_for_selector("#probe-plot .main-svg", timeout=60000)
-    assert page.locator("#probe-plot").is_visible()
+    page.click("#intervention-btn")
+    page.wait_for_selector("#intervention-plot .main-svg", timeout=60000)
+    assert page.locator("#intervention-plot").is_visible()
     run(page, "a dog ran")  # the intervention showed the previous input: gone with the new Run
-    page.wait_for_selector("#probe-plot", state="hidden", timeout=30000)
-    assert page.locator("#probe-message").inner_text().startswith("Results appear here")
+    page.wait_for_selector("#intervention-plot", state="hidden", timeout=30000)
+    assert page.locator("#intervention-message").inner_text().startswith("Results appear here")
     run(page, "one two three four five six seven eight nine ten eleven twelve thirteen")
     page.wait_for_function("document.querySelector('#message').innerText.includes('still show the previous input')",
                            timeout=30000)
     page.close()
 
 
-def test_item5_compared_panels_share_a_scale_with_a_per_panel_switch(browser, default_app):  # noqa: F811
+def test_compared_panels_share_a_scale_with_a_per_panel_switch(browser, default_app):  # noqa: F811
     page = open_app(browser, default_app, width=1600, height=1000)
     page.get_by_role("tab", name="Aggregates").click()
     page.wait_for_selector("#aggregates-plot .main-svg", timeout=60000)
@@ -168,17 +168,17 @@ def test_item5_compared_panels_share_a_scale_with_a_per_panel_switch(browser, de
     assert [shown for _, shown in traces] == [False, False, True, False, True]  # one colour bar per scale
     height = page.evaluate("document.querySelector('#aggregates-plot .main-svg').getBoundingClientRect().height")
     assert height < 1000  # three columns, two rows: every panel on one screen
-    page.click("#probe-btn")
-    page.wait_for_selector("#probe-plot .main-svg", timeout=60000)
-    baseline, intervened, _ = plot_data(page, "#probe-plot")
+    page.click("#intervention-btn")
+    page.wait_for_selector("#intervention-plot .main-svg", timeout=60000)
+    baseline, intervened, _ = plot_data(page, "#intervention-plot")
     assert baseline[0] == intervened[0] and not baseline[1] and intervened[1]
-    page.locator("#probe-plot .updatemenu-button", has_text="per-panel scales").click()
-    page.wait_for_function("(() => { const d = document.querySelector('#probe-plot .js-plotly-plot').data;"
+    page.locator("#intervention-plot .updatemenu-button", has_text="per-panel scales").click()
+    page.wait_for_function("(() => { const d = document.querySelector('#intervention-plot .js-plotly-plot').data;"
                            " return d[0].zmax !== d[1].zmax && d[0].showscale; })()", timeout=10000)
     page.close()
 
 
-def test_item7_predictions_show_probabilities_and_how_far_to_trust_them(browser, default_app):  # noqa: F811
+def test_predictions_show_probabilities_and_how_far_to_trust_them(browser, default_app):  # noqa: F811
     page = open_app(browser, default_app, width=1600, height=1000)
     run(page, MASK_TEXT, "It is a big city.")
     page.get_by_role("tab", name="Masked words").click()

@@ -40,7 +40,7 @@ def test_select_head_scores_every_validation_point_on_development_data(tmp_path,
     train(out, nsp_settings(tiny_corpus, tiny_folder), progress=False)  # 6 steps, a head kept every 3
     wordnet, documents = validation_split(tiny_corpus)
     assert wordnet and documents and not set(wordnet) & {s for d in documents for s in d}
-    done = run_cli("select-head", "--corpus", str(tiny_corpus), "--chain", str(out), "--shipped",
+    done = run_cli("select-head", "--json", "--corpus", str(tiny_corpus), "--chain", str(out), "--shipped",
                    str(out / "steps" / "step-3"), "--model", str(tiny_folder), "--device", "cpu")
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout.strip().splitlines()[-1])
@@ -53,7 +53,7 @@ def test_select_head_scores_every_validation_point_on_development_data(tmp_path,
     assert result["candidates"][0]["nsp"] == round(evaluate_nsp(lab, documents, seed=0, progress=False)["accuracy"], 4)
     # the best candidate offered as the shipped head: it ties with itself, and the shipped head wins ties
     shipped = Path(max(result["candidates"][1:], key=lambda c: c["score"])["head"])
-    kept = run_cli("select-head", "--corpus", str(tiny_corpus), "--chain", str(out), "--shipped", str(shipped),
+    kept = run_cli("select-head", "--json", "--corpus", str(tiny_corpus), "--chain", str(out), "--shipped", str(shipped),
                    "--model", str(tiny_folder), "--device", "cpu", "--publish", str(tmp_path / "published"))
     assert kept.returncode == 0, kept.stderr
     recorded = json.loads(kept.stdout.strip().splitlines()[-1])

@@ -13,7 +13,7 @@ from bertviz_lab.lab import Encoded, InputError, null_model
 from bertviz_lab.syntax import ensembles as ens
 from bertviz_lab.syntax import structural_probe as sp
 from bertviz_lab.syntax import trees
-from bertviz_lab.syntax.structure import StructureSettings, load_probes, run_structure, save_probes
+from bertviz_lab.syntax.structure import StructureSettings, StructureTreebanks, load_probes, run_structure, save_probes
 from bertviz_lab.treebank import SAMPLE_TREEBANK, Sentence, read_conllu
 
 
@@ -113,7 +113,7 @@ def chain_data(n_sentences, seed, hidden=6):
 
 
 def test_a_probe_learns_a_tree_its_layer_holds_and_stops_early():
-    probes = sp.train_probes(chain_data(200, 0), chain_data(30, 1), [0, 1], "distance", epochs=40)
+    probes = sp.train_probes(chain_data(200, 0), chain_data(30, 1), [0, 1], "distance", sp.ProbeTraining(epochs=40))
     held = chain_data(40, 2)
     learned = sp.sentence_metrics("distance", sp.predict(probes[1], held), held.sentences).figures()
     noise = sp.sentence_metrics("distance", sp.predict(probes[0], held), held.sentences).figures()
@@ -143,6 +143,8 @@ def test_p2d_reads_the_parents_row_not_the_dependents_column():
     maps = ens.WordMaps([m], [s], np.array([0]), 1, 1)
     _, hit = ens.arc_rows(maps, "nsubj", ens.P2D).hits([0])
     assert hit.tolist() == [True]
+    assert ens.arc_rows(maps, "nsubj", "head-row->dep").hits([0])[1].tolist() == [True]  # p2d's own name
+    assert ens.arc_rows(maps, "nsubj", "head->dep").hits([0])[1].tolist() == [False]  # Clark's column: "o" wins
 
 
 def test_ensemble_maps_leave_out_cls_and_sep_and_renormalise_rows():
@@ -161,8 +163,8 @@ def test_ensemble_maps_leave_out_cls_and_sep_and_renormalise_rows():
 @pytest.fixture(scope="module")
 def tiny_structure(tiny_lab):
     sentences = read_conllu(SAMPLE_TREEBANK)
-    return run_structure(tiny_lab, sentences[:40], sentences[40:], StructureSettings(resamples=50, epochs=3),
-                         relations=ens.relations_of(sentences[40:], 5), names=("sample[:40]", "sample[40:]"))
+    return run_structure(tiny_lab, StructureTreebanks(sentences[40:], sentences[:40], names=("sample[:40]", "sample[40:]")),
+                         StructureSettings(resamples=50, epochs=3), relations=ens.relations_of(sentences[40:], 5))
 
 
 def test_the_comparison_has_every_method_on_the_same_held_out_sentences(tiny_structure, tiny_lab):
@@ -199,7 +201,7 @@ def test_probes_are_saved_with_the_weights_hash_and_refused_for_other_weights(ti
 
 
 def test_structural_probe_command_writes_everything_and_refuses_a_test_split(tmp_path, tiny_folder):
-    done = run_cli("structural-probe", "--train", str(SAMPLE_TREEBANK), "--treebank", str(SAMPLE_TREEBANK),
+    done = run_cli("structural-probe", "--json", "--train", str(SAMPLE_TREEBANK), "--treebank", str(SAMPLE_TREEBANK),
                    "--model", str(tiny_folder), "--epochs", "2", "--resamples", "20", "--kinds", "distance",
                    "--out", str(tmp_path / "out"))
     assert done.returncode == 0, done.stderr
@@ -211,7 +213,8 @@ def test_structural_probe_command_writes_everything_and_refuses_a_test_split(tmp
     refused = run_cli("structural-probe", "--train", str(test_split), "--treebank", str(SAMPLE_TREEBANK),
                       "--model", str(tiny_folder), "--out", str(tmp_path / "x"))
     assert refused.returncode == 2 and "test split" in refused.stderr
-    both = run_cli("structural-probe", "--treebank", str(SAMPLE_TREEBANK), "--out", str(tmp_path / "y"))
+    both = run_cli("structural-probe", "--treebank", str(SAMPLE_TREEBANK), "--model", str(tiny_folder),
+                   "--out", str(tmp_path / "y"))
     assert both.returncode == 2 and "--train" in both.stderr
 
 
@@ -220,7 +223,7 @@ def test_the_python_api_draws_the_comparison(tiny_lab, tmp_path, tiny_structure)
 
     path = save_probes(tmp_path / "probes.safetensors", tiny_structure)
     result = bertviz_lab.structural_probe(tiny_lab, SAMPLE_TREEBANK, probes=path, resamples=30, min_arcs=5)
-    expected = run_structure(tiny_lab, [], read_conllu(SAMPLE_TREEBANK), StructureSettings(resamples=30),
+    expected = run_structure(tiny_lab, StructureTreebanks(read_conllu(SAMPLE_TREEBANK)), StructureSettings(resamples=30),
                              trained=load_probes(path, tiny_lab))
     assert result.comparison.equals(expected.comparison) and len(result.ensembles)
     fig = bertviz_lab.figure(result)

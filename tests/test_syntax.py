@@ -182,8 +182,8 @@ def test_sample_treebank_is_large_and_well_formed():
 
 
 def test_cli_scores_published_weights_with_intervals(tmp_path, minilm_lab):
-    out = tmp_path / "probe"
-    run = run_cli("score-heads", "--out", str(out), "--device", "cpu",
+    out = tmp_path / "scores"
+    run = run_cli("score-heads", "--json", "--out", str(out), "--device", "cpu",
                           "--batch-size", "16", "--resamples", "200", "--min-arcs", "20", "--uuas-punct", "exclude",
                           "--null-seeds", "2")
     assert run.returncode == 0, run.stderr
@@ -254,7 +254,8 @@ def test_cli_compares_two_checkpoints_on_the_same_sentences(tmp_path, default_la
 def test_score_heads_scores_the_models_typed():
     """`--model default` is the fine-tuned checkpoint (it was silently swapped for the published one);
     the published weights are the default only when no --model is given; repeats score once."""
-    from bertviz_lab.cli import build_parser, models_to_score
+    from bertviz_lab.cli import build_parser
+    from bertviz_lab.cli.scoring_commands import checkpoints_named as models_to_score
 
     def models(*argv):
         return models_to_score(build_parser().parse_args(["score-heads", "--out", "x", *argv]).model)

@@ -21,7 +21,8 @@ def split_treebank(folder):
 
 
 def run(capsys, *args):
-    code = main(["score-heads", "--device", "cpu", "--resamples", "50", "--min-arcs", "5", "--no-null-model", *args])
+    code = main(["score-heads", "--json", "--device", "cpu", "--resamples", "50", "--min-arcs", "5", "--no-null-model",
+                 *args])
     out = capsys.readouterr()
     assert code == 0, out.err
     return json.loads(out.out.strip().splitlines()[-1]), out.err
@@ -105,7 +106,7 @@ def test_ray_engine_gives_the_local_counts_for_the_model_and_its_null_model(tmp_
     from bertviz_lab.lab import null_model
     from bertviz_lab.syntax import job as job_module
     from bertviz_lab.syntax import ray_engine
-    from bertviz_lab.syntax.ray_engine import QUIET, score_treebanks_ray
+    from bertviz_lab.syntax.ray_engine import QUIET, RayCluster, RayScoring, score_treebanks_ray
     from bertviz_lab.syntax.scoring import score_treebank
     from bertviz_lab.syntax.summary import Settings
     from bertviz_lab.treebank import read_conllu
@@ -117,9 +118,9 @@ def test_ray_engine_gives_the_local_counts_for_the_model_and_its_null_model(tmp_
     local_runs, ray_jobs = [], []
     original, original_ray = job_module.score_treebank, ray_engine.score_treebanks_ray
     try:
-        [(_, remote, remote_nulls)] = list(score_treebanks_ray(sharp_lab, [sentences], batch_size=8, workers=2,
-                                                                null_seeds=[3, 4]))
-        # the whole probe job over two treebanks, null model included: one Ray job (the workers
+        [(_, remote, remote_nulls)] = list(score_treebanks_ray(sharp_lab, [sentences], RayScoring(batch_size=8, null_seeds=(3, 4)),
+                                                                RayCluster(workers=2)))
+        # the whole scoring job over two treebanks, null model included: one Ray job (the workers
         # start once), and the driver runs no model
         monkeypatch.setattr(job_module, "score_treebank", lambda *a, **k: local_runs.append(1) or original(*a, **k))
         monkeypatch.setattr(ray_engine, "score_treebanks_ray", lambda *a, **k: ray_jobs.append(1) or original_ray(*a, **k))
@@ -192,10 +193,10 @@ def test_ray_engine_answers_for_unscorable_treebanks_without_starting_ray(tiny_l
     pytest.importorskip("ray")
     import ray
 
-    from bertviz_lab.syntax.ray_engine import score_treebanks_ray
+    from bertviz_lab.syntax.ray_engine import RayScoring, score_treebanks_ray
     from bertviz_lab.treebank import read_conllu
 
     sentences = read_conllu(SAMPLE_TREEBANK)
-    [(index, scores, null)] = score_treebanks_ray(tiny_lab, [sentences], max_length=3, null_seeds=[])
+    [(index, scores, null)] = score_treebanks_ray(tiny_lab, [sentences], RayScoring(max_length=3, null_seeds=()))
     assert (index, scores.sentences_used, scores.sentences_skipped, null) == (0, 0, len(sentences), [])
     assert not ray.is_initialized()

@@ -1,8 +1,8 @@
-"""The probe report opens offline in headless chromium, shows its figures, and runs nothing
+"""The head-scoring report opens offline in headless chromium, shows its figures, and runs nothing
 that came from the treebank."""
 from browser import browser  # noqa: F401  (fixture)
 
-from bertviz_lab.reports.syntax import write_outputs
+from bertviz_lab.reports.syntax_report import write_outputs
 from bertviz_lab.syntax.scoring import score_treebank
 from bertviz_lab.syntax.summary import Settings, summarise
 from bertviz_lab.treebank import SAMPLE_TREEBANK, read_conllu

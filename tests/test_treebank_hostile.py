@@ -38,8 +38,9 @@ def with_form(sentence: Sentence, index: int, form: str) -> Sentence:
                     f"{sentence.sent_id}-hostile", sentence.line)
 
 
-def probe(capsys, *args) -> tuple[int, str, str]:
-    code = main(["score-heads", "--device", "cpu", "--resamples", "30", "--min-arcs", "5", "--no-null-model", *args])
+def score_heads(capsys, *args) -> tuple[int, str, str]:
+    code = main(["score-heads", "--json", "--device", "cpu", "--resamples", "30", "--min-arcs", "5", "--no-null-model",
+                 *args])
     out = capsys.readouterr()
     return code, out.out, out.err
 
@@ -101,11 +102,11 @@ def test_words_without_pieces_skip_their_sentence_and_leave_the_others_unchanged
     assert (b.sentences_skipped_empty_words, b.words_without_pieces) == (1, 1)
 
 
-def test_the_probe_cli_and_report_count_words_without_pieces(tmp_path, tiny_folder, capsys):
+def test_the_score_heads_cli_and_report_count_words_without_pieces(tmp_path, tiny_folder, capsys):
     blocks = "".join(conllu(["the", "cat", "sat", "on", "the", "mat"], f"ok{i}") for i in range(6))
     path = tmp_path / "hostile.conllu"
     path.write_text(blocks + conllu(["the", "\u200b", "cat", "\x07"], "bad"), encoding="utf-8")
-    code, out, err = probe(capsys, "--conllu", str(path), "--model", str(tiny_folder), "--out", str(tmp_path / "o"))
+    code, out, err = score_heads(capsys, "--conllu", str(path), "--model", str(tiny_folder), "--out", str(tmp_path / "o"))
     assert code == 0, err
     result = json.loads(out.strip().splitlines()[-1])
     assert (result["sentences"], result["skipped"]) == (6, 0)
@@ -145,16 +146,16 @@ def test_every_sentence_skipped_is_an_input_error_with_both_reasons(tiny_lab):
         summarise(scores)
 
 
-def test_the_probe_cli_answers_one_line_for_one_word_sentences(tmp_path, tiny_folder, capsys):
+def test_the_score_heads_cli_answers_one_line_for_one_word_sentences(tmp_path, tiny_folder, capsys):
     path = tmp_path / "one-word.conllu"
     path.write_text("".join(conllu(["cat"], f"s{i}") for i in range(200)), encoding="utf-8")
-    code, _, err = probe(capsys, "--conllu", str(path), "--model", str(tiny_folder), "--out", str(tmp_path / "o"))
+    code, _, err = score_heads(capsys, "--conllu", str(path), "--model", str(tiny_folder), "--out", str(tmp_path / "o"))
     assert code == 2
     assert "one word each" in one_error_line(err)
     # the same through a job (two treebanks): the pair is named, nothing half-written is left as done
     other = tmp_path / "two.conllu"
     other.write_text(conllu(["the", "cat", "sat"]), encoding="utf-8")
-    code, _, err = probe(capsys, "--conllu", str(other), str(path), "--model", str(tiny_folder),
+    code, _, err = score_heads(capsys, "--conllu", str(other), str(path), "--model", str(tiny_folder),
                          "--out", str(tmp_path / "job"))
     assert code == 2 and "Traceback" not in err
     errors = [line[line.index("error: "):] for line in err.splitlines() if "error: " in line]
@@ -214,7 +215,7 @@ def check_both_treebanks_once(out: Path, lab, de: Path, fr: Path) -> None:
 
 
 def test_a_job_keeps_two_treebanks_of_one_file_name_apart(tmp_path, tiny_lab):
-    from bertviz_lab.reports.syntax import job_report_html
+    from bertviz_lab.reports.syntax_report import job_report_html
     from bertviz_lab.syntax.job import Job, complete_pairs, pair_folder, run_job
 
     de, fr = same_name_treebanks(tmp_path / "ud")
@@ -231,17 +232,17 @@ def test_a_job_keeps_two_treebanks_of_one_file_name_apart(tmp_path, tiny_lab):
     assert sum("done earlier, skipped" in line for line in said) == 2
 
 
-def test_the_probe_cli_counts_the_pairs_it_wrote(tmp_path, tiny_lab, capsys):
+def test_the_score_heads_cli_counts_the_pairs_it_wrote(tmp_path, tiny_lab, capsys):
     de, fr = same_name_treebanks(tmp_path / "ud")
     out = tmp_path / "job"
-    code, stdout, err = probe(capsys, "--conllu", str(tmp_path / "ud"), "--model", tiny_lab.source,
+    code, stdout, err = score_heads(capsys, "--conllu", str(tmp_path / "ud"), "--model", tiny_lab.source,
                               "--out", str(out))
     assert code == 0, err
     assert json.loads(stdout.strip().splitlines()[-1])["pairs"] == 2
     check_both_treebanks_once(out, tiny_lab, de, fr)
     # a file named again by another spelling is the same pair, not a third one
     spellings = [str(de), str(de.resolve()), str(tmp_path / "ud" / "fr" / ".." / "de" / "dev.conllu"), str(fr)]
-    code, stdout, err = probe(capsys, "--conllu", *spellings, "--model", tiny_lab.source, "--out", str(tmp_path / "b"))
+    code, stdout, err = score_heads(capsys, "--conllu", *spellings, "--model", tiny_lab.source, "--out", str(tmp_path / "b"))
     assert code == 0, err
     assert json.loads(stdout.strip().splitlines()[-1])["pairs"] == 2
     check_both_treebanks_once(tmp_path / "b", tiny_lab, de, fr)

@@ -12,7 +12,7 @@ from typing import Any
 import gradio as gr
 import plotly
 
-from ..bert import DEFAULT_SOURCE, ORIGINAL_SOURCE
+from ..bert import DEFAULT_CHECKPOINT, ORIGINAL_CHECKPOINT
 from ..lab import Lab, load
 from ..resources import STATIC
 from . import tabs
@@ -47,8 +47,8 @@ def build_demo(lab: Lab | None = None, allowed_models: list[str] | None = None, 
     """The whole page on one loaded model; users may switch among ``allowed_models``."""
     remove_stale_folders()  # of servers of this app that died without cleaning up (kill -9, a crash)
     gradio_cache_folder()  # Gradio's copies of uploads in a folder of ours, so a restart reclaims it
-    lab = lab or load(DEFAULT_SOURCE, device=device or "auto")
-    cache = LabCache(sorted(set((allowed_models or []) + [lab.source, DEFAULT_SOURCE, ORIGINAL_SOURCE])),
+    lab = lab or load(DEFAULT_CHECKPOINT, device=device or "auto")
+    cache = LabCache(sorted(set((allowed_models or []) + [lab.checkpoint_id, DEFAULT_CHECKPOINT, ORIGINAL_CHECKPOINT])),
                      allow_any_model)
     cache.pin(lab, str(lab.device))
     ui = SimpleNamespace()
@@ -62,7 +62,7 @@ def build_demo(lab: Lab | None = None, allowed_models: list[str] | None = None, 
             with gr.Column(scale=3, min_width=480, elem_id="views"):
                 with gr.Tabs(selected="single", **WRAP_TABS) as ui.tabs:
                     tabs.build_view_tabs(ui)
-        with gr.Tabs(selected="probes", elem_id="work-tabs") as ui.work_tabs:  # longer work, full width
+        with gr.Tabs(selected="interventions", elem_id="work-tabs") as ui.work_tabs:  # longer work, full width
             tabs.build_interventions_tab(ui, lab, limits)
             tabs.build_syntax_tab(ui)
             tabs.build_export_tab(ui)

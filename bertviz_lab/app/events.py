@@ -7,17 +7,18 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
-from .probe_controls import CONTROLLED
+from .forms import event_function
+from .intervention_controls import CONTROLLED
 from .zerogpu import on_gpu
 
-SERVER_PLOTS = ("overview_plot", "aggregates_plot", "summary_plot", "pred_plot", "lens_plot", "probe_plot",
+SERVER_PLOTS = ("overview_plot", "aggregates_plot", "summary_plot", "pred_plot", "lens_plot", "intervention_plot",
                 "offsets_plot")
 RUN_INPUTS = ("text", "pair", "top_k", "session", "layer", "head", "hide", "word", "pair_filter")
 # what belongs to one analysis and is drawn on request: cleared by every Run and model switch, so it
 # never stands beside an input it does not match
-ON_REQUEST = ("neuron_html", "explain_message", "explain_plot", "explain_table", "probe_message", "probe_plot", "js_plot",
-              "probe_changes", "offsets_plot", "direction_table", "ablation_plot", "search_message", "search_table",
-              "qk_message", "qk_plot", "qk_sim_plot")
+ON_REQUEST = ("neuron_html", "explain_message", "explain_plot", "explain_table", "intervention_message",
+              "intervention_plot", "js_plot", "intervention_changes", "offsets_plot", "direction_table", "ablation_plot",
+              "search_message", "search_table", "qk_message", "qk_plot", "qk_sim_plot")
 # what depends on the model but not on the input: cleared by a model switch
 MODEL_BOUND = ("set_table", "patch_plot", "positions_plot", "faith_table")
 RUN_OUTPUTS = ("session", "message", "payload", "picker", "search_token", "layer", "head", "pred_table", "nsp_md", "notes",
@@ -28,7 +29,8 @@ TOGGLE_OUTPUTS = ("session", "payload", "notes") + SERVER_PLOTS
 SYNTAX_OUTPUTS = ("session", "syntax_message", "syntax_weights", "syntax_table", "syntax_bars", "syntax_relation",
                   "syntax_plot", "syntax_uuas", "syntax_diff", "syntax_sentence", "syntax_direction", "syntax_arcs_intro",
                   "syntax_arcs_btn")
-PROBE_OUTPUTS = ("session", "probe_message", "probe_plot", "js_plot", "probe_changes", "offsets_plot")
+INTERVENTION_OUTPUTS = ("session", "intervention_message", "intervention_plot", "js_plot", "intervention_changes",
+                        "offsets_plot")
 STATE = ("session",)
 URL_OUTPUTS = RUN_OUTPUTS + ("text", "pair")
 MODEL_OUTPUTS = ("session", "message", "status", "weights_note", "payload", "picker", "search_token", "pred_table") + SERVER_PLOTS \
@@ -47,7 +49,7 @@ class ClientEvent:
 
 
 SELECT_JS = "(layer, head) => window.bvl ? window.bvl.select(layer - 1, head - 1) : []"
-POINT_PROBE = ClientEvent("", "", (), "() => window.bvl ? window.bvl.point('#probe-message') : []")
+POINT_MESSAGE = ClientEvent("", "", (), "() => window.bvl ? window.bvl.point('#intervention-message') : []")
 CLIENT_EVENTS = (
     ClientEvent("layer", "input", ("layer", "head"), SELECT_JS),
     ClientEvent("head", "input", ("layer", "head"), SELECT_JS),
@@ -96,40 +98,42 @@ EVENTS = (
     Event("load_btn", "click", "switch_model", ("model_box", "device_box", "session"), MODEL_OUTPUTS, "load_model"),
     Event("csv_btn", "click", "export_csv", STATE, ("export_file", "message"), "export_csv"),
     Event("npz_btn", "click", "export_npz", STATE, ("export_file", "message"), "export_npz"),
-    Event("probe_kind", "change", "intervention_controls", ("probe_kind",), ("probe_explain",) + CONTROLLED,
-          "intervention_controls", FAST),
-    Event("probe_btn", "click", "run_intervention", ("text", "pair", "top_k", "probe_kind", "picker", "probe_heads",
-                                                     "probe_shift", "probe_seed", "session", "probe_sinks",
-                                                     "probe_unit", "probe_ablation"), PROBE_OUTPUTS, "intervention",
-          client_then=POINT_PROBE),
-    Event("positions_table_btn", "click", "run_position_controls", ("text", "pair", "picker", "probe_shift",
+    Event("intervention_kind", "change", "intervention_controls", ("intervention_kind",),
+          ("intervention_explain",) + CONTROLLED, "intervention_controls", FAST),
+    Event("intervention_btn", "click", "run_intervention", ("text", "pair", "top_k", "intervention_kind", "picker",
+                                                            "intervention_heads", "intervention_shift",
+                                                            "intervention_seed", "session", "intervention_sinks",
+                                                            "intervention_unit", "intervention_ablation"),
+          INTERVENTION_OUTPUTS, "intervention", client_then=POINT_MESSAGE),
+    Event("positions_table_btn", "click", "run_position_controls", ("text", "pair", "picker", "intervention_shift",
                                                                     "session"),
-          ("probe_message", "set_table"), "position_controls", client_then=POINT_PROBE),
-    Event("direction_set_btn", "click", "run_directional_set", ("set_n", "probe_sinks", "session", "set_source",
-                                                                "set_upload"),
-          ("probe_message", "set_table"), "directional_set", ONE_TREEBANK_AT_A_TIME),
-    Event("ablation_set_btn", "click", "run_ablation_set", ("set_n", "probe_ablation", "session", "set_source",
-                                                            "set_upload"),
-          ("probe_message", "ablation_plot"), "ablation_set", ONE_TREEBANK_AT_A_TIME),
-    Event("probe_set_btn", "click", "run_probe_set", ("probe_kind", "probe_heads", "probe_shift", "probe_seed",
-                                                      "probe_sinks", "probe_unit", "probe_ablation", "set_n",
-                                                      "session", "set_source", "set_upload"),
-          ("probe_message", "set_table"), "intervention_set", ONE_TREEBANK_AT_A_TIME),
-    Event("patch_btn", "click", "run_patching", ("text", "patch_source", "patch_correct", "patch_wrong", "session"),
-          ("probe_message", "patch_plot"), "patching"),
-    Event("direction_btn", "click", "run_directional", ("text", "pair", "picker", "session", "probe_sinks"),
-          ("probe_message", "direction_table"), "directional_sweep", client_then=POINT_PROBE),
-    Event("ablation_btn", "click", "run_ablation", ("text", "pair", "picker", "session", "probe_ablation"),
-          ("probe_message", "ablation_plot"), "ablation_sweep", client_then=POINT_PROBE),
-    Event("positions_btn", "click", "run_positions", ("positions_n", "session"), ("probe_message", "positions_plot"),
-          "position_embeddings"),
-    Event("faith_btn", "click", "run_faithfulness", ("faith_n", "session"), ("probe_message", "faith_table"),
+          ("intervention_message", "set_table"), "position_controls", client_then=POINT_MESSAGE),
+    Event("direction_set_btn", "click", "run_directional_set", ("set_n", "intervention_sinks", "session",
+                                                                "sentence_set", "set_upload"),
+          ("intervention_message", "set_table"), "directional_set", ONE_TREEBANK_AT_A_TIME),
+    Event("ablation_set_btn", "click", "run_ablation_set", ("set_n", "intervention_ablation", "session",
+                                                            "sentence_set", "set_upload"),
+          ("intervention_message", "ablation_plot"), "ablation_set", ONE_TREEBANK_AT_A_TIME),
+    Event("intervention_set_btn", "click", "run_intervention_set", ("intervention_kind", "intervention_heads",
+                                                                    "intervention_shift", "intervention_seed",
+                                                                    "intervention_sinks", "intervention_unit",
+                                                                    "intervention_ablation", "set_n", "session",
+                                                                    "sentence_set", "set_upload"),
+          ("intervention_message", "set_table"), "intervention_set", ONE_TREEBANK_AT_A_TIME),
+    Event("patch_btn", "click", "run_patching", ("text", "patch_donor", "patch_correct", "patch_wrong", "session"),
+          ("intervention_message", "patch_plot"), "patching"),
+    Event("direction_btn", "click", "run_directional", ("text", "pair", "picker", "session", "intervention_sinks"),
+          ("intervention_message", "direction_table"), "directional_sweep", client_then=POINT_MESSAGE),
+    Event("ablation_btn", "click", "run_ablation", ("text", "pair", "picker", "session", "intervention_ablation"),
+          ("intervention_message", "ablation_plot"), "ablation_sweep", client_then=POINT_MESSAGE),
+    Event("positions_btn", "click", "run_positions", ("positions_n", "session"),
+          ("intervention_message", "positions_plot"), "position_embeddings"),
+    Event("faith_btn", "click", "run_faithfulness", ("faith_n", "session"), ("intervention_message", "faith_table"),
           "faithfulness", ONE_TREEBANK_AT_A_TIME),
-    Event("syntax_btn", "click", "run_syntax", ("syntax_source", "syntax_upload", "syntax_use_loaded",
+    Event("syntax_btn", "click", "run_syntax", ("syntax_treebank", "syntax_upload", "syntax_use_loaded",
                                                 "syntax_compare", "session", "syntax_score_source"), SYNTAX_OUTPUTS,
-          "score_heads",
-          ONE_TREEBANK_AT_A_TIME),
-    Event("structure_btn", "click", "run_structure_view", ("syntax_source", "syntax_upload", "syntax_use_loaded",
+          "score_heads", ONE_TREEBANK_AT_A_TIME),
+    Event("structure_btn", "click", "run_structure_view", ("syntax_treebank", "syntax_upload", "syntax_use_loaded",
                                                           "session"), ("structure_message", "structure_plot"),
           "structural_probe", ONE_TREEBANK_AT_A_TIME),
     Event("syntax_relation", "input", "syntax_relation_view", ("syntax_relation", "syntax_direction", "session"),
@@ -153,15 +157,16 @@ def api_outputs(api_name: str) -> tuple[str, ...]:
 
 # Handlers that run the model (the others re-render cached results): these get a GPU on ZeroGPU.
 MODEL_HANDLERS = {"analyze", "mask", "run_intervention", "run_directional", "run_ablation",
-                  "run_positions", "run_position_controls", "run_directional_set", "run_ablation_set", "run_probe_set",
+                  "run_positions", "run_position_controls", "run_directional_set", "run_ablation_set", "run_intervention_set",
                   "run_patching", "run_faithfulness", "run_syntax", "run_structure_view", "syntax_arcs", "from_url", "toggles", "sync_view",
                   "select_tab", "explain", "neuron_view", "search_tokens", "qk_space", "qk_similarity"}
 
 
-def handler_of(handlers: Any, name: str, gate: Any = None, outputs: tuple[str, ...] = ()):
-    """The handler as an event runs it: through the gate (the server's limits; see ``gate.py``), and on
-    a GPU on ZeroGPU if it runs the model (inside the gate, so the budget is set where the model runs)."""
-    fn = getattr(handlers, name)
+def handler_of(handlers: Any, name: str, gate: Any = None, outputs: tuple[str, ...] = (), inputs: tuple[str, ...] = ()):
+    """The handler as an event runs it: one value per input (``forms.event_function`` gathers the handler's
+    forms from them), through the gate (the server's limits; see ``gate.py``), and on a GPU on ZeroGPU if it
+    runs the model (inside the gate, so the budget is set where the model runs)."""
+    fn = event_function(getattr(handlers, name), inputs) if inputs else getattr(handlers, name)
     if gate is not None:
         fn = gate.wrap(fn, outputs)
     return on_gpu(fn) if name in MODEL_HANDLERS else fn
@@ -180,7 +185,7 @@ def wire(ui: SimpleNamespace, handlers: Any, gate: Any) -> None:
     CLIENT_EVENTS to the page's JS."""
     for event in EVENTS:
         dependency = listener(ui, event.trigger, event.kind)(
-            handler_of(handlers, event.handler, gate, event.outputs), [getattr(ui, n) for n in event.inputs],
+            handler_of(handlers, event.handler, gate, event.outputs, event.inputs), [getattr(ui, n) for n in event.inputs],
             [getattr(ui, n) for n in event.outputs], api_name=event.api_name, **event.options)
         if event.client_then is not None:
             dependency.then(None, [getattr(ui, n) for n in event.client_then.inputs], None, js=event.client_then.js)

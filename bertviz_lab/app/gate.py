@@ -20,7 +20,7 @@ from ..bert import BudgetExceeded, spending
 from .state import Limits, Session, SessionSlots
 
 # Where each event says what went wrong: the first of these among its outputs.
-MESSAGE_OUTPUTS = ("message", "probe_message", "syntax_message", "syntax_arcs_text", "notes")
+MESSAGE_OUTPUTS = ("message", "intervention_message", "syntax_message", "syntax_arcs_text", "notes")
 DISK_FULL = "the server's disk is full right now; nothing was saved. Try again in a few minutes."
 DISK_ERROR = "the server could not write a file; nothing was saved. Try again in a few minutes."
 

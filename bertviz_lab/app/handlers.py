@@ -18,8 +18,8 @@ from starlette.responses import FileResponse, Response
 from starlette.routing import Route
 
 from ..attention import PAIR_FILTERS
+from ..attention.sources import get_source, layer_matrices, with_source
 from ..bert import CheckpointError, DeviceError
-from ..bert.sources import SOURCE_NOTES, SOURCES
 from ..export import CSV_MAX_ROWS, csv_rows, export_csv, export_npz
 from ..figures import analysis as views
 from ..figures import interventions as intervention_views
@@ -32,14 +32,14 @@ from ..lab import Analysis, InputError, Lab
 from ..lens import mlm_lens, queries_and_keys
 from ..mlm.model_card import quality_note
 from ..resources import DEFAULT_MLM_HEAD
-from ..sources import layer_matrices, with_source
 from .events import SERVER_PLOTS
+from .forms import RunInput, ViewControls
 from .intervention_handlers import InterventionHandlers
 from .qk_handlers import QK_HINT, QkHandlers
 from .search_handlers import SEARCH_COLUMNS, SEARCH_HINT, SearchHandlers
 from .state import LabCache, Limits, Session, TempFolder, plot, status_line, weights_note
 from .syntax_handlers import SyntaxHandlers
-from .tabs import EXAMPLES, EXPLAIN_EMPTY, EXPLAIN_HINT, PROBE_HINT, SERVER_TABS, TABS, WORK_TABS
+from .tabs import EXAMPLES, EXPLAIN_EMPTY, EXPLAIN_HINT, INTERVENTION_HINT, SERVER_TABS, TAB_ALIASES, TABS, WORK_TABS
 from .validation import positions, whole
 
 Updates = dict[Any, Any]
@@ -119,9 +119,9 @@ class Handlers(InterventionHandlers, SyntaxHandlers, SearchHandlers, QkHandlers)
         """The analysis as views.js draws it (single head and head view switch in the browser)."""
         a, _ = self.shown(session)
         o = session.options.clamp(a)
-        view_notes = [] if session.source == "attention" else [f"{session.source}: {SOURCE_NOTES[session.source]}"]
-        meta, codes = view_payload(a, o.layer, o.head, o.hide_special, o.word_level, o.pair_filter,
-                                   extra_notes=view_notes, source_label=views.source_label(a))
+        chosen = get_source(session.source)
+        view_notes = [] if chosen.name == "attention" else [f"{chosen.name}: {chosen.note} ({chosen.citation})"]
+        meta, codes = view_payload(a, o, extra_notes=view_notes, source_label=views.source_label(a))
         meta["codes_url"] = f"{CODES_ROUTE}/{self.payloads.write(codes, '.bin', session.key()).name}"  # relative to the page
         return meta
 
@@ -129,7 +129,7 @@ class Handlers(InterventionHandlers, SyntaxHandlers, SearchHandlers, QkHandlers)
         """What a server-drawn tab's figure depends on: it is redrawn only when this changes."""
         o = session.options
         key: tuple = (session.generation, session.source)
-        if tab in ("aggregates", "probes"):
+        if tab in ("aggregates", "interventions"):
             key += (o.layer, o.head, o.hide_special, o.word_level, o.pair_filter, id(session.comparison))
         return key
 
@@ -161,7 +161,7 @@ class Handlers(InterventionHandlers, SyntaxHandlers, SearchHandlers, QkHandlers)
         c = session.comparison
         if c is None or c.baseline.tokens != a.tokens:
             return {}
-        return {ui.probe_plot: plot(intervention_views.comparison_figure(c, o)),
+        return {ui.intervention_plot: plot(intervention_views.comparison_figure(c, o)),
                 ui.offsets_plot: plot(intervention_views.offsets_figure(c, o.layer))}
 
     def new_view(self, session: Session) -> None:
@@ -169,17 +169,16 @@ class Handlers(InterventionHandlers, SyntaxHandlers, SearchHandlers, QkHandlers)
         session.generation += 1
         session.drawn = {}
 
-    def read_options(self, session: Session, layer, head, hide, word, pair_filter, analysis: Analysis | None = None
-                     ) -> None:
+    def read_options(self, session: Session, view: ViewControls, analysis: Analysis | None = None) -> None:
         """The controls' values into the session's options, checked against ``analysis`` (default: the
         session's); the browser may send anything. A larger layer or head than a new analysis has is clamped."""
         a, o = analysis or session.analysis, session.options
-        o.layer = whole(layer, "layer", 1, 1000) - 1
-        o.head = whole(head, "head", 1, 1000) - 1
+        o.layer = whole(view.layer, "layer", 1, 1000) - 1
+        o.head = whole(view.head, "head", 1, 1000) - 1
         if a is not None:
             o.layer, o.head = min(o.layer, a.n_layers - 1), min(o.head, a.n_heads - 1)
-        o.hide_special, o.word_level = bool(hide), bool(word)
-        o.pair_filter = pair_filter if pair_filter in PAIR_FILTERS else "all"
+        o.hide_special, o.word_level = bool(view.hide), bool(view.word)
+        o.pair_filter = view.pair_filter if view.pair_filter in PAIR_FILTERS else "all"
 
     def run_outputs(self, session: Session, message: str) -> Updates:
         ui, a = self.ui, session.analysis
@@ -202,8 +201,9 @@ class Handlers(InterventionHandlers, SyntaxHandlers, SearchHandlers, QkHandlers)
         messages go back to their one-line hints."""
         ui = self.ui
         return {ui.neuron_html: "", ui.explain_message: EXPLAIN_HINT, ui.explain_table: EXPLAIN_EMPTY,
-                ui.explain_plot: None, ui.probe_message: PROBE_HINT, ui.probe_plot: None, ui.js_plot: None,
-                ui.probe_changes: pd.DataFrame(columns=intervention_views.CHANGE_COLUMNS), ui.offsets_plot: None,
+                ui.explain_plot: None, ui.intervention_message: INTERVENTION_HINT, ui.intervention_plot: None,
+                ui.js_plot: None, ui.intervention_changes: pd.DataFrame(columns=intervention_views.CHANGE_COLUMNS),
+                ui.offsets_plot: None,
                 ui.direction_table: intervention_views.directional_table([]), ui.ablation_plot: None,
                 ui.search_message: SEARCH_HINT, ui.search_table: pd.DataFrame(columns=SEARCH_COLUMNS),
                 ui.qk_message: QK_HINT, ui.qk_plot: None, ui.qk_sim_plot: None}
@@ -213,18 +213,17 @@ class Handlers(InterventionHandlers, SyntaxHandlers, SearchHandlers, QkHandlers)
         ui = self.ui
         return {ui.set_table: None, ui.patch_plot: None, ui.positions_plot: None, ui.faith_table: None}
 
-    def analyze(self, text: str, pair: str, top_k: float, session: Session, layer: float = 1, head: float = 1,
-                hide: bool = False, word: bool = False, pair_filter: str = "all",
+    def analyze(self, run: RunInput, session: Session, view: ViewControls | None = None,
                 mask_positions: list[int] | None = None, unless_newer: int | None = None) -> Updates:
         """Run one input. ``unless_newer``: the generation seen when the page opened; if another Run
         landed meanwhile, this (the opening example's) result is dropped rather than shown over it."""
         try:
             lab = self.lab_of(session)
-            a = lab.analyze(text, pair=pair or None, top_k=whole(top_k, "top-k", 1, 50), truncate=True,
+            a = lab.analyze(run.text, pair=run.pair or None, top_k=whole(run.top_k, "top-k", 1, 50), truncate=True,
                             masks=mask_positions or ())
             if unless_newer is not None and session.generation != unless_newer:
                 return {self.ui.message: gr.skip()}
-            self.read_options(session, layer, head, hide, word, pair_filter, a)
+            self.read_options(session, view or ViewControls(), a)
         except (InputError, CheckpointError, DeviceError) as error:
             return {self.ui.message: f"⚠️ {error}{session.stale_note()}"}
         session.analysis, session.source, session.by_source = a, "attention", {}
@@ -245,13 +244,13 @@ class Handlers(InterventionHandlers, SyntaxHandlers, SearchHandlers, QkHandlers)
         text = params.get("text", "")
         if not text.strip():
             text, pair = EXAMPLES[0]
-            out = self.analyze(text, pair, 5, session, unless_newer=session.generation)
+            out = self.analyze(RunInput(text, pair), session, unless_newer=session.generation)
             return out if self.ui.payload not in out else {**out, self.ui.text: text, self.ui.pair: pair}
-        out = self.analyze(text, params.get("pair", ""), 5, session, params.get("layer", 1), params.get("head", 1))
+        out = self.analyze(RunInput(text, params.get("pair", "")), session,
+                           ViewControls(layer=params.get("layer", 1), head=params.get("head", 1)))
         return {**out, self.ui.text: text, self.ui.pair: params.get("pair", "")}
 
-    def mask(self, text: str, pair: str, top_k: float, chosen: list[int], session: Session, layer: float = 1,
-             head: float = 1, hide: bool = False, word: bool = False, pair_filter: str = "all") -> Updates:
+    def mask(self, run: RunInput, chosen: list[int], session: Session, view: ViewControls | None = None) -> Updates:
         """Mask tokens picked from the last analysed input (the textbox may have changed since)."""
         try:
             picked = positions(chosen)
@@ -260,15 +259,15 @@ class Handlers(InterventionHandlers, SyntaxHandlers, SearchHandlers, QkHandlers)
         if not picked:
             return {self.ui.message: "⚠️ choose one or more tokens to mask first"}
         if session.analysis is not None:
-            text, pair = session.analysis.text, session.analysis.pair or ""
-        return self.analyze(text, pair, top_k, session, layer, head, hide, word, pair_filter, mask_positions=picked)
+            run = RunInput(session.analysis.text, session.analysis.pair or "", run.top_k)
+        return self.analyze(run, session, view, mask_positions=picked)
 
-    def sync_view(self, layer: float, head: float, hide: bool, word: bool, pair_filter: str, session: Session,
-                  source: str = "attention", tab: str = "") -> Updates:
+    def sync_view(self, view: ViewControls, session: Session, source: str = "attention", tab: str = "") -> Updates:
         """The open tab's figure after the sliders moved (views.js asks only when a server-drawn tab is open);
-        API callers may name the tab."""
+        API callers may name the tab (``probes``, the Interventions tab's old id, is still understood)."""
+        tab = TAB_ALIASES.get(tab, tab)
         try:
-            self.read_options(session, layer, head, hide, word, pair_filter)
+            self.read_options(session, view)
         except InputError as error:
             return {self.ui.notes: f"⚠️ {error}"}
         if session.analysis is None:
@@ -279,27 +278,35 @@ class Handlers(InterventionHandlers, SyntaxHandlers, SearchHandlers, QkHandlers)
             session.tab = tab
         return {self.ui.session: session, **self.tab_figures(session)}
 
-    def select_tab(self, layer, head, hide, word, pair_filter, session: Session, source: str = "attention",
+    def select_tab(self, view: ViewControls, session: Session, source: str = "attention",
                    evt: gr.EventData = None) -> Updates:  # Gradio fills evt (it reads the annotation)
         """A tab was opened: remember it, and draw its figure if the server draws it. ``gr.EventData``,
         not ``gr.SelectData``: called through the API there is no event data, and SelectData fails on that."""
         data = getattr(evt, "_data", None)
         label = data.get("value", "") if isinstance(data, dict) else ""
-        return self.sync_view(layer, head, hide, word, pair_filter, session, source, TABS.get(label, ""))
+        return self.sync_view(view, session, source, TABS.get(label, ""))
 
-    def toggles(self, layer, head, hide, word, pair_filter, session: Session, source: str = "attention") -> Updates:
+    def toggles(self, view: ViewControls, session: Session, source: str = "attention") -> Updates:
         """Word level, hidden specials or the attention source changed: a new payload (views.js redraws)
-        and the open tab (a new source is one extra forward pass the first time per analysis)."""
+        and the open tab (a new source is one extra forward pass the first time per analysis). A source
+        the lab cannot compute here (unknown, or flow over a long input) is refused in one sentence and
+        the views keep the source they showed."""
         ui = self.ui
         if session.analysis is None:
             return {ui.notes: gr.skip()}
         try:
-            self.read_options(session, layer, head, hide, word, pair_filter)
+            self.read_options(session, view)
         except InputError as error:
             return {ui.notes: f"⚠️ {error}"}
-        source = source if source in SOURCES else "attention"
-        if source != session.source:  # every figure shows the new source; options are in drawn_from
+        previous = session.source
+        try:
+            get_source(source)
             session.source = source
+            self.shown(session)  # computed (and cached) now, so a refusal leaves the views as they were
+        except ValueError as error:  # an unknown name, or flow over a long input (InputError is a ValueError)
+            session.source = previous
+            return {ui.notes: f"⚠️ {error}; the views still show {previous}."}
+        if source != previous:  # every figure shows the new source; options are in drawn_from
             self.new_view(session)
         return {ui.session: session, ui.payload: self.payload(session), ui.notes: "", **self.tab_figures(session)}
 
@@ -317,14 +324,15 @@ class Handlers(InterventionHandlers, SyntaxHandlers, SearchHandlers, QkHandlers)
         return {self.ui.layer: layer + 1, self.ui.head: head + 1, self.ui.tabs: gr.Tabs(selected="single"),
                 self.ui.session: session}
 
-    def switch_model(self, source: str, device_name: str, session: Session, progress=gr.Progress()) -> Updates:
+    def switch_model(self, checkpoint: str, device_name: str, session: Session, progress=gr.Progress()) -> Updates:
+        """Load another checkpoint (``default``, ``minilm-original``, a folder or a hub id the server allows)."""
         ui = self.ui
-        progress(0.1, desc=f"loading {source or 'default'} on {device_name}")
+        progress(0.1, desc=f"loading {checkpoint or 'default'} on {device_name}")
         try:
-            lab = self.cache.get(source or "default", device_name)
+            lab = self.cache.get(checkpoint or "default", device_name)
         except (CheckpointError, DeviceError) as error:
             return {ui.message: f"⚠️ Could not load the model: {error}"}
-        session.model, session.device = lab.source, str(lab.device)
+        session.model, session.device = lab.checkpoint_id, str(lab.device)
         session.analysis, session.comparison = None, None
         self.new_view(session)
         empty = plot(empty_figure("Press Run to analyse with the new model"))
@@ -352,7 +360,7 @@ class Handlers(InterventionHandlers, SyntaxHandlers, SearchHandlers, QkHandlers)
     def prediction_notes(self, lab: Lab, a: Analysis) -> str:
         """The masked-word and NSP notes, and for the shipped head how far to trust it (its held-out figures)."""
         notes = views.prediction_notes(a)
-        head = lab.checkpoint.mlm_head_source
+        head = lab.checkpoint.head_origin
         if a.mlm and head and Path(head).resolve() == DEFAULT_MLM_HEAD.resolve():
             notes = "\n\n".join(n for n in (notes, quality_note(DEFAULT_MLM_HEAD)) if n)
         return notes
@@ -381,12 +389,12 @@ class Handlers(InterventionHandlers, SyntaxHandlers, SearchHandlers, QkHandlers)
             [first, *_] = explain(self.lab_of(session), session.analysis)
         except (InputError, ValueError) as error:
             return {ui.explain_message: f"⚠️ {error}"}
-        table = pd.DataFrame({"source": list(first.agreement),
+        table = pd.DataFrame({"ranking": list(first.agreement),
                               "Spearman rho with erasure": [round(v, 3) if np.isfinite(v) else None
                                                             for v in first.agreement.values()]})
         on_input = pd.DataFrame.from_dict(first.perturbation, orient="index").round(3)
         on_input.columns = ["AOPC (this input)", "comprehensiveness (this input)", "sufficiency (this input)"]
-        table = table.merge(on_input, left_on="source", right_index=True, how="left")
+        table = table.merge(on_input, left_on="ranking", right_index=True, how="left")
         table = table.sort_values("Spearman rho with erasure", ascending=False)
         return {ui.explain_message: (f"Erasure hides each token from every layer's attention and measures the drop "
                                      f"in log P('{first.target}'); gradient x input and integrated gradients "

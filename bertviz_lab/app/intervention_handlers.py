@@ -1,4 +1,4 @@
-"""Handlers of the Probes tab (mixed into ``Handlers``): one intervention, sweeps, positional
+"""Handlers of the Interventions tab (mixed into ``Handlers``): one intervention, sweeps, positional
 controls, sentence sets with intervals, activation patching and the faithfulness check."""
 from __future__ import annotations
 
@@ -29,7 +29,8 @@ from ..lab import InputError, Lab
 from ..naming import head_name, layer_head, layer_name
 from ..sentences import heldout_lines, read_lines, truncation_note
 from ..treebank import sentence_texts
-from . import probe_controls
+from .forms import InterventionChoice, RunInput
+from .intervention_controls import explanation, visible_controls
 from .state import Session, plot
 from .validation import positions, whole
 
@@ -62,8 +63,8 @@ class InterventionHandlers:
 
     @staticmethod
     def analysed(session: Session, text: str, pair: str | None) -> tuple[str, str | None]:
-        """Probes run on the last analysed input (what the views show), not on whatever the textbox
-        holds now; an API caller that never ran an analysis gets the text it sent."""
+        """Interventions run on the last analysed input (what the views show), not on whatever the
+        textbox holds now; an API caller that never ran an analysis gets the text it sent."""
         if session.analysis is not None:
             return session.analysis.text, session.analysis.pair
         return text, pair or None
@@ -73,37 +74,42 @@ class InterventionHandlers:
         resample ablation (each made once per model), else None."""
         if ablation not in ("mean", "resample"):
             return None
-        key = (lab.source, str(lab.device), ablation)
+        key = (lab.checkpoint_id, str(lab.device), ablation)
         if key not in self.references:
             self.references[key] = sample_mean_outputs(lab) if ablation == "mean" else ResamplePool(lab, sentence_texts())
         return self.references[key]
 
     def intervention_controls(self, kind: str) -> Updates:
-        """Show the chosen intervention's own controls and sweeps (``probe_controls``), hide the rest."""
+        """Show the chosen intervention's own controls and sweeps (``intervention_controls``), hide the rest."""
         ui = self.ui
         if kind not in REGISTRY:
-            return {ui.probe_explain: f"⚠️ unknown intervention {kind!r}"}
-        shown = probe_controls.visible_controls(kind)
-        return {ui.probe_explain: probe_controls.explanation(kind),
+            return {ui.intervention_explain: f"⚠️ unknown intervention {kind!r}"}
+        shown = visible_controls(kind)
+        return {ui.intervention_explain: explanation(kind),
                 **{getattr(ui, name): gr.update(visible=visible) for name, visible in shown.items()}}
 
-    def run_intervention(self, text: str, pair: str, top_k: float, kind: str, picked: list[int], heads: str,
-                         shift: float, seed: float, session: Session, sinks: str = "symmetric", unit: str = "words",
-                         ablation: str = "zero") -> Updates:
+    def intervention_of(self, lab: Lab, choice: InterventionChoice, picked: list[int] | None = None):
+        """The chosen intervention, its numbers checked; ``picked`` tokens are the targets of mask and hide."""
+        return make_intervention(
+            choice.kind, (lab.n_layers, lab.n_heads), positions=picked or [],
+            shift=whole(choice.shift or 0, "shift k", 0, lab.max_tokens),
+            seed=whole(choice.seed or 0, "the shuffle seed", 0, 2**32 - 1), sinks=choice.sinks, unit=choice.unit,
+            mode=choice.ablation, reference=lambda: self.reference(lab, choice.ablation), heads=choice.heads)
+
+    def run_intervention(self, run: RunInput, choice: InterventionChoice, picked: list[int], session: Session
+                         ) -> Updates:
+        """Baseline and intervened runs of the last analysed input, in the views' source."""
         ui = self.ui
         try:
             lab = self.lab_of(session)
             picked = positions(picked)
-            targets = REGISTRY[kind].targets_picked_tokens if kind in REGISTRY else False
-            intervention = make_intervention(
-                kind, (lab.n_layers, lab.n_heads), positions=picked if targets else [],
-                shift=whole(shift or 0, "shift k", 0, lab.max_tokens), seed=whole(seed or 0, "the shuffle seed", 0, 2**32 - 1),
-                sinks=sinks, unit=unit, mode=ablation, reference=lambda: self.reference(lab, ablation), heads=heads)
-            text, pair = self.analysed(session, text, pair)
+            targets = REGISTRY[choice.kind].targets_picked_tokens if choice.kind in REGISTRY else False
+            intervention = self.intervention_of(lab, choice, picked if targets else [])
+            text, pair = self.analysed(session, run.text, run.pair)
             c = compare(lab, text, intervention, pair=pair, mask_positions=[] if targets else picked,
-                        top_k=whole(top_k, "top-k", 1, 50), source=session.source)
+                        top_k=whole(run.top_k, "top-k", 1, 50), source=session.source)
         except (InputError, InterventionError, CheckpointError) as error:
-            return {ui.probe_message: warning(error)}
+            return {ui.intervention_message: warning(error)}
         session.comparison = c
         o = session.options.clamp(c.baseline)
         shown = "" if session.source == "attention" else f" Comparing {session.source} (rows renormalised for JS)."
@@ -111,10 +117,10 @@ class InterventionHandlers:
                    + shown)
         if c.note:
             message += f" ({c.note})"
-        return {ui.session: session, ui.probe_message: message,
-                ui.probe_plot: plot(intervention_views.comparison_figure(c, o)),
+        return {ui.session: session, ui.intervention_message: message,
+                ui.intervention_plot: plot(intervention_views.comparison_figure(c, o)),
                 ui.js_plot: plot(intervention_views.js_figure(c)),
-                ui.probe_changes: intervention_views.changes_table(c),
+                ui.intervention_changes: intervention_views.changes_table(c),
                 ui.offsets_plot: plot(intervention_views.offsets_figure(c, o.layer))}
 
     def run_directional(self, text: str, pair: str, picked: list[int], session: Session,
@@ -125,10 +131,10 @@ class InterventionHandlers:
             rows = directional_sweep(self.lab_of(session), text, pair=pair, mask_positions=positions(picked),
                                      sinks=sinks if sinks in ("symmetric", "strict") else "symmetric")
         except (InputError, InterventionError) as error:
-            return {ui.probe_message: warning(error)}
+            return {ui.intervention_message: warning(error)}
         kind = "symmetric sinks: every query sees [CLS]/[SEP]" if sinks != "strict" else "strict masks"
-        return {ui.probe_message: f"Directional sweep over {len(rows)} masked position(s) ({kind}); the controls "
-                                  "hide as many random keys as the directional masks.",
+        return {ui.intervention_message: f"Directional sweep over {len(rows)} masked position(s) ({kind}); the controls "
+                                         "hide as many random keys as the directional masks.",
                 ui.direction_table: intervention_views.directional_table(rows)}
 
     def run_ablation(self, text: str, pair: str, picked: list[int], session: Session, ablation: str = "zero",
@@ -141,14 +147,14 @@ class InterventionHandlers:
                                         reference=self.reference(lab, ablation),
                                         progress=lambda f, d: progress(f, desc=d))
         except (InputError, InterventionError) as error:
-            return {ui.probe_message: warning(error)}
+            return {ui.intervention_message: warning(error)}
         drops = importance.drops
         layer, head = np.unravel_index(int(np.argmax(drops)), drops.shape)
         scored = "the gold word" if importance.scored == "gold" else \
             "the full-context top-1 (pick tokens instead of typing [MASK] to score gold)"
-        return {ui.probe_message: (f"Most important head for this prediction: {layer_head(layer, head, capital=False)} "
-                                   f"(log-probability of {scored} drops by {drops[layer, head]:.3f} without it; "
-                                   f"{ablation} ablation)."),
+        return {ui.intervention_message: (f"Most important head for this prediction: {layer_head(layer, head, capital=False)} "
+                                          f"(log-probability of {scored} drops by {drops[layer, head]:.3f} without it; "
+                                          f"{ablation} ablation)."),
                 ui.ablation_plot: plot(intervention_views.ablation_figure(drops))}
 
     def run_faithfulness(self, n: float, session: Session, progress=gr.Progress()) -> Updates:
@@ -159,12 +165,12 @@ class InterventionHandlers:
             result = faithfulness(lab, lines, max_sentences=self.set_size(n, self.limits.faith_sentences),
                                   progress=lambda done, total: progress(done / total, desc="faithfulness"))
         except (InputError, CheckpointError) as error:
-            return {ui.probe_message: warning(error)}
+            return {ui.intervention_message: warning(error)}
         table = pd.DataFrame(result.table()).drop(columns=["drop_by_k"]).sort_values("aopc", ascending=False)
         against_random = " ".join(f"{d.verdict()}." for d in result.differences() if d.b == "random")
-        return {ui.probe_message: f"Faithfulness of each explanation on {int(table.n.max())} held-out sentences "
-                                  f"({result.model}). {result.conclusion()}. {against_random}"
-                                  f"{cut_note(result.truncated)}", ui.faith_table: table.round(3)}
+        return {ui.intervention_message: f"Faithfulness of each explanation on {int(table.n.max())} held-out sentences "
+                                         f"({result.model}). {result.conclusion()}. {against_random}"
+                                         f"{cut_note(result.truncated)}", ui.faith_table: table.round(3)}
 
     def run_positions(self, n: float, session: Session) -> Updates:
         ui = self.ui
@@ -173,8 +179,8 @@ class InterventionHandlers:
                                                                                   self.lab_of(session).max_tokens))
             n = int(n)
         except (InterventionError, InputError) as error:
-            return {ui.probe_message: warning(error)}
-        return {ui.probe_message: f"Cosine similarity of the first {int(n)} positions.",
+            return {ui.intervention_message: warning(error)}
+        return {ui.intervention_message: f"Cosine similarity of the first {int(n)} positions.",
                 ui.positions_plot: plot(intervention_views.position_figure(learned, sinusoid))}
 
     def run_position_controls(self, text: str, pair: str, picked: list[int], shift: float, session: Session
@@ -186,8 +192,8 @@ class InterventionHandlers:
             rows = position_controls(lab, text, pair=pair, mask_positions=positions(picked),
                                      shift=whole(shift or 0, "shift k", 0, lab.max_tokens))
         except (InputError, InterventionError) as error:
-            return {ui.probe_message: warning(error)}
-        return {ui.probe_message: "Positional interventions with their controls on this input: what is specific to "
+            return {ui.intervention_message: warning(error)}
+        return {ui.intervention_message: "Positional interventions with their controls on this input: what is specific to "
                                   "sinusoidal positions is what differs from zeroed and random ones.",
                 ui.set_table: pd.DataFrame(rows).round(4)}
 
@@ -200,11 +206,11 @@ class InterventionHandlers:
                              "the command line takes any number")
         return number
 
-    def set_lines(self, source: str, upload: str | None) -> list[str]:
-        """The sentences of a set the page chose: shipped held-out lines, the sample treebank, or an upload."""
-        if source == "sample":
+    def set_lines(self, sentence_set: str, upload: str | None) -> list[str]:
+        """The sentences of the set the page chose: shipped held-out lines, the sample treebank, or an upload."""
+        if sentence_set == "sample":
             return sentence_texts()
-        if source != "upload":
+        if sentence_set != "upload":
             return heldout_lines()
         if not upload:
             raise InputError("upload a text file first (one sentence per line)")
@@ -215,33 +221,33 @@ class InterventionHandlers:
         except InputError as error:
             raise InputError(str(error).replace(str(upload), Path(upload).name)) from None
 
-    def run_directional_set(self, n: float, sinks: str, session: Session, source: str = "heldout",
+    def run_directional_set(self, n: float, sinks: str, session: Session, sentence_set: str = "heldout",
                             upload: str | None = None, progress=gr.Progress()) -> Updates:
         ui = self.ui
         try:
-            result = directional_set(self.lab_of(session), self.set_lines(source, upload),
+            result = directional_set(self.lab_of(session), self.set_lines(sentence_set, upload),
                                      sinks=sinks if sinks == "strict" else "symmetric",
                                      max_sentences=self.set_size(n),
                                      progress=lambda done, total: progress(done / total, desc="directional set"))
         except (InputError, CheckpointError) as error:
-            return {ui.probe_message: warning(error)}
+            return {ui.intervention_message: warning(error)}
         table = pd.DataFrame(effects_table(result.effects, "condition", "mean P(gold)")).round(4)
         verdicts = " ".join(f"{d.verdict()}." for d in result.differences)
-        return {ui.probe_message: f"P(gold word) over {result.effects['both'].n} sentences, one masked word each "
-                                  f"({sinks} sinks); each control hides as many random keys as its directional "
-                                  f"mask. {verdicts}{cut_note(result.truncated)}",
+        return {ui.intervention_message: f"P(gold word) over {result.effects['both'].n} sentences, one masked word each "
+                                         f"({sinks} sinks); each control hides as many random keys as its directional "
+                                         f"mask. {verdicts}{cut_note(result.truncated)}",
                 ui.set_table: table}
 
-    def run_ablation_set(self, n: float, ablation: str, session: Session, source: str = "heldout",
+    def run_ablation_set(self, n: float, ablation: str, session: Session, sentence_set: str = "heldout",
                          upload: str | None = None, progress=gr.Progress()) -> Updates:
         ui = self.ui
         try:
             lab = self.lab_of(session)
-            result = ablation_set(lab, self.set_lines(source, upload), self.reference(lab, ablation),
+            result = ablation_set(lab, self.set_lines(sentence_set, upload), self.reference(lab, ablation),
                                   max_sentences=self.set_size(n),
                                   progress=lambda done, total: progress(done / total, desc="ablation set"))
         except (InputError, CheckpointError) as error:
-            return {ui.probe_message: warning(error)}
+            return {ui.intervention_message: warning(error)}
         effect, best = result.effect, result.most_important
         figure = intervention_views.ablation_figure(effect.mean)
         fit_title(figure["layout"], f"Mean drop in log P(gold) over {effect.n} sentences when each head alone is "
@@ -252,44 +258,42 @@ class InterventionHandlers:
             e = best.effect
             found = (f"chosen on {best.selected_on} sentences: {head_name(best.layer, best.head)}; on the other "
                      f"{e.n} its mean drop is {float(e.mean):.3f} [{float(e.ci_low):.3f}, {float(e.ci_high):.3f}].")
-        return {ui.probe_message: f"Most important head ({ablation} ablation, gold word scored), {found}"
-                                  f"{cut_note(result.truncated)}",
+        return {ui.intervention_message: f"Most important head ({ablation} ablation, gold word scored), {found}"
+                                         f"{cut_note(result.truncated)}",
                 ui.ablation_plot: plot(figure)}
 
-    def run_probe_set(self, kind: str, heads: str, shift: float, seed: float, sinks: str, unit: str, ablation: str,
-                      n: float, session: Session, source: str = "heldout", upload: str | None = None,
-                      progress=gr.Progress()) -> Updates:
+    def run_intervention_set(self, choice: InterventionChoice, n: float, session: Session,
+                             sentence_set: str = "heldout", upload: str | None = None,
+                             progress=gr.Progress()) -> Updates:
+        """The chosen intervention over a sentence set, one seeded masked word each, with intervals."""
         ui = self.ui
         try:
             lab = self.lab_of(session)
-            if REGISTRY.get(kind) is not None and REGISTRY[kind].targets_picked_tokens:
+            if REGISTRY.get(choice.kind) is not None and REGISTRY[choice.kind].targets_picked_tokens:
                 raise InputError("mask and hide interventions need picked tokens; over a set, choose another intervention")
-            intervention = make_intervention(
-                kind, (lab.n_layers, lab.n_heads), shift=whole(shift or 0, "shift k", 0, lab.max_tokens), sinks=sinks,
-                unit=unit, mode=ablation,
-                seed=whole(seed or 0, "the shuffle seed", 0, 2**32 - 1),
-                reference=lambda: self.reference(lab, ablation), heads=heads)
-            effects = compare_set(lab, self.set_lines(source, upload), intervention,
+            intervention = self.intervention_of(lab, choice)
+            effects = compare_set(lab, self.set_lines(sentence_set, upload), intervention,
                                   max_sentences=self.set_size(n),
-                                  progress=lambda done, total: progress(done / total, desc="probe over the set"))
+                                  progress=lambda done, total: progress(done / total, desc="intervention over the set"))
         except (InputError, InterventionError, CheckpointError) as error:
-            return {ui.probe_message: warning(error)}
+            return {ui.intervention_message: warning(error)}
         table = pd.DataFrame(effects_table(effects.effects)).round(4)
-        return {ui.probe_message: f"{intervention.describe()} over {table.n.iloc[0]} sentences (gold word scored)."
-                                  f"{cut_note(effects.truncated)}",
+        return {ui.intervention_message: f"{intervention.describe()} over {table.n.iloc[0]} sentences (gold word scored)."
+                                         f"{cut_note(effects.truncated)}",
                 ui.set_table: table}
 
-    def run_patching(self, text: str, source: str, correct: str, wrong: str, session: Session) -> Updates:
+    def run_patching(self, text: str, donor: str, correct: str, wrong: str, session: Session) -> Updates:
+        """Activation patching: each head's output (and the residual stream at the [MASK]) taken from the donor."""
         ui = self.ui
         try:
             text, _ = self.analysed(session, text, None)
-            result = patching_sweep(self.lab_of(session), text, source, str(correct).strip(), str(wrong).strip())
+            result = patching_sweep(self.lab_of(session), text, donor, str(correct).strip(), str(wrong).strip())
         except (InputError, InterventionError) as error:
-            return {ui.probe_message: warning(error)}
+            return {ui.intervention_message: warning(error)}
         residual = ", ".join(f"{layer_name(i)} {v:+.2f}" for i, v in enumerate(result.residual))
         figure = layer_head_figure(result.heads, "Activation patching: change in logit difference "
-                                   f"({correct} - {wrong}) when one head's output comes from the source",
+                                   f"({correct} - {wrong}) when one head's output comes from the donor",
                                    "patching", diverging=True, value_label="change")
-        return {ui.probe_message: f"Logit difference {correct} - {wrong}: target {result.baseline:+.2f}, source "
-                                  f"{result.source:+.2f}. Patching the residual stream at the [MASK]: {residual}.",
+        return {ui.intervention_message: f"Logit difference {correct} - {wrong}: target {result.baseline:+.2f}, donor "
+                                         f"{result.donor:+.2f}. Patching the residual stream at the [MASK]: {residual}.",
                 ui.patch_plot: plot(figure)}

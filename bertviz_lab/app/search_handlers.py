@@ -32,7 +32,7 @@ class SearchHandlers:
 
     def corpus_index(self, lab: Lab, kind: str) -> TokenIndex:
         """The sample treebank's index for this model, built on first use (under a second on CPU)."""
-        key = (lab.source, str(lab.device), kind)
+        key = (lab.checkpoint_id, str(lab.device), kind)
         with self.index_lock:
             if key not in self.indexes:
                 self.indexes[key] = build_index(lab, read_conllu(SAMPLE_TREEBANK), kind)

@@ -18,18 +18,18 @@ from typing import Any
 
 from gradio.components.plot import PlotData
 
-from ..bert import DEFAULT_SOURCE, Budget, CheckpointError
+from ..bert import DEFAULT_CHECKPOINT, Budget, CheckpointError
 from ..figures.analysis import ViewOptions
 from ..figures.base import Figure, to_json
 from ..lab import Analysis, Lab, load
 
 
 class LabCache:
-    """Loaded models keyed by (source, device), loaded once, shared read-only, at most
+    """Loaded models keyed by (checkpoint, device), loaded once, shared read-only, at most
     ``capacity`` at a time (least recently used first out; the startup model is pinned)."""
 
     def __init__(self, allowed: list[str] | None, allow_any: bool, capacity: int = 4) -> None:
-        self.allowed = allowed or [DEFAULT_SOURCE]
+        self.allowed = allowed or [DEFAULT_CHECKPOINT]
         self.allow_any = allow_any
         self.capacity = max(1, capacity)
         self._labs: OrderedDict[tuple[str, str], Lab] = OrderedDict()
@@ -37,18 +37,19 @@ class LabCache:
         self._lock = threading.Lock()
 
     def pin(self, lab: Lab, device: str) -> None:
-        self._pinned = (lab.source, device)
+        self._pinned = (lab.checkpoint_id, device)
         self._labs[self._pinned] = lab
 
-    def get(self, source: str, device: str) -> Lab:
-        source = (source or DEFAULT_SOURCE).strip()
-        if not self.allow_any and source not in self.allowed:
-            raise CheckpointError(f"model {source!r} is not enabled on this server; "
+    def get(self, checkpoint: str, device: str) -> Lab:
+        """The loaded checkpoint (``default``, ``minilm-original``, a folder or a hub id this server allows)."""
+        checkpoint = (checkpoint or DEFAULT_CHECKPOINT).strip()
+        if not self.allow_any and checkpoint not in self.allowed:
+            raise CheckpointError(f"model {checkpoint!r} is not enabled on this server; "
                                   f"choose one of: {', '.join(self.allowed)}")
-        key = (source, device)
+        key = (checkpoint, device)
         with self._lock:
             if key not in self._labs:
-                self._labs[key] = load(source, device=device)
+                self._labs[key] = load(checkpoint, device=device)
                 evictable = [k for k in self._labs if k not in (key, self._pinned)]
                 while len(self._labs) > self.capacity and evictable:
                     del self._labs[evictable.pop(0)]
@@ -265,18 +266,18 @@ class SessionSlots:
 
 @dataclass
 class Session:
-    model: str = DEFAULT_SOURCE
+    model: str = DEFAULT_CHECKPOINT  # the checkpoint the session's views come from
     device: str = "cpu"
     analysis: Analysis | None = None
     options: ViewOptions = field(default_factory=ViewOptions)
-    source: str = "attention"  # what the views show: softmax attention or a norm-based source
+    source: str = "attention"  # the attention source the views show (``attention.sources``)
     by_source: dict = field(default_factory=dict)  # source -> (Analysis of that source, per-layer matrices)
     comparison: Any = None  # interventions.Comparison of the last intervention
     syntax: Any = None  # syntax.run.SyntaxRun of the last treebank run
     treebank: list = field(default_factory=list)  # its sentences
     syntax_model: str = ""  # the weights it scored
     tab: str = "single"  # the open view tab: only its figure is drawn
-    work_tab: str = "probes"  # the open tab of the lower group (probes, syntax, export)
+    work_tab: str = "interventions"  # the open tab of the lower group (interventions, syntax, export)
     generation: int = 0  # bumped by every new analysis or source, so drawn figures know they are out of date
     drawn: dict = field(default_factory=dict)  # tab -> what its figure was drawn from
     owner: str = ""  # a random key, given on first use (gr.State deep-copies the default, so not at creation)
@@ -316,7 +317,7 @@ def status_line(lab: Lab) -> str:
 
 
 def weights_note(lab: Lab) -> str:
-    if not lab.checkpoint.mlm_head_source:
+    if not lab.checkpoint.head_origin:
         return f"The views show the attention of {lab.name}."
     trained = "masked-word and next-sentence" if lab.model.has_nsp_head else "masked-word"
     return (f"The default is bertviz-lab's {trained} version of MiniLM (see assets/minilm-mlm/MODEL_CARD.md): its "

@@ -7,23 +7,27 @@ from typing import Any
 
 import gradio as gr
 
+from ..attention.sources import get_source
 from ..bert import CheckpointError, DeviceError
 from ..figures import syntax as syntax_views
-from ..figures.structure import structure_figure
+from ..figures.structure_figure import structure_figure
 from ..lab import InputError, InputTooLong
+from ..syntax.directions import CLARK_DIRECTIONS, normalize_direction
 from ..syntax.parse import spacy_model_name, spacy_parse
 from ..syntax.run import attention_weights_source, run_syntax
 from ..syntax.scoring import sentence_word_attention
-from ..syntax.structure import StructureSettings, run_structure, shipped_probes
+from ..syntax.structure import StructureSettings, StructureTreebanks, run_structure, shipped_probes
 from ..syntax.summary import HELD_OUT_NOTE, Settings
 from ..treebank import SAMPLE_TREEBANK, TreebankError, read_conllu
+from .forms import TreebankChoice
 from .state import Limits, Session, plot
 
 APP_SETTINGS = Settings(resamples=1000, seed=0, select_fraction=0.5, min_arcs=10)
 
 
-def treebank_path(source: str, upload: str | None, limits: Limits) -> Path:
-    if source != "upload":
+def treebank_path(treebank: str, upload: str | None, limits: Limits) -> Path:
+    """The sample treebank, or the uploaded CoNLL-U file within the server's size limit."""
+    if treebank != "upload":
         return SAMPLE_TREEBANK
     if not upload:
         raise TreebankError("upload a CoNLL-U file first")
@@ -52,30 +56,31 @@ class SyntaxHandlers:
     cache: Any
     limits: Limits
 
-    def syntax_sources(self, session: Session, use_loaded: bool) -> tuple[str, str]:
+    def syntax_checkpoints(self, session: Session, use_loaded: bool) -> tuple[str, str]:
         """(weights to score, the other weights): published ones unless the user chose the loaded model."""
         published = attention_weights_source(session.model)
         chosen = session.model if use_loaded else published
         return chosen, (published if chosen != published else session.model)
 
-    def treebank_and_lab(self, source: str, upload: str | None, use_loaded: bool, session: Session):
+    def treebank_and_lab(self, choice: TreebankChoice, session: Session):
         """What both Syntax buttons start from: the treebank (checked against the limits), the weights
         to score and the other ones, and the chosen weights loaded."""
-        path = treebank_path(source, upload, self.limits)
+        path = treebank_path(choice.treebank, choice.upload, self.limits)
         sentences = read_treebank(path, self.limits)
-        chosen, other = self.syntax_sources(session, bool(use_loaded))
+        chosen, other = self.syntax_checkpoints(session, bool(choice.use_loaded))
         return path, sentences, chosen, other, self.cache.get(chosen, session.device)
 
-    def run_syntax(self, source: str, upload: str | None, use_loaded: bool, compare: bool, session: Session,
-                   score_source: str = "attention", progress=gr.Progress()) -> dict:
+    def run_syntax(self, choice: TreebankChoice, compare: bool, session: Session, score_source: str = "attention",
+                   progress=gr.Progress()) -> dict:
+        """Every head scored on the treebank, on ``score_source`` (an unknown source is refused, never replaced)."""
         ui = self.ui
         try:
-            path, sentences, chosen, other, lab = self.treebank_and_lab(source, upload, use_loaded, session)
+            get_source(score_source)
+            path, sentences, chosen, other, lab = self.treebank_and_lab(choice, session)
             other_lab = self.cache.get(other, session.device) if compare and other != chosen else None
             run = run_syntax(lab, sentences, APP_SETTINGS, compare_lab=other_lab, max_length=self.limits.max_tokens,
-                             source=score_source if score_source in ("attention", "norm") else "attention",
-                             progress=lambda f, what: progress(f, desc=what), ensembles=True)
-        except (TreebankError, CheckpointError, DeviceError, InputError) as error:
+                             source=score_source, progress=lambda f, what: progress(f, desc=what), ensembles=True)
+        except (TreebankError, CheckpointError, DeviceError, ValueError) as error:  # InputError is a ValueError
             return {ui.syntax_message: f"⚠️ {syntax_views.markdown_text(error)}"}
         session.syntax, session.treebank, session.syntax_model = run, sentences, chosen
         summary = run.summary
@@ -105,22 +110,22 @@ class SyntaxHandlers:
                 ui.syntax_diff: self.difference_plot(session, relations[0], "dep->head"),
                 ui.syntax_sentence: gr.update(choices=choices, value=0, visible=True)}
 
-    def run_structure_view(self, source: str, upload: str | None, use_loaded: bool, session: Session,
-                           progress=gr.Progress()) -> dict:
+    def run_structure_view(self, choice: TreebankChoice, session: Session, progress=gr.Progress()) -> dict:
         """The structural probe shipped for these weights beside attention trees, on this treebank."""
         ui = self.ui
         try:
-            path, sentences, _, _, lab = self.treebank_and_lab(source, upload, use_loaded, session)
-            probes = shipped_probes(lab)
-            if probes is None:
+            path, sentences, _, _, lab = self.treebank_and_lab(choice, session)
+            structural_probes = shipped_probes(lab)
+            if structural_probes is None:
                 return {ui.structure_message: f"⚠️ No structural probe ships for "
                                               f"{syntax_views.markdown_text(lab.checkpoint_info().describe())}. "
                                               "Train one with `bertviz-lab structural-probe --train "
                                               "en_ewt-ud-train.conllu --treebank FILE --out DIR` (probes are tied "
                                               "to the exact weights).", ui.structure_plot: None}
             progress(0.1, desc="structural probe and attention trees")
-            result = run_structure(lab, [], sentences, StructureSettings(seed=APP_SETTINGS.seed), trained=probes,
-                                   names=("", path.name), progress=lambda message: progress(0.5, desc=message))
+            result = run_structure(lab, StructureTreebanks(sentences, names=("", path.name)),
+                                   StructureSettings(seed=APP_SETTINGS.seed), trained=structural_probes,
+                                   progress=lambda message: progress(0.5, desc=message))
         except (TreebankError, CheckpointError, DeviceError, InputError) as error:
             return {ui.structure_message: f"⚠️ {syntax_views.markdown_text(error)}"}
         lines = "".join(f"\n- {syntax_views.markdown_text(line)}" for line in result.conclusions)
@@ -132,6 +137,7 @@ class SyntaxHandlers:
                 ui.structure_plot: plot(structure_figure(result.comparison, result.checkpoint.name, path.name))}
 
     def difference_plot(self, session: Session, relation: str, direction: str):
+        """B - A per head for one relation and direction, when two weights were scored."""
         run = session.syntax
         if run is None or run.compare is None:
             return None
@@ -143,9 +149,12 @@ class SyntaxHandlers:
         if session.syntax is None or not relation:
             return {ui.syntax_message: gr.skip()}
         try:
+            direction = normalize_direction(direction, CLARK_DIRECTIONS)
             figure = syntax_views.relation_heatmap(session.syntax.summary, relation, direction)
-        except KeyError as error:
+        except ValueError as error:
             return {ui.syntax_message: f"⚠️ {error}"}
+        except KeyError as error:
+            return {ui.syntax_message: f"⚠️ {error.args[0]}"}
         return {ui.syntax_plot: plot(figure), ui.syntax_diff: self.difference_plot(session, relation, direction)}
 
     def syntax_arcs(self, index: int | None, layer: float, head: float, session: Session, text: str = "") -> dict:

@@ -5,19 +5,21 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 from types import SimpleNamespace
 
 import gradio as gr
 import pandas as pd
 
 from ..attention import PAIR_FILTERS
+from ..attention.sources import SOURCES
 from ..bert import available_devices
 from ..figures import analysis as views
 from ..figures import interventions as intervention_views
 from ..figures.qk import COLOURINGS
 from ..interventions import REGISTRY
 from ..lab import Lab
-from . import probe_controls
+from .intervention_controls import explanation, visible_controls
 from .qk_handlers import QK_HINT, QK_SETS
 from .search_handlers import SEARCH_COLUMNS, SEARCH_HINT
 from .state import Limits, Session, status_line, weights_note
@@ -34,25 +36,30 @@ EXAMPLES = [
 
 # Tab label -> tab id; the server draws the figures of the tabs in SERVER_TABS, the page the others.
 TABS = {"Single head": "single", "Head view": "headview", "Model overview": "overview", "Aggregates": "aggregates",
-        "Head summary": "summary", "Masked words": "predictions", "Interventions": "probes", "Syntax": "syntax",
+        "Head summary": "summary", "Masked words": "predictions", "Interventions": "interventions", "Syntax": "syntax",
         "Export": "export"}
 TAB_IDS = {tab_id: label for label, tab_id in TABS.items()}
-SERVER_TABS = ("overview", "aggregates", "summary", "predictions", "probes")
-WORK_TABS = ("probes", "syntax", "export")  # the lower, full-width group
+TAB_ALIASES = {"probes": "interventions"}  # old tab ids API callers may still send (until the next release)
+SERVER_TABS = ("overview", "aggregates", "summary", "predictions", "interventions")
+WORK_TABS = ("interventions", "syntax", "export")  # the lower, full-width group
 ON_USE = ["bvl-on-use"]  # hidden by the page's CSS while empty: no blank frame before the first result
-PROBE_HINT = "Results appear here: choose an intervention above and press *Run the intervention* or a sweep."
+INTERVENTION_HINT = "Results appear here: choose an intervention above and press *Run the intervention* or a sweep."
 EXPLAIN_HINT = ("*Why this word?* attributes the first masked word's prediction to the context tokens "
                 "(erasure, gradients, every source).")
 ARCS_INTRO = ("**One sentence:** its gold dependency arcs next to the arcs the head chosen with the Layer/Head "
               "sliders predicts.")
 SYNTAX_HINT = ("Choose a treebank and press **Score every head on the treebank**: the best head per relation with its "
                "interval, the per-head maps and one sentence's arcs appear here.")
-EXPLAIN_EMPTY = pd.DataFrame(columns=["source", "Spearman rho with erasure", "AOPC (this input)",
+# Every attention source of the registry is offered for the views; heads are scored only on the per-head
+# ones (a per-layer source such as rollout or flow gives every head of a layer the same score).
+PER_HEAD_SOURCES = tuple(name for name, source in SOURCES.items() if not source.per_layer)
+SOURCE_INFO = "; ".join(dict.fromkeys(re.match(r"[^,;]+", source.citation)[0] for source in SOURCES.values()))
+EXPLAIN_EMPTY = pd.DataFrame(columns=["ranking", "Spearman rho with erasure", "AOPC (this input)",
                                       "comprehensiveness (this input)", "sufficiency (this input)"])
 
 
 def build_header(ui: SimpleNamespace, lab: Lab, allowed: list[str], session_ttl: float) -> None:
-    ui.session = gr.State(Session(model=lab.source, device=str(lab.device)), time_to_live=session_ttl)
+    ui.session = gr.State(Session(model=lab.checkpoint_id, device=str(lab.device)), time_to_live=session_ttl)
     with gr.Row(elem_id="header"):
         gr.Markdown("## bertviz-lab · every layer and head of BERT's attention, and its masked-word predictions",
                     elem_id="title")
@@ -70,7 +77,7 @@ def build_model_box(ui: SimpleNamespace, lab: Lab, allowed: list[str]) -> None:
     devices = available_devices()
     with gr.Accordion("Model and device", open=False):
         ui.weights_note = gr.Markdown(weights_note(lab), elem_classes=["bvl-note"])
-        ui.model_box = gr.Dropdown(choices=allowed, value=lab.source, label="Model", allow_custom_value=True,
+        ui.model_box = gr.Dropdown(choices=allowed, value=lab.checkpoint_id, label="Model", allow_custom_value=True,
                                    info="'default' = embedded MiniLM-L6; hub ids / folders the operator allows")
         with gr.Row():
             ui.device_box = gr.Dropdown(choices=devices, value=str(lab.device) if str(lab.device) in devices
@@ -94,12 +101,8 @@ def build_inputs(ui: SimpleNamespace, lab: Lab, allowed: list[str]) -> None:
     with gr.Row():
         ui.hide = gr.Checkbox(label="Hide [CLS]/[SEP] (rows renormalised)", value=False, elem_id="hide")
         ui.word = gr.Checkbox(label="Word level (merge word pieces)", value=False, elem_id="word")
-    ui.source = gr.Radio([("attention weights", "attention"), ("norm ||αf(x)||", "norm"),
-                          ("norm + residual + LayerNorm", "norm-residual"), ("GlobEnc", "globenc"), ("ALTI", "alti"),
-                          ("value zeroing", "value-zeroing"), ("DecompX", "decompx")],
-                         value="attention", label="What the views show (Kobayashi et al. 2020, 2021; Modarressi et al. "
-                                                  "2022; Ferrando et al. 2022; Mohebbi et al. 2023; Modarressi et al. 2023)",
-                         elem_id="source")
+    ui.source = gr.Radio([(source.label, name) for name, source in SOURCES.items()], value="attention",
+                         label="What the views show: the attention source", info=SOURCE_INFO, elem_id="source")
     ui.notes = gr.Markdown("", elem_classes=["bvl-note"], elem_id="notes")
     with gr.Accordion("Mask tokens (pick from the analysed input)", open=True):
         ui.picker = gr.CheckboxGroup(choices=[], label="Tokens", elem_id="token-picker")
@@ -162,46 +165,48 @@ def build_view_tabs(ui: SimpleNamespace) -> None:
         ui.explain_message = gr.Markdown(EXPLAIN_HINT, elem_id="explain-message", elem_classes=["bvl-note"])
         ui.explain_plot = gr.Plot(label="Attribution", elem_id="explain-plot", elem_classes=ON_USE)
         ui.explain_table = gr.Dataframe(EXPLAIN_EMPTY,
-                                        label="How faithful each source is on this input: rank agreement with "
+                                        label="How faithful each ranking is on this input: rank agreement with "
                                               "erasure, AOPC, ERASER comprehensiveness and sufficiency",
                                         interactive=False, elem_id="explain-table", elem_classes=ON_USE)
         ui.pred_table = gr.Dataframe(pd.DataFrame(columns=views.PREDICTION_COLUMNS), label="Top-k predictions",
                                      interactive=False, elem_id="pred-table", elem_classes=ON_USE)
 
 
-def build_probe_controls(ui: SimpleNamespace) -> dict[str, bool]:
+def build_intervention_controls(ui: SimpleNamespace) -> dict[str, bool]:
     """The intervention picker, its own controls (only those the chosen kind reads are shown) and its
     buttons; returns what is shown, for the sentence-set buttons further down."""
     first = "left-only"
-    shown = probe_controls.visible_controls(first)
+    shown = visible_controls(first)
     with gr.Row():
-        ui.probe_kind = gr.Dropdown([(cls.label, kind) for kind, cls in REGISTRY.items()], value=first,
-                                    label="Intervention", elem_id="probe-kind", scale=2)
-        ui.probe_explain = gr.Markdown(probe_controls.explanation(first), elem_id="probe-explain",
-                                       elem_classes=["bvl-note"])
+        ui.intervention_kind = gr.Dropdown([(cls.label, kind) for kind, cls in REGISTRY.items()], value=first,
+                                           label="Intervention", elem_id="intervention-kind", scale=2)
+        ui.intervention_explain = gr.Markdown(explanation(first), elem_id="intervention-explain",
+                                              elem_classes=["bvl-note"])
     with gr.Row():
-        ui.probe_heads = gr.Textbox(label="Heads to ablate (layer-head, 1-based)", value="1-1",
-                                    placeholder="e.g. 3-5, 6-1", visible=shown["probe_heads"],
-                                    elem_id="probe-heads", info="comma-separated, e.g. 3-5, 6-1")
-        ui.probe_shift = gr.Number(label="Shift k", value=5, precision=0, visible=shown["probe_shift"],
-                                   elem_id="probe-shift", info="added to every position id")
-        ui.probe_seed = gr.Number(label="Random seed", value=0, precision=0, visible=shown["probe_seed"],
-                                  elem_id="probe-seed", info="picks the random order, keys or vectors")
-        ui.probe_sinks = gr.Radio([("symmetric: every query sees [CLS]/[SEP]", "symmetric"),
-                                   ("strict triangular masks", "strict")], value="symmetric",
-                                  label="Directional masks", elem_id="probe-sinks", visible=shown["probe_sinks"],
-                                  info="strict: the plain triangular mask, so the two directions keep different "
-                                       "attention sinks")
-        ui.probe_unit = gr.Radio(["words", "tokens"], value="words", label="Shuffle unit", elem_id="probe-unit",
-                                 visible=shown["probe_unit"],
-                                 info="shuffling tokens with positions kept = shuffling positions: "
-                                      "self-attention is permutation-equivariant")
-        ui.probe_ablation = gr.Radio(["zero", "mean", "resample"], value="zero", label="Ablation",
-                                     elem_id="probe-ablation", visible=shown["probe_ablation"],
-                                     info="mean: the head's mean output over the sample treebank; resample: "
-                                          "its output on a sample sentence at least as long, position by position")
+        ui.intervention_heads = gr.Textbox(label="Heads to ablate (layer-head, 1-based)", value="1-1",
+                                           placeholder="e.g. 3-5, 6-1", visible=shown["intervention_heads"],
+                                           elem_id="intervention-heads", info="comma-separated, e.g. 3-5, 6-1")
+        ui.intervention_shift = gr.Number(label="Shift k", value=5, precision=0, visible=shown["intervention_shift"],
+                                          elem_id="intervention-shift", info="added to every position id")
+        ui.intervention_seed = gr.Number(label="Random seed", value=0, precision=0, visible=shown["intervention_seed"],
+                                         elem_id="intervention-seed", info="picks the random order, keys or vectors")
+        ui.intervention_sinks = gr.Radio([("symmetric: every query sees [CLS]/[SEP]", "symmetric"),
+                                          ("strict triangular masks", "strict")], value="symmetric",
+                                         label="Directional masks", elem_id="intervention-sinks",
+                                         visible=shown["intervention_sinks"],
+                                         info="strict: the plain triangular mask, so the two directions keep "
+                                              "different attention sinks")
+        ui.intervention_unit = gr.Radio(["words", "tokens"], value="words", label="Shuffle unit",
+                                        elem_id="intervention-unit", visible=shown["intervention_unit"],
+                                        info="shuffling tokens with positions kept = shuffling positions: "
+                                             "self-attention is permutation-equivariant")
+        ui.intervention_ablation = gr.Radio(["zero", "mean", "resample"], value="zero", label="Ablation",
+                                            elem_id="intervention-ablation", visible=shown["intervention_ablation"],
+                                            info="mean: the head's mean output over the sample treebank; resample: "
+                                                 "its output on a sample sentence at least as long, position by "
+                                                 "position")
     with gr.Row():
-        ui.probe_btn = gr.Button("Run the intervention", variant="primary", elem_id="probe-btn")
+        ui.intervention_btn = gr.Button("Run the intervention", variant="primary", elem_id="intervention-btn")
         ui.direction_btn = gr.Button("Directional sweep over masked positions", elem_id="direction-btn",
                                      visible=shown["direction_btn"])
         ui.ablation_btn = gr.Button("Head ablation sweep", elem_id="ablation-btn", visible=shown["ablation_btn"])
@@ -211,14 +216,15 @@ def build_probe_controls(ui: SimpleNamespace) -> dict[str, bool]:
 
 
 def build_interventions_tab(ui: SimpleNamespace, lab: Lab, limits: Limits) -> None:
-    with gr.Tab(TAB_IDS["probes"], id="probes", elem_id="tab-probes"):
+    with gr.Tab(TAB_IDS["interventions"], id="interventions", elem_id="tab-interventions"):
         gr.Markdown("Run the last analysed input twice — baseline and intervened — and compare.")
-        shown = build_probe_controls(ui)
-        ui.probe_message = gr.Markdown(PROBE_HINT, elem_id="probe-message")
-        ui.probe_plot = gr.Plot(label="Baseline, intervened and difference", elem_id="probe-plot", elem_classes=ON_USE)
-        ui.probe_changes = gr.Dataframe(pd.DataFrame(columns=intervention_views.CHANGE_COLUMNS), interactive=False,
-                                        label="Masked-word predictions: baseline vs intervened", elem_id="probe-changes",
-                                        elem_classes=ON_USE)
+        shown = build_intervention_controls(ui)
+        ui.intervention_message = gr.Markdown(INTERVENTION_HINT, elem_id="intervention-message")
+        ui.intervention_plot = gr.Plot(label="Baseline, intervened and difference", elem_id="intervention-plot",
+                                       elem_classes=ON_USE)
+        ui.intervention_changes = gr.Dataframe(pd.DataFrame(columns=intervention_views.CHANGE_COLUMNS),
+                                               interactive=False, label="Masked-word predictions: baseline vs intervened",
+                                               elem_id="intervention-changes", elem_classes=ON_USE)
         ui.js_plot = gr.Plot(label="Per-head divergence", elem_id="js-plot", elem_classes=ON_USE)
         ui.offsets_plot = gr.Plot(label="Attention by relative offset", elem_id="offsets-plot", elem_classes=ON_USE)
         ui.direction_table = gr.Dataframe(intervention_views.directional_table([]), label="Directional context",
@@ -226,9 +232,9 @@ def build_interventions_tab(ui: SimpleNamespace, lab: Lab, limits: Limits) -> No
         ui.ablation_plot = gr.Plot(label="Head importance", elem_id="ablation-plot", elem_classes=ON_USE)
         with gr.Accordion("Over a set of sentences, with 95% intervals (one seeded masked word each)", open=False):
             with gr.Row():
-                ui.set_source = gr.Radio([("held-out lines (shipped)", "heldout"), ("sample treebank", "sample"),
-                                          ("my text file (one sentence per line)", "upload")], value="heldout",
-                                         label="Sentences", elem_id="set-source")
+                ui.sentence_set = gr.Radio([("held-out lines (shipped)", "heldout"), ("sample treebank", "sample"),
+                                            ("my text file (one sentence per line)", "upload")], value="heldout",
+                                           label="Sentence set", elem_id="sentence-set")
                 ui.set_upload = gr.File(label="Text file (up to 2 MB)", file_types=[".txt"], type="filepath",
                                         elem_id="set-upload")
                 most = min(300, limits.set_sentences)  # a public server's cap (state.Limits)
@@ -240,16 +246,17 @@ def build_interventions_tab(ui: SimpleNamespace, lab: Lab, limits: Limits) -> No
                                                  visible=shown["direction_set_btn"])
                 ui.ablation_set_btn = gr.Button("Head ablation sweep", elem_id="ablation-set-btn",
                                                 visible=shown["ablation_set_btn"])
-                ui.probe_set_btn = gr.Button("The intervention chosen above", elem_id="probe-set-btn")
+                ui.intervention_set_btn = gr.Button("The intervention chosen above", elem_id="intervention-set-btn")
         ui.set_table = gr.Dataframe(label="Positional controls / sentence-set results", interactive=False,
                                     elem_id="set-table", elem_classes=ON_USE)
         with gr.Accordion("Activation patching (minimal pairs)", open=False):
             with gr.Row():
-                ui.patch_source = gr.Textbox(label="Source sentence (same number of tokens, [MASK] in place)",
-                                             value="The key to the cabinet [MASK] on the table.", scale=3)
+                ui.patch_donor = gr.Textbox(label="Donor sentence (same number of tokens, [MASK] in place)",
+                                            value="The key to the cabinet [MASK] on the table.", scale=3,
+                                            elem_id="patch-donor")
                 ui.patch_correct = gr.Textbox(label="Correct word", value="are", scale=1)
                 ui.patch_wrong = gr.Textbox(label="Wrong word", value="is", scale=1)
-                ui.patch_btn = gr.Button("Patch every head from the source", elem_id="patch-btn", scale=1)
+                ui.patch_btn = gr.Button("Patch every head from the donor", elem_id="patch-btn", scale=1)
             ui.patch_plot = gr.Plot(label="Change in logit difference per head", elem_id="patch-plot", elem_classes=ON_USE)
         with gr.Accordion("Position embedding inspector", open=False):
             with gr.Row():
@@ -273,7 +280,7 @@ def build_faithfulness_box(ui: SimpleNamespace, limits: Limits) -> None:
             ui.faith_n = gr.Slider(low, most, value=min(40, most), step=low,
                                    label="Held-out sentences")
             ui.faith_btn = gr.Button("Run the faithfulness check", elem_id="faith-btn")
-        ui.faith_table = gr.Dataframe(label="AOPC, ERASER comprehensiveness and sufficiency per source (95% "
+        ui.faith_table = gr.Dataframe(label="AOPC, ERASER comprehensiveness and sufficiency per ranking (95% "
                                             "bootstrap intervals)", interactive=False,
                                       elem_id="faith-table", elem_classes=ON_USE)
 
@@ -290,8 +297,9 @@ def build_syntax_tab(ui: SimpleNamespace) -> None:
                     "2019). Heads are layer-head, 1-based.")
         ui.syntax_weights = gr.Markdown("", elem_id="syntax-weights")
         with gr.Row():
-            ui.syntax_source = gr.Radio([("sample treebank (66 English sentences)", "sample"),
-                                         ("my CoNLL-U file", "upload")], value="sample", label="Treebank")
+            ui.syntax_treebank = gr.Radio([("sample treebank (66 English sentences)", "sample"),
+                                           ("my CoNLL-U file", "upload")], value="sample", label="Treebank",
+                                          elem_id="syntax-treebank")
             ui.syntax_upload = gr.File(label="CoNLL-U file (up to 2 MB and 10,000 words; the CLI takes any size)",
                                        file_types=[".conllu", ".txt"], type="filepath", elem_id="syntax-upload")
             with gr.Column():
@@ -299,8 +307,8 @@ def build_syntax_tab(ui: SimpleNamespace) -> None:
                                                    value=False, elem_id="syntax-use-loaded")
                 ui.syntax_compare = gr.Checkbox(label="Also score the other weights and show the difference",
                                                 value=False, elem_id="syntax-compare")
-                ui.syntax_score_source = gr.Radio([("attention weights", "attention"), ("norm ||αf(x)||", "norm")],
-                                                  value="attention", label="Score heads on",
+                ui.syntax_score_source = gr.Radio([(SOURCES[name].label, name) for name in PER_HEAD_SOURCES],
+                                                  value="attention", label="Score heads on (attention source)",
                                                   elem_id="syntax-score-source")
                 ui.syntax_btn = gr.Button("Score every head on the treebank", variant="primary", elem_id="syntax-btn")
         ui.syntax_message = gr.Markdown(SYNTAX_HINT, elem_id="syntax-message")

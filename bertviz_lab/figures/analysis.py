@@ -17,7 +17,7 @@ from ..bert.flow import attention_flow, row_normalised
 from ..lab import Analysis
 from ..naming import SPECIAL_TOKENS, head_labels, layer_head, layer_head_file, layer_labels, layer_name
 from .attention import head_view_figure, heatmap_figure, overview_figure, predictions_figure
-from .base import Figure, fit_title, heatmap_grid
+from .base import Figure, GridStyle, fit_title, heatmap_grid
 
 
 @dataclass
@@ -84,9 +84,9 @@ def aggregates(analysis: Analysis, opts: ViewOptions, layers: np.ndarray | None 
             "flow shown up to 24 tokens" if len(panels) == 4 else "rollout and flow rows sum to 1")
     return heatmap_grid([(name, v.weights) for (name, _), v in zip(panels, views)], labels_x, labels_y,
                         title=f"Raw{source_label(analysis)} vs aggregates (rollout and flow: Abnar & Zuidema 2020; "
-                              f"{flow})", filename=f"aggregates-{layer_name(opts.layer)}", columns=3, height_per_row=360,
-                        groups=[0, 0, 0, 1, 1][:len(panels)],  # raw weights on one scale, rollout and flow on another
-                        row_labels_once=True)
+                              f"{flow})", filename=f"aggregates-{layer_name(opts.layer)}",
+                        style=GridStyle(columns=3, height_per_row=360, row_labels_once=True,
+                                        groups=[0, 0, 0, 1, 1][:len(panels)]))  # raw weights on one scale, rollout and flow on another
 
 
 def head_view(analysis: Analysis, opts: ViewOptions) -> Figure:
@@ -117,10 +117,10 @@ def summary(analysis: Analysis) -> Figure:
                         layer_labels(analysis.n_layers),
                         title=f"Per-head statistics for this input{source_label(analysis)} (layers x heads, mean over "
                         "query tokens" + ("" if analysis.source == "attention" else "; rows renormalised to sum to 1")
-                        + "; entropy in nats)" + weights_subtitle(analysis), filename="head-summary", columns=4, height_per_row=300,
-                        hover="layer %{y}, head %{x}<br>%{z:.3f}", x_title="head", y_title="layer",
-                        groups=[None if name == "entropy" else 0 for name in HEAD_STATS],  # shares of attention: one scale
-                        row_labels_once=True)
+                        + "; entropy in nats)" + weights_subtitle(analysis), filename="head-summary",
+                        style=GridStyle(columns=4, height_per_row=300, hover="layer %{y}, head %{x}<br>%{z:.3f}",
+                                        x_title="head", y_title="layer", row_labels_once=True,
+                                        groups=[None if name == "entropy" else 0 for name in HEAD_STATS]))  # shares: one scale
 
 
 PREDICTION_COLUMNS = ["position", "masked token", "rank", "prediction", "probability"]

@@ -131,12 +131,10 @@ def grid_domains(n_panels: int, columns: int, gap_x: float, gap_y: float) -> lis
 UNITS = {"entropy": "entropy (nats)"}  # panel names that carry a unit
 
 
-def heatmap_grid(panels: Sequence[tuple[str, np.ndarray]], x_labels: Sequence[str], y_labels: Sequence[str],
-                 title: str, filename: str, columns: int, zmax_shared: bool = False, height_per_row: int = 320,
-                 hover: str = "query %{y}<br>key %{x}<br>weight %{z:.4f}", x_title: str = "", y_title: str = "",
-                 reverse_y: bool = True, groups: Sequence[int | None] | None = None,
-                 row_labels_once: bool = False) -> Figure:
-    """Several heatmaps side by side, each on its own axes, sharing the category labels.
+@dataclass(frozen=True)
+class GridStyle:
+    """How a grid of heatmaps is laid out and read, apart from what it shows: every caller sets
+    several of these together, and one object keeps ``heatmap_grid``'s call short and its defaults in one place.
 
     Colour scales: ``zmax_shared`` gives every panel one scale and one colour bar; ``groups`` (a
     group id per panel, None for a panel of its own) gives the panels of a group one scale, so
@@ -144,8 +142,24 @@ def heatmap_grid(panels: Sequence[tuple[str, np.ndarray]], x_labels: Sequence[st
     same colours. With groups, a button in the figure switches to per-panel scales and back.
     ``row_labels_once``: the row labels only left of the first column (every panel has the same rows),
     which leaves the panels of a narrow figure more width."""
-    cells = grid_domains(len(panels), columns, 0.06 if zmax_shared else 0.09, 0.16)
-    groups = list(groups) if groups is not None else [0 if zmax_shared else None] * len(panels)
+
+    columns: int
+    height_per_row: int = 320
+    zmax_shared: bool = False
+    groups: Sequence[int | None] | None = None
+    row_labels_once: bool = False
+    hover: str = "query %{y}<br>key %{x}<br>weight %{z:.4f}"
+    x_title: str = ""
+    y_title: str = ""
+    reverse_y: bool = True
+
+
+def heatmap_grid(panels: Sequence[tuple[str, np.ndarray]], x_labels: Sequence[str], y_labels: Sequence[str],
+                 title: str, filename: str, style: GridStyle) -> Figure:
+    """Several heatmaps side by side, each on its own axes, sharing the category labels, laid out by ``style``."""
+    zmax_shared = style.zmax_shared
+    cells = grid_domains(len(panels), style.columns, 0.06 if zmax_shared else 0.09, 0.16)
+    groups = list(style.groups) if style.groups is not None else [0 if zmax_shared else None] * len(panels)
     own = [float(max(z.max(), 1e-6)) for _, z in panels]
     group_max = {g: max(m for m, h in zip(own, groups) if h == g) for g in set(groups) if g is not None}
     last_of_group = {g: max(i for i, h in enumerate(groups) if h == g) for g in group_max}
@@ -160,18 +174,18 @@ def heatmap_grid(panels: Sequence[tuple[str, np.ndarray]], x_labels: Sequence[st
                      "colorbar": {"thickness": 10} if zmax_shared else
                      {"thickness": 8, "len": height * 0.9, "y": y1 - height / 2, "yanchor": "middle",
                       "x": x0 + width + 0.005, "xanchor": "left", "tickfont": {"size": 9}},
-                     "hovertemplate": f"{name}<br>{hover}<extra></extra>"})
+                     "hovertemplate": f"{name}<br>{style.hover}<extra></extra>"})
         layout[f"xaxis{ax}"] = {"domain": cell.x_domain, "anchor": f"y{ax}", "type": "category",
                                 "tickangle": -60, "tickfont": {"size": 10}, "automargin": True,
-                                "title": {"text": x_title if r == rows - 1 else "", "standoff": 10}}
+                                "title": {"text": style.x_title if r == rows - 1 else "", "standoff": 10}}
         layout[f"yaxis{ax}"] = {"domain": cell.y_domain, "anchor": f"x{ax}", "type": "category",
-                                "autorange": "reversed" if reverse_y else True, "tickfont": {"size": 10},
-                                "showticklabels": c == 0 or not row_labels_once,
-                                "title": {"text": y_title if c == 0 else ""}}
+                                "autorange": "reversed" if style.reverse_y else True, "tickfont": {"size": 10},
+                                "showticklabels": c == 0 or not style.row_labels_once,
+                                "title": {"text": style.y_title if c == 0 else ""}}
         annotations.append({"text": f"<b>{UNITS.get(name, name)}</b>", "x": x0 + width / 2, "y": y1 + 0.02, "xref": "paper",
                             "yref": "paper", "showarrow": False, "xanchor": "center", "yanchor": "bottom"})
     layout.update({"title": {"text": title}, "annotations": annotations,
-                   "height": 120 + cells[0].rows * height_per_row, "margin": {"l": 80, "r": 30, "t": 90, "b": 90}})
+                   "height": 120 + cells[0].rows * style.height_per_row, "margin": {"l": 80, "r": 30, "t": 90, "b": 90}})
     grouped = [i for i, g in enumerate(groups) if g is not None]
     if not zmax_shared and grouped:
         layout["updatemenus"] = [scale_switch(grouped, [group_max[groups[i]] for i in grouped], [own[i] for i in grouped],

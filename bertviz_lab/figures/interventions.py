@@ -9,7 +9,7 @@ from ..attention import attention_view
 from ..interventions import Comparison, DirectionalRow
 from ..naming import head_labels, layer_head, layer_head_file, layer_name
 from .analysis import ViewOptions
-from .base import DIVERGING, Figure, heatmap_grid, layer_head_figure, with_diverging
+from .base import DIVERGING, Figure, GridStyle, heatmap_grid, layer_head_figure, with_diverging
 
 OFFSETS = [str(o) for o in range(-5, 6)]
 
@@ -25,8 +25,8 @@ def comparison_figure(c: Comparison, opts: ViewOptions) -> Figure:
     fig = heatmap_grid([("baseline", views[0].weights), (f"intervened: {c.intervention.describe()}", views[1].weights),
                               ("intervened - baseline", diff)], views[0].key_labels, views[0].query_labels,
                              title=f"{layer_head(l, h)}: baseline vs intervened", filename=f"probe-{layer_head_file(l, h)}",
-                             columns=3, height_per_row=460, groups=[0, 0, None],
-                             row_labels_once=True)  # baseline and intervened: one scale
+                             style=GridStyle(columns=3, height_per_row=460, groups=[0, 0, None],
+                                             row_labels_once=True))  # baseline and intervened: one scale
     return with_diverging(fig, 2, diff)
 
 
@@ -41,9 +41,9 @@ def offsets_figure(c: Comparison, layer: int) -> Figure:
     fig = heatmap_grid([("before", c.offsets_before[layer]), ("after", c.offsets_after[layer]),
                               ("after - before", change)],
                              OFFSETS, heads, title=f"Mean attention by relative offset (key - query), layer {layer + 1}",
-                             filename=f"offset-profile-{layer_name(layer)}", columns=3, height_per_row=380,
-                             hover="head %{y}, offset %{x}<br>%{z:.4f}", x_title="offset", y_title="head",
-                             groups=[0, 0, None], row_labels_once=True)
+                             filename=f"offset-profile-{layer_name(layer)}",
+                             style=GridStyle(columns=3, height_per_row=380, hover="head %{y}, offset %{x}<br>%{z:.4f}",
+                                             x_title="offset", y_title="head", groups=[0, 0, None], row_labels_once=True))
     return with_diverging(fig, 2, change)
 
 
@@ -81,8 +81,9 @@ def position_figure(learned: np.ndarray, sinusoidal: np.ndarray) -> Figure:
     labels = [str(i) for i in range(n)]
     fig = heatmap_grid([("learned position embeddings", learned), ("sinusoidal (Vaswani et al. 2017)", sinusoidal)],
                              labels, labels, title=f"Cosine similarity of positions 0..{n - 1}",
-                             filename=f"position-similarity-{n}", columns=2, height_per_row=520,
-                             hover="position %{y} vs %{x}<br>cosine %{z:.3f}", x_title="position", y_title="position")
+                             filename=f"position-similarity-{n}",
+                             style=GridStyle(columns=2, height_per_row=520, hover="position %{y} vs %{x}<br>cosine %{z:.3f}",
+                                             x_title="position", y_title="position"))
     for trace in fig["data"]:
         trace.update({"colorscale": DIVERGING, "zmin": -1, "zmax": 1, "zmid": 0})
     return fig

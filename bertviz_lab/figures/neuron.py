@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import html
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -38,9 +39,20 @@ CSS = """
 """
 
 
-def neuron_payload(tokens: list[str], segments: list[int], queries: np.ndarray, keys: np.ndarray,
-                   layer: int = 0, head: int = 0, model: str = "", query: int | None = None) -> dict[str, Any]:
+@dataclass(frozen=True)
+class NeuronStart:
+    """Where the neuron view opens: 0-based layer and head, and the query token (None: the first
+    token that is not [CLS] or <s>); the page switches all three itself afterwards."""
+
+    layer: int = 0
+    head: int = 0
+    query: int | None = None
+
+
+def neuron_payload(tokens: list[str], segments: list[int], queries: np.ndarray, keys: np.ndarray, model: str = "",
+                   start: NeuronStart = NeuronStart()) -> dict[str, Any]:
     """What the page needs: tokens and (layers, heads, tokens, head_dim) queries and keys as float16."""
+    layer, head, query = start.layer, start.head, start.query
     if queries.shape != keys.shape or queries.ndim != 4:
         raise ValueError(f"queries and keys must both be (layers, heads, tokens, head_dim); got {queries.shape} "
                          f"and {keys.shape}")

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -20,6 +21,9 @@ from ..attention import AttentionView, attention_view
 from ..lab import Analysis
 from .attention import heatmap_figure, short_label
 from .base import HEAD_COLOURS, Figure
+
+if TYPE_CHECKING:
+    from .analysis import ViewOptions
 
 CODE16_MAX_TOKENS = 256  # displayed rows up to which weights travel as 16-bit codes
 HEAD_VIEW_MAX_TOKENS = 128  # the head view draws at most this many tokens at once (a range selector picks which)
@@ -76,39 +80,61 @@ def heatmap_template(labels: list[str], bits: int) -> Figure:
     return fig
 
 
-def view_payload(analysis: Analysis, layer: int, head: int, hide_special: bool, word_level: bool,
-                 pair_filter: str, extra_notes: Sequence[str] = (), source_label: str = "") -> tuple[dict[str, Any], bytes]:
+@dataclass(frozen=True)
+class PayloadView:
+    """What the page opens on (0-based layer and head, pair filter) and the words around the weights
+    (notes, source label, model, title prefix): none of it changes a code, so it travels as one."""
+
+    layer: int = 0
+    head: int = 0
+    pair_filter: str = "all"
+    notes: Sequence[str] = ()
+    source_label: str = ""
+    model: str = ""
+    title_prefix: str = ""
+
+
+@dataclass(frozen=True)
+class KeyAxis:
+    """The columns of rectangular weights (e.g. cross-attention), whose keys are not the query rows."""
+
+    labels: list[str]
+    segments: Sequence[int] | None = None  # None: every key in segment 0
+
+
+def view_payload(analysis: Analysis, opts: ViewOptions, extra_notes: Sequence[str] = (),
+                 source_label: str = "") -> tuple[dict[str, Any], bytes]:
     """What the page needs for the single-head heatmap and the head view of ``analysis`` under the
-    server-side display options (word level, hidden specials): the JSON part and the codes."""
+    server-side display options (word level, hidden specials) of ``opts``, opened on its layer, head
+    and pair filter: the JSON part and the codes."""
     view = attention_view(analysis.attention, analysis.tokens, analysis.word_ids, analysis.segment_ids,
-                          hide_special=hide_special, word_level=word_level)
-    return weights_payload(view.weights, view.query_labels, view.query_segments, layer=layer, head=head,
-                           pair_filter=pair_filter, notes=list(extra_notes) + view.notes, source_label=source_label,
-                           model=analysis.model)
+                          hide_special=opts.hide_special, word_level=opts.word_level)
+    shown = PayloadView(layer=opts.layer, head=opts.head, pair_filter=opts.pair_filter,
+                        notes=list(extra_notes) + view.notes, source_label=source_label, model=analysis.model)
+    return weights_payload(view.weights, view.query_labels, view.query_segments, shown)
 
 
-def weights_payload(weights: np.ndarray, labels: list[str], segments: Sequence[int], layer: int = 0, head: int = 0,
-                    pair_filter: str = "all", notes: Sequence[str] = (), source_label: str = "", model: str = "",
-                    key_labels: list[str] | None = None, key_segments: Sequence[int] | None = None,
-                    title_prefix: str = "", light: bool = False) -> tuple[dict[str, Any], bytes]:
-    """Any (layers, heads, query, key) weights with their row labels (and column labels when the
+def weights_payload(weights: np.ndarray, labels: list[str], segments: Sequence[int], view: PayloadView = PayloadView(),
+                    keys: KeyAxis | None = None, light: bool = False) -> tuple[dict[str, Any], bytes]:
+    """Any (layers, heads, query, key) weights with their row labels (and column labels, ``keys``, when the
     attention is rectangular, e.g. cross-attention) as a payload and its codes; ``light``: the
     drop-in's deflated 7-bit codes (``light_codes``) instead of 16- or 8-bit ones."""
     layers, heads, nq, nk = weights.shape  # (layers, heads, query, key)
     bits = 8 if light else 16 if max(nq, nk) <= CODE16_MAX_TOKENS else 8
     codes, scales = (light_codes if light else lambda w: quantise(w, bits))(np.asarray(weights, dtype=np.float32))
     meta = {
-        "version": 1, "id": uuid.uuid4().hex, "model": model, "source_label": source_label, "title_prefix": title_prefix,
-        "layers": layers, "heads": heads, "layer": int(layer), "head": int(head), "pair_filter": pair_filter,
+        "version": 1, "id": uuid.uuid4().hex, "model": view.model, "source_label": view.source_label,
+        "title_prefix": view.title_prefix, "layers": layers, "heads": heads, "layer": int(view.layer),
+        "head": int(view.head), "pair_filter": view.pair_filter,
         "labels": list(labels), "short": [short_label(lab) for lab in labels], "segments": list(segments),
-        "bits": bits, "scales": scales.round(8).tolist(), "codes_bytes": len(codes), "notes": list(notes),
+        "bits": bits, "scales": scales.round(8).tolist(), "codes_bytes": len(codes), "notes": list(view.notes),
         "heatmap": None if light else heatmap_template(list(labels), bits),
         "height": {"min": MAIN_HEIGHT[0], "max": MAIN_HEIGHT[1], "base": 150, "row": 22},
         "head_view_max_tokens": HEAD_VIEW_MAX_TOKENS, "head_colours": HEAD_COLOURS,
     }
     if light:
         meta.update({"levels": LIGHT_LEVELS, "compressed": "deflate"})
-    if key_labels is not None:
-        meta.update({"key_labels": list(key_labels), "key_short": [short_label(lab) for lab in key_labels],
-                     "key_segments": list(key_segments if key_segments is not None else [0] * len(key_labels))})
+    if keys is not None:
+        meta.update({"key_labels": list(keys.labels), "key_short": [short_label(lab) for lab in keys.labels],
+                     "key_segments": list(keys.segments if keys.segments is not None else [0] * len(keys.labels))})
     return meta, codes

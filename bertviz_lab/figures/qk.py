@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -11,6 +12,17 @@ from .base import HEAD_COLOURS, SEQUENTIAL, Figure, figure
 COLOURINGS = {"position": "position", "sentence": "sentence", "segment": "token type (sentence A / B)",
               "upos": "part of speech (treebank)", "value_norm": "value-vector norm ||v||"}
 CATEGORICAL = ("segment", "upos")
+
+
+@dataclass(frozen=True)
+class PointSide:
+    """Queries or keys: one name for both halves of the joint embedding (queries are its first
+    rows, keys start at ``offset``) and how their markers look, passed as one."""
+
+    kind: str  # "query" or "key"
+    plural: str
+    offset: int  # the first row of this side in the joint coordinates
+    symbol: str
 
 
 def qk_figure(coords: np.ndarray, points: Sequence[dict], layer: int, head: int, method: str = "pca",
@@ -26,18 +38,18 @@ def qk_figure(coords: np.ndarray, points: Sequence[dict], layer: int, head: int,
     n = len(points)
     text = [f"{p['token']} (sentence {p['sentence'] + 1}, position {p['position']})" for p in points]
     traces = []
-    for kind, plural, offset, symbol in (("query", "queries", 0, "circle"), ("key", "keys", n, "triangle-up")):
+    for side in (PointSide("query", "queries", 0, "circle"), PointSide("key", "keys", n, "triangle-up")):
         if color_by in CATEGORICAL:
             values = [("A" if p["segment"] == 0 else "B") if color_by == "segment" else p["upos"] for p in points]
             for i, value in enumerate(sorted(set(values))):
                 rows = [j for j, v in enumerate(values) if v == value]
-                traces.append(_scatter(coords, rows, offset, text, kind, symbol, {"color": HEAD_COLOURS[i % 16]},
-                                       f"{plural}: {value}", legendgroup=value))
+                trace = _scatter(coords, side, rows, text, {"color": HEAD_COLOURS[i % 16]}, f"{side.plural}: {value}")
+                traces.append({**trace, "legendgroup": value})
         else:
             values = [p[color_by] for p in points]
-            marker = {"color": values, "colorscale": "Viridis", "showscale": kind == "query",
+            marker = {"color": values, "colorscale": "Viridis", "showscale": side.kind == "query",
                       "colorbar": {"title": {"text": COLOURINGS[color_by]}}}
-            traces.append(_scatter(coords, list(range(n)), offset, text, kind, symbol, marker, plural))
+            traces.append(_scatter(coords, side, list(range(n)), text, marker, side.plural))
     sentences = 1 + max(p["sentence"] for p in points) if points else 0
     layout = {"title": {"text": f"Head {head_name(layer, head)} (layer-head): queries and keys in one space ({method.upper()}, keys "
                                 f"translated and scaled as AttentionViz does; {sentences} sentence(s); colour: "
@@ -47,12 +59,11 @@ def qk_figure(coords: np.ndarray, points: Sequence[dict], layer: int, head: int,
     return figure(traces, layout, f"qk-space-{head_name(layer, head)}")
 
 
-def _scatter(coords: np.ndarray, rows: list[int], offset: int, text: list[str], kind: str, symbol: str,
-             marker: dict, name: str, **extra) -> dict:
-    xy = coords[[offset + r for r in rows]]
+def _scatter(coords: np.ndarray, side: PointSide, rows: list[int], text: list[str], marker: dict, name: str) -> dict:
+    xy = coords[[side.offset + r for r in rows]]
     return {"type": "scattergl", "mode": "markers", "name": name, "x": xy[:, 0].tolist(), "y": xy[:, 1].tolist(),
-            "text": [text[r] for r in rows], "marker": {"symbol": symbol, "size": 7, **marker},
-            "hovertemplate": f"{kind}: %{{text}}<extra></extra>", **extra}
+            "text": [text[r] for r in rows], "marker": {"symbol": side.symbol, "size": 7, **marker},
+            "hovertemplate": f"{side.kind}: %{{text}}<extra></extra>"}
 
 
 def head_similarity_figure(divergence: np.ndarray, layers: int, heads: int, sentences: int) -> Figure:

@@ -11,11 +11,12 @@ import pandas as pd
 
 from ..attention import HEAD_STATS
 from ..naming import head_labels, layer_head, layer_head_file, layer_labels
+from ..syntax.directions import CLARK_DIRECTIONS, normalize_direction
 from ..syntax.predictors import best_words
 from ..syntax.scoring import DIRECTIONS, live_arcs
 from ..syntax.summary import SyntaxSummary
 from ..treebank import Sentence
-from .base import DIVERGING, SEQUENTIAL, Figure, figure, heatmap_grid, layer_head_figure
+from .base import DIVERGING, SEQUENTIAL, Figure, GridStyle, figure, heatmap_grid, layer_head_figure
 
 TABLE_COLUMNS = ["relation", "count", "best_head", "direction", "accuracy", "ci_low", "ci_high", "heldout_head",
                  "heldout_accuracy", "baseline_offset", "baseline_accuracy", "p_value_in_sample",
@@ -36,6 +37,9 @@ def plotly_text(text: str) -> str:
 
 
 def relation_heatmap(summary: SyntaxSummary, relation: str, direction: str) -> Figure:
+    """Every head's accuracy on one relation, read as one of Clark's directions (dep->head, head->dep or
+    an alias of them; anything else is a ValueError naming the choices)."""
+    direction = normalize_direction(direction, CLARK_DIRECTIONS)
     values = summary.accuracy_map(relation, direction)
     row = summary.best_heads[summary.best_heads.relation == relation]
     base = f"; best fixed offset {offset_text(int(row.baseline_offset.iloc[0]))} scores {row.baseline_accuracy.iloc[0]:.2f}" \
@@ -86,6 +90,7 @@ def best_heads_figure(summary: SyntaxSummary) -> Figure:
 
 
 def difference_figure(compare: pd.DataFrame, relation: str, direction: str, layers: int, heads: int) -> Figure:
+    direction = normalize_direction(direction, CLARK_DIRECTIONS)
     rows = compare[(compare.relation == relation) & (compare.direction == direction)].sort_values(["layer", "head"])
     values = rows.difference.to_numpy().reshape(layers, heads)
     fig = layer_head_figure(values, f"{plotly_text(relation)} ({direction}): accuracy of B minus A per head",
@@ -223,9 +228,10 @@ def relation_figure(summary: SyntaxSummary, relation: str) -> Figure:
     base = f" (best fixed offset {offset_text(int(row.baseline_offset.iloc[0]))}: {row.baseline_accuracy.iloc[0]:.2f})" \
         if len(row) else ""
     return heatmap_grid(panels, head_labels(summary.heads), layer_labels(summary.layers),
-                        title=f"{plotly_text(relation)}: accuracy per head{base}", filename="syntax-relation", columns=2,
-                        height_per_row=40 * summary.layers + 60, hover="layer %{y}, head %{x}<br>accuracy %{z:.3f}",
-                        x_title="head", y_title="layer", zmax_shared=True)
+                        title=f"{plotly_text(relation)}: accuracy per head{base}", filename="syntax-relation",
+                        style=GridStyle(columns=2, height_per_row=40 * summary.layers + 60, zmax_shared=True,
+                                        hover="layer %{y}, head %{x}<br>accuracy %{z:.3f}", x_title="head",
+                                        y_title="layer"))
 
 
 def stats_figure(summary: SyntaxSummary) -> Figure:
@@ -233,8 +239,9 @@ def stats_figure(summary: SyntaxSummary) -> Figure:
     return heatmap_grid([(k, stats[k]) for k in HEAD_STATS if k in stats], head_labels(summary.heads),
                         layer_labels(summary.layers),
                         title="General head statistics over the treebank (mean over sentences)",
-                        filename="head-statistics", columns=4, height_per_row=32 * summary.layers + 80,
-                        hover="layer %{y}, head %{x}<br>%{z:.3f}", x_title="head", y_title="layer")
+                        filename="head-statistics",
+                        style=GridStyle(columns=4, height_per_row=32 * summary.layers + 80,
+                                        hover="layer %{y}, head %{x}<br>%{z:.3f}", x_title="head", y_title="layer"))
 
 
 def head_order(label: str) -> tuple:

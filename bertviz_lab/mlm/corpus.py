@@ -22,7 +22,9 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..lab import InputError
 from .running_text import (
+    FORMATS,
     Passage,
     n_sentences,
     read_source,
@@ -78,6 +80,42 @@ class RunningText:
     def describe(self) -> str:
         what = "Brown Corpus (NLTK's tagged form)" if self.format == "brown" else f"UD {Path(self.path).name}"
         return f"{what} ({self.origin})" if self.origin else what
+
+
+def read_manifest(manifest: Path) -> list[RunningText]:
+    """The running-text sources a manifest names (written by ``scripts/ud_running_text.py`` or
+    ``scripts/nltk_brown.py``: a JSON list of ``{"path", "licence", "licence_file", "origin",
+    "format"}``, paths relative to the manifest), every one checked before anything is written."""
+    if not manifest.is_file():
+        raise FileNotFoundError(f"no such manifest: {manifest}")
+    try:
+        items = json.loads(manifest.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise InputError(f"{manifest} is not JSON: {error}") from None
+    if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
+        raise InputError(f"{manifest}: expected a list of sources ({{\"path\", \"licence\", ...}})")
+    return [manifest_source(manifest, number, item) for number, item in enumerate(items, 1)]
+
+
+def manifest_source(manifest: Path, number: int, item: dict) -> RunningText:
+    """Source ``number`` of a manifest, checked: a licence, a known format, a train split that exists."""
+    base, where = manifest.parent, f"{manifest}, source {number}"
+    missing = [key for key in ("path", "licence") if not item.get(key)]
+    if missing:
+        raise InputError(f"{where}: no {' or '.join(missing)}")
+    form, path = item.get("format", "conllu"), base / item["path"]
+    if form not in FORMATS:
+        raise InputError(f"{where}: unknown format {form!r} (one of {', '.join(FORMATS)})")
+    try:
+        source_label(path, form)
+    except ValueError as error:  # a UD dev or test split
+        raise InputError(f"{where}: {error}") from None
+    if not path.exists():
+        raise FileNotFoundError(f"{where}: {path} does not exist")
+    licence_file = base / item["licence_file"] if item.get("licence_file") else None
+    if licence_file is not None and not licence_file.is_file():
+        raise FileNotFoundError(f"{where}: licence file {licence_file} does not exist")
+    return RunningText(path, item["licence"], licence_file, item.get("origin", ""), form)
 
 
 def split_source(passages: list[Passage], heldout_sentences: int, validation_sentences: int, seed: int,

@@ -269,6 +269,17 @@ def publish(out: Path, corpus: Path, commands: list[str], device: str = "cpu") -
     return report
 
 
+def publish_if_shippable(out: Path, corpus: Path, model: str, command: str, device: str = "cpu") -> dict | None:
+    """``publish`` a finished head when it could ship: trained for the embedded encoder (``default``)
+    on a corpus build-corpus wrote (its corpus.json names the sources and licences); else None (a test
+    corpus, another encoder), and the folder stays as train wrote it."""
+    from ..bert import DEFAULT_SOURCE
+
+    if model != DEFAULT_SOURCE or not (Path(corpus) / "corpus.json").is_file():
+        return None
+    return publish(out, Path(corpus), [command], device=device)
+
+
 def recorded_legs(run: Path) -> list[dict]:
     """Every leg a training chain has recorded: from its run.json when finished, else its checkpoint."""
     import torch

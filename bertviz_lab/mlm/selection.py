@@ -12,10 +12,11 @@ held-out slices or the teaching set.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..lab import Lab
+from ..lab import InputError, Lab
 from ..resources import ASSETS
 from .evaluate import evaluate
 from .evaluate_nsp import evaluate_nsp
@@ -87,3 +88,44 @@ def choose(shipped: DevFigures, candidates: list[DevFigures]) -> tuple[DevFigure
     if dropped:
         why += f"; not eligible (WordNet validation top-1 below {floor:.3f}): {', '.join(dropped)}"
     return winner, why + "."
+
+
+def kept_heads(chain: Sequence[Path]) -> list[Path]:
+    """Every head a chain kept at a validation point (``RUN/steps/step-N/head.safetensors``), by run and step."""
+    found = (f for run in chain for f in (Path(run) / "steps").glob("step-*") if (f / "head.safetensors").is_file())
+    folders = sorted(found, key=lambda f: (str(f.parent.parent), int(f.name.split("-")[1])))
+    if not folders:
+        raise InputError(f"no head kept at a validation point under {', '.join(str(r) for r in chain)} "
+                         "(RUN/steps/step-N/head.safetensors)")
+    return folders
+
+
+def shown_name(folder: Path) -> str:
+    """A head folder's name as a model card prints it: relative to here when it is below here."""
+    where, here = Path(folder).resolve(), Path.cwd().resolve()
+    return str(where.relative_to(here)) if where.is_relative_to(here) else str(folder)
+
+
+def select_head(shipped: Path, chain: Sequence[Path], corpus: Path, load_head: Callable[[Path], Lab],
+                publish: Path | None = None, device: str = "cpu") -> dict:
+    """Apply the rule to the shipped head and every head the chain kept (``load_head`` loads a head
+    folder on the encoder), and with ``publish`` act on the choice: a winning chain head becomes a
+    self-contained folder, or the shipped head's card records the chain it was kept over."""
+    from .model_card import chain_legs, publish_selected, record_kept
+
+    folders = kept_heads(chain)
+    base = dev_figures(load_head(shipped), corpus, shown_name(shipped), 0)
+    candidates = [dev_figures(load_head(f), corpus, shown_name(f), int(f.name.split("-")[1])) for f in folders]
+    winner, why = choose(base, candidates)
+    rows = [{"head": c.name, "steps": c.steps, "cloze": round(c.cloze, 4), "running_top1": round(c.running_top1, 4),
+             "nsp": round(c.nsp, 4), "wordnet_top1": round(c.wordnet_top1, 4), "score": round(c.score, 4)}
+            for c in [base, *candidates]]
+    selection = {"rule": RULE, "winner": winner.name, "why": why, "candidates": rows}
+    if publish is not None and winner is not base:
+        publish_selected(Path(winner.name), publish, corpus, selection, device=device)
+        selection["published"] = str(publish)
+    elif publish is not None:  # the shipped head stays: its card records the chain it was kept over
+        last = {f.parent.parent: f for f in folders}  # each chain's last kept head (folders are sorted by step)
+        legs = [leg for run in chain if Path(run) in last for leg in chain_legs(last[Path(run)])]
+        selection["recorded_in"] = str(record_kept(shipped, selection, legs))
+    return selection

@@ -8,7 +8,7 @@ import csv
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..lab import Lab
+from ..lab import InputError, Lab
 from ..resources import ASSETS
 from .evaluate import wilson_interval
 
@@ -57,3 +57,16 @@ def evaluate_teaching(lab: Lab, items: list[ClozeItem] | None = None) -> dict:
     topics = list(dict.fromkeys(r["topic"] for r in rows))
     return {**summary(rows), "topics": {t: summary([r for r in rows if r["topic"] == t]) for t in topics},
             "items": rows, "model": lab.name}
+
+
+def score_teaching_file(lab: Lab, path: Path | None = None) -> dict:
+    """``evaluate_teaching`` on the shipped teaching set or on another file of its form, refused with
+    one sentence when the file is missing or not a teaching set."""
+    path = TEACHING_SET if path is None else Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no such file: {path}")
+    try:
+        items = read_teaching_set(path)
+    except (ValueError, KeyError) as error:
+        raise InputError(f"{path}: not a teaching set ({error})") from None
+    return evaluate_teaching(lab, items)

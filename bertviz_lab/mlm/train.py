@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import random
+import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -364,7 +365,8 @@ def train(out: Path, settings: TrainSettings, progress: bool = True, resume: boo
         bar.update(1)
         if state.step % settings.eval_every == 0 or state.step == settings.steps:
             model.eval()
-            bar.write(watch(out, eval_lab, names, (validation, validation_docs), settings, state, started))
+            bar.write(watch(out, eval_lab, names, (validation, validation_docs), settings, state, started),
+                      file=sys.stderr)  # progress, beside the bar: stdout is the command's result
         leg_over = leg_minutes is not None and state.step < settings.steps and time.time() - leg_started >= leg_minutes * 60
         if leg_over:
             end_leg(state, leg_started, first_step, command)

@@ -3,6 +3,7 @@ interactive output (``show``), and a BertViz drop-in (``head_view``, ``model_vie
 model's attention. Nothing here needs a server of ours or the network."""
 from .dropin import head_view, model_view, show
 from .views import (
+    AnalysisDisplay,
     analysis_figure,
     comparison_figure,
     figure,
@@ -12,5 +13,5 @@ from .views import (
     syntax_figure,
 )
 
-__all__ = ["analysis_figure", "comparison_figure", "figure", "head_similarity", "head_view", "model_view", "qk_space",
+__all__ = ["AnalysisDisplay", "analysis_figure", "comparison_figure", "figure", "head_similarity", "head_view", "model_view", "qk_space",
            "show", "structural_probe", "syntax_figure"]

@@ -13,14 +13,15 @@ turns the Ġ/▁ of BPE and SentencePiece tokens into plain text.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
-from ..figures.payload import weights_payload
+from ..figures.payload import KeyAxis, PayloadView, weights_payload
 from ..lab import Analysis, Lab
 from ..naming import unique_labels
-from .widget import Section, display_or_return, viewer_html
+from .widget import Section, ViewerPage, display_or_return, viewer_html
 
 
 def as_array(attention: Any) -> np.ndarray:
@@ -49,26 +50,54 @@ def prettify(tokens: Sequence[str]) -> list[str]:
     return [str(t).replace("Ġ", " ").replace("▁", " ").replace("Ċ", "\\n").strip() or str(t) for t in tokens]
 
 
-def _section(name: str, attention: Any, rows: Sequence[str], columns: Sequence[str] | None, layer: int | None,
-             heads: Sequence[int] | None, include_layers: Sequence[int] | None, sentence_b_start: int | None,
-             prettify_tokens: bool, light: bool = True) -> Section:
+@dataclass(frozen=True)
+class DropinInputs:
+    """What BertViz's head_view and model_view are given to draw: one attention and its tokens, or an
+    encoder-decoder's encoder, decoder and cross attentions and their tokens."""
+
+    attention: Any = None
+    tokens: Sequence[str] | None = None
+    encoder_attention: Any = None
+    decoder_attention: Any = None
+    cross_attention: Any = None
+    encoder_tokens: Sequence[str] | None = None
+    decoder_tokens: Sequence[str] | None = None
+
+
+@dataclass(frozen=True)
+class DropinDisplay:
+    """How BertViz's keywords say to show every section: the layer and heads opened (0-based, as
+    BertViz), the layers kept, where sentence B starts and whether tokens are prettified."""
+
+    layer: int | None = None
+    heads: Sequence[int] | None = None
+    include_layers: Sequence[int] | None = None
+    sentence_b_start: int | None = None
+    prettify_tokens: bool = True
+
+
+def _section(name: str, attention: Any, rows: Sequence[str], columns: Sequence[str] | None, shown: DropinDisplay,
+             light: bool = True) -> Section:
     weights = as_array(attention)
+    layer, heads, include_layers = shown.layer, shown.heads, shown.include_layers
     if include_layers is not None:
         weights = weights[list(include_layers)]
     nq, nk = weights.shape[-2:]
-    rows = prettify(rows) if prettify_tokens else [str(t) for t in rows]
-    cols = None if columns is None else (prettify(columns) if prettify_tokens else [str(t) for t in columns])
+    rows = prettify(rows) if shown.prettify_tokens else [str(t) for t in rows]
+    cols = None if columns is None else (prettify(columns) if shown.prettify_tokens else [str(t) for t in columns])
     if len(rows) != nq or (cols is not None and len(cols) != nk) or (cols is None and nq != nk):
         raise ValueError(f"{name}: attention has {nq} x {nk} positions but {len(rows)} tokens"
                          + ("" if cols is None else f" and {len(cols)} key tokens"))
-    segments = [0] * nq if sentence_b_start is None else [0 if i < sentence_b_start else 1 for i in range(nq)]
+    b_start = shown.sentence_b_start
+    segments = [0] * nq if b_start is None else [0 if i < b_start else 1 for i in range(nq)]
     start = 0 if layer is None else (list(include_layers).index(layer) if include_layers is not None else layer)
     if not 0 <= start < weights.shape[0]:
         raise ValueError(f"layer {layer} is not among the {weights.shape[0]} layers shown (0-based, as BertViz)")
     row_labels = unique_labels(rows, list(range(nq)))
-    key_labels = None if cols is None else unique_labels(cols, list(range(nk)))
-    meta, codes = weights_payload(weights, row_labels, segments, layer=start, head=min(heads or [0]),
-                                  key_labels=key_labels, title_prefix=f"{name}: " if name else "", light=light)
+    keys = None if cols is None else KeyAxis(unique_labels(cols, list(range(nk))))
+    meta, codes = weights_payload(weights, row_labels, segments,
+                                  PayloadView(layer=start, head=min(heads or [0]), title_prefix=f"{name}: " if name else ""),
+                                  keys, light=light)
     if include_layers is not None:
         meta["layer_names"] = [f"L{int(i) + 1}" for i in include_layers]
     if heads:
@@ -76,21 +105,21 @@ def _section(name: str, attention: Any, rows: Sequence[str], columns: Sequence[s
     return Section(name, meta, codes, weights)
 
 
-def _sections(attention, tokens, sentence_b_start, prettify_tokens, layer, heads, encoder_attention,
-              decoder_attention, cross_attention, encoder_tokens, decoder_tokens, include_layers) -> list[Section]:
-    if attention is not None:
-        if tokens is None:
+def _sections(given: DropinInputs, shown: DropinDisplay) -> list[Section]:
+    if given.attention is not None:
+        if given.tokens is None:
             raise ValueError("'tokens' is required")
-        return [_section("", attention, tokens, None, layer, heads, include_layers, sentence_b_start, prettify_tokens)]
+        return [_section("", given.attention, given.tokens, None, shown)]
     out = []
-    for name, att, rows, cols in (("Encoder", encoder_attention, encoder_tokens, None),
-                                  ("Decoder", decoder_attention, decoder_tokens, None),
-                                  ("Cross", cross_attention, decoder_tokens, encoder_tokens)):
+    unpaired = replace(shown, sentence_b_start=None)  # an encoder-decoder's sections are no sentence pair
+    for name, att, rows, cols in (("Encoder", given.encoder_attention, given.encoder_tokens, None),
+                                  ("Decoder", given.decoder_attention, given.decoder_tokens, None),
+                                  ("Cross", given.cross_attention, given.decoder_tokens, given.encoder_tokens)):
         if att is None:
             continue
         if rows is None or (name == "Cross" and cols is None):
             raise ValueError(f"{name.lower()} attention needs its tokens (encoder_tokens / decoder_tokens)")
-        out.append(_section(name, att, rows, cols, layer, heads, include_layers, None, prettify_tokens))
+        out.append(_section(name, att, rows, cols, unpaired))
     if not out:
         raise ValueError("You must specify at least one attention argument.")
     return out
@@ -104,9 +133,10 @@ def head_view(attention=None, tokens=None, sentence_b_start=None, prettify_token
     "return" gives an object whose ``.data`` is the HTML.
     ``layer`` and ``heads`` are 0-based, as in BertViz: the drop-ins are the one documented exception
     to bertviz-lab's 1-based layers and heads."""
-    sections = _sections(attention, tokens, sentence_b_start, prettify_tokens, layer, heads, encoder_attention,
-                         decoder_attention, cross_attention, encoder_tokens, decoder_tokens, include_layers)
-    page = viewer_html(sections, pair=sentence_b_start is not None, light=True)
+    given = DropinInputs(attention, tokens, encoder_attention, decoder_attention, cross_attention, encoder_tokens,
+                         decoder_tokens)
+    sections = _sections(given, DropinDisplay(layer, heads, include_layers, sentence_b_start, prettify_tokens))
+    page = viewer_html(sections, page=ViewerPage(pair=sentence_b_start is not None, light=True))
     return display_or_return(page, html_action)
 
 
@@ -116,16 +146,18 @@ def model_view(attention=None, tokens=None, sentence_b_start=None, prettify_toke
     """BertViz's ``model_view``: every layer and head at a glance (a small image each; a click opens
     it in the head view above), on one dark or light ground (``display_mode``), ``include_layers``
     and ``include_heads`` honoured; no plotly.js."""
-    sections = _sections(attention, tokens, sentence_b_start, prettify_tokens, None, None, encoder_attention,
-                         decoder_attention, cross_attention, encoder_tokens, decoder_tokens, include_layers)
+    given = DropinInputs(attention, tokens, encoder_attention, decoder_attention, cross_attention, encoder_tokens,
+                         decoder_tokens)
+    sections = _sections(given, DropinDisplay(include_layers=include_layers, sentence_b_start=sentence_b_start,
+                                              prettify_tokens=prettify_tokens))
     if include_heads is not None:
         for section in sections:
             section.meta["thumb_heads"] = sorted({int(h) for h in include_heads})
             section.meta["head"] = section.meta["thumb_heads"][0]
     if display_mode not in ("dark", "light"):
         raise ValueError("display_mode must be 'dark' or 'light', as in BertViz")
-    page = viewer_html(sections, pair=sentence_b_start is not None, light=True, thumbnails=True,
-                       dark=display_mode == "dark")
+    page = viewer_html(sections, page=ViewerPage(pair=sentence_b_start is not None, light=True, thumbnails=True,
+                                                 dark=display_mode == "dark"))
     return display_or_return(page, html_action)
 
 
@@ -137,14 +169,15 @@ def show(analysis: Analysis, layer: int = 1, head: int = 1, html_action: str = "
     if view == "neuron":
         if lab is None:
             raise ValueError("the neuron view needs the model: show(analysis, view='neuron', lab=lab)")
-        from .neuron import show_neuron
+        from .neuron_show import show_neuron
 
         return show_neuron(lab, analysis, layer, head, html_action)
     if view != "head":
         raise ValueError("view must be 'head' or 'neuron'")
     segments = analysis.segment_ids
     meta, codes = weights_payload(analysis.attention, unique_labels(analysis.tokens, list(range(len(analysis.tokens)))),
-                                  segments, layer=layer - 1, head=head - 1, model=analysis.model)
-    page = viewer_html([Section("", meta, codes)], include_plotlyjs=True if html_action == "return" else "once",
-                       pair=any(segments), title=f"{analysis.model}")
+                                  segments, PayloadView(layer=layer - 1, head=head - 1, model=analysis.model))
+    page = viewer_html([Section("", meta, codes)],
+                       page=ViewerPage(include_plotlyjs=True if html_action == "return" else "once", pair=any(segments),
+                                       title=f"{analysis.model}"))
     return display_or_return(page, html_action)

@@ -3,7 +3,9 @@ JupyterLab, VS Code and Colab with Plotly's own offline renderers (plotly.js emb
 notebook by Plotly's ``notebook`` renderer, or the front end's bundled copy; never a CDN)."""
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..attention.qk_space import head_similarity as similarity
@@ -13,12 +15,12 @@ from ..figures import interventions as intervention_views
 from ..figures import qk as qk_views
 from ..figures import syntax as syntax_views
 from ..figures.base import Figure
-from ..figures.structure import structure_figure
+from ..figures.structure_figure import structure_figure
 from ..interventions import Comparison
 from ..lab import Analysis, Lab
 from ..lens import head_vectors, head_vectors_encoded, head_vectors_of_sentences, sentence_attentions
 from ..syntax.ensembles import relations_of
-from ..syntax.structure import StructureResult, StructureSettings, load_probes, run_structure
+from ..syntax.structure import StructureResult, StructureSettings, StructureTreebanks, load_probes, run_structure
 from ..syntax.summary import SyntaxSummary
 from ..treebank import Sentence, read_conllu
 
@@ -74,12 +76,47 @@ def _options(analysis: Analysis, layer: int, head: int, **display: Any) -> views
     return views.ViewOptions(layer=layer - 1, head=head - 1, **display)
 
 
+@dataclass(frozen=True)
+class AnalysisDisplay:
+    """How an analysis view shows its weights, none of which changes the analysis: special tokens
+    hidden, word level, a sentence-pair filter, and the head view's one token (None: all tokens);
+    one object so ``figure``'s keywords stay layer, head and this."""
+
+    hide_special: bool = False
+    word_level: bool = False
+    pair_filter: str = "all"
+    token: int | None = None
+
+
+DISPLAY_KEYWORDS = ("hide_special", "word_level", "pair_filter", "token")  # deprecated: AnalysisDisplay's fields
+
+
+def _fold_display(options: dict[str, Any], stacklevel: int) -> dict[str, Any]:
+    """``options`` with the deprecated display keywords (``hide_special=True``, ...) folded into
+    ``display``, warning at the caller ``stacklevel`` frames up; kept for one release."""
+    old = {k: v for k, v in options.items() if k in DISPLAY_KEYWORDS}
+    if not old:
+        return options
+    given = ", ".join(f"{k}={v!r}" for k, v in old.items())
+    warnings.warn(f"{given} as keywords are deprecated (gone in the next release): pass display=AnalysisDisplay({given})",
+                  DeprecationWarning, stacklevel=stacklevel + 1)
+    rest = {k: v for k, v in options.items() if k not in DISPLAY_KEYWORDS}
+    return {**rest, "display": replace(rest.get("display") or AnalysisDisplay(), **old)}
+
+
 def analysis_figure(analysis: Analysis, kind: str = "single-head", layer: int = 1, head: int = 1,
-                    hide_special: bool = False, word_level: bool = False, pair_filter: str = "all",
-                    token: int | None = None):
-    """One view of an analysis as a Plotly Figure; ``layer`` and ``head`` are 1-based."""
-    o = _options(analysis, layer, head, hide_special=hide_special, word_level=word_level, pair_filter=pair_filter,
-                 head_view_token=token)
+                    display: AnalysisDisplay | None = None, **old: Any):
+    """One view of an analysis as a Plotly Figure; ``layer`` and ``head`` are 1-based; ``display``
+    hides special tokens, goes to word level, filters sentence pairs or picks the head view's token.
+    The old keywords (``hide_special=``, ``word_level=``, ``pair_filter=``, ``token=``) still work
+    for one release, with a DeprecationWarning."""
+    folded = _fold_display({**old, "display": display}, stacklevel=2)
+    unknown = sorted(set(folded) - {"display"})
+    if unknown:
+        raise TypeError(f"analysis_figure() got an unexpected keyword argument {unknown[0]!r}")
+    d = folded["display"] or AnalysisDisplay()
+    o = _options(analysis, layer, head, hide_special=d.hide_special, word_level=d.word_level,
+                 pair_filter=d.pair_filter, head_view_token=d.token)
     builders: dict[str, Callable[[], Figure]] = {
         "single-head": lambda: views.single_head(analysis, o)[0],
         "overview": lambda: views.overview(analysis, selected=(o.layer, o.head)),
@@ -121,10 +158,11 @@ def syntax_figure(summary, kind: str = "best-heads", relation: str | None = None
 
 def figure(obj: Analysis | Comparison | SyntaxSummary, kind: str | None = None, **options: Any):
     """Any of our results as a Plotly Figure: ``bertviz_lab.figure(analysis, "overview")``,
+    ``figure(analysis, "single-head", layer=2, head=1, display=AnalysisDisplay(hide_special=True))``,
     ``figure(comparison, "comparison", layer=2, head=1)``, ``figure(summary, "best-heads")``.
     The data classes hold no drawing code (they sit below this layer); this is the one door to it."""
     if isinstance(obj, Analysis):
-        return analysis_figure(obj, kind or "single-head", **options)
+        return analysis_figure(obj, kind or "single-head", **_fold_display(options, stacklevel=2))
     if isinstance(obj, Comparison):
         return comparison_figure(obj, kind or "comparison", **options)
     if isinstance(obj, SyntaxSummary):
@@ -148,10 +186,11 @@ def structural_probe(lab: Lab, treebank: Any, train: Any = None, probes: Any = N
     trained = load_probes(probes, lab) if probes is not None else None
     if trained is None and train is None:
         raise ValueError("give train (a treebank's train split) or probes (a probes.safetensors for these weights)")
-    return run_structure(lab, sentences(train) if train is not None else [], evaluate, StructureSettings(**settings),
-                         trained=trained, relations=relations_of(evaluate, min_arcs),
-                         names=(str(getattr(train, "name", "") or ("train" if train is not None else "")),
-                                str(getattr(treebank, "name", "") or "treebank")))
+    names = (str(getattr(train, "name", "") or ("train" if train is not None else "")),
+             str(getattr(treebank, "name", "") or "treebank"))
+    treebanks = StructureTreebanks(evaluate, sentences(train) if train is not None else [], names=names)
+    return run_structure(lab, treebanks, StructureSettings(**settings), trained=trained,
+                         relations=relations_of(evaluate, min_arcs))
 
 
 def _points(lab: Lab, sentences: Any, layer: int, head: int):

@@ -134,12 +134,23 @@ def plotly_script(include: bool | str) -> str:
             f"<script>{get_plotlyjs()}</script><script>window.define = window.__bvlDefine;</script>")
 
 
-def viewer_html(sections: list[Section], figures: list[Figure] = (), include_plotlyjs: bool | str = "once",
-                pair: bool = False, title: str = "", light: bool = False, thumbnails: bool = False,
-                dark: bool = False) -> str:
-    """One output: controls, the heatmap, the head view (and any extra static figures). ``light``
-    (the BertViz drop-ins): no plotly.js and no heatmap, only the head view and, with ``thumbnails``,
-    model_view's grid of every layer and head; ``dark``: the whole output on a dark ground."""
+@dataclass(frozen=True)
+class ViewerPage:
+    """How one viewer output is drawn, apart from the weights it carries: ``light`` (the BertViz
+    drop-ins): no plotly.js and no heatmap, only the head view and, with ``thumbnails``, model_view's
+    grid of every layer and head; ``dark``: the whole output on a dark ground; ``pair``: a
+    sentence-pair filter; ``include_plotlyjs``: True, False or "once" per kernel."""
+
+    include_plotlyjs: bool | str = "once"
+    pair: bool = False
+    title: str = ""
+    light: bool = False
+    thumbnails: bool = False
+    dark: bool = False
+
+
+def viewer_html(sections: list[Section], figures: list[Figure] = (), page: ViewerPage = ViewerPage()) -> str:
+    """One output: controls, the heatmap, the head view (and any extra static figures), drawn as ``page`` says."""
     root = f"bvl-{uuid.uuid4().hex}"
     first = sections[0].meta
     choose = ""
@@ -147,7 +158,7 @@ def viewer_html(sections: list[Section], figures: list[Figure] = (), include_plo
         options = "".join(f'<option value="{i}">{html.escape(s.name)}</option>' for i, s in enumerate(sections))
         choose = f'<label>Attention: <select class="bvl-nb-section">{options}</select></label>'
     filters = ""
-    if pair:
+    if page.pair:
         options = "".join(f"<option>{html.escape(f)}</option>" for f in ("all", "A->A", "A->B", "B->A", "B->B"))
         filters = f'<label>Sentence-pair filter: <select class="bvl-nb-filter">{options}</select></label>'
     controls = (f'<div class="bvl-nb-controls">{choose}'
@@ -159,14 +170,14 @@ def viewer_html(sections: list[Section], figures: list[Figure] = (), include_plo
     data = [{"name": s.name, "meta": s.meta, "codes": base64.b64encode(s.codes).decode("ascii")} for s in sections]
     glue = GLUE % {"id": script_json(root), "sections": script_json(data), "figures": "[" + ",".join(
         escape_json_text(to_json(f)) for f in figures) + "]"}
-    heading = f"<div><b>{html.escape(title)}</b></div>" if title else ""
+    heading = f"<div><b>{html.escape(page.title)}</b></div>" if page.title else ""
     views = ('<div class="bvl-caption"></div><div class="bvl-headview"></div>'
-             + ('<div class="bvl-nb-thumbs"></div>' if thumbnails else "") if light else
+             + ('<div class="bvl-nb-thumbs"></div>' if page.thumbnails else "") if page.light else
              '<div class="bvl-heatmap"></div><div class="bvl-caption"></div><div class="bvl-headview"></div>')
     # the charset first: a saved .data opens as UTF-8 (browsers look for it in the first 1024 bytes)
-    return (f'<meta charset="utf-8"><div id="{root}" class="bvl-nb{" bvl-dark" if dark else ""}">'
+    return (f'<meta charset="utf-8"><div id="{root}" class="bvl-nb{" bvl-dark" if page.dark else ""}">'
             f'<style>{CSS}{(STATIC / "viewer.css").read_text()}</style>{heading}{controls}{views}'
-            f"{extra}</div>{'' if light else plotly_script(include_plotlyjs)}"
+            f"{extra}</div>{'' if page.light else plotly_script(page.include_plotlyjs)}"
             f"<script>{(STATIC / 'export.js').read_text()}</script>"
             f"<script>{(STATIC / 'viewer.js').read_text()}</script><script>{glue}</script>")
 

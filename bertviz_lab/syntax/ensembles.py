@@ -9,8 +9,13 @@ As their released code defines it (github.com/Tom556/BERTHeadEnsembles, MIT;
   pieces (their softmax over the sentence's raw scores only, which is the same thing), then
   attention *from* a word is the mean over its pieces and *to* a word the sum.
 - An ensemble's map is the mean of its heads' maps; the diagonal is zeroed and the predicted
-  partner of a word is its row's argmax. dependent->parent reads the dependent's row; parent->
-  dependent reads the parent's row, which must point at the dependent.
+  partner of a word is its row's argmax. dependent->parent (``d2p``) reads the dependent's row;
+  parent->dependent (``p2d``) reads the parent's row, which must point at the dependent.
+
+Directions are named as everywhere in the project (``directions.py``): their ``d2p`` is
+``dep->head`` (Clark's), their ``p2d`` is ``head-row->dep``, which is NOT Clark's ``head->dep``
+(the dependent's column). ``head->dep`` is computed too, as Clark does: the ensemble's map
+transposed, i.e. the argmax over the dependent's column of the mean map.
 - Greedy choice (``HeadEnsemble.consider_candidate``): the 25 best single heads, best first,
   are offered in turn; while the ensemble has fewer than 4 heads a candidate joins if it raises
   the accuracy; after that it replaces the member whose replacement raises the accuracy most,
@@ -38,13 +43,14 @@ from scipy.sparse.csgraph import minimum_spanning_tree
 from ..lab import Lab
 from ..naming import head_name
 from ..treebank import Sentence
+from .directions import DEP_HEAD, HEAD_ROW, normalize_direction
 from .scoring import plan_batches, word_attention
 from .trees import punctuation, spanning_edges, tree_distances, uses_ptb_tags
 
 MAX_HEADS = 4
 CANDIDATES = 25  # HEADS_TO_CHECK in head_ensemble.py
-# Their direction names. d2p equals Clark's dep->head; p2d reads the parent's *row* (the parent
-# attends to the dependent), which is not Clark's head->dep (the dependent's *column*).
+# Their direction names, accepted as aliases (``directions.ALIASES``): d2p is Clark's dep->head; p2d
+# reads the parent's *row* (head-row->dep), which is not Clark's head->dep (the dependent's *column*).
 D2P, P2D = "d2p", "p2d"
 
 
@@ -101,10 +107,11 @@ def word_maps(lab: Lab, sentences: Sequence[Sentence], batch_size: int = 32, max
 
 @dataclass
 class ArcRows:
-    """The rows that decide one relation and direction: for each arc, every head's row of the word
-    that must point (dependent for dep->head, parent for head->dep), grouped by sentence length."""
+    """The vectors that decide one relation and direction: for each arc, every head's row of the word
+    that must point (the dependent's for dep->head, the parent's for head-row->dep), or the dependent's
+    column for head->dep, grouped by sentence length."""
 
-    groups: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]  # (rows (arcs, heads, n), self, target, sentence)
+    groups: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]  # (vectors (arcs, heads, n), self, target, sentence)
 
     def hits(self, heads: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
         """(sentence of each arc, whether the mean map of ``heads`` points at the target)."""
@@ -125,7 +132,20 @@ class ArcRows:
         return np.array([self.accuracy([k]) for k in range(n_heads)])
 
 
+def arc_vector(m: np.ndarray, direction: str, dep: int, parent: int) -> tuple[np.ndarray, int, int]:
+    """(every head's vector whose argmax must hit the target (heads, n), the word's own index, the
+    target) of one arc in the map ``m`` (heads, n, n), for a direction of ``directions.py``."""
+    if direction == DEP_HEAD:  # the dependent's row points at its parent
+        return m[:, dep, :], dep, parent
+    if direction == HEAD_ROW:  # the parent's row points at the dependent (their p2d)
+        return m[:, parent, :], parent, dep
+    return m[:, :, dep], dep, parent  # HEAD_DEP: the word attending most to the dependent is its parent
+
+
 def arc_rows(maps: WordMaps, relation: str, direction: str, sentence_ids: np.ndarray | None = None) -> ArcRows:
+    """The arcs of ``relation`` (``all``: every arc between two words) read in ``direction``: any name of
+    ``directions.py`` or an alias (d2p, p2d); another name is a ValueError."""
+    direction = normalize_direction(direction)
     chosen = set(maps.indices.tolist() if sentence_ids is None else sentence_ids.tolist())
     by_length: dict[int, list] = {}
     for index, sentence, m in zip(maps.indices, maps.sentences, maps.maps):
@@ -134,8 +154,7 @@ def arc_rows(maps: WordMaps, relation: str, direction: str, sentence_ids: np.nda
         for dep, (head, rel) in enumerate(zip(sentence.heads, sentence.relations)):
             if head == 0 or (relation != "all" and rel != relation):
                 continue
-            attending, target = (dep, head - 1) if direction == D2P else (head - 1, dep)
-            by_length.setdefault(m.shape[-1], []).append((m[:, attending, :], attending, target, int(index)))
+            by_length.setdefault(m.shape[-1], []).append((*arc_vector(m, direction, dep, head - 1), int(index)))
     groups = [(np.stack([a[0] for a in arcs]), np.array([a[1] for a in arcs]), np.array([a[2] for a in arcs]),
                np.array([a[3] for a in arcs])) for _, arcs in sorted(by_length.items())]
     return ArcRows(groups)

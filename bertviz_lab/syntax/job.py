@@ -53,6 +53,18 @@ class Job:
     allow_pickle: bool = False  # the Ray workers load the checkpoint as the driver did
 
 
+def checkpoints_to_score(given: Sequence[str]) -> list[str]:
+    """Every distinct checkpoint as typed, in order: ``default`` stays the fine-tuned checkpoint (it
+    was once silently swapped for the published one) and a repeat is scored once."""
+    return list(dict.fromkeys(given))
+
+
+def job_record(job: Job, files: dict[str, Path]) -> dict:
+    """What a finished job says: the checkpoints and pairs scored, the engine, the files written."""
+    return {"models": list(dict.fromkeys(job.models)), "pairs": complete_pairs(job), "engine": job.engine,
+            **{k: str(v) for k, v in files.items()}}
+
+
 def treebank_files(paths: Sequence[Path]) -> list[Path]:
     """CoNLL-U files named directly, or every *.conllu inside the folders named, sorted; a file
     named twice (also as ``./x`` or by its absolute path) counts once."""
@@ -141,12 +153,12 @@ def score(job: Job, lab: Lab, sentences, progress=None) -> tuple[TreebankScores,
 def score_on_ray(job: Job, lab: Lab, treebanks: list[list], progress: Callable[[int, int, int], None]):
     """All of a checkpoint's missing treebanks as one Ray job (its workers start once), null model
     included: (index, scores, null scores) as each treebank completes. The driver scores no sentence."""
-    from .ray_engine import score_treebanks_ray
+    from .ray_engine import RayCluster, RayScoring, score_treebanks_ray
 
-    return score_treebanks_ray(lab, treebanks, job.batch_size, job.max_length, job.max_sentences, progress,
-                               source=job.source, address=job.ray_address, workers=job.workers, device=job.device,
-                               null_seeds=job.settings.null_seed_list() if job.null else [],
-                               allow_pickle=job.allow_pickle)
+    scoring = RayScoring(batch_size=job.batch_size, max_length=job.max_length, max_sentences=job.max_sentences,
+                         source=job.source, null_seeds=tuple(job.settings.null_seed_list()) if job.null else ())
+    cluster = RayCluster(address=job.ray_address, workers=job.workers, device=job.device, allow_pickle=job.allow_pickle)
+    return score_treebanks_ray(lab, treebanks, scoring, cluster, progress)
 
 
 def write_pair(folder: Path, summary: SyntaxSummary, treebank: Path, label: str | None = None) -> None:
@@ -213,7 +225,7 @@ def run_job(job: Job, load_lab: Callable[[str], Lab], say: Callable[[str], None]
             progress_for: Callable[[str], Callable[[int, int], None] | None] = lambda _: None,
             report: Report | None = None) -> dict[str, Path]:
     """Score every missing pair (each written as soon as it is complete), then write the combined
-    tables and, given ``report`` (``reports.syntax.job_report_html``; drawing sits above this layer),
+    tables and, given ``report`` (``reports.syntax_report.job_report_html``; drawing sits above this layer),
     report.html."""
     job.out.mkdir(parents=True, exist_ok=True)
     treebanks = distinct(job.treebanks)

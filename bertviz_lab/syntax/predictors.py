@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .directions import CLARK_DIRECTIONS, DEP_HEAD, normalize_direction
+
 OFFSETS = tuple(range(-3, 3))
 
 
@@ -37,10 +39,18 @@ def best_words(word_attn: np.ndarray) -> np.ndarray:
     return a.argmax(-1)
 
 
+def predict_heads(word_attn: np.ndarray, direction: str) -> np.ndarray:
+    """One of Clark's predictors for every head: (..., words, words) -> (..., words) of 1-based heads.
+    ``direction`` is dep->head or head->dep (or an alias: normal, d2p, transpose); head-row->dep (p2d)
+    is a head-ensemble reading (``ensembles.py``), not one of these, and is refused like any other name."""
+    if normalize_direction(direction, CLARK_DIRECTIONS) == DEP_HEAD:
+        return best_words(word_attn) + 1
+    return best_words(np.swapaxes(word_attn, -1, -2)) + 1  # the map transposed: who attends most to the word
+
+
 def predicted_heads(word_attn: np.ndarray) -> dict[str, np.ndarray]:
     """Clark's two predictors for every head: {direction: (layers, heads, words)} of 1-based heads."""
-    return {"dep->head": best_words(word_attn) + 1,
-            "head->dep": best_words(np.swapaxes(word_attn, -1, -2)) + 1}
+    return {direction: predict_heads(word_attn, direction) for direction in CLARK_DIRECTIONS}
 
 
 def offset_predictions(n_words: int) -> np.ndarray:

@@ -17,6 +17,7 @@ import pickle
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -75,19 +76,56 @@ def gpu_workers(ray, workers: int) -> int:
     return min(workers, available)
 
 
-class BatchScorer:
-    """A Ray actor: one loaded checkpoint (and, with ``null_seed``, its random-weights null model), many batches."""
+@dataclass(frozen=True)
+class RayScoring:
+    """What is scored and how it is batched: the same settings as ``score_treebank`` on the local engine
+    (and the null models' seeds), one object so the driver plans with them and every worker scores with them."""
 
-    def __init__(self, source: str, device: str, mlm_head, score_source: str, trees: bool, threads: int,
-                 null_seeds: Sequence[int] = (), dtype: str | None = None, allow_pickle: bool = False) -> None:
+    batch_size: int = 32
+    max_length: int | None = None
+    max_sentences: int | None = None
+    trees: bool = True
+    source: str = "attention"  # the attention source heads are scored on
+    null_seeds: Sequence[int] = (0,)  # one random-weights null model per seed, scored on the workers too
+
+
+@dataclass(frozen=True)
+class RayCluster:
+    """Where the batches run: the cluster (None: a local one of ``workers`` CPUs), the actor pool and
+    how each worker loads the checkpoint; kept apart from ``RayScoring``, which changes no table."""
+
+    address: str | None = None
+    workers: int = 2
+    device: str = "cpu"
+    threads: int | None = None  # torch threads per worker (None: 1)
+    allow_pickle: bool = False  # the workers load the checkpoint as the driver did
+
+
+@dataclass(frozen=True)
+class WorkerCheckpoint:
+    """The checkpoint as each worker loads it: the driver's checkpoint, MLM head and dtype on the
+    worker's own device (a worker's GPU is always ``cuda``)."""
+
+    checkpoint: str
+    mlm_head: str | None
+    device: str = "cpu"
+    dtype: str | None = None
+    allow_pickle: bool = False
+
+
+class BatchScorer:
+    """A Ray actor: one loaded checkpoint (and, with ``null_seeds``, its random-weights null models), many batches."""
+
+    def __init__(self, checkpoint: WorkerCheckpoint, scoring: RayScoring, threads: int) -> None:
         import torch
 
         from ..lab import load
 
         torch.set_num_threads(threads)
-        lab = load(source, device=device, mlm_head=mlm_head, dtype=dtype, allow_pickle=allow_pickle)
-        self.labs = {-1: lab, **{seed: null_model(lab, seed) for seed in null_seeds}}  # -1: the checkpoint itself
-        self.score_source, self.trees = score_source, trees
+        lab = load(checkpoint.checkpoint, device=checkpoint.device, mlm_head=checkpoint.mlm_head,
+                   dtype=checkpoint.dtype, allow_pickle=checkpoint.allow_pickle)
+        self.labs = {-1: lab, **{seed: null_model(lab, seed) for seed in scoring.null_seeds}}  # -1: the checkpoint
+        self.score_source, self.trees = scoring.source, scoring.trees
 
     def __call__(self, rows: dict) -> dict:
         from .scoring import score_batch
@@ -100,24 +138,23 @@ class BatchScorer:
                 "result": np.array(out, dtype=object)}
 
 
-def score_treebanks_ray(lab: Lab, treebanks: Sequence[Sequence[Sentence]], batch_size: int = 32,
-                        max_length: int | None = None, max_sentences: int | None = None,
-                        progress: Callable[[int, int, int], None] | None = None, trees: bool = True,
-                        source: str = "attention", address: str | None = None, workers: int = 2,
-                        device: str = "cpu", threads: int | None = None, null_seeds: Sequence[int] = (0,),
-                        allow_pickle: bool = False) -> Iterator[tuple[int, TreebankScores, list[TreebankScores]]]:
+def score_treebanks_ray(lab: Lab, treebanks: Sequence[Sequence[Sentence]], scoring: RayScoring = RayScoring(),
+                        cluster: RayCluster = RayCluster(), progress: Callable[[int, int, int], None] | None = None
+                        ) -> Iterator[tuple[int, TreebankScores, list[TreebankScores]]]:
     """(index, scores, null scores per seed) of each treebank as soon as its last batch is back: one Ray Data
     job for all of them, so each worker starts (and loads the checkpoint) once per checkpoint, not
     once per treebank. Treebanks go in order, each longest batch first; ``progress(index, done, total)``.
     The workers load the checkpoint in the driver's dtype; on GPUs there is one worker per GPU at most."""
     ray = require_ray()
-    plans = [plan_batches(lab, sentences, batch_size, max_length, max_sentences) for sentences in treebanks]
-    models = [-1, *null_seeds]  # -1: the checkpoint; then each null model's seed
-    labs = {-1: lab, **{seed: null_model(lab, seed) for seed in null_seeds}}  # names and hashes them; runs nothing
+    plans = [plan_batches(lab, sentences, scoring.batch_size, scoring.max_length, scoring.max_sentences)
+             for sentences in treebanks]
+    models = [-1, *scoring.null_seeds]  # -1: the checkpoint; then each null model's seed
+    labs = {-1: lab, **{seed: null_model(lab, seed) for seed in scoring.null_seeds}}  # names and hashes them; runs nothing
 
     def finished(t: int) -> tuple[int, TreebankScores, list[TreebankScores]]:
         plan, mine = plans[t], results.pop(t)
-        scored = [collect(labs[m], plan, (mine[m, k] for k in range(len(plan.batches))), trees, source) for m in models]
+        scored = [collect(labs[m], plan, (mine[m, k] for k in range(len(plan.batches))), scoring.trees, scoring.source)
+                  for m in models]
         return t, scored[0], scored[1:]
 
     results: dict[int, dict[tuple[int, int], tuple]] = {t: {} for t in range(len(plans))}
@@ -133,12 +170,14 @@ def score_treebanks_ray(lab: Lab, treebanks: Sequence[Sequence[Sentence]], batch
     if not ray.is_initialized():
         # a cluster of our own: its workers are the job (the driver scores nothing), so they run at the
         # driver's priority, not Ray's default niceness 15, which starves them on a busy machine
-        options = {"address": address} if address else {"num_cpus": workers, "_system_config": {"worker_niceness": 0}}
+        options = ({"address": cluster.address} if cluster.address else
+                   {"num_cpus": cluster.workers, "_system_config": {"worker_niceness": 0}})
         ray.init(include_dashboard=False, ignore_reinit_error=True, log_to_driver=False, configure_logging=False,
                  **options)
-    gpus = 1 if device.startswith("cuda") else 0
-    if gpus:
-        workers = gpu_workers(ray, workers)
+    gpus = 1 if cluster.device.startswith("cuda") else 0
+    workers = gpu_workers(ray, cluster.workers) if gpus else cluster.workers
+    checkpoint = WorkerCheckpoint(lab.source, lab.checkpoint.mlm_head_source, "cuda" if gpus else cluster.device,
+                                  weights_dtype(lab), cluster.allow_pickle)  # a worker sees its own GPU as cuda
     blocks = max(1, -(-len(items) // BATCHES_PER_BLOCK))
     done = dict.fromkeys(range(len(plans)), 0)
     with quiet_data_context(ray):
@@ -146,10 +185,7 @@ def score_treebanks_ray(lab: Lab, treebanks: Sequence[Sequence[Sentence]], batch
         scored = dataset.map_batches(
             BatchScorer, batch_size=1, compute=ray.data.ActorPoolStrategy(size=workers),
             num_cpus=0 if gpus else 1, num_gpus=gpus,
-            fn_constructor_kwargs={"source": lab.source, "device": "cuda" if gpus else device,  # a worker sees its own GPU
-                                   "mlm_head": lab.checkpoint.mlm_head_source, "score_source": source, "trees": trees,
-                                   "threads": threads or 1, "null_seeds": list(null_seeds), "dtype": weights_dtype(lab),
-                                   "allow_pickle": allow_pickle})
+            fn_constructor_kwargs={"checkpoint": checkpoint, "scoring": scoring, "threads": cluster.threads or 1})
         for row in scored.iter_rows():
             t, key = int(row["treebank"]), (int(row["null"]), int(row["order"]))
             if t not in results or key in results[t]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import pandas as pd
 
@@ -71,3 +72,13 @@ def run_syntax(lab: Lab, sentences: Sequence[Sentence], settings: Settings | Non
         return SyntaxRun(summary)
     other = score_treebank(compare_lab, sentences, progress=stage(steps - 1, "second checkpoint"), **kwargs)
     return SyntaxRun(summary, compare_checkpoints(scores, other, settings), other.checkpoint.describe())
+
+
+def score_record(summary: SyntaxSummary, files: dict[str, Path]) -> dict:
+    """What one scored treebank says: sentences used and skipped (and why), the weights by name and
+    hash, and the files written."""
+    return {"sentences": summary.sentences_used, "skipped": summary.sentences_skipped,
+            "skipped_empty_words": summary.sentences_skipped_empty_words,
+            "words_without_pieces": summary.words_without_pieces,
+            "model": summary.checkpoint.describe(), "model_sha256": summary.checkpoint.sha256,
+            **{k: str(v) for k, v in files.items()}}

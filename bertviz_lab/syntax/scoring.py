@@ -20,12 +20,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..attention import batch_head_statistics, to_word_level, word_groups
-from ..bert.sources import NORM_CAPTURES, check_source, source_from_cache
+from ..bert.captured import Captured
+from ..bert.source_registry import get_source
 from ..lab import CheckpointInfo, Encoded, InputError, Lab
 from ..treebank import Sentence
+from .directions import CLARK_DIRECTIONS
 from .predictors import OFFSETS, offset_predictions, predicted_heads, spanning_tree_edges
 
-DIRECTIONS = ("dep->head", "head->dep")
+DIRECTIONS = CLARK_DIRECTIONS  # the per-head predictors (``directions.py`` names them all)
 TREE = "tree"  # undirected maximum spanning tree of the symmetrised map (UUAS)
 ALL = "all"
 ROOT = "root"
@@ -235,8 +237,8 @@ def score_batch(lab: Lab, batch: Sequence[tuple[int, Sentence, Encoded]], source
                 trees: bool = True) -> tuple[list[dict], dict[str, np.ndarray]]:
     """One batch: each sentence's arc rows and the batch's summed head statistics."""
     encoded = [enc for _, _, enc in batch]
-    captures = ("*hook_pattern",) if source == "attention" else NORM_CAPTURES
-    _, cache = lab.run(lab.batch_tensors(encoded), capture=captures, compute_mlm=False)
+    chosen = get_source(source)
+    _, cache = lab.run(lab.batch_tensors(encoded), capture=chosen.captures, compute_mlm=False)
     attention_t = lab.attention_of(cache).float()  # (batch, layers, heads, query, key)
     stats = {k: v.astype(np.float64).sum(0) for k, v in batch_head_statistics(attention_t, [e.tokens for e in encoded]).items()}
     attention = attention_t.cpu().numpy()
@@ -244,7 +246,7 @@ def score_batch(lab: Lab, batch: Sequence[tuple[int, Sentence, Encoded]], source
     for row, (index, sentence, enc) in enumerate(batch):
         n = len(enc.ids)
         weights = attention[row, :, :, :n, :n] if source == "attention" else \
-            source_from_cache(lab.model, cache, source, row, n)
+            chosen.weights(Captured(lab.model, cache, row, n))  # (layers, heads, query, key)
         words, _ = word_attention(weights, enc)
         rows.append(sentence_rows(index, sentence, words, trees))
     return rows, stats
@@ -277,7 +279,7 @@ def score_treebank(lab: Lab, sentences: Sequence[Sentence], batch_size: int = 32
     Batched with padding (similar lengths together); results equal one sentence at a time.
     ``source`` scores heads on softmax weights or on norm-based weights (Kobayashi et al. 2020).
     """
-    check_source(source)
+    get_source(source)  # an unknown source is refused before any work
     plan = plan_batches(lab, sentences, batch_size, max_length, max_sentences)
     results = (score_batch(lab, batch, source, trees) for batch in plan.batches)
     return collect(lab, plan, results, trees, source, progress)

@@ -38,7 +38,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..lab import Lab, layer_hook
+from ..bert.hook_table import hidden_state_names
+from ..lab import Lab
 from ..treebank import Sentence
 from .scoring import words_without_pieces
 from .trees import (
@@ -125,7 +126,7 @@ def word_features(lab: Lab, sentences: Sequence[Sentence], batch_size: int = 32,
             continue
         kept.append(index)
         encoded.append(enc)
-    hooks = ["bert.embeddings.hook_out"] + [layer_hook(i, "out") for i in range(lab.n_layers)]
+    hooks = hidden_state_names(lab.n_layers)
     project = lab.model.bert.embeddings_project  # ELECTRA's embedding_size -> hidden_size, else None
     out: dict[int, np.ndarray] = {}
     for rows, cache in lab.runs_by_length(encoded, hooks, batch_size):
@@ -235,12 +236,23 @@ def epoch_losses(params: list[nn.Parameter], layers: list[int], data: Batches, o
     return totals / max(count, 1)
 
 
-def train_probes(data: ProbeData, stop: ProbeData, layers: Sequence[int], kind: str = "distance", seed: int = 0,
-                 rank: int | None = None, epochs: int = EPOCHS, progress: Callable[[str], None] | None = None
+@dataclass(frozen=True)
+class ProbeTraining:
+    """How each probe is trained, the same for every layer and kind: the seed of its initialisation
+    and batch order, its rank (None: full, the hidden size) and the most epochs it runs before early stopping."""
+
+    seed: int = 0
+    rank: int | None = None
+    epochs: int = EPOCHS
+
+
+def train_probes(data: ProbeData, stop: ProbeData, layers: Sequence[int], kind: str = "distance",
+                 training: ProbeTraining = ProbeTraining(), progress: Callable[[str], None] | None = None
                  ) -> dict[int, TrainedProbe]:
     """One probe per layer, each with Hewitt & Manning's regimen (its own Adam, learning-rate
     schedule and early stopping; see the module docstring). The layers train side by side on the
     same shuffled batches, which changes nothing for any one of them and reads each batch once."""
+    seed, rank, epochs = training.seed, training.rank, training.epochs
     generator = torch.Generator().manual_seed(seed)
     hidden = data.features[0].shape[-1]
     train, held = Batches(data, kind), Batches(stop, kind)

@@ -45,6 +45,7 @@ from .statistics import Resampler, estimate, percentile_interval, split_sentence
 from .structural_probe import (
     KINDS,
     ProbeData,
+    ProbeTraining,
     SentenceMetrics,
     TrainedProbe,
     predict,
@@ -240,20 +241,33 @@ def train_all(lab: Lab, train: Sequence[Sentence], stop: Sequence[Sentence], s: 
         seconds[f"{name}/features"] = round(time.time() - started, 1)
         for kind in kinds:
             started = time.time()
-            probes[f"{name}/{kind}"] = train_probes(train_data, stop_data, range(lab.n_layers + 1), kind, s.seed,
-                                                    epochs=s.epochs, progress=say)
+            probes[f"{name}/{kind}"] = train_probes(train_data, stop_data, range(lab.n_layers + 1), kind,
+                                                    ProbeTraining(seed=s.seed, epochs=s.epochs), progress=say)
             seconds[f"{name}/{kind}"] = round(time.time() - started, 1)
     return probes, seconds
 
 
-def run_structure(lab: Lab, train: Sequence[Sentence], evaluate: Sequence[Sentence],
-                  settings: StructureSettings | None = None, stop: Sequence[Sentence] | None = None,
-                  names: tuple[str, str] = ("", ""), trained: dict[str, dict[int, TrainedProbe]] | None = None,
-                  relations: Sequence[str] = (), progress: Progress | None = None) -> StructureResult:
-    """Train (or take ``trained``) probes, then score probes, attention trees and ensembles on ``evaluate``."""
+@dataclass(frozen=True)
+class StructureTreebanks:
+    """The sentences of a structural-probe run and the names its report gives them: the evaluated
+    treebank, the train split (empty when the probes come trained) and, optionally, the sentences to
+    stop training on (None: a seeded part of ``train``, ``StructureSettings.stop_fraction``)."""
+
+    evaluate: Sequence[Sentence]
+    train: Sequence[Sentence] = ()
+    stop: Sequence[Sentence] | None = None
+    names: tuple[str, str] = ("", "")  # (train, evaluated) as the result and its report name them
+
+
+def run_structure(lab: Lab, treebanks: StructureTreebanks, settings: StructureSettings | None = None,
+                  trained: dict[str, dict[int, TrainedProbe]] | None = None, relations: Sequence[str] = (),
+                  progress: Progress | None = None) -> StructureResult:
+    """Train (or take ``trained``) probes, then score probes, attention trees and ensembles on
+    ``treebanks.evaluate``; ``relations``: the relations whose head ensembles are tabled."""
     s = settings or StructureSettings()
     say = progress or (lambda message: None)
     seconds: dict[str, float] = {}
+    train, stop, evaluate, names = treebanks.train, treebanks.stop, treebanks.evaluate, treebanks.names
     if trained is None:
         train_part, stop_part = (list(train), list(stop)) if stop else stop_split(train, s.stop_fraction, s.seed)
         trained, seconds = train_all(lab, train_part, stop_part, s, say)
@@ -365,7 +379,27 @@ def load_probes(path: Path, lab: Lab) -> dict[str, dict[int, TrainedProbe]]:
     return {k: dict(sorted(v.items())) for k, v in out.items()}
 
 
+def shipped_probes_file(lab: Lab) -> Path:
+    """Where bertviz-lab ships probes for exactly these weights (the file may not exist)."""
+    return SHIPPED_PROBES / f"{lab.checkpoint_info().sha256[:12]}.safetensors"
+
+
 def shipped_probes(lab: Lab) -> dict[str, dict[int, TrainedProbe]] | None:
     """The probes bertviz-lab ships for exactly these weights (``assets/probes/<sha256 prefix>.safetensors``), or None."""
-    path = SHIPPED_PROBES / f"{lab.checkpoint_info().sha256[:12]}.safetensors"
+    path = shipped_probes_file(lab)
     return load_probes(path, lab) if path.is_file() else None
+
+
+def refuse_test_split(path: Path | None, what: str) -> None:
+    """Probes are never trained or stopped on a test split: a file named like one is refused."""
+    if path is not None and "-test" in Path(path).name:
+        raise InputError(f"{what} {Path(path).name} looks like a test split; probes are never trained or stopped "
+                         "on one")
+
+
+def structure_record(result: StructureResult, files: dict[str, Path], probes: str) -> dict:
+    """What a structural-probe run says: the weights, where its probes came from, the sentences, the
+    time each part took, its conclusions and the files written."""
+    return {"model": result.checkpoint.describe(), "probes": probes, "sentences": result.sentences,
+            "seconds": result.seconds, "conclusions": list(result.conclusions),
+            "files": {k: str(v) for k, v in files.items()}}

@@ -177,10 +177,24 @@ def null_row(nulls: Sequence[TreebankScores], relation: str, settings: Settings)
             "null_seed_max": max(best)}
 
 
-def best_row(scores: TreebankScores, relation: str, ests: dict[str, Estimate], resampler: Resampler,
-             tree_head: int, nulls: Sequence[TreebankScores], split: tuple[ArcTable, ArcTable, Resampler],
-             settings: Settings) -> dict:
-    arcs = scores.arcs
+@dataclass(frozen=True)
+class ScoredRun:
+    """What every relation's best-heads row is measured against, the same for all relations of one run:
+    the checkpoint's arcs and their resampler, the held-out split (selection arcs, report arcs, report
+    resampler), the head with the best tree, the null models' scores and the settings."""
+
+    arcs: ArcTable
+    resampler: Resampler
+    split: tuple[ArcTable, ArcTable, Resampler]
+    tree_head: int
+    nulls: Sequence[TreebankScores]
+    settings: Settings
+
+
+def best_row(run: ScoredRun, relation: str, ests: dict[str, Estimate]) -> dict:
+    """One relation's row of best_heads: the best head in-sample and held out, the offset baseline,
+    the null models' best head, tree and chain recall."""
+    arcs, resampler, tree_head = run.arcs, run.resampler, run.tree_head
     direction, k, name = _best(arcs, ests)
     lo, hi = ests[direction].interval()
     offset, base = offset_baseline(arcs, relation, resampler)
@@ -191,11 +205,11 @@ def best_row(scores: TreebankScores, relation: str, ests: dict[str, Estimate], r
     mask = arcs.mask(relation) & ~arcs.is_root
     return {"relation": relation, "best_head": name, "direction": direction,
             "accuracy": float(ests[direction].accuracy[k]), "ci_low": float(lo[k]), "ci_high": float(hi[k]),
-            **heldout_row(arcs, relation, *split),
+            **heldout_row(arcs, relation, *run.split),
             "baseline_offset": offset, "baseline_accuracy": float(base.accuracy[0]),
             "baseline_ci_low": float(base_lo[0]), "baseline_ci_high": float(base_hi[0]),
             "p_value_in_sample": float(p_value),
-            **null_row(nulls, relation, settings),
+            **null_row(run.nulls, relation, run.settings),
             "tree_head": head_name(*divmod(tree_head, arcs.heads)), "tree_recall": float(tree.accuracy[tree_head]),
             "chain_recall": float(arcs.chain_hits[mask].mean()) if mask.any() else np.nan,
             "count": int(ests[DIRECTIONS[0]].total)}
@@ -247,13 +261,14 @@ def summarise(scores: TreebankScores, null: TreebankScores | Sequence[TreebankSc
     split = (arcs.of_sentences(select), arcs.of_sentences(report), Resampler.over(report, settings.resamples,
                                                                                      settings.seed + 1))
     uuas, tree_head = uuas_table(arcs, resampler, settings.uuas_punct)
+    run = ScoredRun(arcs, resampler, split, tree_head, nulls, settings)
     frames, rows = [], []
     listed = set(relations_by_count(arcs, settings.min_arcs))
     for relation in relations_by_count(arcs) + ([ROOT] if ROOT in arcs.relations else []):
         ests = head_estimates(arcs, relation, resampler)
         frames.extend(head_score_rows(arcs, relation, ests))
         if relation in listed:
-            rows.append(best_row(scores, relation, ests, resampler, tree_head, nulls, split, settings))
+            rows.append(best_row(run, relation, ests))
     best = pd.DataFrame(rows)
     info = scores.checkpoint
     return SyntaxSummary(info, scores.sentences_used, scores.sentences_skipped, arcs.layers, arcs.heads,

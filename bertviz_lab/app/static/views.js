@@ -4,7 +4,7 @@
 // round trip. Only a visible view draws; a hidden one draws when its tab is opened.
 (function () {
   'use strict';
-  var SYNCED = ['#aggregates-plot', '#probe-plot'];  // server-drawn views that follow the sliders
+  var SYNCED = ['#aggregates-plot', '#intervention-plot'];  // server-drawn views that follow the sliders
   var pending = false, loading = null;
 
   function visible(el) { return !!(el && el.offsetParent !== null && el.getClientRects().length); }
@@ -27,7 +27,7 @@
   });
 
   function syncServerViews() {
-    var shown = SYNCED.some(function (sel) {  // open, and showing a figure (a probe was run)
+    var shown = SYNCED.some(function (sel) {  // open, and showing a figure (an intervention was run)
       var el = document.querySelector(sel);
       return visible(el) && !!el.querySelector('.js-plotly-plot');
     });

@@ -7,8 +7,8 @@ from __future__ import annotations
 from ..interventions import REGISTRY, option_names
 
 # option name (a field of the intervention) -> the component that sets it
-OPTION_CONTROLS = {"heads": "probe_heads", "shift": "probe_shift", "seed": "probe_seed", "sinks": "probe_sinks",
-                   "unit": "probe_unit", "mode": "probe_ablation"}
+OPTION_CONTROLS = {"heads": "intervention_heads", "shift": "intervention_shift", "seed": "intervention_seed",
+                   "sinks": "intervention_sinks", "unit": "intervention_unit", "mode": "intervention_ablation"}
 # family -> the sweep buttons that go with it (on this input and over a sentence set)
 FAMILY_BUTTONS = {"direction": ("direction_btn", "direction_set_btn"), "heads": ("ablation_btn", "ablation_set_btn"),
                   "positions": ("positions_table_btn",)}

@@ -11,9 +11,9 @@ from pathlib import Path
 import pandas as pd
 
 from ..export import write_atomically
-from ..figures.structure import structure_figure
+from ..figures.structure_figure import structure_figure
 from ..syntax.structure import ENSEMBLE_NOTE, StructureResult, save_probes
-from .syntax import _figure_div, page_head
+from .syntax_report import _figure_div, page_head
 
 METHOD = (
     "Structural probe: Hewitt & Manning (2019), as their released code (github.com/john-hewitt/structural-probes) "

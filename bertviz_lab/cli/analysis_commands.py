@@ -1,0 +1,176 @@
+"""Commands that look at one input or one head: ``analyze`` (attention in any source, masked-word
+predictions, lens, attributions, queries and keys) and ``qk-space`` (one head's queries and keys
+in one 2-D space, and how alike the heads attend)."""
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+from ..attention.sources import source_names
+from ..lab import Analysis, InputError, InputTooLong
+from .options import add_model_options, command, emit, lab_from_args, positive_int
+
+EXAMPLES = {
+    "analyze": ['bertviz-lab analyze "The [MASK] sat on the mat." --json',
+                'bertviz-lab analyze "The man went to the [MASK]." --lens --explain'],
+    "qk-space": ['bertviz-lab qk-space "The cat sat on the mat because it was tired." --layer 3 --head 9 --json',
+                 "bertviz-lab qk-space --text-file sentences.txt --layer 2 --head 5 --similarity"],
+}
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    add_analyze(sub)
+    add_qk_space(sub)
+
+
+# ---- analyze -------------------------------------------------------------------------------
+def add_analyze(sub: argparse._SubParsersAction) -> None:
+    p = command(sub, "analyze", "attention and masked-word predictions for one input", EXAMPLES["analyze"])
+    p.add_argument("text", nargs="?", default=None, help="the input (or --text)")
+    p.add_argument("--text", dest="text_option", default=None, metavar="TEXT", help="the input, as an option")
+    p.add_argument("--pair", default=None, help="second segment (sentence B)")
+    add_model_options(p, needs_mlm_head=True)
+    p.add_argument("--top-k", type=positive_int, default=5)
+    p.add_argument("--mask", type=int, action="append", help="token position to replace by [MASK] (repeatable)")
+    p.add_argument("--position", type=int, action="append", help="also predict at this position (repeatable)")
+    p.add_argument("--truncate", action="store_true", help="cut inputs longer than the model maximum")
+    p.add_argument("--no-attention", action="store_true", help="leave the attention array out of the JSON")
+    p.add_argument("--source", choices=source_names(), default="attention",
+                   help="the attention source the attention array holds: softmax weights, norm-based weights, "
+                        "context-mixing measures, or rollout / flow aggregated from the input up")
+    p.add_argument("--lens", action="store_true",
+                   help="also the MLM head's top-k on every layer's state at each masked position (JSON: lens)")
+    p.add_argument("--explain", action="store_true",
+                   help="also attribute each masked prediction to the context tokens: erasure, gradient x input, "
+                        "integrated gradients, and each attention source's Spearman rho with erasure (JSON: explain)")
+    p.add_argument("--qk", action="store_true",
+                   help="also each head's query and key vectors (JSON: queries, keys; layers x heads x tokens x dim)")
+    p.set_defaults(func=run_analyze)
+
+
+def one_input(args: argparse.Namespace) -> str:
+    """The input given once, as the positional TEXT or as --text."""
+    if args.text is not None and args.text_option is not None and args.text != args.text_option:
+        raise InputError("give the input once: as the positional text or as --text, not two different ones")
+    text = args.text if args.text is not None else args.text_option
+    if text is None:
+        raise InputError("give the input text, e.g. analyze \"The cat sat on the [MASK].\" (or --text \"...\")")
+    return text
+
+
+def run_analyze(args: argparse.Namespace) -> int:
+    text = one_input(args)
+    lab = lab_from_args(args)
+    try:
+        result = lab.analyze_encoded(lab.encode(text, args.pair, truncate=args.truncate), text, args.pair,
+                                     masks=args.mask or (), top_k=args.top_k, predict_at=args.position or ())
+    except InputTooLong as error:
+        raise InputError(f"the input is {error.n_tokens} tokens long, more than the model maximum of "
+                         f"{error.maximum}; shorten it or pass --truncate") from None
+    if args.source != "attention":
+        from ..attention.sources import with_source
+
+        result = with_source(lab, result, args.source)
+    if result.truncated:
+        print(f"note: input truncated from {result.n_tokens_before_truncation} to {len(result.tokens)} tokens",
+              file=sys.stderr)
+    extra = analysis_extras(lab, result, args)
+    return emit(args, {**result.to_json(attention=not args.no_attention), **extra}, analyze_summary(result, extra))
+
+
+def analysis_extras(lab, result: Analysis, args: argparse.Namespace) -> dict:
+    """What --explain, --lens and --qk add to the analysis (JSON-ready)."""
+    extra: dict = {}
+    if args.explain:
+        from ..interventions.attribution import explain
+
+        extra["explain"] = [a.to_json() for a in explain(lab, result)]
+    if args.lens:
+        from ..lens import mlm_lens
+
+        extra["lens"] = [p.to_json() for p in mlm_lens(lab, result, args.top_k)]
+    if args.qk:
+        from ..lens import queries_and_keys
+
+        queries, keys = queries_and_keys(lab, result)  # (layers, heads, tokens, head_dim) each
+        extra.update(queries=queries.round(6).tolist(), keys=keys.round(6).tolist())
+    return extra
+
+
+def analyze_summary(result: Analysis, extra: dict) -> Iterator[str]:
+    yield f"model: {result.model} on {result.device}; attention source: {result.source}"
+    for attribution in extra.get("explain", []):
+        yield f"why {attribution['target']!r} at position {attribution['position']} (signed; + raised it):"
+        for method, values in attribution["scores"].items():
+            yield f"  {method}: " + ", ".join(f"{result.tokens[j]} {v:+.3f}" for j, v in zip(attribution["context"], values))
+        yield "  agreement with erasure (Spearman rho): " + ", ".join(
+            f"{k} {v:+.2f}" for k, v in attribution["spearman_with_erasure"].items())
+        yield "  on this input, AOPC / comprehensiveness / sufficiency: " + ", ".join(
+            f"{k} {v['aopc']:.2f}/{v['comprehensiveness']:.2f}/{v['sufficiency']:.2f}"
+            for k, v in attribution["faithfulness_on_this_input"].items())
+    for lens in extra.get("lens", []):
+        yield f"lens at position {lens['position']} (final answer {lens['final']!r}):"
+        for row in lens["layers"]:
+            top = ", ".join(f"{t} {p:.3f}" for t, p in zip(row["tokens"], row["probabilities"]))
+            yield f"  layer {row['layer']}: {top}  (final answer ranked {row['final_rank']})"
+    yield "tokens: " + " ".join(f"{i}:{t}" for i, t in enumerate(result.tokens))
+    for p in result.mlm:
+        yield f"position {p.position} ({p.original or p.token}): " + ", ".join(
+            f"{q.token} {q.probability:.3f}" for q in p.predictions)
+    yield from (f"note: {note}" for note in (result.mlm_note, result.nsp_note) if note)
+    if result.nsp is not None:
+        yield f"next-sentence probability: {result.nsp:.3f}"
+    if "queries" in extra:
+        yield "queries and keys: in the JSON (--json)"
+
+
+# ---- qk-space ------------------------------------------------------------------------------
+def add_qk_space(sub: argparse._SubParsersAction) -> None:
+    p = command(sub, "qk-space", "one head's queries and keys in one 2-D space (AttentionViz's normalisation), "
+                                 "over a sentence or a set, and how alike the heads attend", EXAMPLES["qk-space"])
+    p.add_argument("text", nargs="?", default=None, help="one sentence (or --text-file)")
+    p.add_argument("--text-file", type=Path, default=None, help="one sentence per line (at most --max-sentences)")
+    p.add_argument("--max-sentences", type=positive_int, default=200)
+    p.add_argument("--layer", type=positive_int, default=1, help="1-based")
+    p.add_argument("--head", type=positive_int, default=1, help="1-based")
+    p.add_argument("--method", choices=["pca", "umap"], default="pca", help="umap needs umap-learn")
+    p.add_argument("--similarity", action="store_true",
+                   help="add the heads x heads Jensen-Shannon divergence of their attention over the sentences")
+    add_model_options(p, needs_mlm_head=False)
+    p.set_defaults(func=run_qk_space)
+
+
+def run_qk_space(args: argparse.Namespace) -> int:
+    from ..attention.qk_space import head_similarity, joint_embedding
+    from ..lens import head_vectors, sentence_attentions
+    from ..sentences import read_lines
+
+    if (args.text is None) == (args.text_file is None):
+        raise InputError("give one sentence or --text-file (one of the two)")
+    texts = [args.text] if args.text is not None else read_lines(args.text_file)[:args.max_sentences]
+    lab = lab_from_args(args)
+    queries, keys, points = head_vectors(lab, texts, args.layer - 1, args.head - 1)
+    coords = joint_embedding(queries, keys, args.method)  # (2 * points, 2): queries first, then keys
+    out: dict = {"model": lab.checkpoint_info().describe(), "layer": args.layer, "head": args.head,
+                 "method": args.method, "sentences": len(texts),
+                 "points": [{**p, "kind": kind, "x": float(x), "y": float(y)} for kind, rows in
+                            (("query", coords[:len(points)]), ("key", coords[len(points):]))
+                            for p, (x, y) in zip(points, rows)]}
+    if args.similarity:
+        out["head_similarity"] = head_similarity(sentence_attentions(lab, texts)).round(5).tolist()
+    return emit(args, out, qk_summary(out, lab.n_heads))
+
+
+def qk_summary(out: dict, n_heads: int) -> Iterator[str]:
+    yield (f"model: {out['model']}; head {out['layer']}-{out['head']}: {len(out['points']) // 2} queries and keys "
+           f"from {out['sentences']} sentence(s), {out['method'].upper()} (--json for the coordinates)")
+    if "head_similarity" in out:
+        import numpy as np
+
+        divergence = np.array(out["head_similarity"])  # (heads, heads), layer-major
+        np.fill_diagonal(divergence, np.inf)
+        i, j = np.unravel_index(int(np.argmin(divergence)), divergence.shape)
+        yield (f"most alike heads: {i // n_heads + 1}-{i % n_heads + 1} and {j // n_heads + 1}-{j % n_heads + 1} "
+               f"(JS {divergence[i, j]:.4f} nats)")

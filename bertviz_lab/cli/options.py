@@ -1,0 +1,128 @@
+"""What every command shares: how a sub-command is declared (its help, its two examples, --json),
+the model options and the one rule for the default checkpoint, number parsers, and ``emit``, the
+one way a command prints its result (JSON with --json, a short summary without).
+
+Heavy imports stay inside functions, so ``bertviz-lab --help`` stays fast."""
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Iterable
+
+from ..bert import DEFAULT_SOURCE, ORIGINAL_SOURCE
+from ..lab import Lab, load
+
+MODEL_RULE = ("Without --model, commands that need the masked-word or next-sentence head use 'default' and "
+              "attention-only analyses use 'minilm-original'; every output names the weights it came from")
+
+
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose refusal is one sentence on stderr and exit status 2 (no usage dump)."""
+
+    def error(self, message: str) -> None:  # argparse's own hook for a bad flag or value
+        self.exit(2, f"error: {message} (see {self.prog} --help)\n")
+
+
+def command(sub: argparse._SubParsersAction, name: str, summary: str, examples: Iterable[str],
+            aliases: tuple[str, ...] = ()) -> argparse.ArgumentParser:
+    """A sub-command whose --help ends with its examples, and its --json flag."""
+    lines = list(examples)
+    p = sub.add_parser(name, help=summary, aliases=list(aliases), formatter_class=argparse.RawDescriptionHelpFormatter,
+                       epilog="examples:\n" + "\n".join(f"  {line}" for line in lines))
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of a short summary")
+    return p
+
+
+def emit(args: argparse.Namespace, data: dict, summary: Iterable[str]) -> int:
+    """The one way a command prints its result: ``data`` as one JSON line with --json, else the
+    ``summary`` lines (a generator is only run when the summary is printed). Exit status 0."""
+    if args.json:
+        print(json.dumps(data))
+    else:
+        for line in summary:
+            print(line)
+    return 0
+
+
+def default_checkpoint(needs_mlm_head: bool) -> str:
+    """The one rule for the weights a command uses when none are named: 'default' (the embedded
+    MiniLM with bertviz-lab's fine-tuned masked-word and next-sentence heads) where the result reads
+    those heads, else 'minilm-original' (the published weights exactly: attention studied for its
+    own sake is the published model's, not one bertviz-lab fine-tuned)."""
+    return DEFAULT_SOURCE if needs_mlm_head else ORIGINAL_SOURCE
+
+
+def chosen_checkpoint(args: argparse.Namespace, recorded: str | None = None) -> str:
+    """The checkpoint a command loads: --model as typed; else the one a file was made with
+    (``recorded``, e.g. a corpus index, whose queries need its weights); else the rule."""
+    return args.model or recorded or default_checkpoint(args.needs_mlm_head)
+
+
+def add_model_options(p: argparse.ArgumentParser, needs_mlm_head: bool, repeatable: bool = False,
+                      what: str = "the weights", loading: bool = True, recorded: str | None = None) -> None:
+    """--model (with the default rule in its help) and --device; with ``loading``, --dtype and --allow-pickle.
+    ``recorded`` says where a command takes a recorded checkpoint from instead of the rule (see chosen_checkpoint)."""
+    chosen = recorded or default_checkpoint(needs_mlm_head)
+    p.add_argument("--model", default=None, action="append" if repeatable else "store",
+                   help=f"{what}: 'default' (embedded MiniLM-L6 with bertviz-lab's masked-word and next-sentence "
+                        "heads), 'minilm-original' (the published weights), a checkpoint folder or a hub id such as "
+                        f"bert-base-uncased{'; repeatable' if repeatable else ''}. {MODEL_RULE} (this command: "
+                        f"{chosen})")
+    p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps (default: auto)")
+    p.set_defaults(needs_mlm_head=needs_mlm_head)
+    if loading:
+        p.add_argument("--dtype", default=None, help="float32 (default), float16 or bfloat16 (GPU only)")
+        p.add_argument("--allow-pickle", action="store_true", help="allow loading pytorch_model.bin pickles")
+
+
+def lab_from_args(args: argparse.Namespace, checkpoint: str | None = None) -> Lab:
+    """Load ``checkpoint`` (default: the one ``chosen_checkpoint`` picks) with --device/--dtype/--allow-pickle."""
+    return load(checkpoint or chosen_checkpoint(args), device=args.device, dtype=args.dtype,
+                allow_pickle=args.allow_pickle)
+
+
+# ---- number parsers (argparse types: a bad value is refused with one sentence) ----------------
+def _number(text: str, kind: type, what: str):
+    try:
+        return kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+
+
+def share(text: str) -> float:
+    """A fraction in (0, 1]."""
+    value = _number(text, float, "a number")
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"must be above 0 and at most 1 (got {value})")
+    return value
+
+
+def open_share(text: str) -> float:
+    """A fraction strictly between 0 and 1."""
+    value = _number(text, float, "a number")
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1 (got {value})")
+    return value
+
+
+def positive_int(text: str) -> int:
+    value = _number(text, int, "a whole number")
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1 (got {value})")
+    return value
+
+
+def count(text: str) -> int:
+    """A whole number of at least 0."""
+    value = _number(text, int, "a whole number")
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more (got {value})")
+    return value
+
+
+def head_list(text: str) -> tuple[int, ...]:
+    """1-based heads such as '3,9' -> 0-based (2, 8)."""
+    heads = tuple(positive_int(h) - 1 for h in text.replace(" ", "").split(",") if h)
+    if not heads:
+        raise argparse.ArgumentTypeError(f"{text!r} names no head (e.g. 3,9)")
+    return heads

@@ -1,0 +1,225 @@
+"""Commands that check heads and layers against a treebank: ``score-heads`` (every head's accuracy
+per relation, Clark et al. 2019; ``probe`` is its old name, kept as an alias) and
+``structural-probe`` (Hewitt & Manning's probes beside attention trees and head ensembles)."""
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+from ..attention.sources import source_names
+from ..lab import InputError
+from .options import add_model_options, command, count, default_checkpoint, emit, lab_from_args, open_share, positive_int
+
+EXAMPLES = {
+    "score-heads": ["bertviz-lab score-heads --out results/sample",
+                    "bertviz-lab score-heads --conllu en_ewt-ud-dev.conllu --conllu de_gsd-ud-dev.conllu --out results/ud"],
+    "structural-probe": ["bertviz-lab structural-probe --train en_ewt-ud-train.conllu --treebank en_ewt-ud-dev.conllu "
+                         "--out results/structure",
+                         "bertviz-lab structural-probe --probes results/structure/probes.safetensors --treebank "
+                         "en_ewt-ud-dev.conllu --out results/structure-again"],
+}
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    add_score_heads(sub)
+    add_structure(sub)
+
+
+# ---- score-heads ---------------------------------------------------------------------------
+def add_score_heads(sub: argparse._SubParsersAction) -> None:
+    p = command(sub, "score-heads", "score every head against a dependency treebank (Clark et al. 2019); "
+                                    "'probe' is the old name, kept as an alias for one release",
+                EXAMPLES["score-heads"], aliases=("probe",))
+    p.add_argument("--conllu", type=Path, nargs="+", action="extend", default=None,
+                   help="CoNLL-U treebanks: files or folders of *.conllu, several after one flag or the flag "
+                        "repeated (default: the sample treebank shipped with bertviz-lab); several, or several "
+                        "--model, make one job (see --engine)")
+    p.add_argument("--out", required=True, type=Path,
+                   help="folder for head_scores.csv, best_heads.csv, uuas.csv, report.html (one treebank and "
+                        "model); for a job: scores.csv, best_heads.csv, agreement.csv, report.html and pairs/ "
+                        "(finished pairs are skipped when the job runs again)")
+    p.add_argument("--engine", choices=("local", "ray"), default="local",
+                   help="local: batched on this machine; ray: Ray Data workers score batches and send back counts")
+    p.add_argument("--ray-address", default=None, help="an existing Ray cluster (default: start one on this machine)")
+    p.add_argument("--workers", type=positive_int, default=2, help="Ray workers (one checkpoint loaded in each)")
+    p.add_argument("--batch-size", type=positive_int, default=32)
+    p.add_argument("--max-sentences", type=positive_int, default=None)
+    p.add_argument("--max-length", type=positive_int, default=None, help="skip sentences longer than this (tokens)")
+    p.add_argument("--full-relations", action="store_true", help="keep relation subtypes (nmod:poss, ...)")
+    p.add_argument("--resamples", type=count, default=1000, help="bootstrap resamples over sentences (0 = no intervals)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap, the held-out split and the null model")
+    p.add_argument("--select-fraction", type=open_share, default=0.5,
+                   help="share of sentences the held-out best head is chosen on (the rest report it)")
+    p.add_argument("--min-arcs", type=int, default=50, help="relations listed in best_heads.csv need this many arcs")
+    p.add_argument("--no-null-model", action="store_true", help="skip the random-weights null model")
+    p.add_argument("--uuas-punct", choices=("include", "exclude"), default="include",
+                   help="count arcs whose dependent is punctuation (UD punct) in UUAS, or leave them out "
+                        "(stated in uuas.csv and the report)")
+    p.add_argument("--null-seeds", type=positive_int, default=5,
+                   help="random-weight models (seeds --seed, --seed + 1, ...) the null row's mean and interval "
+                        "are taken over")
+    p.add_argument("--source", choices=source_names(), default="attention",
+                   help="the attention source heads are scored on: softmax attention, norm-based weights "
+                        "(Kobayashi et al. 2020) or another source of the registry")
+    p.add_argument("--compare-model", default=None,
+                   help="also score this checkpoint and write compare_scores.csv (its accuracy minus --model's)")
+    p.add_argument("--no-ensembles", action="store_true",
+                   help="leave out the head ensembles per relation (Limisiewicz et al. 2020) in best_heads.csv "
+                        "(they need a second pass; one treebank and model only)")
+    add_model_options(p, needs_mlm_head=False, repeatable=True, what="the weights to score")
+    p.set_defaults(func=run_score_heads)
+
+
+def checkpoints_named(given: list[str] | None) -> list[str]:
+    """What score-heads scores: every distinct --model as typed, or the default rule's checkpoint."""
+    from ..syntax.job import checkpoints_to_score
+
+    return checkpoints_to_score(given or [default_checkpoint(needs_mlm_head=False)])
+
+
+def syntax_settings(args: argparse.Namespace):
+    from ..syntax.summary import Settings
+
+    return Settings(args.resamples, args.seed, args.select_fraction, args.min_arcs, args.null_seeds, args.uuas_punct)
+
+
+def run_score_heads(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from ..export import check_writable
+    from ..reports.syntax_report import write_outputs
+    from ..syntax.job import treebank_files
+    from ..syntax.run import run_syntax, score_record
+    from ..treebank import SAMPLE_TREEBANK, read_conllu
+
+    models = checkpoints_named(args.model)
+    treebanks = treebank_files(args.conllu or [SAMPLE_TREEBANK])
+    parsed = [read_conllu(t, full_relations=args.full_relations) for t in treebanks]  # a bad file fails first
+    check_writable(args.out)
+    if len(models) > 1 or len(treebanks) > 1 or args.engine == "ray":
+        return run_score_heads_job(args, models, treebanks)
+    lab = lab_from_args(args, models[0])
+    other = lab_from_args(args, args.compare_model) if args.compare_model else None
+    with tqdm(total=100, desc="score-heads", unit="%") as bar:
+        run = run_syntax(lab, parsed[0], syntax_settings(args), null=not args.no_null_model, compare_lab=other,
+                         batch_size=args.batch_size, max_length=args.max_length, max_sentences=args.max_sentences,
+                         source=args.source, ensembles=not args.no_ensembles,
+                         progress=lambda f, what: (bar.set_description(what), bar.update(round(100 * f) - bar.n)))
+    files = write_outputs(run.summary, args.out, title=f"Syntax scores: {treebanks[0].name}", compare=run.compare)
+    record = score_record(run.summary, files)
+    print(f"scored {record['sentences']} sentences with {record['model']}, skipped {record['skipped']} as too long "
+          f"and {record['skipped_empty_words']} for {record['words_without_pieces']} words that become no word piece",
+          file=sys.stderr)  # what was left out, beside the progress bar, whatever the output
+    return emit(args, record, [f"model: {record['model']}",
+                               f"{record['sentences']} sentences scored; wrote {', '.join(map(str, files.values()))}"])
+
+
+def run_score_heads_job(args: argparse.Namespace, models: list[str], treebanks: list[Path]) -> int:
+    """Several treebanks and/or checkpoints, locally or on Ray; resumable with the same --out."""
+    from tqdm import tqdm
+
+    from ..reports.syntax_report import job_report_html
+    from ..syntax.job import Job, job_record, run_job
+
+    if args.compare_model:
+        raise InputError("--compare-model compares two checkpoints on one treebank; for a job, pass --model twice")
+    job = Job(models, treebanks, args.out, syntax_settings(args),
+              engine=args.engine, ray_address=args.ray_address, workers=args.workers,
+              device="cpu" if args.device == "auto" else args.device, batch_size=args.batch_size,
+              max_length=args.max_length, max_sentences=args.max_sentences, source=args.source,
+              null=not args.no_null_model, full_relations=args.full_relations, allow_pickle=args.allow_pickle)
+    bars: dict[str, tqdm] = {}
+
+    def progress_for(name: str):
+        def update(done: int, total: int) -> None:
+            if name not in bars:
+                bars[name] = tqdm(total=total, desc=name, unit="sentence", leave=False)
+            bars[name].update(done - bars[name].n)
+        return update
+
+    files = run_job(job, lambda model: lab_from_args(args, model), say=lambda m: print(m, file=sys.stderr),
+                    progress_for=progress_for, report=job_report_html)
+    for bar in bars.values():
+        bar.close()
+    record = job_record(job, files)
+    return emit(args, record, [f"{record['pairs']} (checkpoint, treebank) pairs scored ({args.engine}) with "
+                               f"{', '.join(record['models'])}", f"wrote {', '.join(map(str, files.values()))}"])
+
+
+# ---- structural-probe ----------------------------------------------------------------------
+def add_structure(sub: argparse._SubParsersAction) -> None:
+    p = command(sub, "structural-probe",
+                "structural probes (Hewitt & Manning 2019) per layer beside attention trees and head ensembles "
+                "(Limisiewicz et al. 2020), on the same sentences with intervals", EXAMPLES["structural-probe"])
+    p.add_argument("--train", type=Path, default=None, metavar="CONLLU",
+                   help="a treebank's train split to train the probes on (never a test split)")
+    p.add_argument("--probes", type=Path, default=None,
+                   help="probes.safetensors from an earlier run on the same weights, instead of training "
+                        "(with neither flag: the probes bertviz-lab ships for these weights, minilm-original's)")
+    p.add_argument("--stop", type=Path, default=None, metavar="CONLLU",
+                   help="sentences to stop training on (default: a seeded 10%% of --train)")
+    p.add_argument("--treebank", required=True, type=Path, metavar="CONLLU", help="the treebank to report on")
+    p.add_argument("--out", required=True, type=Path,
+                   help="folder for probe_scores.csv, structure.csv, ensembles.csv, training_curves.csv, "
+                        "probes.safetensors and report.html")
+    p.add_argument("--kinds", nargs="+", choices=("distance", "depth"), default=["distance", "depth"])
+    p.add_argument("--no-null-model", action="store_true", help="skip the probe on random weights")
+    p.add_argument("--epochs", type=positive_int, default=40, help="at most this many epochs (early stopping ends most sooner)")
+    p.add_argument("--max-train-sentences", type=positive_int, default=None)
+    p.add_argument("--max-sentences", type=positive_int, default=None, help="evaluate on the first N sentences")
+    p.add_argument("--min-arcs", type=int, default=50, help="relations with this many arcs get a head ensemble")
+    p.add_argument("--resamples", type=positive_int, default=1000)
+    p.add_argument("--seed", type=int, default=0)
+    add_model_options(p, needs_mlm_head=False)
+    p.set_defaults(func=run_structure)
+
+
+def probes_of(args: argparse.Namespace, lab):
+    """(probes to use or None to train them, where they came from): --probes, --train, or the shipped ones."""
+    from ..syntax.structure import load_probes, shipped_probes, shipped_probes_file
+
+    if args.train is not None and args.probes is not None:
+        raise InputError("give --train (a train split to train probes on) or --probes (probes trained earlier), "
+                         "not both")
+    if args.probes is not None:
+        return load_probes(args.probes, lab), str(args.probes)
+    if args.train is not None:
+        return None, f"trained on {args.train.name}"
+    shipped = shipped_probes(lab)
+    if shipped is None:
+        raise InputError(f"bertviz-lab ships structural probes only for minilm-original, not for {lab.name}: give "
+                         "--train CONLLU (a train split to train probes on) or --probes FILE (probes trained earlier "
+                         "on these weights)")
+    return shipped, f"shipped: {shipped_probes_file(lab).name}"
+
+
+def run_structure(args: argparse.Namespace) -> int:
+    from ..reports.structure_report import write_structure
+    from ..syntax.ensembles import relations_of
+    from ..syntax.structure import StructureSettings, StructureTreebanks, refuse_test_split, structure_record
+    from ..syntax.structure import run_structure as run
+    from ..treebank import read_conllu
+
+    refuse_test_split(args.train, "--train")
+    refuse_test_split(args.stop, "--stop")
+    evaluate = read_conllu(args.treebank)[:args.max_sentences]
+    treebanks = StructureTreebanks(evaluate, read_conllu(args.train)[:args.max_train_sentences] if args.train else [],
+                                   read_conllu(args.stop) if args.stop else None,
+                                   (args.train.name if args.train else "", args.treebank.name))
+    lab = lab_from_args(args)
+    trained, origin = probes_of(args, lab)
+    settings = StructureSettings(resamples=args.resamples, seed=args.seed, kinds=tuple(args.kinds),
+                                 null=not args.no_null_model, epochs=args.epochs)
+    result = run(lab, treebanks, settings, trained=trained, relations=relations_of(evaluate, args.min_arcs),
+                 progress=lambda message: print(message, file=sys.stderr))
+    files = write_structure(result, args.out, title=f"Syntax in {lab.checkpoint_info().name}: {args.treebank.name}")
+    record = structure_record(result, files, origin)
+    return emit(args, record, structure_summary(record))
+
+
+def structure_summary(record: dict) -> Iterator[str]:
+    yield f"model: {record['model']}; probes: {record['probes']}"
+    yield from record["conclusions"]
+    yield f"wrote {', '.join(record['files'].values())}"
