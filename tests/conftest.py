@@ -100,22 +100,83 @@ def call(client, api_name: str, *args) -> dict:
     return dict(zip(names, result if len(names) > 1 else (result,)))
 
 
-# ---- tiers: `pytest -m "not slow"` is the inner loop (no browser, no server, no subprocess, no Ray, no
-# wheel or notebook build); CI runs everything. A test is slow by what it uses, so a new one is placed
-# without anyone remembering to mark it.
-SLOW_FIXTURES = {"browser", "tiny_app", "default_app", "public_app", "default_lab", "minilm_lab"}
-SLOW_CODE = ("subprocess", "cli(", "probe(", "gradio_client.Client", "launch(", "build_demo(", "ray.", "import ray",
-             "nbclient", "build_space", "Popen", "run_cli")
+# ---- tiers, set here and only here: `pytest -m "not slow"` is the inner loop (no browser, no server, no
+# subprocess, no Ray, no wheel or notebook build); CI runs everything. A test is slow when it uses one of
+# SLOW_FIXTURES (a browser, a served app, the embedded model), when its file is in SLOW_FILES, or when it is
+# named in SLOW_TESTS (a server, a subprocess, the CLI end to end). A name here that no longer exists fails
+# the collection of the whole suite, so a renamed test cannot drop into the fast tier unseen.
+SLOW_FIXTURES = {"browser", "tiny_app", "default_app", "public_app", "default_lab", "minilm_lab", "sharp_app",
+                 "small_limit_app"}
+SLOW_FILES = {'test_space.py'}
+SLOW_TESTS = {
+    'test_analyze_cli.py::test_a_training_leg_records_the_command_main_was_given_not_sys_argv',
+    'test_analyze_cli.py::test_analyze_gives_rollout_and_flow_from_the_registry',
+    'test_analyze_cli.py::test_cli_errors_exit_2_without_traceback',
+    'test_analyze_cli.py::test_cli_pair_and_mask_on_tiny_checkpoint',
+    'test_analyze_cli.py::test_compare_over_a_conllu_set_and_patch_pairs',
+    'test_analyze_cli.py::test_every_user_error_is_one_sentence_on_stderr_with_exit_2',
+    'test_analyze_cli.py::test_json_means_one_json_object_and_its_absence_a_short_summary',
+    'test_analyze_cli.py::test_structural_probe_without_flags_uses_the_shipped_probes_or_names_the_flags',
+    'test_analyze_cli.py::test_sweep_and_patch_records_hold_what_the_library_computes',
+    'test_analyze_cli.py::test_sweep_over_a_sentence_set_and_patch',
+    'test_analyze_cli.py::test_the_module_command_refuses_in_one_sentence_without_a_traceback',
+    'test_app_api.py::test_a_source_the_registry_does_not_know_is_refused_not_replaced',
+    'test_app_api.py::test_directional_intervention_and_sweep_through_the_api',
+    'test_app_api.py::test_directional_sweep_says_which_sink_treatment_ran',
+    'test_app_api.py::test_mean_ablation_through_the_api',
+    'test_app_api.py::test_model_that_cannot_be_loaded_is_a_message',
+    'test_app_api.py::test_patching_through_the_api_reports_the_library_values',
+    'test_app_api.py::test_position_controls_list_each_intervention_with_its_control',
+    'test_app_api.py::test_positional_intervention_and_position_inspector_through_the_api',
+    'test_app_api.py::test_score_heads_and_sentence_arcs_through_the_api',
+    'test_app_api.py::test_sets_through_the_api',
+    'test_app_api.py::test_structural_probe_needs_probes_trained_on_these_weights',
+    'test_default_mlm.py::test_cli_analyze_on_the_default',
+    'test_default_mlm.py::test_cli_eval_mlm_on_the_default',
+    'test_default_mlm.py::test_shipped_held_out_results_reproduce',
+    'test_faithfulness.py::test_cli_ranks_sources_with_intervals',
+    'test_hostile.py::test_cli_answers_one_line_never_a_traceback',
+    'test_hostile.py::test_public_mode_limits_tokens_and_reply_size',
+    'test_hostile.py::test_syntax_uploads_are_capped_and_named',
+    'test_hostile.py::test_treebank_scoring_runs_one_at_a_time_behind_a_bounded_queue',
+    'test_mlm_eval.py::test_eval_mlm_cli_matches_transformers',
+    'test_mlm_eval.py::test_eval_mlm_refuses_a_model_without_mlm_head',
+    'test_neighbours.py::test_the_app_searches_from_a_token_of_the_analysis',
+    'test_neuron_view.py::test_a_new_run_or_a_refused_one_never_leaves_views_that_do_not_match',
+    'test_neuron_view.py::test_the_app_shows_the_neuron_view_in_a_frame_of_its_own',
+    'test_packaging.py::test_wheel_installs_and_runs_from_another_folder',
+    'test_public_gate.py::test_a_full_disk_answers_one_sentence_and_run_recovers',
+    'test_public_gate.py::test_a_request_past_its_time_is_stopped_with_a_sentence',
+    'test_public_gate.py::test_a_restart_reclaims_what_kill_9_left_and_sigterm_cleans_up',
+    'test_public_gate.py::test_cheap_events_from_new_visitors_evict_no_analysis',
+    'test_public_gate.py::test_exports_stay_bounded_and_are_never_copied',
+    'test_public_gate.py::test_pick_head_and_select_tab_check_what_the_api_sends',
+    'test_public_gate.py::test_set_handlers_check_their_size_also_when_called_directly',
+    'test_public_gate.py::test_stale_folders_of_dead_servers_are_removed_and_only_those',
+    'test_qk_space.py::test_the_app_draws_the_qk_space_and_head_similarity',
+    'test_running_text.py::test_eval_nsp_cli_reports_json_and_refuses_what_it_cannot_score',
+    'test_selection.py::test_select_head_scores_every_validation_point_on_development_data',
+    'test_structure.py::test_structural_probe_command_writes_everything_and_refuses_a_test_split',
+    'test_structure.py::test_the_python_api_draws_the_comparison',
+    'test_syntax.py::test_cli_malformed_file_writes_nothing',
+    'test_syntax_job.py::test_ray_engine_answers_for_unscorable_treebanks_without_starting_ray',
+    'test_syntax_job.py::test_ray_engine_gives_the_local_counts_for_the_model_and_its_null_model',
+    'test_teaching.py::test_the_shipped_head_does_not_regress_on_the_teaching_set',
+    'test_treebank_hostile.py::test_five_thousand_one_word_sentences_through_python_m',
+}
+
+
+def tier_key(item) -> str:
+    return f"{Path(str(item.fspath)).name}::{getattr(item, 'originalname', item.name)}"
 
 
 def pytest_collection_modifyitems(config, items):
-    import inspect
-
     for item in items:
-        function = getattr(item, "function", None)
-        try:
-            source = inspect.getsource(function) if function is not None else ""
-        except (OSError, TypeError):
-            source = ""
-        if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())) or any(code in source for code in SLOW_CODE):
+        if (SLOW_FIXTURES & set(getattr(item, "fixturenames", ())) or Path(str(item.fspath)).name in SLOW_FILES
+                or tier_key(item) in SLOW_TESTS):
             item.add_marker(pytest.mark.slow)
+    collected_files = {Path(str(item.fspath)).name for item in items}
+    whole_suite = collected_files >= {path.name for path in Path(__file__).parent.glob("test_*.py")}
+    missing = SLOW_TESTS - {tier_key(item) for item in items}
+    if whole_suite and missing and not config.getoption("-k") and not config.getoption("-m"):
+        raise pytest.UsageError(f"tests/conftest.py SLOW_TESTS names tests that do not exist: {sorted(missing)}")

@@ -8,6 +8,7 @@ import pytest
 from browser import browser  # noqa: F401  (fixture)
 
 import bertviz_lab
+from bertviz_lab.app.forms import RunInput, ViewControls
 
 TEXT = "the big cat sat on the red mat"
 
@@ -67,7 +68,7 @@ def test_the_app_shows_the_neuron_view_in_a_frame_of_its_own(tiny_lab):
     session = Session(model=tiny_lab.source, device="cpu")
     before = handlers.neuron_view(session, 1, 1)
     assert "press Run first" in next(iter(before.values()))
-    handlers.analyze(TEXT, "", 5, session, 1, 1, False, False, "all")
+    handlers.analyze(RunInput(TEXT), session, ViewControls())
     frame = next(iter(handlers.neuron_view(session, 2, 1).values()))
     assert frame.startswith("<iframe") and 'sandbox="allow-scripts allow-downloads"' in frame  # no same-origin
     assert re.search(r"&quot;layer&quot;: 1, &quot;head&quot;: 0", frame)
@@ -83,14 +84,14 @@ def test_a_new_run_or_a_refused_one_never_leaves_views_that_do_not_match(tiny_la
     demo = build_demo(tiny_lab, limits=Limits(max_tokens=12))
     handlers, ui = demo.bvl_handlers, demo.bvl_handlers.ui
     session = Session(model=tiny_lab.source, device="cpu")
-    handlers.analyze(TEXT, "", 5, session)
+    handlers.analyze(RunInput(TEXT), session)
     assert handlers.neuron_view(session, 1, 1)[ui.neuron_html].startswith("<iframe")
-    again = handlers.analyze("the dog ran", "", 5, session)
+    again = handlers.analyze(RunInput("the dog ran"), session)
     assert again[ui.neuron_html] == "" and again[ui.explain_message] == EXPLAIN_HINT and len(again[ui.explain_table]) == 0
     from bertviz_lab.app.events import RUN_OUTPUTS
 
     run = demo.bvl_gate.wrap(handlers.analyze, RUN_OUTPUTS)  # as the page's Run goes: through the budget
-    refused = run("the cat " * 20, "", 5, session)
+    refused = run(RunInput("the cat " * 20), session)
     assert "still show the previous input (5 tokens)" in refused[ui.message] and ui.payload not in refused
 
 

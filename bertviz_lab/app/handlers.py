@@ -25,7 +25,7 @@ from ..figures import analysis as views
 from ..figures import interventions as intervention_views
 from ..figures.attention import explain_figure, lens_figure
 from ..figures.base import empty_figure
-from ..figures.neuron import neuron_page, neuron_payload
+from ..figures.neuron import NeuronStart, neuron_page, neuron_payload
 from ..figures.payload import view_payload
 from ..interventions.attribution import explain
 from ..lab import Analysis, InputError, Lab
@@ -373,9 +373,8 @@ class Handlers(InterventionHandlers, SyntaxHandlers, SearchHandlers, QkHandlers)
         lab = self.lab_of(session)
         a = session.analysis
         queries, keys = queries_and_keys(lab, a)
-        payload = neuron_payload(list(a.tokens), list(a.segment_ids), queries, keys,
-                                 min(max(int(layer), 1), lab.n_layers) - 1, min(max(int(head), 1), lab.n_heads) - 1,
-                                 a.model)
+        start = NeuronStart(min(max(int(layer), 1), lab.n_layers) - 1, min(max(int(head), 1), lab.n_heads) - 1)
+        payload = neuron_payload(list(a.tokens), list(a.segment_ids), queries, keys, a.model, start)
         height = 120 + 16 * len(a.tokens)
         return {self.ui.neuron_html: f'<iframe title="Neuron view" srcdoc="{html.escape(neuron_page(payload))}" '
                                      f'sandbox="allow-scripts allow-downloads" style="width:100%;height:{height}px;border:0"></iframe>'}
