@@ -65,7 +65,7 @@ def server_times() -> None:
     text = next(" ".join(words[:k]) for k in range(1, len(words) + 1)
                 if len(lab.encode(" ".join(words[:k])).ids) >= 32)
     n = len(lab.encode(text).ids)
-    session = Session(model=lab.source, device=str(lab.device))
+    session = Session(model=lab.checkpoint_id, device=str(lab.device))
     for _ in range(3):
         serialise(run(text, "", 5, session))
     run_ms = timed(lambda: serialise(run(text, "", 5, session)), 30)

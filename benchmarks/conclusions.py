@@ -24,7 +24,7 @@ import numpy as np
 from sections import markdown_table, write_section  # noqa: E402  (benchmarks/ is the script's folder)
 
 from bertviz_lab import load
-from bertviz_lab.bert import ORIGINAL_SOURCE
+from bertviz_lab.bert import ORIGINAL_CHECKPOINT
 from bertviz_lab.interventions import make_intervention
 from bertviz_lab.interventions.faithfulness import faithfulness
 from bertviz_lab.interventions.sets import directional_set, intervention_and_control
@@ -85,7 +85,7 @@ def faith(lab, lines: list[str], n: int) -> str:
 
 
 def syntax(conllu: Path, device: str) -> str:
-    lab = load(ORIGINAL_SOURCE, device=device)
+    lab = load(ORIGINAL_CHECKPOINT, device=device)
     summary = run_syntax(lab, read_conllu(conllu), Settings(resamples=1000, seed=0, min_arcs=50, null_seeds=5)).summary
     best = summary.best_heads
     listed = best[best.relation != "all"]

@@ -17,7 +17,7 @@ from pathlib import Path
 from sections import markdown_table, run_recorded
 
 from bertviz_lab import load
-from bertviz_lab.bert import ORIGINAL_SOURCE
+from bertviz_lab.bert import ORIGINAL_CHECKPOINT
 from bertviz_lab.syntax.run import run_syntax
 from bertviz_lab.syntax.summary import Settings
 from bertviz_lab.treebank import read_conllu
@@ -37,7 +37,7 @@ def main() -> None:
     args = parser.parse_args()
     if "test" in args.conllu.name:
         parser.error("the test split is for final evaluation only; use the dev split")
-    lab = load(ORIGINAL_SOURCE, device=args.device)
+    lab = load(ORIGINAL_CHECKPOINT, device=args.device)
     sentences = read_conllu(args.conllu)
     summaries = {}
     for source in SOURCES:

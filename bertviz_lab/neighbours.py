@@ -148,7 +148,8 @@ def build_index(lab: Lab, sentences: Sequence[Sentence], kind: str = "embeddings
                                 "deprel": s.relations[w] if w is not None else "_"})
         if progress is not None:
             progress(min(start + batch_size, len(usable)), len(usable))
-    return TokenIndex(lab.checkpoint_info().describe(), lab.source, kind, np.concatenate(chunks, axis=1), records, shown, lab.n_heads)
+    return TokenIndex(lab.checkpoint_info().describe(), lab.checkpoint_id, kind, np.concatenate(chunks, axis=1), records,
+                      shown, lab.n_heads)
 
 
 def check_same_weights(lab: Lab, index: TokenIndex) -> None:

@@ -104,7 +104,7 @@ def test_sweep_over_a_sentence_set_and_patch(tmp_path, tiny_folder):
     assert run.returncode == 0, run.stderr
     result = json.loads(run.stdout.strip().splitlines()[-1])
     assert len(result["heads"]) == 2 and len(result["residual"]) == 2
-    assert result["residual"][-1] == pytest.approx(result["source_logit_difference"] -
+    assert result["residual"][-1] == pytest.approx(result["donor_logit_difference"] -
                                                    result["baseline_logit_difference"], abs=1e-4)
 
 

@@ -65,7 +65,7 @@ def test_the_app_shows_the_neuron_view_in_a_frame_of_its_own(tiny_lab):
 
     demo = build_demo(tiny_lab)
     handlers = demo.bvl_handlers
-    session = Session(model=tiny_lab.source, device="cpu")
+    session = Session(model=tiny_lab.checkpoint_id, device="cpu")
     before = handlers.neuron_view(session, 1, 1)
     assert "press Run first" in next(iter(before.values()))
     handlers.analyze(RunInput(TEXT), session, ViewControls())
@@ -83,7 +83,7 @@ def test_a_new_run_or_a_refused_one_never_leaves_views_that_do_not_match(tiny_la
 
     demo = build_demo(tiny_lab, limits=Limits(max_tokens=12))
     handlers, ui = demo.bvl_handlers, demo.bvl_handlers.ui
-    session = Session(model=tiny_lab.source, device="cpu")
+    session = Session(model=tiny_lab.checkpoint_id, device="cpu")
     handlers.analyze(RunInput(TEXT), session)
     assert handlers.neuron_view(session, 1, 1)[ui.neuron_html].startswith("<iframe")
     again = handlers.analyze(RunInput("the dog ran"), session)

@@ -31,7 +31,7 @@ def run(capsys, *args):
 def test_two_treebanks_two_checkpoints_one_tidy_table_and_resume(tmp_path, sharp_lab, tiny_lab, capsys, monkeypatch):
     treebanks = split_treebank(tmp_path / "ud")
     out = tmp_path / "job"
-    models = ["--model", sharp_lab.source, "--model", tiny_lab.source]
+    models = ["--model", sharp_lab.checkpoint_id, "--model", tiny_lab.checkpoint_id]
     files, _ = run(capsys, "--conllu", str(treebanks), *models, "--out", str(out))
     assert files["pairs"] == 4
     tidy = pd.read_csv(out / "scores.csv")
@@ -58,7 +58,7 @@ def test_two_treebanks_two_checkpoints_one_tidy_table_and_resume(tmp_path, sharp
 
     from bertviz_lab.syntax import job as job_module
 
-    lost = job_module.pair_folder(out, tiny_lab.source, treebanks / "en_alpha-ud-dev.conllu")
+    lost = job_module.pair_folder(out, tiny_lab.checkpoint_id, treebanks / "en_alpha-ud-dev.conllu")
     shutil.rmtree(lost)
     (lost.parent / f".{lost.name}.partial-dead").mkdir()
     calls = []
@@ -125,7 +125,7 @@ def test_ray_engine_gives_the_local_counts_for_the_model_and_its_null_model(tmp_
         monkeypatch.setattr(job_module, "score_treebank", lambda *a, **k: local_runs.append(1) or original(*a, **k))
         monkeypatch.setattr(ray_engine, "score_treebanks_ray", lambda *a, **k: ray_jobs.append(1) or original_ray(*a, **k))
         code = main(["score-heads", "--device", "cpu", "--resamples", "50", "--min-arcs", "5", "--conllu",
-                     str(treebanks), "--model", sharp_lab.source, "--engine", "ray", "--null-seeds", "2",
+                     str(treebanks), "--model", sharp_lab.checkpoint_id, "--engine", "ray", "--null-seeds", "2",
                      "--out", str(tmp_path / "ray")])
     finally:
         monkeypatch.undo()
@@ -133,7 +133,7 @@ def test_ray_engine_gives_the_local_counts_for_the_model_and_its_null_model(tmp_
     assert code == 0 and local_runs == [] and ray_jobs == [1]
     assert context.enable_progress_bars is True and "enable_progress_bars" in QUIET
     assert capsys.readouterr().err.count("sentences scored") == 2
-    local_job = job_module.Job([sharp_lab.source], sorted(treebanks.iterdir()), tmp_path / "local",
+    local_job = job_module.Job([sharp_lab.checkpoint_id], sorted(treebanks.iterdir()), tmp_path / "local",
                                Settings(resamples=50, min_arcs=5, null_seeds=2))
     job_module.run_job(local_job, lambda _: sharp_lab, say=lambda _: None)
     assert pd.read_csv(tmp_path / "local" / "scores.csv").treebank.nunique() == 2
@@ -182,7 +182,7 @@ def test_gpu_workers_never_outnumber_the_gpus_and_workers_load_the_driver_dtype(
 def test_a_treebank_with_no_scorable_sentence_stops_the_job_with_a_reason(tmp_path, tiny_lab, capsys):
     treebanks = split_treebank(tmp_path / "ud")
     code = main(["score-heads", "--device", "cpu", "--no-null-model", "--max-length", "3", "--conllu", str(treebanks),
-                 "--model", tiny_lab.source, "--out", str(tmp_path / "job")])
+                 "--model", tiny_lab.checkpoint_id, "--out", str(tmp_path / "job")])
     err = capsys.readouterr().err
     assert code == 2, err
     assert "de_beta-ud-dev.conllu: no sentence could be scored" in err and "longer than 3 tokens" in err

@@ -220,12 +220,12 @@ def test_a_job_keeps_two_treebanks_of_one_file_name_apart(tmp_path, tiny_lab):
 
     de, fr = same_name_treebanks(tmp_path / "ud")
     assert pair_folder(tmp_path, "m", de) != pair_folder(tmp_path, "m", fr)
-    job = Job([tiny_lab.source], [de, fr], tmp_path / "job", FAST, null=False)
+    job = Job([tiny_lab.checkpoint_id], [de, fr], tmp_path / "job", FAST, null=False)
     said: list[str] = []
     run_job(job, lambda _: tiny_lab, say=said.append, report=job_report_html)
     check_both_treebanks_once(job.out, tiny_lab, de, fr)
     assert complete_pairs(job) == 2
-    assert any(line.startswith(f"{tiny_lab.source} x de/dev.conllu: ") for line in said)
+    assert any(line.startswith(f"{tiny_lab.checkpoint_id} x de/dev.conllu: ") for line in said)
     # run again: both pairs are found, neither is scored again
     said.clear()
     run_job(job, lambda _: pytest.fail("nothing is left to score"), say=said.append)
@@ -235,14 +235,14 @@ def test_a_job_keeps_two_treebanks_of_one_file_name_apart(tmp_path, tiny_lab):
 def test_the_score_heads_cli_counts_the_pairs_it_wrote(tmp_path, tiny_lab, capsys):
     de, fr = same_name_treebanks(tmp_path / "ud")
     out = tmp_path / "job"
-    code, stdout, err = score_heads(capsys, "--conllu", str(tmp_path / "ud"), "--model", tiny_lab.source,
+    code, stdout, err = score_heads(capsys, "--conllu", str(tmp_path / "ud"), "--model", tiny_lab.checkpoint_id,
                               "--out", str(out))
     assert code == 0, err
     assert json.loads(stdout.strip().splitlines()[-1])["pairs"] == 2
     check_both_treebanks_once(out, tiny_lab, de, fr)
     # a file named again by another spelling is the same pair, not a third one
     spellings = [str(de), str(de.resolve()), str(tmp_path / "ud" / "fr" / ".." / "de" / "dev.conllu"), str(fr)]
-    code, stdout, err = score_heads(capsys, "--conllu", *spellings, "--model", tiny_lab.source, "--out", str(tmp_path / "b"))
+    code, stdout, err = score_heads(capsys, "--conllu", *spellings, "--model", tiny_lab.checkpoint_id, "--out", str(tmp_path / "b"))
     assert code == 0, err
     assert json.loads(stdout.strip().splitlines()[-1])["pairs"] == 2
     check_both_treebanks_once(tmp_path / "b", tiny_lab, de, fr)

@@ -14,7 +14,7 @@ from ..figures.structure_figure import structure_figure
 from ..lab import InputError, InputTooLong
 from ..syntax.directions import CLARK_DIRECTIONS, normalize_direction
 from ..syntax.parse import spacy_model_name, spacy_parse
-from ..syntax.run import attention_weights_source, run_syntax
+from ..syntax.run import published_checkpoint, run_syntax
 from ..syntax.scoring import sentence_word_attention
 from ..syntax.structure import StructureSettings, StructureTreebanks, run_structure, shipped_probes
 from ..syntax.summary import HELD_OUT_NOTE, Settings
@@ -58,7 +58,7 @@ class SyntaxHandlers:
 
     def syntax_checkpoints(self, session: Session, use_loaded: bool) -> tuple[str, str]:
         """(weights to score, the other weights): published ones unless the user chose the loaded model."""
-        published = attention_weights_source(session.model)
+        published = published_checkpoint(session.model)
         chosen = session.model if use_loaded else published
         return chosen, (published if chosen != published else session.model)
 
@@ -170,7 +170,7 @@ class SyntaxHandlers:
                 sentence = session.treebank[int(index)]
             except (TypeError, ValueError, IndexError):
                 return {ui.syntax_arcs_text: f"⚠️ No sentence {index!r}: choose one from the list."}
-        lab = self.cache.get(session.syntax_model or attention_weights_source(session.model), session.device)
+        lab = self.cache.get(session.syntax_model or published_checkpoint(session.model), session.device)
         try:
             words, _ = sentence_word_attention(lab, sentence)
         except InputTooLong as error:

@@ -9,7 +9,7 @@ import argparse
 import json
 from collections.abc import Iterable
 
-from ..bert import DEFAULT_SOURCE, ORIGINAL_SOURCE
+from ..bert import DEFAULT_CHECKPOINT, ORIGINAL_CHECKPOINT
 from ..lab import Lab, load
 
 MODEL_RULE = ("Without --model, commands that need the masked-word or next-sentence head use 'default' and "
@@ -49,7 +49,7 @@ def default_checkpoint(needs_mlm_head: bool) -> str:
     MiniLM with bertviz-lab's fine-tuned masked-word and next-sentence heads) where the result reads
     those heads, else 'minilm-original' (the published weights exactly: attention studied for its
     own sake is the published model's, not one bertviz-lab fine-tuned)."""
-    return DEFAULT_SOURCE if needs_mlm_head else ORIGINAL_SOURCE
+    return DEFAULT_CHECKPOINT if needs_mlm_head else ORIGINAL_CHECKPOINT
 
 
 def chosen_checkpoint(args: argparse.Namespace, recorded: str | None = None) -> str:

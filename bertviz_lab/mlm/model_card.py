@@ -273,9 +273,9 @@ def publish_if_shippable(out: Path, corpus: Path, model: str, command: str, devi
     """``publish`` a finished head when it could ship: trained for the embedded encoder (``default``)
     on a corpus build-corpus wrote (its corpus.json names the sources and licences); else None (a test
     corpus, another encoder), and the folder stays as train wrote it."""
-    from ..bert import DEFAULT_SOURCE
+    from ..bert import DEFAULT_CHECKPOINT
 
-    if model != DEFAULT_SOURCE or not (Path(corpus) / "corpus.json").is_file():
+    if model != DEFAULT_CHECKPOINT or not (Path(corpus) / "corpus.json").is_file():
         return None
     return publish(out, Path(corpus), [command], device=device)
 

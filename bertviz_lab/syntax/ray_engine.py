@@ -176,7 +176,7 @@ def score_treebanks_ray(lab: Lab, treebanks: Sequence[Sequence[Sentence]], scori
                  **options)
     gpus = 1 if cluster.device.startswith("cuda") else 0
     workers = gpu_workers(ray, cluster.workers) if gpus else cluster.workers
-    checkpoint = WorkerCheckpoint(lab.source, lab.checkpoint.mlm_head_source, "cuda" if gpus else cluster.device,
+    checkpoint = WorkerCheckpoint(lab.checkpoint_id, lab.checkpoint.head_origin, "cuda" if gpus else cluster.device,
                                   weights_dtype(lab), cluster.allow_pickle)  # a worker sees its own GPU as cuda
     blocks = max(1, -(-len(items) // BATCHES_PER_BLOCK))
     done = dict.fromkeys(range(len(plans)), 0)

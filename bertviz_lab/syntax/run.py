@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..bert import DEFAULT_SOURCE, ORIGINAL_SOURCE
+from ..bert import DEFAULT_CHECKPOINT, ORIGINAL_CHECKPOINT
 from ..lab import Lab, null_model
 from ..treebank import Sentence
 from .ensembles import word_maps
@@ -20,10 +20,13 @@ from .summary import Settings, SyntaxSummary, compare_checkpoints, summarise
 Progress = Callable[[float, str], None]
 
 
-def attention_weights_source(source: str | None) -> str:
-    """Attention studied for its own sake runs on published weights: ``default`` (whose top layers
+def published_checkpoint(checkpoint: str | None) -> str:
+    """Attention studied for its own sake runs on published weights: ``default`` (whose layers
     bertviz-lab fine-tuned for masked words) becomes ``minilm-original``; anything else as given."""
-    return ORIGINAL_SOURCE if source in (None, "", DEFAULT_SOURCE) else source
+    return ORIGINAL_CHECKPOINT if checkpoint in (None, "", DEFAULT_CHECKPOINT) else checkpoint
+
+
+attention_weights_source = published_checkpoint  # the old name (before issue 42), kept for one release
 
 
 def with_ensembles(lab: Lab, sentences: Sequence[Sentence], scores, summary: SyntaxSummary, batch_size: int,
