@@ -1,4 +1,5 @@
-"""Headless Debian chromium driven by Playwright (which never downloads a browser here)."""
+"""Headless Debian chromium driven by Playwright (which never downloads a browser here); the ``browser``
+fixture itself is in conftest.py."""
 import os
 import shutil
 
@@ -17,16 +18,7 @@ def browser_or_skip(playwright):
     return playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
 
 
-@pytest.fixture(scope="module")
-def browser():
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as p:
-        b = browser_or_skip(p)
-        yield b
-        b.close()
-
-
-def open_head_view_section(browser, url, title):  # noqa: F811
+def open_head_view_section(browser, url, title):
     """The app at 1400 x 1000 after its opening example, with the Head view tab and one of its sections open."""
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.goto(url)

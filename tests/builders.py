@@ -88,3 +88,36 @@ def run_cli(*args: str):
         except SystemExit as exit_:  # argparse refuses its arguments with exit 2
             code = exit_.code if isinstance(exit_.code, int) else 0 if exit_.code is None else 2
     return subprocess.CompletedProcess(list(args), code, out.getvalue(), err.getvalue())
+
+
+# ---- corpora the MLM/NSP tests build (UD-style documents, a WordNet-shaped folder) ----
+def conllu_documents(path: Path, documents: dict[str, list[str]]) -> Path:
+    """A CoNLL-U file with ``# newdoc`` documents whose sentences are the given texts."""
+    blocks = []
+    for doc, sentences in documents.items():
+        for i, text in enumerate(sentences):
+            words = text.split()
+            meta = ([f"# newdoc id = {doc}"] if i == 0 else []) + [f"# sent_id = {doc}-{i}", f"# text = {text}"]
+            rows = [f"{k + 1}\t{w}\t{w}\tX\t_\t_\t{0 if k == 0 else 1}\t{'root' if k == 0 else 'dep'}\t_\t_"
+                    for k, w in enumerate(words)]
+            blocks.append("\n".join(meta + rows))
+    path.write_text("\n\n".join(blocks) + "\n\n")
+    return path
+
+
+def fake_wordnet(folder: Path, n: int = 60) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for part in ("noun", "verb", "adj", "adv"):
+        rows = [f"  licence header line {part}"] + [
+            f"{i:08d} 03 n 01 thing 0 000 | a {part} gloss number {i} here; \"the {part} example {i} is here\""
+            for i in range(n)]
+        (folder / f"data.{part}").write_text("\n".join(rows) + "\n")
+    return folder
+
+
+def nsp_settings(corpus, tiny_folder, **extra):
+    from bertviz_lab.mlm.train import TrainSettings
+
+    return TrainSettings(corpus=str(corpus), steps=6, seed=2, device="cpu", train_layers=1, batch_size=8,
+                         eval_every=3, bf16=False, checkpoint_every=2, model=str(tiny_folder), nsp=True,
+                         whole_word=True, **extra)

@@ -91,6 +91,47 @@ def sharp_lab(tmp_path_factory, sharp_hf):
     return bertviz_lab.load(str(folder), device="cpu")
 
 
+@pytest.fixture(scope="module")
+def sharp_app(sharp_lab):
+    yield from serve(sharp_lab)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Debian chromium (tests/browser.py), skipped locally where it is not installed."""
+    from browser import browser_or_skip
+
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as p:
+        b = browser_or_skip(p)
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="module")
+def ud_files(tmp_path_factory):
+    """Two UD-style train splits of documents: many short ones and one long one."""
+    folder = tmp_path_factory.mktemp("ud")
+    ewt = {f"web{d}": [f"web document {d} says sentence {s} aloud" for s in range(6)] for d in range(30)}
+    novel = {"novel": [f"the novel line {s} goes on and on" for s in range(130)]}  # one long document
+    return (builders.conllu_documents(folder / "en_web-ud-train.conllu", ewt),
+            builders.conllu_documents(folder / "en_novel-ud-train.conllu", novel))
+
+
+@pytest.fixture(scope="module")
+def tiny_corpus(tmp_path_factory, ud_files):
+    """A small corpus built as build-corpus builds one: running text, WordNet glosses, held-out splits."""
+    from bertviz_lab.mlm.corpus import RunningText, build_corpus
+
+    out = tmp_path_factory.mktemp("corpus")
+    words = "the cat sat on mat dog ran to park with a big red small blue house tree".split()
+    docs = {f"d{d}": [" ".join(words[(d + s + k) % len(words)] for k in range(5)) for s in range(4)] for d in range(40)}
+    path = builders.conllu_documents(out / "en_tiny-ud-train.conllu", docs)
+    build_corpus(out / "c", heldout=10, folder=builders.fake_wordnet(out / "wn", 20), running=[RunningText(path, "CC0")],
+                 heldout_sentences=16, validation_sentences=8, validation_lines=5)
+    return out / "c"
+
+
 def call(client, api_name: str, *args) -> dict:
     """Call an app event through gradio_client; its results by output name (never by position)."""
     from bertviz_lab.app.events import api_outputs

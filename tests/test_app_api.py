@@ -91,13 +91,6 @@ def test_model_that_cannot_be_loaded_is_a_message(tiny_lab, tmp_path):
         demo.close()
 
 
-@pytest.fixture(scope="module")
-def sharp_app(sharp_lab):
-    from conftest import serve
-
-    yield from serve(sharp_lab)
-
-
 def test_directional_intervention_and_sweep_through_the_api(sharp_app, sharp_lab):
     from bertviz_lab.interventions import compare, make_intervention
 

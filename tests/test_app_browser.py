@@ -4,11 +4,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pytest
-from browser import browser  # noqa: F401  (fixture)
 
 
-def open_app(browser, url, width=1400, height=1600):  # noqa: F811
+def open_app(browser, url, width=1400, height=1600):
     page = browser.new_page(viewport={"width": width, "height": height}, accept_downloads=True)
     page.goto(url)
     page.wait_for_selector("#text-a textarea", timeout=30000)
@@ -51,7 +49,7 @@ def set_slider(page, elem_id, value):
 CHASE = "The cat chased the other cat around the garden."
 
 
-def test_heatmap_has_a_row_per_token_and_switches_layer_and_head(browser, default_app, default_lab):  # noqa: F811
+def test_heatmap_has_a_row_per_token_and_switches_layer_and_head(browser, default_app, default_lab):
     page = open_app(browser, default_app)
     run(page, CHASE)
     tokens = default_lab.analyze(CHASE).tokens
@@ -70,7 +68,7 @@ def test_heatmap_has_a_row_per_token_and_switches_layer_and_head(browser, defaul
     page.close()
 
 
-def test_overview_click_opens_that_head(browser, default_app):  # noqa: F811
+def test_overview_click_opens_that_head(browser, default_app):
     page = open_app(browser, default_app)  # the opening example's overview
     page.get_by_role("tab", name="Model overview").click()
     drag = page.locator("#overview-plot .nsewdrag").first
@@ -85,7 +83,7 @@ def test_overview_click_opens_that_head(browser, default_app):  # noqa: F811
     page.close()
 
 
-def test_figure_toolbar_and_export_tab_download_svg_png_and_csv(browser, default_app, default_lab):  # noqa: F811
+def test_figure_toolbar_and_export_tab_download_svg_png_and_csv(browser, default_app, default_lab):
     page = open_app(browser, default_app)
     run(page, CHASE)
     tokens = default_lab.analyze(CHASE).tokens
@@ -114,7 +112,7 @@ def test_figure_toolbar_and_export_tab_download_svg_png_and_csv(browser, default
     page.close()
 
 
-def test_mask_from_token_picker_shows_predictions(browser, tiny_app, tiny_lab):  # noqa: F811
+def test_mask_from_token_picker_shows_predictions(browser, tiny_app, tiny_lab):
     page = open_app(browser, tiny_app)
     run(page, "the cat sat on the mat")
     page.locator("#token-picker label", has_text="2 cat").click()
@@ -137,7 +135,7 @@ def test_mask_from_token_picker_shows_predictions(browser, tiny_app, tiny_lab): 
     page.close()
 
 
-def test_empty_input_message_and_two_tabs_see_their_own_result(browser, default_app, default_lab):  # noqa: F811
+def test_empty_input_message_and_two_tabs_see_their_own_result(browser, default_app, default_lab):
     one, two = open_app(browser, default_app), open_app(browser, default_app)
     run(one, "   ")
     one.wait_for_function("document.querySelector('#message').innerText.includes('empty')", timeout=20000)
@@ -151,14 +149,7 @@ def test_empty_input_message_and_two_tabs_see_their_own_result(browser, default_
     two.close()
 
 
-@pytest.fixture(scope="module")
-def sharp_app(sharp_lab):
-    from conftest import serve
-
-    yield from serve(sharp_lab)
-
-
-def test_intervention_shows_the_difference_heatmap(browser, sharp_app):  # noqa: F811
+def test_intervention_shows_the_difference_heatmap(browser, sharp_app):
     page = open_app(browser, sharp_app)
     run(page, "the big cat [MASK] on the red mat")
     page.wait_for_selector("#single-plot .main-svg", timeout=60000)
@@ -176,7 +167,7 @@ def test_intervention_shows_the_difference_heatmap(browser, sharp_app):  # noqa:
     page.close()
 
 
-def test_syntax_tab_draws_best_heads_with_intervals_and_names_the_weights(browser, sharp_app, sharp_lab):  # noqa: F811
+def test_syntax_tab_draws_best_heads_with_intervals_and_names_the_weights(browser, sharp_app, sharp_lab):
     page = open_app(browser, sharp_app)
     page.get_by_role("tab", name="Syntax").click()
     page.click("#syntax-btn")
@@ -187,7 +178,7 @@ def test_syntax_tab_draws_best_heads_with_intervals_and_names_the_weights(browse
     page.close()
 
 
-def test_shareable_link_restores_input_and_view(browser, default_app, default_lab):  # noqa: F811
+def test_shareable_link_restores_input_and_view(browser, default_app, default_lab):
     page = browser.new_page(viewport={"width": 1400, "height": 1600})
     page.goto(default_app.rstrip("/") + "/?text=The%20cat%20sat%20on%20the%20mat.&layer=2&head=3")
     page.wait_for_function("document.querySelector('#single-plot .gtitle') && "
@@ -199,7 +190,7 @@ def test_shareable_link_restores_input_and_view(browser, default_app, default_la
     page.close()
 
 
-def test_page_opens_and_controls_work_before_any_run_without_errors(browser, tiny_app):  # noqa: F811
+def test_page_opens_and_controls_work_before_any_run_without_errors(browser, tiny_app):
     """No error toast on page load (the shareable-link handler runs then) nor when a slider, the
     attention source or a syntax relation is moved before anything was analysed."""
     page = open_app(browser, tiny_app)
@@ -212,7 +203,7 @@ def test_page_opens_and_controls_work_before_any_run_without_errors(browser, tin
     page.close()
 
 
-def test_every_view_tab_is_in_sight_on_a_laptop_screen(browser, tiny_app):  # noqa: F811
+def test_every_view_tab_is_in_sight_on_a_laptop_screen(browser, tiny_app):
     """At 1024 px the six view tabs wrap onto a second row instead of hiding behind a "..." menu."""
     from bertviz_lab.app.tabs import TABS
 
@@ -238,7 +229,7 @@ def hover_cell(page, row, col, n):
     return page.locator("#single-plot .hoverlayer .hovertext").first.text_content()
 
 
-def test_layer_and_head_switch_in_the_browser_without_a_request(browser, default_app, default_lab):  # noqa: F811
+def test_layer_and_head_switch_in_the_browser_without_a_request(browser, default_app, default_lab):
     page = open_app(browser, default_app, width=1280, height=800)
     text = "The cat chased the other cat around the garden."
     run(page, text)
@@ -268,7 +259,7 @@ def test_layer_and_head_switch_in_the_browser_without_a_request(browser, default
     page.close()
 
 
-def test_first_screen_at_1600_and_clicking_an_example_runs_it(browser, default_app, default_lab):  # noqa: F811
+def test_first_screen_at_1600_and_clicking_an_example_runs_it(browser, default_app, default_lab):
     from bertviz_lab.app.tabs import EXAMPLES
 
     page = open_app(browser, default_app, width=1600, height=1000)
@@ -293,7 +284,7 @@ def test_first_screen_at_1600_and_clicking_an_example_runs_it(browser, default_a
     page.close()
 
 
-def test_head_view_toggles_hover_filter_and_slider(browser, default_app, default_lab):  # noqa: F811
+def test_head_view_toggles_hover_filter_and_slider(browser, default_app, default_lab):
     page = open_app(browser, default_app)
     text, pair = "The man went to the store.", "He bought a gallon of milk."
     run(page, text, pair)
@@ -327,7 +318,7 @@ def test_head_view_toggles_hover_filter_and_slider(browser, default_app, default
     page.close()
 
 
-def test_interventions_use_the_last_analysed_input_and_follow_the_sliders(browser, default_app, default_lab):  # noqa: F811
+def test_interventions_use_the_last_analysed_input_and_follow_the_sliders(browser, default_app, default_lab):
     page = open_app(browser, default_app)
     analysed = "paris is the [mask] of france."
     run(page, analysed)

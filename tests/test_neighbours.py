@@ -4,7 +4,7 @@ import json
 
 import numpy as np
 import pytest
-from browser import browser, open_head_view_section  # noqa: F401  (fixture)
+from browser import open_head_view_section
 from builders import run_cli
 
 from bertviz_lab.lab import InputError
@@ -139,7 +139,7 @@ def test_the_app_searches_from_a_token_of_the_analysis(tiny_lab):
     assert again[ui.search_message] == SEARCH_HINT and len(again[ui.search_table]) == 0
 
 
-def test_search_in_the_browser(browser, tiny_app):  # noqa: F811
+def test_search_in_the_browser(browser, tiny_app):
     page = open_head_view_section(browser, tiny_app, "Find similar tokens in a treebank")
     page.click("#search-token input")
     page.get_by_role("option", name="2 cat").click()

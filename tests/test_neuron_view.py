@@ -5,7 +5,6 @@ import re
 
 import numpy as np
 import pytest
-from browser import browser  # noqa: F401  (fixture)
 
 import bertviz_lab
 from bertviz_lab.app.forms import RunInput, ViewControls
@@ -13,7 +12,7 @@ from bertviz_lab.app.forms import RunInput, ViewControls
 TEXT = "the big cat sat on the red mat"
 
 
-def open_page(browser, html_text, tmp_path):  # noqa: F811
+def open_page(browser, html_text, tmp_path):
     path = tmp_path / "neuron.html"
     path.write_text(html_text, encoding="utf-8")
     page = browser.new_page(viewport={"width": 1280, "height": 900})
@@ -32,7 +31,7 @@ def shown(page) -> tuple[dict, list[float]]:
     return root, probs
 
 
-def test_the_softmax_column_is_the_heads_attention_row_and_switches_in_the_page(browser, tiny_lab, tmp_path):  # noqa: F811
+def test_the_softmax_column_is_the_heads_attention_row_and_switches_in_the_page(browser, tiny_lab, tmp_path):
     analysis = tiny_lab.analyze(TEXT)
     out = bertviz_lab.show(analysis, layer=2, head=3, html_action="return", view="neuron", lab=tiny_lab)
     assert "<meta charset='utf-8'>" in out.data and "plotly" not in out.data.lower()
@@ -95,7 +94,7 @@ def test_a_new_run_or_a_refused_one_never_leaves_views_that_do_not_match(tiny_la
     assert "still show the previous input (5 tokens)" in refused[ui.message] and ui.payload not in refused
 
 
-def test_the_neuron_view_exports_svg_and_png(browser, tiny_lab, tmp_path):  # noqa: F811
+def test_the_neuron_view_exports_svg_and_png(browser, tiny_lab, tmp_path):
     analysis = tiny_lab.analyze(TEXT)
     page = open_page(browser, bertviz_lab.show(analysis, layer=2, head=3, html_action="return", view="neuron",
                                                lab=tiny_lab).data, tmp_path)

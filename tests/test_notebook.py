@@ -2,7 +2,6 @@
 attentions of small random transformers models (BERT, GPT-2, T5) built here, drawn in Chromium."""
 import numpy as np
 import pytest
-from browser import browser  # noqa: F401  (fixture)
 
 import bertviz_lab
 
@@ -34,7 +33,7 @@ def hf_attentions():
     return out
 
 
-def draw(browser, page_html, tmp_path, name):  # noqa: F811
+def draw(browser, page_html, tmp_path, name):
     path = tmp_path / f"{name}.html"
     page_html.save(path)
     page = browser.new_page(viewport={"width": 1200, "height": 900})
@@ -55,7 +54,7 @@ def weights(page, layer, head):
     return np.array(page.evaluate(f"document.querySelector('.bvl-headview').__bvlViewer.matrix({layer}, {head})"))
 
 
-def test_drop_in_on_bert_gpt2_and_t5_attentions(browser, hf_attentions, tmp_path):  # noqa: F811
+def test_drop_in_on_bert_gpt2_and_t5_attentions(browser, hf_attentions, tmp_path):
     # BERT, a sentence pair; BertViz's 0-based layer and heads
     tokens = ["[CLS]", "the", "cat", "sat", "[SEP]", "it", "slept", "[SEP]"]
     out = bertviz_lab.head_view(hf_attentions["bert"], tokens, sentence_b_start=5, layer=1, heads=[0, 2],
@@ -97,7 +96,7 @@ def test_drop_in_on_bert_gpt2_and_t5_attentions(browser, hf_attentions, tmp_path
     page.close()
 
 
-def test_model_view_draws_every_layer_and_head_on_one_ground(browser, hf_attentions, tmp_path):  # noqa: F811
+def test_model_view_draws_every_layer_and_head_on_one_ground(browser, hf_attentions, tmp_path):
     tokens = ["[CLS]", "the", "cat", "sat", "[SEP]", "it", "slept", "[SEP]"]
     out = bertviz_lab.model_view(hf_attentions["bert"], tokens, html_action="return")
     page = draw(browser, out, tmp_path, "model")
@@ -143,7 +142,7 @@ def test_dropin_views_name_what_is_wrong(hf_attentions, view):
         view(html_action="return")
 
 
-def test_analysis_figures_and_show(browser, tiny_lab, tmp_path):  # noqa: F811
+def test_analysis_figures_and_show(browser, tiny_lab, tmp_path):
     import plotly.graph_objects as go
 
     a = tiny_lab.analyze("the cat sat on the [MASK]")
@@ -197,7 +196,7 @@ def test_display_options_go_in_one_object_and_the_old_keywords_still_work_with_a
         bertviz_lab.figure(a, "single-head", colour="red")
 
 
-def test_head_view_spans_and_exports(browser, hf_attentions, tmp_path):  # noqa: F811
+def test_head_view_spans_and_exports(browser, hf_attentions, tmp_path):
     tokens = ["[CLS]", "the", "cat", "sat", "[SEP]", "it", "slept", "[SEP]"]
     page = draw(browser, bertviz_lab.head_view(hf_attentions["bert"], tokens, layer=0, heads=[1], html_action="return"),
                 tmp_path, "spans")

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from browser import browser  # noqa: F401  (fixture)
 from conftest import ROOT, call, launch
 
 from bertviz_lab.bert import Budget, BudgetExceeded, spending
@@ -396,7 +395,7 @@ def test_json_inside_script_escapes_markup():
     assert json.loads(text) == {"t": HOSTILE + " & <!-- \u2028"}  # the same value
 
 
-def test_hostile_tokens_run_no_script_in_chromium_and_still_show(browser):  # noqa: F811
+def test_hostile_tokens_run_no_script_in_chromium_and_still_show(browser):
     import bertviz_lab
 
     tokens = ["[CLS]", HOSTILE, "<img src=x onerror=window.__pwned=2>", "[SEP]"]

@@ -4,7 +4,7 @@ import json
 
 import numpy as np
 import pytest
-from browser import browser, open_head_view_section  # noqa: F401  (fixture)
+from browser import open_head_view_section
 
 from bertviz_lab.attention.qk_space import head_similarity, joint_embedding, normalise
 from bertviz_lab.lens import head_vectors, queries_and_keys
@@ -125,7 +125,7 @@ def test_the_app_draws_the_qk_space_and_head_similarity(tiny_lab):
     assert handlers.analyze(RunInput("a dog"), session)[ui.qk_message] == QK_HINT  # a new input clears them
 
 
-def test_clicking_the_head_similarity_opens_that_head(browser, tiny_app, tiny_lab):  # noqa: F811
+def test_clicking_the_head_similarity_opens_that_head(browser, tiny_app, tiny_lab):
     page = open_head_view_section(browser, tiny_app, "Query–key space of the chosen head")
     page.click("#qk-btn")
     page.wait_for_selector("#qk-plot .main-svg", timeout=60000)

@@ -6,7 +6,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from browser import browser  # noqa: F401  (fixture)
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "docs" / "quickstart.ipynb"
 
@@ -19,7 +18,7 @@ def test_quickstart_notebook_is_committed_without_outputs():
 
 
 @pytest.mark.timeout(600)
-def test_quickstart_notebook_runs_and_shows_figures(tmp_path, monkeypatch, browser):  # noqa: F811
+def test_quickstart_notebook_runs_and_shows_figures(tmp_path, monkeypatch, browser):
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
 

@@ -4,49 +4,16 @@ from pathlib import Path
 
 import pytest
 import torch
-from builders import run_cli
+from builders import fake_wordnet, nsp_settings, run_cli
 
 from bertviz_lab import load
 from bertviz_lab.mlm.corpus import RunningText, build_corpus
 from bertviz_lab.mlm.evaluate_nsp import evaluate_nsp, nsp_probabilities
 from bertviz_lab.mlm.examples import NOT_PAIR, Example, epoch_examples, make_nsp_pairs, tokenize_examples
 from bertviz_lab.mlm.running_text import Passage, read_documents, read_passages, source_name, split_passages
-from bertviz_lab.mlm.train import TrainSettings, train
+from bertviz_lab.mlm.train import train
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def conllu_documents(path: Path, documents: dict[str, list[str]]) -> Path:
-    """A CoNLL-U file with ``# newdoc`` documents whose sentences are the given texts."""
-    blocks = []
-    for doc, sentences in documents.items():
-        for i, text in enumerate(sentences):
-            words = text.split()
-            meta = ([f"# newdoc id = {doc}"] if i == 0 else []) + [f"# sent_id = {doc}-{i}", f"# text = {text}"]
-            rows = [f"{k + 1}\t{w}\t{w}\tX\t_\t_\t{0 if k == 0 else 1}\t{'root' if k == 0 else 'dep'}\t_\t_"
-                    for k, w in enumerate(words)]
-            blocks.append("\n".join(meta + rows))
-    path.write_text("\n\n".join(blocks) + "\n\n")
-    return path
-
-
-def fake_wordnet(folder: Path, n: int = 60) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    for part in ("noun", "verb", "adj", "adv"):
-        rows = [f"  licence header line {part}"] + [
-            f"{i:08d} 03 n 01 thing 0 000 | a {part} gloss number {i} here; \"the {part} example {i} is here\""
-            for i in range(n)]
-        (folder / f"data.{part}").write_text("\n".join(rows) + "\n")
-    return folder
-
-
-@pytest.fixture(scope="module")
-def ud_files(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("ud")
-    ewt = {f"web{d}": [f"web document {d} says sentence {s} aloud" for s in range(6)] for d in range(30)}
-    novel = {"novel": [f"the novel line {s} goes on and on" for s in range(130)]}  # one long document
-    return (conllu_documents(folder / "en_web-ud-train.conllu", ewt),
-            conllu_documents(folder / "en_novel-ud-train.conllu", novel))
 
 
 def test_only_train_splits_are_read(tmp_path):
@@ -156,23 +123,6 @@ def test_pairs_get_segments_and_distinct_word_ids(tiny_lab):
     assert words == [-1, 0, 1, 2, -1, 3, 4, 5, -1]
     batch = corpus.batch([0, 1])
     assert batch["is_random"].tolist() == [0, NOT_PAIR] and batch["attention_mask"][1].tolist() == [1] * 5 + [0] * 4
-
-
-@pytest.fixture(scope="module")
-def tiny_corpus(tmp_path_factory, ud_files):
-    out = tmp_path_factory.mktemp("corpus")
-    words = "the cat sat on mat dog ran to park with a big red small blue house tree".split()
-    docs = {f"d{d}": [" ".join(words[(d + s + k) % len(words)] for k in range(5)) for s in range(4)] for d in range(40)}
-    path = conllu_documents(out / "en_tiny-ud-train.conllu", docs)
-    build_corpus(out / "c", heldout=10, folder=fake_wordnet(out / "wn", 20), running=[RunningText(path, "CC0")],
-                 heldout_sentences=16, validation_sentences=8, validation_lines=5)
-    return out / "c"
-
-
-def nsp_settings(corpus, tiny_folder, **extra):
-    return TrainSettings(corpus=str(corpus), steps=6, seed=2, device="cpu", train_layers=1, batch_size=8,
-                         eval_every=3, bf16=False, checkpoint_every=2, model=str(tiny_folder), nsp=True,
-                         whole_word=True, **extra)
 
 
 def test_nsp_training_ships_a_next_sentence_head_and_resumes_exactly(tmp_path, tiny_corpus, tiny_folder):

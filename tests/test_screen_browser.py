@@ -2,7 +2,6 @@
 Chromium, item by item — arcs that read one way, titles that fit, nothing empty before use, only
 the chosen intervention's controls, no stale results, shared colour scales, honest predictions."""
 import pytest
-from browser import browser  # noqa: F401  (fixture)
 from test_app_browser import open_app, run
 
 MASK_TEXT = "The capital of France is [MASK]."
@@ -29,13 +28,6 @@ def choose_intervention(page, label):
 
 
 @pytest.fixture(scope="module")
-def sharp_app(sharp_lab):
-    from conftest import serve
-
-    yield from serve(sharp_lab)
-
-
-@pytest.fixture(scope="module")
 def small_limit_app(tiny_lab):
     """A server that takes at most 12 tokens per request (as a public Space takes 256)."""
     from conftest import launch
@@ -49,7 +41,7 @@ def small_limit_app(tiny_lab):
     demo.close()
 
 
-def test_arcs_read_head_to_dependent_with_a_legend_of_what_is_drawn(browser, sharp_app):  # noqa: F811
+def test_arcs_read_head_to_dependent_with_a_legend_of_what_is_drawn(browser, sharp_app):
     from bertviz_lab.resources import SAMPLE_TREEBANK
     from bertviz_lab.treebank import read_conllu
 
@@ -85,7 +77,7 @@ def test_arcs_read_head_to_dependent_with_a_legend_of_what_is_drawn(browser, sha
 
 
 @pytest.mark.parametrize("width", [1024, 1920])
-def test_titles_fit_and_nothing_is_empty_before_use(browser, default_app, width):  # noqa: F811
+def test_titles_fit_and_nothing_is_empty_before_use(browser, default_app, width):
     page = open_app(browser, default_app, width=width, height=1000)
     # before any intervention or scoring: no empty frames, a one-line hint in their place
     assert page.locator("#intervention-message").inner_text().startswith("Results appear here")
@@ -111,7 +103,7 @@ def test_titles_fit_and_nothing_is_empty_before_use(browser, default_app, width)
     page.close()
 
 
-def test_only_the_chosen_interventions_controls_show_and_warnings_say_where_to_pick(browser, tiny_app):  # noqa: F811
+def test_only_the_chosen_interventions_controls_show_and_warnings_say_where_to_pick(browser, tiny_app):
     page = open_app(browser, tiny_app, width=1280, height=800)
     shown = ("intervention-heads", "intervention-shift", "intervention-seed", "intervention-sinks", "intervention-unit",
              "intervention-ablation", "direction-btn", "ablation-btn", "positions-table-btn")
@@ -139,7 +131,7 @@ def test_only_the_chosen_interventions_controls_show_and_warnings_say_where_to_p
     page.close()
 
 
-def test_a_new_run_clears_results_and_a_refused_one_marks_the_views_stale(browser, small_limit_app):  # noqa: F811
+def test_a_new_run_clears_results_and_a_refused_one_marks_the_views_stale(browser, small_limit_app):
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.goto(small_limit_app)  # its opening example (13 tokens) is over this server's limit
     page.wait_for_function("document.querySelector('#message') && "
@@ -158,7 +150,7 @@ def test_a_new_run_clears_results_and_a_refused_one_marks_the_views_stale(browse
     page.close()
 
 
-def test_compared_panels_share_a_scale_with_a_per_panel_switch(browser, default_app):  # noqa: F811
+def test_compared_panels_share_a_scale_with_a_per_panel_switch(browser, default_app):
     page = open_app(browser, default_app, width=1600, height=1000)
     page.get_by_role("tab", name="Aggregates").click()
     page.wait_for_selector("#aggregates-plot .main-svg", timeout=60000)
@@ -178,7 +170,7 @@ def test_compared_panels_share_a_scale_with_a_per_panel_switch(browser, default_
     page.close()
 
 
-def test_predictions_show_probabilities_and_how_far_to_trust_them(browser, default_app):  # noqa: F811
+def test_predictions_show_probabilities_and_how_far_to_trust_them(browser, default_app):
     page = open_app(browser, default_app, width=1600, height=1000)
     run(page, MASK_TEXT, "It is a big city.")
     page.get_by_role("tab", name="Masked words").click()

@@ -2,8 +2,7 @@
 import json
 from pathlib import Path
 
-from builders import run_cli
-from test_running_text import nsp_settings, tiny_corpus, ud_files  # noqa: F401  (fixtures)
+from builders import nsp_settings, run_cli
 
 from bertviz_lab.lab import load
 from bertviz_lab.mlm.evaluate_nsp import evaluate_nsp
@@ -35,7 +34,7 @@ def test_the_development_cloze_set_is_its_own_and_big_enough():
     assert len(dev) >= 60 and not {item.sentence for item in dev} & teaching
 
 
-def test_select_head_scores_every_validation_point_on_development_data(tmp_path, tiny_corpus, tiny_folder):  # noqa: F811
+def test_select_head_scores_every_validation_point_on_development_data(tmp_path, tiny_corpus, tiny_folder):
     out = tmp_path / "run"
     train(out, nsp_settings(tiny_corpus, tiny_folder), progress=False)  # 6 steps, a head kept every 3
     wordnet, documents = validation_split(tiny_corpus)

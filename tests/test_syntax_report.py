@@ -1,6 +1,5 @@
 """The head-scoring report opens offline in headless chromium, shows its figures, and runs nothing
 that came from the treebank."""
-from browser import browser  # noqa: F401  (fixture)
 
 from bertviz_lab.reports.syntax_report import write_outputs
 from bertviz_lab.syntax.scoring import score_treebank
@@ -10,7 +9,7 @@ from bertviz_lab.treebank import SAMPLE_TREEBANK, read_conllu
 HOSTILE = "</script><script>alert(1)</script>"
 
 
-def test_report_renders_offline_and_escapes_treebank_text(browser, sharp_lab, tmp_path):  # noqa: F811
+def test_report_renders_offline_and_escapes_treebank_text(browser, sharp_lab, tmp_path):
     sentences = read_conllu(SAMPLE_TREEBANK)[:15]
     sentences[0].relations[0] = HOSTILE  # a DEPREL an attacker wrote
     summary = summarise(score_treebank(sharp_lab, sentences, batch_size=8), settings=Settings(resamples=100, min_arcs=1))
