@@ -185,7 +185,7 @@ def test_the_comparison_has_every_method_on_the_same_held_out_sentences(tiny_str
 
 def test_ensembles_table_is_held_out_with_a_paired_interval(tiny_structure):
     e = tiny_structure.ensembles
-    assert len(e) and set(e.ensemble_direction) <= {"d2p", "p2d"}
+    assert len(e) and set(e.ensemble_direction) <= {"dep->head", "head-row->dep"}  # the project's names
     assert (e.ensemble_heads.str.count(r"\+") <= 3).all()
     gain = e.ensemble_accuracy - e.single_accuracy
     assert np.allclose(gain, e.ensemble_gain)

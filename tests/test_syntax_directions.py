@@ -130,3 +130,16 @@ def test_figures_read_the_aliases_and_refuse_the_rest(tiny_lab):
     assert project["data"][0]["z"] != relation_heatmap(summary, "all", "d2p")["data"][0]["z"]
     with pytest.raises(ValueError, match="direction 'p2d' \\(head-row->dep\\) is not computed here"):
         relation_heatmap(summary, "all", "p2d")
+
+
+def test_a_summary_reads_a_papers_direction_name_as_the_projects(tiny_lab):
+    """accuracy_map used to answer 'no nsubj arcs' for 'normal': the alias now reads as dep->head, and a
+    direction per-head scoring does not compute is refused by name."""
+    from bertviz_lab.syntax.run import run_syntax
+    from bertviz_lab.treebank import SAMPLE_TREEBANK, read_conllu
+
+    summary = run_syntax(tiny_lab, read_conllu(SAMPLE_TREEBANK)[:30], null=False).summary
+    relation = summary.head_scores.relation.iloc[0]
+    np.testing.assert_array_equal(summary.accuracy_map(relation, "normal"), summary.accuracy_map(relation, "dep->head"))
+    with pytest.raises(ValueError, match="not computed here"):
+        summary.accuracy_map(relation, "p2d")

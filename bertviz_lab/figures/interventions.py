@@ -24,7 +24,7 @@ def comparison_figure(c: Comparison, opts: ViewOptions) -> Figure:
     diff = views[1].weights - views[0].weights
     fig = heatmap_grid([("baseline", views[0].weights), (f"intervened: {c.intervention.describe()}", views[1].weights),
                               ("intervened - baseline", diff)], views[0].key_labels, views[0].query_labels,
-                             title=f"{layer_head(l, h)}: baseline vs intervened", filename=f"probe-{layer_head_file(l, h)}",
+                             title=f"{layer_head(l, h)}: baseline vs intervened", filename=f"intervention-{layer_head_file(l, h)}",
                              style=GridStyle(columns=3, height_per_row=460, groups=[0, 0, None],
                                              row_labels_once=True))  # baseline and intervened: one scale
     return with_diverging(fig, 2, diff)
@@ -32,7 +32,7 @@ def comparison_figure(c: Comparison, opts: ViewOptions) -> Figure:
 
 def js_figure(c: Comparison) -> Figure:
     return layer_head_figure(c.js, f"Jensen-Shannon divergence per head, baseline vs {c.intervention.describe()}",
-                                   "probe-js-divergence", value_label="JS (nats)")
+                                   "intervention-js-divergence", value_label="JS (nats)")
 
 
 def offsets_figure(c: Comparison, layer: int) -> Figure:

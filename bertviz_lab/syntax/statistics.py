@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .directions import CLARK_DIRECTIONS, normalize_direction
 from .predictors import OFFSETS
 from .scoring import ALL, DIRECTIONS, ROOT, TREE, ArcTable
 
@@ -103,6 +104,8 @@ def relation_hits(arcs: ArcTable, relation: str, kind: str) -> tuple[np.ndarray,
     mask = arcs.mask(relation)
     if kind == TREE:
         mask &= ~arcs.is_root
+    else:
+        kind = normalize_direction(kind, CLARK_DIRECTIONS)
     return arcs.sentence[mask], arcs.hits[kind][mask].reshape(int(mask.sum()), -1)
 
 

@@ -29,9 +29,8 @@ from ..conclusions import verdict
 from ..lab import CheckpointInfo, InputError, Lab, null_model
 from ..resources import SHIPPED_PROBES
 from ..treebank import Sentence
+from .directions import DEP_HEAD, HEAD_ROW
 from .ensembles import (
-    D2P,
-    P2D,
     TreeGold,
     WordMaps,
     arc_rows,
@@ -174,7 +173,7 @@ def relation_ensembles(maps: WordMaps, relations: Sequence[str], select: np.ndar
     n_heads = maps.layers * maps.heads
     for relation in relations:
         chosen = {}
-        for direction in (D2P, P2D):
+        for direction in (DEP_HEAD, HEAD_ROW):  # Limisiewicz et al.'s d2p and p2d
             rows_sel = arc_rows(maps, relation, direction, select)
             singles = rows_sel.single_accuracies(n_heads)
             ensemble, value = greedy_ensemble(rows_sel.accuracy, singles)
@@ -207,8 +206,9 @@ def relation_ensembles(maps: WordMaps, relations: Sequence[str], select: np.ndar
 ENSEMBLE_NOTE = ("ensemble_*: up to 4 heads per relation chosen greedily on the selection half (Limisiewicz et al. "
                  "2020), their mean word-level attention ([CLS]/[SEP] left out, rows renormalised) scored on the "
                  "report half beside the best single head chosen the same way (single_*); ensemble_gain is the "
-                 "paired difference with its 95% bootstrap interval. Directions are theirs: d2p = the dependent's "
-                 "row points at its parent (Clark's dep->head); p2d = the parent's row points at the dependent. "
+                 "paired difference with its 95% bootstrap interval. Directions: dep->head = the dependent's row "
+                 "points at its parent (their d2p, Clark's dep->head); head-row->dep = the parent's row points at "
+                 "the dependent (their p2d, not Clark's head->dep, which reads the dependent's column). "
                  "These columns count arcs between two words (root words left out), unlike 'all' in the "
                  "per-head columns, which counts root words as misses.")
 

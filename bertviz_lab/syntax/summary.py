@@ -13,6 +13,7 @@ import pandas as pd
 from ..conclusions import standing, verdict
 from ..lab import CheckpointInfo
 from ..naming import head_name
+from .directions import CLARK_DIRECTIONS, normalize_direction
 from .predictors import OFFSETS
 from .scoring import ALL, DIRECTIONS, ROOT, TREE, ArcTable, TreebankScores, check_scored
 from .statistics import (
@@ -73,7 +74,9 @@ class SyntaxSummary:
         return self.null_checkpoints[0] if self.null_checkpoints else None
 
     def accuracy_map(self, relation: str, direction: str) -> np.ndarray:
-        """(layers, heads) accuracy of every head for one relation and direction."""
+        """(layers, heads) accuracy of every head for one relation and direction (a paper's name of a
+        direction is read as the project's; one that per-head scoring does not compute is a ValueError)."""
+        direction = normalize_direction(direction, CLARK_DIRECTIONS)
         rows = self.head_scores[(self.head_scores.relation == relation) & (self.head_scores.direction == direction)]
         if not len(rows):
             raise KeyError(f"no {relation} arcs in this treebank")
