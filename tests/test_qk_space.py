@@ -160,3 +160,12 @@ def test_notebook_qk_space_and_head_similarity(tiny_lab):
     assert np.asarray(similarity.data[0].z).shape == (heads, heads)
     with pytest.raises(ValueError, match="1-based"):
         bertviz_lab.qk_space(tiny_lab, analysis, layer=0)
+
+
+def test_most_alike_heads_skips_each_head_against_itself():
+    """Hand-made: 2 layers x 2 heads; heads 1-2 and 2-1 (flat 1 and 2) are closest, and the zero
+    diagonal (every head against itself) is never the answer."""
+    from bertviz_lab.attention.qk_space import most_alike_heads
+
+    d = np.array([[0.0, 0.5, 0.6, 0.7], [0.5, 0.0, 0.1, 0.8], [0.6, 0.1, 0.0, 0.9], [0.7, 0.8, 0.9, 0.0]])
+    assert most_alike_heads(d, n_heads=2) == ((0, 1), (1, 0), 0.1)

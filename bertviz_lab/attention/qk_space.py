@@ -67,3 +67,12 @@ def head_similarity(attentions: Sequence[np.ndarray]) -> np.ndarray:
     if total is None:
         raise ValueError("no sentence to compare heads on")
     return total / len(attentions)
+
+
+def most_alike_heads(divergence: np.ndarray, n_heads: int) -> tuple[tuple[int, int], tuple[int, int], float]:
+    """The two distinct heads of a ``head_similarity`` matrix (L*H, L*H, layer-major) with the smallest
+    divergence: ((layer, head), (layer, head), divergence), 0-based."""
+    d = np.array(divergence, dtype=np.float64)
+    np.fill_diagonal(d, np.inf)  # a head is always like itself
+    i, j = np.unravel_index(int(np.argmin(d)), d.shape)
+    return divmod(int(i), n_heads), divmod(int(j), n_heads), float(d[i, j])

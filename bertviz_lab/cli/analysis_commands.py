@@ -167,10 +167,8 @@ def qk_summary(out: dict, n_heads: int) -> Iterator[str]:
     yield (f"model: {out['model']}; head {out['layer']}-{out['head']}: {len(out['points']) // 2} queries and keys "
            f"from {out['sentences']} sentence(s), {out['method'].upper()} (--json for the coordinates)")
     if "head_similarity" in out:
-        import numpy as np
+        from ..attention.qk_space import most_alike_heads
+        from ..naming import head_name
 
-        divergence = np.array(out["head_similarity"])  # (heads, heads), layer-major
-        np.fill_diagonal(divergence, np.inf)
-        i, j = np.unravel_index(int(np.argmin(divergence)), divergence.shape)
-        yield (f"most alike heads: {i // n_heads + 1}-{i % n_heads + 1} and {j // n_heads + 1}-{j % n_heads + 1} "
-               f"(JS {divergence[i, j]:.4f} nats)")
+        first, second, divergence = most_alike_heads(out["head_similarity"], n_heads)
+        yield f"most alike heads: {head_name(*first)} and {head_name(*second)} (JS {divergence:.4f} nats)"

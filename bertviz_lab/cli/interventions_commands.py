@@ -55,10 +55,12 @@ def ablation_of(args: argparse.Namespace):
 
 
 def sentence_set_of(args: argparse.Namespace) -> list[str] | None:
-    """The sentence set the flags name (None: one input)."""
+    """The sentence set the flags name (None: one input, which must then be given)."""
     from ..interventions.records import sentence_set
 
     wanted = args.text_file is not None or args.conllu is not None or args.sample
+    if not wanted and not args.text:
+        raise InputError("give the input text, or --text-file / --conllu / --sample for a sentence set")
     return sentence_set(args.text_file, args.conllu) if wanted else None
 
 
@@ -95,8 +97,6 @@ def run_compare(args: argparse.Namespace) -> int:
     from ..interventions.records import ablation_reference, compare_record, compare_set_record
 
     lines = sentence_set_of(args)
-    if lines is None and not args.text:
-        raise InputError("give the input text, or --text-file / --conllu / --sample for a sentence set")
     lab = lab_from_args(args)
     intervention = make_intervention(args.intervention, (lab.n_layers, lab.n_heads), positions=args.positions,
                                      heads=args.heads, shift=args.shift, seed=args.seed, sinks=args.sinks,
@@ -146,8 +146,6 @@ def run_sweep(args: argparse.Namespace) -> int:
     from ..interventions.records import Sweep, sweep_record, sweep_set_record
 
     lines = sentence_set_of(args)
-    if lines is None and not args.text:
-        raise InputError("give the input text, or --text-file / --conllu / --sample for a sentence set")
     sweep = Sweep(args.kind, args.pair, tuple(args.mask), args.sinks, args.seed, args.shift, ablation_of(args))
     lab = lab_from_args(args)
     if lines is None:
