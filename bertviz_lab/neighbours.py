@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .bert.hook_table import hidden_state_names
 from .bert.model import layer_hook
 from .lab import Encoded, InputError, Lab
 from .naming import SPECIAL_TOKENS
@@ -102,7 +103,7 @@ def hook_names(lab: Lab, kind: str) -> list[str]:
     if kind not in KINDS:
         raise InputError(f"kind must be one of {', '.join(KINDS)} (got {kind!r})")
     if kind == "embeddings":
-        return ["bert.embeddings.hook_out"] + [layer_hook(i, "out") for i in range(lab.n_layers)]
+        return hidden_state_names(lab.n_layers)
     return [layer_hook(i, "context") for i in range(lab.n_layers)]
 
 

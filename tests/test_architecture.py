@@ -165,3 +165,36 @@ def test_no_function_over_80_lines():
             if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.end_lineno - n.lineno + 1 > 80]
     assert long == []
 
+
+
+def test_no_two_modules_share_a_name():
+    """One name, one module: `views.py` in two folders read as one thing and were two (issue 42)."""
+    seen: dict[str, list[str]] = {}
+    for path in modules():
+        if path.name != "__init__.py":
+            seen.setdefault(path.name, []).append(str(path.relative_to(ROOT)))
+    assert {name: paths for name, paths in seen.items() if len(paths) > 1} == {}
+
+
+def test_the_command_line_is_small_modules_and_few_functions_take_many_parameters():
+    """Each cli/ module stays under 300 lines, and at most 15 functions take more than 6 parameters
+    (four of them keep signatures others define: BertViz's head_view, model_view and neuron_view.show,
+    and BertLab.forward's Hugging Face arguments)."""
+    cli = sorted((PACKAGE / "cli").glob("*.py"))
+    assert cli and [p.name for p in cli if len(p.read_text(encoding="utf-8").splitlines()) > 300] == []
+    many = [f"{p.relative_to(ROOT)}:{n.lineno} {n.name}" for p in modules()
+            for n in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and len([a for a in n.args.posonlyargs + n.args.args + n.args.kwonlyargs if a.arg not in ("self", "cls")])
+            + bool(n.args.vararg) + bool(n.args.kwarg) > 6]
+    assert len(many) <= 15, many
+
+
+def test_hook_names_come_from_the_hook_table():
+    """No module types a hook point's name: they read bert/hook_table.py (the model names the points)."""
+    import re
+
+    typed = re.compile(r"""["'](?:\*|bert\.)[\w.*{}]*hook_\w+["']""")
+    found = [f"{p.relative_to(ROOT)}: {m}" for p in modules() if p.name not in ("hook_table.py", "model.py")
+             for m in typed.findall(p.read_text(encoding="utf-8"))]
+    assert found == []

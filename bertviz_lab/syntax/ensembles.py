@@ -40,6 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.sparse.csgraph import minimum_spanning_tree
 
+from ..bert.hook_table import every_layer
 from ..lab import Lab
 from ..naming import head_name
 from ..treebank import Sentence
@@ -93,7 +94,7 @@ def word_maps(lab: Lab, sentences: Sequence[Sentence], batch_size: int = 32, max
     found: dict[int, tuple[np.ndarray, Sentence]] = {}
     for batch in plan.batches:
         tensors = lab.batch_tensors([enc for _, _, enc in batch])
-        _, cache = lab.run(tensors, capture=("*hook_pattern",), compute_mlm=False)
+        _, cache = lab.run(tensors, capture=(every_layer("pattern"),), compute_mlm=False)
         attention = lab.attention_of(cache).float().cpu().numpy()  # (batch, layers, heads, query, key)
         for row, (index, sentence, enc) in enumerate(batch):
             n = len(enc.ids)

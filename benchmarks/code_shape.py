@@ -1,0 +1,105 @@
+"""Issue 42's figures of the code's shape, on this tree and on an earlier commit in one run.
+
+Counted from the source with ``ast`` (no import, no model): functions over 80 lines, functions with
+more than 6 parameters (``self``/``cls`` not counted; ``*args`` and ``**kwargs`` count one each),
+module file names used twice in the package, the command line's largest module, hook names typed
+by hand outside the hook table, and ``noqa`` comments in the tests. With ``--time-fast-tier`` it
+also times ``pytest -m "not slow" -n 2 --dist loadfile`` on this tree (the inner loop; the earlier
+commit's tests are not run). The "before" side is read with ``git archive``, so nothing in the
+working tree changes.
+
+    python benchmarks/code_shape.py --before 6e2f171 [--time-fast-tier] [--write]
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import collections
+import io
+import re
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from sections import ROOT, markdown_table, write_section  # noqa: E402
+
+HAND_TYPED_HOOK = re.compile(r"""["'](?:\*|bert\.)[\w.*{}]*hook_\w+["']""")
+
+
+def functions(tree: ast.AST):
+    return [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+
+def parameter_count(node: ast.FunctionDef) -> int:
+    a = node.args
+    named = [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs if x.arg not in ("self", "cls")]
+    return len(named) + bool(a.vararg) + bool(a.kwarg)
+
+
+def shape(root: Path) -> dict[str, object]:
+    """The figures of one checkout (``root`` holds ``bertviz_lab/`` and ``tests/``)."""
+    package = root / "bertviz_lab"
+    long_functions = many_parameters = hand_typed = 0
+    names = collections.Counter()
+    for path in sorted(package.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        names[path.name] += path.name != "__init__.py"
+        for node in functions(ast.parse(text)):
+            long_functions += node.end_lineno - node.lineno + 1 > 80
+            many_parameters += parameter_count(node) > 6
+        if path.name not in ("hook_table.py", "model.py"):
+            hand_typed += len(HAND_TYPED_HOOK.findall(text))
+    cli = [package / "cli.py"] if (package / "cli.py").is_file() else sorted((package / "cli").glob("*.py"))
+    noqa = sum(p.read_text(encoding="utf-8").count("noqa") for p in (root / "tests").glob("*.py"))
+    return {"functions over 80 lines": long_functions, "functions over 6 parameters": many_parameters,
+            "module names used twice or more": sum(1 for n in names.values() if n > 1),
+            "command-line modules": len(cli),
+            "largest command-line module (lines)": max(len(p.read_text().splitlines()) for p in cli),
+            "hook names typed by hand (outside the hook table)": hand_typed,
+            "noqa comments in tests": noqa}
+
+
+def checkout(commit: str, into: Path) -> Path:
+    archive = subprocess.run(["git", "archive", commit, "bertviz_lab", "tests"], cwd=ROOT, capture_output=True,
+                             check=True).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(into, filter="data")
+    return into
+
+
+def fast_tier_seconds() -> tuple[float, str]:
+    started = time.perf_counter()
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-m", "not slow", "-n", "2", "--dist", "loadfile"],
+                         cwd=ROOT, capture_output=True, text=True)
+    summary = (run.stdout.strip().splitlines() or ["(no output)"])[-1]
+    return time.perf_counter() - started, summary
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--before", default="6e2f171", help="the commit to set beside this tree")
+    parser.add_argument("--time-fast-tier", action="store_true")
+    parser.add_argument("--write", action="store_true", help="write the section code-shape of BENCHMARKS.md")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        before = shape(checkout(args.before, Path(tmp)))
+    after = shape(ROOT)
+    targets = {"functions over 80 lines": "0", "functions over 6 parameters": "<= 15",
+               "module names used twice or more": "0", "largest command-line module (lines)": "<= 300"}
+    rows = [[name, before[name], after[name], targets.get(name, "")] for name in after]
+    body = markdown_table(["figure", f"before ({args.before})", "this tree", "issue 42's target"], rows)
+    if args.time_fast_tier:
+        seconds, summary = fast_tier_seconds()
+        body += (f"\n\nFast tier on this tree (`python -m pytest -q -m \"not slow\" -n 2 --dist loadfile`): "
+                 f"{seconds:.0f} s wall ({summary}); target <= 60 s.")
+    print(body)
+    if args.write:
+        write_section("code-shape", "benchmarks/code_shape.py", "The code's shape (issue 42): before and after", body)
+
+
+if __name__ == "__main__":
+    main()
