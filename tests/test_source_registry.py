@@ -79,3 +79,18 @@ def test_patching_names_its_donor_and_keeps_the_old_name(sharp_lab):
 
     result = patching_sweep(sharp_lab, "the big cat [MASK] on the mat", "the big dog [MASK] on the mat", "the", "mat")
     assert result.source == result.donor and result.heads.shape == (sharp_lab.n_layers, sharp_lab.n_heads)
+
+
+def test_the_aggregates_view_names_each_sources_layer_matrix(tiny_lab):
+    """The second panel says what its matrix is: the head mean for attention, a norm for norm, the
+    source up to the layer for an aggregated one (rollout is not a 'norm of layer')."""
+    from bertviz_lab.figures.analysis import ViewOptions, aggregates
+
+    analysis = tiny_lab.analyze(TEXT)
+    titles = {}
+    for name in ("attention", "norm", "alti", "rollout"):
+        shown = with_source(tiny_lab, analysis, name)
+        fig = aggregates(shown, ViewOptions(layer=1), layer_matrices(tiny_lab, analysis, name))
+        titles[name] = [a["text"] for a in fig["layout"]["annotations"]][1]
+    assert titles == {"attention": "<b>mean of layer 2</b>", "norm": "<b>norm of layer 2</b>",
+                      "alti": "<b>alti, layer 2</b>", "rollout": "<b>rollout up to layer 2</b>"}

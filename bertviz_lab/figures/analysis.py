@@ -67,7 +67,9 @@ def aggregates(analysis: Analysis, opts: ViewOptions, layers: np.ndarray | None 
     layers = a.mean(1) if layers is None else layers
     source = get_source(analysis.source)
     residual, aggregated = not source.residual_included, source.aggregated
-    layer_kind = "mean of layer" if analysis.source == "attention" else "norm of layer"
+    # what the per-layer matrix is, in the registry's words: a head mean, a norm, or a layer's own matrix
+    layer_kind = ("mean of layer" if analysis.source == "attention" else "norm of layer" if analysis.source == "norm"
+                  else f"{source.name} up to layer" if source.aggregated else f"{source.name}, layer")
     panels = [
         (f"L{opts.layer + 1} H{opts.head + 1}{source_label(analysis)}", a[opts.layer, opts.head]),
         (f"{layer_kind} {opts.layer + 1}", layers[opts.layer]),
