@@ -24,19 +24,19 @@ from bertviz_lab import load
 from bertviz_lab.mlm.corpus import read_manifest
 from bertviz_lab.mlm.evaluate import evaluate
 from bertviz_lab.mlm.evaluate_nsp import evaluate_nsp
-from bertviz_lab.mlm.running_text import read_documents, read_passages_jsonl, read_source, source_label
+from bertviz_lab.mlm.running_text import origin_label, read_documents, read_origin, read_passages_jsonl
 
 
 def grouped_heldout(corpus: Path, manifests: list[Path]) -> dict[str, dict[str, list[list[str]]]]:
     """{source: {"whole": [passage, ...], "shared": [...]}}: held-out passages by whether any passage
     of their document is in train_docs.jsonl."""
-    trained = {(p.source, p.document) for p in read_passages_jsonl(corpus / "train_docs.jsonl")}
+    trained = {(p.origin, p.document) for p in read_passages_jsonl(corpus / "train_docs.jsonl")}
     groups: dict[str, dict[str, list[list[str]]]] = {}
     for item in (source for manifest in manifests for source in read_manifest(manifest)):
-        name = source_label(Path(item.path), item.format)
+        name = origin_label(Path(item.path), item.format)
         documents = {}
-        for passage in read_source(Path(item.path), item.format):
-            documents[tuple(passage.sentences)] = (passage.source, passage.document)
+        for passage in read_origin(Path(item.path), item.format):
+            documents[tuple(passage.sentences)] = (passage.origin, passage.document)
         held = read_documents(corpus / f"heldout-{name}.txt")
         missing = [h[0] for h in held if tuple(h) not in documents]
         if missing:

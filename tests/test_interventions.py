@@ -298,7 +298,7 @@ def test_patching_by_construction(sharp_lab):
     assert np.abs(same.heads).max() < 1e-5 and np.abs(same.residual).max() < 1e-5  # from itself: nothing changes
     p = patching_sweep(sharp_lab, target, source, "the", "mat")
     # the last layer's residual stream at the [MASK] is all the MLM head reads: patching it gives the source's value
-    assert p.residual[-1] == pytest.approx(p.source - p.baseline, abs=1e-4)
+    assert p.residual[-1] == pytest.approx(p.donor - p.baseline, abs=1e-4)
     assert np.abs(p.heads).max() > 1e-4
 
 

@@ -10,17 +10,17 @@ from bertviz_lab import load
 from bertviz_lab.mlm.corpus import RunningText, build_corpus
 from bertviz_lab.mlm.evaluate_nsp import evaluate_nsp, nsp_probabilities
 from bertviz_lab.mlm.examples import NOT_PAIR, Example, epoch_examples, make_nsp_pairs, tokenize_examples
-from bertviz_lab.mlm.running_text import Passage, read_documents, read_passages, source_name, split_passages
+from bertviz_lab.mlm.running_text import Passage, origin_name, read_documents, read_passages, split_passages
 from bertviz_lab.mlm.train import train
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_only_train_splits_are_read(tmp_path):
-    assert source_name(Path("en_ewt-ud-train.conllu")) == "ewt"
+    assert origin_name(Path("en_ewt-ud-train.conllu")) == "ewt"
     for name in ("en_ewt-ud-test.conllu", "en_ewt-ud-dev.conllu", "ewt.conllu"):
         with pytest.raises(ValueError, match="reserved for evaluation|train"):
-            source_name(Path(name))
+            origin_name(Path(name))
 
 
 def test_long_documents_become_passages_that_remember_their_document(ud_files):
@@ -196,17 +196,17 @@ def fake_brown(folder: Path) -> Path:
 
 
 def test_brown_samples_become_whole_documents_of_clean_sentences(tmp_path):
-    from bertviz_lab.mlm.running_text import read_brown_passages, read_source
+    from bertviz_lab.mlm.running_text import read_brown_passages, read_origin
 
     passages = read_brown_passages(fake_brown(tmp_path / "brown"))
-    assert [(p.source, p.document, p.sentences) for p in passages] == [
+    assert [(p.origin, p.document, p.sentences) for p in passages] == [
         ("brown", "brown-ca01", ['The jury said "no evidence" was found.', "It was over, said Ivan Allen Jr.",
                                  "Who voted?"]),  # no headline, no lone bracket, no "Jr. ." or "??"
         ("brown", "brown-cn01", ["Come home!", "Ann waited."])]
-    assert read_source(tmp_path / "brown", "brown") == passages  # whole samples: a held-out one is a whole document
+    assert read_origin(tmp_path / "brown", "brown") == passages  # whole samples: a held-out one is a whole document
     assert [len(p.sentences) for p in read_brown_passages(tmp_path / "brown", passage=2)] == [2, 1, 2]
     with pytest.raises(ValueError, match="unknown running-text format"):
-        read_source(tmp_path / "brown", "epub")
+        read_origin(tmp_path / "brown", "epub")
     with pytest.raises(FileNotFoundError, match="cats.txt"):
         read_brown_passages(tmp_path)
 
@@ -266,14 +266,27 @@ def test_build_corpus_refuses_a_bad_manifest_before_writing_anything(tmp_path, c
 
 
 def test_whole_documents_fall_back_to_passages_where_they_would_take_far_more_than_asked():
-    from bertviz_lab.mlm.corpus import split_source
+    from bertviz_lab.mlm.corpus import split_origin
 
     # six documents of 100 sentences (three passages each): one whole document is ten times the 10 asked
     books = [Passage("t", f"book{d}", [f"book {d} line {k}" for k in range(40 * i, min(100, 40 * i + 40))])
              for d in range(6) for i in range(3)]
-    train, validation, held, unit = split_source(books, 10, 0, seed=0, unit="document")
+    train, validation, held, unit = split_origin(books, 10, 0, seed=0, unit="document")
     assert unit == "passage" and len(held) == 1 and len(held[0].sentences) in (20, 40) and len(train) == 17
     # documents of 10 sentences: whole ones fit (20 asked, 20 taken)
     short = [Passage("t", f"d{d}", [f"d {d} line {k}" for k in range(10)]) for d in range(20)]
-    train, validation, held, unit = split_source(short, 10, 10, seed=0, unit="document")
+    train, validation, held, unit = split_origin(short, 10, 10, seed=0, unit="document")
     assert unit == "document" and len(held) == len(validation) == 1 and len(train) == 18
+
+
+def test_passage_files_name_their_origin_and_old_ones_still_read(tmp_path):
+    """A passage's text comes from an *origin* (a source is only ever an attention source): new files
+    write "origin"; files written before issue 42 say "source" and still read, for one release."""
+    from bertviz_lab.mlm.running_text import read_passages_jsonl, write_passages_jsonl
+
+    new = tmp_path / "new.jsonl"
+    write_passages_jsonl(new, [Passage("ewt", "d1", ["a b c"])])
+    assert json.loads(new.read_text())["origin"] == "ewt"
+    old = tmp_path / "old.jsonl"
+    old.write_text(json.dumps({"source": "gum", "document": "d2", "sentences": ["x y"]}) + "\n")
+    assert read_passages_jsonl(old) == [Passage("gum", "d2", ["x y"])] and read_passages_jsonl(new)[0].origin == "ewt"

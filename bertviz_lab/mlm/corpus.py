@@ -27,8 +27,8 @@ from .running_text import (
     FORMATS,
     Passage,
     n_sentences,
-    read_source,
-    source_label,
+    origin_label,
+    read_origin,
     split_passages,
     write_documents,
     write_passages_jsonl,
@@ -94,10 +94,10 @@ def read_manifest(manifest: Path) -> list[RunningText]:
         raise InputError(f"{manifest} is not JSON: {error}") from None
     if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
         raise InputError(f"{manifest}: expected a list of sources ({{\"path\", \"licence\", ...}})")
-    return [manifest_source(manifest, number, item) for number, item in enumerate(items, 1)]
+    return [manifest_entry(manifest, number, item) for number, item in enumerate(items, 1)]
 
 
-def manifest_source(manifest: Path, number: int, item: dict) -> RunningText:
+def manifest_entry(manifest: Path, number: int, item: dict) -> RunningText:
     """Source ``number`` of a manifest, checked: a licence, a known format, a train split that exists."""
     base, where = manifest.parent, f"{manifest}, source {number}"
     missing = [key for key in ("path", "licence") if not item.get(key)]
@@ -107,7 +107,7 @@ def manifest_source(manifest: Path, number: int, item: dict) -> RunningText:
     if form not in FORMATS:
         raise InputError(f"{where}: unknown format {form!r} (one of {', '.join(FORMATS)})")
     try:
-        source_label(path, form)
+        origin_label(path, form)
     except ValueError as error:  # a UD dev or test split
         raise InputError(f"{where}: {error}") from None
     if not path.exists():
@@ -118,7 +118,7 @@ def manifest_source(manifest: Path, number: int, item: dict) -> RunningText:
     return RunningText(path, item["licence"], licence_file, item.get("origin", ""), form)
 
 
-def split_source(passages: list[Passage], heldout_sentences: int, validation_sentences: int, seed: int,
+def split_origin(passages: list[Passage], heldout_sentences: int, validation_sentences: int, seed: int,
                  unit: str) -> tuple[list[Passage], list[Passage], list[Passage], str]:
     """``split_passages`` with ``unit``, or with passages where whole documents do not fit: when they
     would leave less than half of the source to train on (one long book), or take over twice the
@@ -137,14 +137,14 @@ def build_corpus(out: Path, heldout: int = 2000, seed: int = 0, folder: Path = W
                  validation_sentences: int = 300, validation_lines: int = 500, heldout_unit: str = "document") -> dict:
     """Write the training, validation and held-out files, licences and corpus.json into ``out``.
 
-    ``heldout_unit`` is how running text is held out (see ``split_passages``; ``split_source`` says
+    ``heldout_unit`` is how running text is held out (see ``split_passages``; ``split_origin`` says
     when a source falls back to passages); corpus.json records the unit each source used."""
     loaded = []  # every running-text source is read before anything is written
     for item in running:
-        name = source_label(Path(item.path), item.format)
+        name = origin_label(Path(item.path), item.format)
         if name == "wordnet" or name in [n for n, _, _ in loaded]:
             raise ValueError(f"two running-text sources are named {name!r} ({item.path}); each needs its own name")
-        loaded.append((name, item, read_source(Path(item.path), item.format)))
+        loaded.append((name, item, read_origin(Path(item.path), item.format)))
     lines = read_wordnet(folder)
     random.Random(seed).shuffle(lines)
     out.mkdir(parents=True, exist_ok=True)
@@ -163,7 +163,7 @@ def build_corpus(out: Path, heldout: int = 2000, seed: int = 0, folder: Path = W
     train_passages, validation_passages = [], []
     for name, item, passages in loaded:
         total = n_sentences(passages)
-        fit, check, kept, unit = split_source(passages, min(heldout_sentences, total // 10),
+        fit, check, kept, unit = split_origin(passages, min(heldout_sentences, total // 10),
                                               min(validation_sentences, total // 20), seed, heldout_unit)
         write_documents(out / f"heldout-{name}.txt", kept)
         licence_file = None

@@ -24,7 +24,7 @@ PASSAGE = 40  # sentences per passage at most
 
 @dataclass
 class Passage:
-    source: str  # "ewt", "gum", ...
+    origin: str  # where the text comes from: "ewt", "gum", "brown", ...
     document: str  # the treebank's newdoc id (NotNext pairs never share it)
     sentences: list[str]
 
@@ -37,19 +37,20 @@ def write_passages_jsonl(path: Path, passages: list[Passage]) -> None:
     """Training passages with their document ids (which NotNext pairs must not share)."""
     with open(path, "w", encoding="utf-8") as handle:
         for p in passages:
-            handle.write(json.dumps({"source": p.source, "document": p.document, "sentences": p.sentences}) + "\n")
+            handle.write(json.dumps({"origin": p.origin, "document": p.document, "sentences": p.sentences}) + "\n")
 
 
 def read_passages_jsonl(path: Path) -> list[Passage]:
     with open(path, encoding="utf-8") as handle:
-        return [Passage(row["source"], row["document"], row["sentences"]) for row in map(json.loads, handle)
-                if row["sentences"]]
+        # "source" is the key files written before issue 42 use: read for one release
+        return [Passage(row.get("origin", row.get("source")), row["document"], row["sentences"])
+                for row in map(json.loads, handle) if row["sentences"]]
 
 
 FORMATS = ("conllu", "brown")
 
 
-def source_name(path: Path) -> str:
+def origin_name(path: Path) -> str:
     """``en_ewt-ud-train.conllu`` -> ``ewt``."""
     match = re.match(r"[a-z]+_([a-z0-9]+)-ud-train\.conllu$", path.name)
     if not match:
@@ -62,17 +63,17 @@ def read_passages(path: Path, passage: int = PASSAGE) -> list[Passage]:
     """The file's documents (``# newdoc``), each cut into passages of consecutive sentences."""
     import conllu
 
-    source = source_name(path)
+    origin = origin_name(path)
     documents: list[tuple[str, list[str]]] = []
     with open(path, encoding="utf-8") as handle:
         for sentence in conllu.parse_incr(handle):
             meta = sentence.metadata
             if "newdoc id" in meta or "newdoc" in meta or not documents:
-                documents.append((meta.get("newdoc id") or f"{source}-doc{len(documents) + 1}", []))
+                documents.append((meta.get("newdoc id") or f"{origin}-doc{len(documents) + 1}", []))
             text = re.sub(r"\s+", " ", meta.get("text", "")).strip()
             if text:
                 documents[-1][1].append(text)
-    return [Passage(source, doc, sents[i:i + passage])
+    return [Passage(origin, doc, sents[i:i + passage])
             for doc, sents in documents for i in range(0, len(sents), passage)]
 
 
@@ -122,11 +123,11 @@ def join_documents(passages: list[Passage]) -> list[Passage]:
     """One passage per document: the document's passages (given in order) joined."""
     joined: dict[tuple[str, str], Passage] = {}
     for p in passages:
-        key = (p.source, p.document)
+        key = (p.origin, p.document)
         if key in joined:
             joined[key].sentences.extend(p.sentences)
         else:
-            joined[key] = Passage(p.source, p.document, list(p.sentences))
+            joined[key] = Passage(p.origin, p.document, list(p.sentences))
     return list(joined.values())
 
 
@@ -205,13 +206,13 @@ def check_format(form: str) -> None:
         raise ValueError(f"unknown running-text format {form!r}: one of {', '.join(FORMATS)}")
 
 
-def source_label(path: Path, form: str = "conllu") -> str:
-    """The name a source's passages carry ("ewt", "brown"); refuses UD dev and test files."""
+def origin_label(path: Path, form: str = "conllu") -> str:
+    """The origin name a running text's passages carry ("ewt", "brown"); refuses UD dev and test files."""
     check_format(form)
-    return "brown" if form == "brown" else source_name(Path(path))
+    return "brown" if form == "brown" else origin_name(Path(path))
 
 
-def read_source(path: Path, form: str = "conllu") -> list[Passage]:
-    """Passages of one running-text source: a UD train file (``conllu``) or a Brown folder."""
+def read_origin(path: Path, form: str = "conllu") -> list[Passage]:
+    """Passages of one running-text origin: a UD train file (``conllu``) or a Brown folder."""
     check_format(form)
     return read_brown_passages(Path(path)) if form == "brown" else read_passages(Path(path))  # Brown: whole samples
