@@ -112,7 +112,7 @@ def folder_mb(*roots: Path) -> float:
 
 
 def message_of(out: dict) -> str:
-    return str(out.get("message") or out.get("intervention_message") or out.get("syntax_message") or "")
+    return str(out.get("message") or next((v for k, v in out.items() if k.endswith("_message") and v), ""))
 
 
 def over_cap_requests(limits: Limits, folder: Path) -> list[tuple[str, tuple, str]]:

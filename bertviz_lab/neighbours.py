@@ -123,7 +123,8 @@ def layer_vectors(lab: Lab, cache: dict, kind: str) -> np.ndarray:
 def build_index(lab: Lab, sentences: Sequence[Sentence], kind: str = "embeddings", batch_size: int = 32,
                 progress: Callable[[int, int], None] | None = None) -> TokenIndex:
     """Index every non-special token of ``sentences`` (treebank sentences: their words, UPOS and
-    relations label each piece); sentences longer than the model takes are skipped."""
+    relations label each piece); sentences longer than the model takes are skipped.
+    ``progress(done, total)`` is told the sentences indexed of those kept (0 before the first batch)."""
     names = hook_names(lab, kind)
     usable = []
     for s in sentences:
@@ -133,6 +134,8 @@ def build_index(lab: Lab, sentences: Sequence[Sentence], kind: str = "embeddings
     if not usable:
         raise InputError("no sentence to index (each is empty or longer than the model takes)")
     chunks, records, shown = [], [], []
+    if progress is not None:
+        progress(0, len(usable))  # the work is known: a caller's clock starts on the first batch
     for start in range(0, len(usable), batch_size):
         batch = usable[start:start + batch_size]
         _, cache = lab.run(lab.batch_tensors([enc for _, enc in batch]), capture=names, compute_mlm=False)

@@ -123,7 +123,7 @@ def test_positional_intervention_and_position_inspector_through_the_api(sharp_ap
     js = json.loads(out["js_plot"]["plot"])
     assert js["data"][0]["type"] == "heatmap"
     positions = call(client, "position_embeddings", 12)
-    assert "first 12 positions" in positions["intervention_message"]
+    assert "first 12 positions" in positions["positions_message"]
     traces = json.loads(positions["positions_plot"]["plot"])["data"]
     assert len(traces) == 2 and traces[0]["z"]["shape"] == "12, 12"
     bad = call(client, "intervention", text, "", 5, "shift-positions", [], "1-1", 500, 0)["intervention_message"]
@@ -212,7 +212,7 @@ def test_faithfulness_panel_through_the_api(tiny_app):
     table = out["faith_table"]
     rankings = [row[table["headers"].index("ranking")] for row in table["data"]]
     assert set(rankings) >= {"random", "rollout", "flow", "norm (last layer)"}
-    assert "Faithfulness of each explanation" in out["intervention_message"]
+    assert "Faithfulness of each explanation" in out["faith_message"]
 
 
 TEXT_MASKED = "the big cat [MASK] on the red mat"
@@ -221,14 +221,14 @@ TEXT_MASKED = "the big cat [MASK] on the red mat"
 def test_position_controls_list_each_intervention_with_its_control(sharp_app):
     client = gradio_client.Client(sharp_app, verbose=False)
     controls = call(client, "position_controls", TEXT_MASKED, "", [], 5)
-    interventions = [row[0] for row in controls["set_table"]["data"]]
+    interventions = [row[0] for row in controls["controls_table"]["data"]]
     assert interventions[:3] == ["zero-positions", "sinusoidal-positions", "random-positions"]
 
 
 @pytest.mark.parametrize("sinks, said", [("strict", "strict masks"), ("symmetric", "symmetric sinks")])
 def test_directional_sweep_says_which_sink_treatment_ran(sharp_app, sinks, said):
     client = gradio_client.Client(sharp_app, verbose=False)
-    assert said in call(client, "directional_sweep", TEXT_MASKED, "", [], sinks)["intervention_message"]
+    assert said in call(client, "directional_sweep", TEXT_MASKED, "", [], sinks)["direction_message"]
 
 
 def test_patching_through_the_api_reports_the_library_values(sharp_app, sharp_lab):
@@ -238,7 +238,7 @@ def test_patching_through_the_api_reports_the_library_values(sharp_app, sharp_la
     donor = "the big dog [MASK] on the red mat"
     patched = call(client, "patching", TEXT_MASKED, donor, "the", "mat")
     expected = patching_sweep(sharp_lab, TEXT_MASKED, donor, "the", "mat")
-    assert f"target {expected.baseline:+.2f}, donor {expected.donor:+.2f}" in patched["intervention_message"]
+    assert f"target {expected.baseline:+.2f}, donor {expected.donor:+.2f}" in patched["patch_message"]
 
 
 def test_mean_ablation_through_the_api(sharp_app):
@@ -257,16 +257,16 @@ def test_sets_through_the_api(sharp_app, sharp_lab, tmp_path):
     uploaded = tmp_path / "mine.txt"
     uploaded.write_text("the big cat sat on the red mat\na small dog ran to the park\nthe bird sang in a tree\n")
     out = call(client, "directional_set", 20, "symmetric", "upload", gradio_client.handle_file(str(uploaded)))
-    rows = {row[0]: row for row in out["set_table"]["data"]}
+    rows = {row[0]: row for row in out["direction_set_table"]["data"]}
     assert set(rows) == {"both", "left-only", "right-only", "left-only-control", "right-only-control"}
     assert rows["both"][-1] == 3  # n: every uploaded sentence
     out = call(client, "intervention_set", "sinusoidal-positions", "1-1", 0, 0, "symmetric", "words", "zero", 20, "sample",
                None)
     expected = compare_set(sharp_lab, sentence_texts(), make_intervention("sinusoidal-positions"), max_sentences=20)
-    table = {row[0]: row for row in out["set_table"]["data"]}
+    table = {row[0]: row for row in out["intervention_set_table"]["data"]}
     assert table["mean JS (nats)"][1] == pytest.approx(round(float(expected.effects["mean JS (nats)"].mean), 4))
     ablation = call(client, "ablation_set", 20, "mean", "sample", None)
-    assert "mean ablation, gold word scored" in ablation["intervention_message"]
+    assert "mean ablation, gold word scored" in ablation["ablation_set_message"]
 
 
 def test_value_zeroing_source_through_the_api(tiny_app, tiny_lab):
@@ -377,8 +377,8 @@ def test_api_callers_keep_their_positions_and_the_old_tab_id(tiny_app, tiny_lab)
         "intervention": ["text", "pair", "top_k", "kind", "picked", "heads", "shift", "seed", "sinks", "unit", "ablation"],
         "intervention_set": ["kind", "heads", "shift", "seed", "sinks", "unit", "ablation", "n", "sentence_set", "upload"],
         "score_heads": ["treebank", "upload", "use_loaded", "compare", "score_source"],
-        "sync_view": ["layer", "head", "hide", "word", "pair_filter", "source", "tab"],
-        "mask_tokens": ["text", "pair", "top_k", "chosen", "layer", "head", "hide", "word", "pair_filter"],
+        "sync_view": ["layer", "head", "hide", "word", "pair_filter", "source", "tab", "scale"],  # scale: added last
+        "mask_tokens": ["text", "pair", "top_k", "chosen", "layer", "head", "hide", "word", "pair_filter", "scale"],
         "load_model": ["checkpoint", "device_name"], "patching": ["text", "donor", "correct", "wrong"],
         "directional_set": ["n", "sinks", "sentence_set", "upload"]}
     call(client, "analyze", TEXT_MASKED, "", 5)

@@ -74,3 +74,37 @@ def test_the_card_says_which_layers_were_fine_tuned_when_all_six_were():
     every = tuned_text([0, 1, 2, 3, 4, 5], {"nsp": True})
     assert every.startswith("All 6 encoder layers (layers 1-6 of 6, 1-based) were fine-tuned")
     assert "layers 1-0" not in every and "the embeddings (word, position, segment) are the published" in every
+
+
+def test_the_shipped_card_is_written_from_its_record(tmp_path):
+    """Every figure and licence of the shipped card comes from its run.json and corpus.json: writing it
+    again from them gives the card byte for byte (so the card's Licences section is the code's)."""
+    import shutil
+
+    from bertviz_lab.mlm.model_card import licences_markdown, rewrite_model_card, shipped_sources
+
+    shutil.copy(DEFAULT_MLM_HEAD / "run.json", tmp_path / "run.json")
+    card = rewrite_model_card(tmp_path).read_text()
+    assert card == (DEFAULT_MLM_HEAD / "MODEL_CARD.md").read_text()
+    record = json.loads((DEFAULT_MLM_HEAD / "run.json").read_text())
+    assert record["corpus"]["sources"] == shipped_sources()  # the card's tables and the licences read one list
+    assert card.endswith(f"## Licences\n\n{licences_markdown(shipped_sources())}\n")
+
+
+def test_licences_say_code_mit_and_what_the_weights_inherit():
+    from bertviz_lab.mlm.model_card import licence_contradiction, licences_markdown
+
+    sources = [{"name": "ewt", "licence": "CC BY-SA 4.0", "licence_file": "LICENSE-ewt.txt"},
+               {"name": "brown", "licence": "May be used for non-commercial purposes (Brown Corpus, per nltk_data)"}]
+    text = licences_markdown(sources, folder="heads/x")
+    assert "benchmarks): MIT, see `LICENSE`." in text and "`minilm-original`\n  and the embeddings of `default`): Apache 2.0" in text
+    assert ("(`heads/x/head.safetensors`: the heads and the fine-tuned\n  encoder layers that `default` loads): for "
+            "non-commercial use (teaching and research) only, because Brown Corpus, which it was trained on, is for "
+            "non-commercial use only.") in text
+    assert text.endswith("| UD English EWT | CC BY-SA 4.0 | `heads/x/LICENSE-ewt.txt` |\n"
+                         "| Brown Corpus | May be used for non-commercial purposes (Brown Corpus, per nltk_data) | |")
+    permissive = licences_markdown(sources[:1])
+    assert "non-commercial" not in permissive and "under the terms of the licences of the data it was trained on" in permissive
+    assert licence_contradiction("mit", sources).startswith("refusing to declare `license: mit`: the model card")
+    assert "(trained on Brown Corpus), while the code is MIT" in licence_contradiction("MIT", sources)
+    assert licence_contradiction("other", sources) is None and licence_contradiction("mit", sources[:1]) is None

@@ -131,6 +131,11 @@ ENDPOINTS = {
 }
 
 
+def said(out: dict) -> str:
+    """What an answer says: the page's message, else the result title of the button that answered."""
+    return str(out.get("message") or next((v for k, v in out.items() if k.endswith("_message") and v), ""))
+
+
 def refusal(client, api, args) -> str:
     """The sentence the server answered an over-cap request with ("" if it ran)."""
     client.session_hash = str(uuid.uuid4())  # a new visitor: interventions use the text sent, not an earlier analysis
@@ -139,7 +144,7 @@ def refusal(client, api, args) -> str:
             client.predict(*args, api_name="/attention")
         return str(info.value)
     out = call(client, api, *args)
-    return str(out.get("message") or out.get("intervention_message") or "")
+    return said(out)
 
 
 @pytest.mark.parametrize("api", [*ENDPOINTS, "attention"])
@@ -165,7 +170,7 @@ def test_sentence_sets_are_capped_in_size_and_in_line_length(public_app, api, tm
     lines.write_text(over_tokens(30) + "\n")
     middle = {"directional_set": ("symmetric",), "ablation_set": ("zero",)}.get(api, ())
     out = call(client, api, *head, CAP_SENTENCES, *middle, "upload", gradio_client.handle_file(str(lines)))
-    assert f"up to {CAP_TOKENS} tokens per input" in out["intervention_message"]
+    assert f"up to {CAP_TOKENS} tokens per input" in said(out)
 
 
 def test_set_handlers_check_their_size_also_when_called_directly(tiny_lab):
@@ -185,7 +190,7 @@ def test_a_request_past_its_time_is_stopped_with_a_sentence(tiny_lab):
     handlers = demo.bvl_handlers
     gated = next(f.fn for f in demo.fns.values() if f.api_name == "directional_set")
     out = gated(5, "symmetric", Session(), "heldout", None, progress=lambda *a, **k: None)
-    assert "stopped after 0 s" in out[handlers.ui.intervention_message]
+    assert "stopped after 0 s" in out[handlers.ui.direction_set_message]
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
@@ -299,7 +304,9 @@ def test_a_full_disk_answers_one_sentence_and_run_recovers(tiny_lab, monkeypatch
     with monkeypatch.context() as patch:
         patch.setattr(handlers.payloads, "write", full)
         out = run("the cat sat", "", 5, session)
-        assert out == {ui.message: f"⚠️ {DISK_FULL}"} and "/tmp" not in out[ui.message]
+        assert out[ui.message] == f"⚠️ {DISK_FULL}" and "/tmp" not in out[ui.message]
+        assert out[ui.views_box] == {"__type__": "update", "elem_classes": ["bvl-stale"]}  # the views are greyed
+        assert set(out) == {ui.message, ui.views_box}
     assert run("the cat sat", "", 5, session)[ui.message] == "5 tokens."  # space is back: Run works
     with monkeypatch.context() as patch:
         patch.setattr(np, "savez_compressed", full)

@@ -169,3 +169,45 @@ def test_most_alike_heads_skips_each_head_against_itself():
 
     d = np.array([[0.0, 0.5, 0.6, 0.7], [0.5, 0.0, 0.1, 0.8], [0.6, 0.1, 0.0, 0.9], [0.7, 0.8, 0.9, 0.0]])
     assert most_alike_heads(d, n_heads=2) == ((0, 1), (1, 0), 0.1)
+
+
+UPOS = ["ADJ", "ADP", "ADV", "AUX", "CCONJ", "DET", "INTJ", "NOUN", "NUM", "PART", "PRON", "PROPN", "PUNCT", "SCONJ",
+        "SYM", "VERB", "X"]  # the 17 parts of speech of Universal Dependencies
+
+
+def test_seventeen_parts_of_speech_get_seventeen_colours_and_points_say_what_they_are():
+    from bertviz_lab.figures.qk import qk_figure
+
+    points = [{"token": f"w{i}", "upos": upos, "sentence": i % 3, "position": i, "segment": 0, "value_norm": 1.0}
+              for i, upos in enumerate(UPOS)]
+    coords = np.random.default_rng(0).normal(size=(2 * len(points), 2))
+    fig = qk_figure(coords, points, 0, 0, color_by="upos")
+    queries = [t for t in fig["data"] if t["name"].startswith("queries: ")]
+    colour = {t["name"][len("queries: "):]: t["marker"]["color"] for t in queries}
+    assert sorted(colour) == sorted(UPOS) and len(set(colour.values())) == 17  # AUX, PROPN and VERB apart
+    keys = {t["name"][len("keys: "):]: t["marker"]["color"] for t in fig["data"] if t["name"].startswith("keys: ")}
+    assert keys == colour  # a part of speech has one colour, query or key
+    verb = next(t for t in queries if t["name"] == "queries: VERB")
+    assert verb["text"] == ["w15, VERB (position 15, sentence 1)"]  # token, part of speech, position, sentence
+
+
+def test_the_twenty_most_frequent_tokens_are_written_on_one_point_each_per_side():
+    from bertviz_lab.attention.qk_space import labelled_points
+    from bertviz_lab.figures.qk import qk_figure
+
+    # 22 tokens: "the" three times, "a" twice, the others once; 2 + 18 singletons make the top 20
+    tokens = ["the", "a", "the", "a", "the"] + [f"t{i}" for i in range(20)]
+    n = len(tokens)
+    coords = np.zeros((2 * n, 2))
+    coords[:n, 0] = np.arange(n)  # queries on a line
+    coords[[0, 2, 4], 0] = [0.0, 1.0, 5.0]  # the "the" queries: their mean 2.0 is nearest the one at 1.0 (row 2)
+    coords[n:, 1] = np.arange(n)  # keys on another
+    coords[[n, n + 2, n + 4], 1] = [9.0, 10.0, 11.0]  # the "the" keys: the middle one (row n + 2)
+    labels = labelled_points(coords, tokens)
+    assert [t for _, t in labels[::2]] == ["the", "a"] + [f"t{i}" for i in range(18)]  # ties: first seen first
+    assert labels[0] == (2, "the") and labels[1] == (n + 2, "the")
+    points = [{"token": t, "sentence": 0, "position": i, "segment": 0} for i, t in enumerate(tokens)]
+    fig = qk_figure(coords, points, 0, 0, color_by="segment")
+    written = [(a["x"], a["y"], a["text"]) for a in fig["layout"]["annotations"]]
+    assert len(written) == 40 and written[:2] == [(1.0, 0.0, "the"), (0.0, 10.0, "the")]
+    assert "t19" not in {text for _, _, text in written}  # the 21st and 22nd most frequent are not written

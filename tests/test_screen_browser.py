@@ -144,9 +144,15 @@ def test_a_new_run_clears_results_and_a_refused_one_marks_the_views_stale(browse
     run(page, "a dog ran")  # the intervention showed the previous input: gone with the new Run
     page.wait_for_selector("#intervention-plot", state="hidden", timeout=30000)
     assert page.locator("#intervention-message").inner_text().startswith("Results appear here")
+    assert "bvl-stale" not in page.get_attribute("#views", "class")
     run(page, "one two three four five six seven eight nine ten eleven twelve thirteen")
     page.wait_for_function("document.querySelector('#message').innerText.includes('still show the previous input')",
                            timeout=30000)
+    # the refused Run leaves the views greyed: they describe "a dog ran", not the text in the box
+    page.wait_for_function("document.querySelector('#views').classList.contains('bvl-stale')", timeout=10000)
+    assert page.evaluate("getComputedStyle(document.querySelector('#views > *')).opacity") == "0.35"
+    run(page, "the cat ran")  # a Run that succeeds brings them back
+    page.wait_for_function("!document.querySelector('#views').classList.contains('bvl-stale')", timeout=30000)
     page.close()
 
 
@@ -182,4 +188,137 @@ def test_predictions_show_probabilities_and_how_far_to_trust_them(browser, defau
     assert "puts the hidden word first" in note and "in its top 5" in note  # measured on held-out text
     assert "tells a following sentence from a random one" in note  # NSP, with the same honesty
     assert "python app.py --model bert-base-uncased" in note
+    page.close()
+
+
+def shown_text(page, elem):
+    """The text of ``elem`` if a person sees it, else None (an empty result title is hidden)."""
+    locator = page.locator(f"#{elem}")
+    return locator.inner_text() if locator.is_visible() else None
+
+
+def test_each_result_has_its_own_titled_place_that_goes_with_its_input(browser, tiny_app):
+    page = open_app(browser, tiny_app, width=1280, height=900)
+    run(page, "the cat [MASK] on the mat")
+    page.wait_for_function("document.querySelector('#message').innerText.includes('8 tokens')", timeout=30000)
+    assert shown_text(page, "direction-message") is None  # an unused place shows nothing, not an empty frame
+    page.click("#intervention-btn")
+    page.wait_for_function("document.querySelector('#intervention-message').innerText.includes('Intervention: left-only')",
+                           timeout=60000)
+    title = shown_text(page, "intervention-message")
+    assert "on “the cat [MASK] on the mat”" in title and "source: attention" in title and "weights:" in title
+    page.click("#direction-btn")
+    page.wait_for_function("document.querySelector('#direction-message').innerText.includes('Directional sweep')",
+                           timeout=60000)
+    direction = shown_text(page, "direction-message")
+    assert "on “the cat [MASK] on the mat”" in direction and "symmetric sinks" in direction
+    assert "Intervention: left-only" in shown_text(page, "intervention-message")  # not overwritten by the sweep
+    page.get_by_text("Position embedding inspector").click()
+    page.click("#positions-btn")
+    page.wait_for_function("document.querySelector('#positions-message').innerText.includes('Cosine similarity')",
+                           timeout=60000)
+    assert "Position embedding inspector" in shown_text(page, "positions-message")
+    page.get_by_text("Over a set of sentences, with 95% intervals").click()
+    page.get_by_role("radio", name="sample treebank").click()
+    page.click("#direction-set-btn")
+    page.wait_for_function("document.querySelector('#direction-set-message').innerText.includes('P(gold word)')",
+                           timeout=120000)
+    assert "sample treebank, up to 100 sentences, symmetric sinks" in shown_text(page, "direction-set-message")
+    run(page, "a dog ran")  # a new input: the results on the old one go, the model's own stay
+    page.wait_for_function("document.querySelector('#intervention-message').innerText.startsWith('Results appear here')",
+                           timeout=30000)
+    page.wait_for_selector("#direction-message", state="hidden", timeout=10000)
+    assert page.locator("#direction-table").is_hidden() and page.locator("#intervention-plot").is_hidden()
+    assert "Position embedding inspector" in shown_text(page, "positions-message")
+    assert "P(gold word)" in shown_text(page, "direction-set-message")  # the set did not change
+    page.get_by_role("radio", name="held-out lines (shipped)").click()  # now it did
+    page.wait_for_selector("#direction-set-message", state="hidden", timeout=10000)
+    assert page.locator("#direction-set-table").is_hidden()
+    page.close()
+
+
+def test_the_colours_are_named_in_plain_words_and_the_citations_fold_away(browser, tiny_app):
+    page = open_app(browser, tiny_app, width=1280, height=900)
+    source = page.locator("#source")
+    assert source.locator("[data-testid='block-info']").first.inner_text() == "What the colours show"
+    assert "Leave it on attention weights" in source.inner_text()
+    about = page.locator("#source-about")
+    assert about.inner_text().startswith("attention weights: How much each token (a row) looks at every other token")
+    assert "Vaswani et al. 2017" not in about.inner_text()  # the citation waits behind "Paper and code"
+    about.get_by_text("Paper and code").click()
+    page.wait_for_function("document.querySelector('#source-about').innerText.includes('Vaswani et al. 2017')",
+                           timeout=5000)
+    page.get_by_role("radio", name="attention rollout (from the input up)").click()
+    page.wait_for_function("document.querySelector('#source-about').innerText.includes('close to the identity')",
+                           timeout=30000)
+    assert "residual" in about.inner_text()
+    page.close()
+
+
+@pytest.mark.parametrize("width, height", [(1024, 768), (1920, 1080)])
+def test_the_first_screen_points_below_and_opens_on_a_masked_word(browser, default_app, default_lab, width, height):
+    from bertviz_lab.app.tabs import EXAMPLES
+
+    assert EXAMPLES[0][0].count("[MASK]") == 1
+    page = open_app(browser, default_app, width=width, height=height)
+    hint = page.locator("#lower-tabs-hint")
+    box = hint.bounding_box()
+    assert box["y"] + box["height"] <= height, box  # on the first screen
+    assert "Interventions · Syntax · Export" in hint.inner_text()
+    hint.get_by_role("link").click()
+    page.wait_for_function("document.querySelector('#work-tabs').getBoundingClientRect().top < window.innerHeight",
+                           timeout=10000)
+    page.get_by_role("tab", name="Masked words").click()
+    page.wait_for_selector("#pred-plot .bartext", timeout=60000)  # the opening example has a [MASK]: bars at once
+    expected = default_lab.analyze(EXAMPLES[0][0]).mlm[0].predictions[0].token
+    assert expected in page.locator("#pred-table").inner_text()
+    page.close()
+
+
+BROKEN_WORDS = r"""(root) => {
+  const bad = [];
+  for (const cell of document.querySelectorAll(root + ' th, ' + root + ' td')) {
+    const box = cell.getBoundingClientRect();
+    if (!cell.offsetParent || box.height < 1) { continue; }  // not drawn (the virtual table's spare rows)
+    const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      for (const m of node.data.matchAll(/\S+/g)) {
+        const range = document.createRange();
+        range.setStart(node, m.index);
+        range.setEnd(node, m.index + m[0].length);
+        const rects = [...range.getClientRects()].filter(r => r.width > 0);
+        const lines = new Set(rects.map(r => Math.round(r.top)));
+        if (lines.size > 1 || rects.some(r => r.right > box.right + 1)) { bad.push(m[0]); }
+      }
+    }
+  }
+  return bad;
+}"""
+
+
+@pytest.mark.parametrize("width", [1024, 1920])
+def test_tables_wrap_at_word_boundaries_and_nothing_is_cut(browser, tiny_app, width):
+    """The "Why this word?" table and the corpus search: every word of every header and cell on one line and
+    inside its cell (a word split over two lines, or running past the cell's edge, is cut)."""
+    page = open_app(browser, tiny_app, width=width, height=1000)
+    run(page, "the cat [MASK] on the mat")
+    page.wait_for_function("document.querySelector('#message').innerText.includes('8 tokens')", timeout=30000)
+    page.get_by_role("tab", name="Masked words").click()
+    page.click("#explain-btn")
+    page.wait_for_function("document.querySelector('#explain-message').innerText.includes('Erasure hides')",
+                           timeout=120000)
+    page.wait_for_function("document.querySelector('#explain-table').innerText.includes('rollout')", timeout=10000)
+    headers = page.locator("#explain-table th").all_inner_texts()
+    assert "AOPC (nats)" in [h.strip() for h in headers]  # the unit is in the header
+    assert page.evaluate(BROKEN_WORDS, "#explain-table") == []
+    page.get_by_role("tab", name="Head view").click()
+    page.get_by_text("Find similar tokens in a treebank").click()
+    page.locator("#search-token input").click()
+    page.get_by_role("option").nth(2).click()
+    page.click("#search-btn")
+    page.wait_for_function("document.querySelector('#search-message').innerText.includes('Nearest to')",
+                           timeout=180000)
+    page.wait_for_function("document.querySelector('#search-table').innerText.includes(']')", timeout=10000)  # [token]
+    assert page.evaluate(BROKEN_WORDS, "#search-table") == []
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
     page.close()

@@ -231,3 +231,26 @@ def test_the_python_api_draws_the_comparison(tiny_lab, tmp_path, tiny_structure)
     assert "structural probe (representations)" in names and any(n.startswith("right-branching") for n in names)
     with pytest.raises(ValueError, match="give train"):
         bertviz_lab.structural_probe(tiny_lab, SAMPLE_TREEBANK)
+
+
+def test_the_report_and_its_tables_print_layers_and_counts_as_whole_numbers(tiny_structure, tmp_path):
+    """Right-branching has no layer, so pandas makes the probe table's layer column float: the report
+    printed "1.000" and the CSV "1.000000". Layers are whole numbers, 0 (embeddings) to L."""
+    import re
+
+    from bertviz_lab.reports.structure_report import write_structure
+
+    files = write_structure(tiny_structure, tmp_path / "out")
+    rows = (tmp_path / "out" / "probe_scores.csv").read_text().splitlines()
+    header = rows[0].split(",")
+    layer, epochs = header.index("layer"), header.index("epochs")
+    model_rows = [r.split(",") for r in rows[1:] if r.startswith("model,distance,")]
+    assert [r[layer] for r in model_rows] == ["0", "1", "2"]  # the tiny model: embeddings and 2 blocks
+    assert all(re.fullmatch(r"[1-9]\d*", r[epochs]) for r in model_rows)
+    assert [r.split(",")[layer] for r in rows[1:] if r.startswith("right-branching,")] == ["", ""]
+    page = files["report"].read_text()
+    probe_table = page.split("<h2>Every probe on every evaluated sentence</h2>")[1].split("</table>")[0]
+    cells = [re.findall(r"<td>(.*?)</td>", row) for row in probe_table.split("<tbody>")[1].split("<tr>")[1:]]
+    assert [c[2] for c in cells if c[:2] == ["model", "distance"]] == ["0", "1", "2"]
+    assert [c[2] for c in cells if c[0] == "right-branching"] == ["", ""]
+    assert all(re.fullmatch(r"\d+", c[3]) for c in cells)  # sentences

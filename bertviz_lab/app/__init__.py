@@ -31,6 +31,19 @@ CSS = """
 .bvl-caption {min-height: 1.2em; padding: 0 8px}
 .bvl-on-use:has(.empty[aria-label="Empty value"]), .bvl-on-use:has(.table-container.no-rows) {display: none !important}
 .bvl-pointed {outline: 3px solid #f6ad55; outline-offset: 4px; transition: outline-color 1s}
+/* a refused Run: the views still show the previous input, so they are greyed until the next good Run */
+#views.bvl-stale > * {opacity: 0.35; filter: grayscale(1); pointer-events: none}
+.block.bvl-result-title:has(span.md:empty) {display: none !important}
+.block.bvl-result-title {border-left: 3px solid #8aa4d6; padding-left: 8px; margin-top: 0.6em}
+.bvl-result-title p {margin: 0.2em 0}
+#source-about details {display: inline}
+#source-about summary {display: inline; cursor: pointer; color: #2a55a4}
+/* tables: headers wrap at word boundaries, a wide table scrolls inside its own box */
+.table-container {overflow-x: auto}
+th .header-content, th span {overflow-wrap: normal; word-break: normal; hyphens: none}
+/* the narrow tables of the view column: a smaller font, so every header and word fits its column at 1024 px */
+#search-table table, #explain-table table {font-size: 12px}
+#search-table td, #search-table th, #explain-table td, #explain-table th {padding-left: 4px; padding-right: 4px}
 """
 
 
@@ -59,7 +72,7 @@ def build_demo(lab: Lab | None = None, allowed_models: list[str] | None = None, 
         with gr.Row(equal_height=False):
             with gr.Column(scale=2, min_width=340, elem_id="controls"):
                 tabs.build_inputs(ui, lab, cache.allowed)
-            with gr.Column(scale=3, min_width=480, elem_id="views"):
+            with gr.Column(scale=3, min_width=480, elem_id="views") as ui.views_box:
                 with gr.Tabs(selected="single", **WRAP_TABS) as ui.tabs:
                     tabs.build_view_tabs(ui)
         with gr.Tabs(selected="interventions", elem_id="work-tabs") as ui.work_tabs:  # longer work, full width

@@ -13,27 +13,34 @@ from .zerogpu import on_gpu
 
 SERVER_PLOTS = ("overview_plot", "aggregates_plot", "summary_plot", "pred_plot", "lens_plot", "intervention_plot",
                 "offsets_plot")
-RUN_INPUTS = ("text", "pair", "top_k", "session", "layer", "head", "hide", "word", "pair_filter")
+RUN_INPUTS = ("text", "pair", "top_k", "session", "layer", "head", "hide", "word", "pair_filter", "scale")
 # what belongs to one analysis and is drawn on request: cleared by every Run and model switch, so it
 # never stands beside an input it does not match
 ON_REQUEST = ("neuron_html", "explain_message", "explain_plot", "explain_table", "intervention_message",
-              "intervention_plot", "js_plot", "intervention_changes", "offsets_plot", "direction_table", "ablation_plot",
-              "search_message", "search_table", "qk_message", "qk_plot", "qk_sim_plot")
+              "intervention_plot", "js_plot", "intervention_changes", "offsets_plot", "direction_message",
+              "direction_table", "ablation_message", "ablation_plot", "controls_message", "controls_table",
+              "patch_message", "patch_plot", "search_message", "search_table", "qk_message", "qk_plot", "qk_sim_plot")
+# what depends on a sentence set: cleared when the set, its upload or its size changes, and by a model switch
+SET_BOUND = ("direction_set_message", "direction_set_table", "ablation_set_message", "ablation_set_plot",
+             "intervention_set_message", "intervention_set_table")
 # what depends on the model but not on the input: cleared by a model switch
-MODEL_BOUND = ("set_table", "patch_plot", "positions_plot", "faith_table")
+MODEL_BOUND = SET_BOUND + ("positions_message", "positions_plot", "faith_message", "faith_table")
 RUN_OUTPUTS = ("session", "message", "payload", "picker", "search_token", "layer", "head", "pred_table", "nsp_md", "notes",
-               "source") + SERVER_PLOTS + tuple(name for name in ON_REQUEST if name not in SERVER_PLOTS)
+               "source", "source_about", "scale", "views_box") + SERVER_PLOTS \
+    + tuple(name for name in ON_REQUEST if name not in SERVER_PLOTS)
 CONTROLS = ("layer", "head", "hide", "word", "pair_filter", "session", "source")
 TAB_OUTPUTS = ("session", "notes") + SERVER_PLOTS
-TOGGLE_OUTPUTS = ("session", "payload", "notes") + SERVER_PLOTS
+TOGGLE_OUTPUTS = ("session", "payload", "notes", "source_about", "scale") + SERVER_PLOTS
 SYNTAX_OUTPUTS = ("session", "syntax_message", "syntax_weights", "syntax_table", "syntax_bars", "syntax_relation",
                   "syntax_plot", "syntax_uuas", "syntax_diff", "syntax_sentence", "syntax_direction", "syntax_arcs_intro",
                   "syntax_arcs_btn")
 INTERVENTION_OUTPUTS = ("session", "intervention_message", "intervention_plot", "js_plot", "intervention_changes",
                         "offsets_plot")
 STATE = ("session",)
+LAYOUT = ("views_box",)  # a column whose look an event changes: API clients get no value for it
 URL_OUTPUTS = RUN_OUTPUTS + ("text", "pair")
-MODEL_OUTPUTS = ("session", "message", "status", "weights_note", "payload", "picker", "search_token", "pred_table") + SERVER_PLOTS \
+MODEL_OUTPUTS = ("session", "message", "status", "weights_note", "payload", "picker", "search_token", "pred_table",
+                 "views_box") + SERVER_PLOTS \
     + tuple(name for name in ON_REQUEST if name not in SERVER_PLOTS) + MODEL_BOUND
 
 
@@ -49,12 +56,20 @@ class ClientEvent:
 
 
 SELECT_JS = "(layer, head) => window.bvl ? window.bvl.select(layer - 1, head - 1) : []"
-POINT_MESSAGE = ClientEvent("", "", (), "() => window.bvl ? window.bvl.point('#intervention-message') : []")
+
+
+def point_from(message: str) -> ClientEvent:
+    """After an answer: if the message ``message`` names where the person must act, the page scrolls there."""
+    return ClientEvent("", "", (), f"() => window.bvl ? window.bvl.point('#{message.replace('_', '-')}') : []")
+
+
+POINT_MESSAGE = point_from("intervention_message")
 CLIENT_EVENTS = (
     ClientEvent("layer", "input", ("layer", "head"), SELECT_JS),
     ClientEvent("head", "input", ("layer", "head"), SELECT_JS),
     ClientEvent("pair_filter", "input", ("pair_filter",), "(value) => window.bvl ? window.bvl.filter(value) : []"),
     ClientEvent("payload", "change", ("payload",), "(p) => window.bvl ? window.bvl.load(p) : []"),
+    ClientEvent("scale", "input", ("scale",), "(mode) => window.bvl ? window.bvl.scale(mode) : []"),
 )
 
 
@@ -77,18 +92,21 @@ EVENTS = (
     Event("text", "submit", "analyze", RUN_INPUTS, RUN_OUTPUTS, "analyze_submit"),
     Event("examples", "load_input_event.then", "analyze", RUN_INPUTS, RUN_OUTPUTS, "analyze_example"),
     Event("mask_btn", "click", "mask", ("text", "pair", "top_k", "picker", "session", "layer", "head", "hide", "word",
-                                        "pair_filter"), RUN_OUTPUTS, "mask_tokens"),
-    Event("sync_btn", "click", "sync_view", CONTROLS + ("view_tab",), TAB_OUTPUTS, "sync_view", FAST),
-    Event("tabs", "select", "select_tab", CONTROLS, TAB_OUTPUTS, "select_tab"),
-    Event("work_tabs", "select", "select_tab", CONTROLS, TAB_OUTPUTS, "select_work_tab"),
-    Event("hide", "input", "toggles", CONTROLS, TOGGLE_OUTPUTS, "hide_special"),
-    Event("word", "input", "toggles", CONTROLS, TOGGLE_OUTPUTS, "word_level"),
-    Event("source", "input", "toggles", CONTROLS, TOGGLE_OUTPUTS, "attention_source"),
+                                        "pair_filter", "scale"), RUN_OUTPUTS, "mask_tokens"),
+    Event("sync_btn", "click", "sync_view", CONTROLS + ("view_tab", "scale"), TAB_OUTPUTS, "sync_view", FAST),
+    Event("tabs", "select", "select_tab", CONTROLS + ("scale",), TAB_OUTPUTS, "select_tab"),
+    Event("work_tabs", "select", "select_tab", CONTROLS + ("scale",), TAB_OUTPUTS, "select_work_tab"),
+    Event("hide", "input", "toggles", CONTROLS + ("scale",), TOGGLE_OUTPUTS, "hide_special"),
+    Event("word", "input", "toggles", CONTROLS + ("scale",), TOGGLE_OUTPUTS, "word_level"),
+    Event("source", "input", "toggles", CONTROLS + ("scale",), TOGGLE_OUTPUTS, "attention_source"),
+    # the page redraws the single head and head view itself (CLIENT_EVENTS); the server, its open tabs
+    Event("scale", "input", "sync_view", CONTROLS + ("view_tab", "scale"), TAB_OUTPUTS, "colour_scale", FAST),
     Event("overview_pick", "change", "pick", ("overview_pick", "session"), ("layer", "head", "tabs", "session"),
           "pick_head", client_then=ClientEvent("", "", ("layer", "head"), SELECT_JS)),
     Event("explain_btn", "click", "explain", ("session",), ("explain_message", "explain_plot", "explain_table"),
           "explain"),
-    Event("neuron_btn", "click", "neuron_view", ("session", "layer", "head"), ("neuron_html",), "neuron_view"),
+    Event("neuron_btn", "click", "neuron_view", ("session", "layer", "head", "headview_token"), ("neuron_html",),
+          "neuron_view"),
     Event("search_btn", "click", "search_tokens", ("session", "search_token", "layer", "head", "search_kind",
                                                    "search_heads"), ("search_message", "search_table"), "search_tokens"),
     Event("qk_btn", "click", "qk_space", ("session", "layer", "head", "qk_set", "qk_color", "qk_method"),
@@ -107,28 +125,31 @@ EVENTS = (
           INTERVENTION_OUTPUTS, "intervention", client_then=POINT_MESSAGE),
     Event("positions_table_btn", "click", "run_position_controls", ("text", "pair", "picker", "intervention_shift",
                                                                     "session"),
-          ("intervention_message", "set_table"), "position_controls", client_then=POINT_MESSAGE),
+          ("controls_message", "controls_table"), "position_controls", client_then=point_from("controls_message")),
     Event("direction_set_btn", "click", "run_directional_set", ("set_n", "intervention_sinks", "session",
                                                                 "sentence_set", "set_upload"),
-          ("intervention_message", "set_table"), "directional_set", ONE_TREEBANK_AT_A_TIME),
+          ("direction_set_message", "direction_set_table"), "directional_set", ONE_TREEBANK_AT_A_TIME),
     Event("ablation_set_btn", "click", "run_ablation_set", ("set_n", "intervention_ablation", "session",
                                                             "sentence_set", "set_upload"),
-          ("intervention_message", "ablation_plot"), "ablation_set", ONE_TREEBANK_AT_A_TIME),
+          ("ablation_set_message", "ablation_set_plot"), "ablation_set", ONE_TREEBANK_AT_A_TIME),
     Event("intervention_set_btn", "click", "run_intervention_set", ("intervention_kind", "intervention_heads",
                                                                     "intervention_shift", "intervention_seed",
                                                                     "intervention_sinks", "intervention_unit",
                                                                     "intervention_ablation", "set_n", "session",
                                                                     "sentence_set", "set_upload"),
-          ("intervention_message", "set_table"), "intervention_set", ONE_TREEBANK_AT_A_TIME),
+          ("intervention_set_message", "intervention_set_table"), "intervention_set", ONE_TREEBANK_AT_A_TIME),
+    Event("sentence_set", "change", "clear_set_results", (), SET_BOUND, "clear_set_results", FAST),
+    Event("set_upload", "change", "clear_set_results", (), SET_BOUND, "clear_set_results_upload", FAST),
+    Event("set_n", "change", "clear_set_results", (), SET_BOUND, "clear_set_results_size", FAST),
     Event("patch_btn", "click", "run_patching", ("text", "patch_donor", "patch_correct", "patch_wrong", "session"),
-          ("intervention_message", "patch_plot"), "patching"),
+          ("patch_message", "patch_plot"), "patching"),
     Event("direction_btn", "click", "run_directional", ("text", "pair", "picker", "session", "intervention_sinks"),
-          ("intervention_message", "direction_table"), "directional_sweep", client_then=POINT_MESSAGE),
+          ("direction_message", "direction_table"), "directional_sweep", client_then=point_from("direction_message")),
     Event("ablation_btn", "click", "run_ablation", ("text", "pair", "picker", "session", "intervention_ablation"),
-          ("intervention_message", "ablation_plot"), "ablation_sweep", client_then=POINT_MESSAGE),
+          ("ablation_message", "ablation_plot"), "ablation_sweep", client_then=point_from("ablation_message")),
     Event("positions_btn", "click", "run_positions", ("positions_n", "session"),
-          ("intervention_message", "positions_plot"), "position_embeddings"),
-    Event("faith_btn", "click", "run_faithfulness", ("faith_n", "session"), ("intervention_message", "faith_table"),
+          ("positions_message", "positions_plot"), "position_embeddings"),
+    Event("faith_btn", "click", "run_faithfulness", ("faith_n", "session"), ("faith_message", "faith_table"),
           "faithfulness", ONE_TREEBANK_AT_A_TIME),
     Event("syntax_btn", "click", "run_syntax", ("syntax_treebank", "syntax_upload", "syntax_use_loaded",
                                                 "syntax_compare", "session", "syntax_score_source"), SYNTAX_OUTPUTS,
@@ -148,10 +169,10 @@ EVENTS = (
 
 
 def api_outputs(api_name: str) -> tuple[str, ...]:
-    """Names of the values an API client gets back from ``api_name`` (state is never returned)."""
+    """Names of the values an API client gets back from ``api_name`` (state and layout are never returned)."""
     for event in EVENTS:
         if event.api_name == api_name:
-            return tuple(name for name in event.outputs if name not in STATE)
+            return tuple(name for name in event.outputs if name not in STATE + LAYOUT)
     raise KeyError(f"no event with api_name {api_name!r}")
 
 

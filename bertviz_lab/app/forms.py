@@ -55,6 +55,7 @@ class ViewControls(Form):
     hide: bool = False
     word: bool = False
     pair_filter: str = "all"
+    scale: str = "fixed"  # "fixed" 0-1 or "per-head" colour scale for attention maps
 
 
 @dataclass(frozen=True)

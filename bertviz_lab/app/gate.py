@@ -21,12 +21,15 @@ from .state import Limits, Session, SessionSlots
 
 # Where each event says what went wrong: the first of these among its outputs.
 MESSAGE_OUTPUTS = ("message", "intervention_message", "syntax_message", "syntax_arcs_text", "notes")
+STALE = ["bvl-stale"]  # the views' class after a refused Run: they show the previous input, greyed
 DISK_FULL = "the server's disk is full right now; nothing was saved. Try again in a few minutes."
 DISK_ERROR = "the server could not write a file; nothing was saved. Try again in a few minutes."
 
 
 def message_output(outputs: tuple[str, ...]) -> str | None:
-    return next((name for name in MESSAGE_OUTPUTS if name in outputs), None)
+    """The first of MESSAGE_OUTPUTS among an event's outputs, else its own result title (``*_message``)."""
+    return next((name for name in MESSAGE_OUTPUTS if name in outputs),
+                next((name for name in outputs if name.endswith("_message")), None))
 
 
 def disk_message(error: OSError) -> str:
@@ -46,7 +49,10 @@ class Gate:
         name = message_output(outputs)
         if name is None:  # an endpoint with no message box (the /attention API): Gradio shows the error
             raise gr.Error(text)
-        return {getattr(self.ui, name): f"⚠️ {text}"}
+        out = {getattr(self.ui, name): f"⚠️ {text}"}
+        if "views_box" in outputs:  # a refused Run: the views no longer describe the text above
+            out[self.ui.views_box] = gr.update(elem_classes=STALE)
+        return out
 
     def wrap(self, fn: Callable, outputs: tuple[str, ...]) -> Callable:
         """``fn`` under the budget; Gradio still sees its signature (progress, request, event data)."""

@@ -24,7 +24,7 @@ from ..export import CSV_MAX_ROWS, csv_rows, export_csv, export_npz
 from ..figures import analysis as views
 from ..figures import interventions as intervention_views
 from ..figures.attention import explain_figure, lens_figure
-from ..figures.base import empty_figure
+from ..figures.base import SCALES, empty_figure, resolve_scale
 from ..figures.neuron import NeuronStart, neuron_page, neuron_payload
 from ..figures.payload import view_payload
 from ..interventions.attribution import explain
@@ -34,15 +34,36 @@ from ..mlm.model_card import quality_note
 from ..resources import DEFAULT_MLM_HEAD
 from .events import SERVER_PLOTS
 from .forms import RunInput, ViewControls
+from .gate import STALE
 from .intervention_handlers import InterventionHandlers
 from .qk_handlers import QK_HINT, QkHandlers
 from .search_handlers import SEARCH_COLUMNS, SEARCH_HINT, SearchHandlers
 from .state import LabCache, Limits, Session, TempFolder, plot, status_line, weights_note
 from .syntax_handlers import SyntaxHandlers
-from .tabs import EXAMPLES, EXPLAIN_EMPTY, EXPLAIN_HINT, INTERVENTION_HINT, SERVER_TABS, TAB_ALIASES, TABS, WORK_TABS
+from .tabs import (
+    EXAMPLES,
+    EXPLAIN_COLUMNS,
+    EXPLAIN_EMPTY,
+    EXPLAIN_HINT,
+    INTERVENTION_HINT,
+    SERVER_TABS,
+    TAB_ALIASES,
+    TABS,
+    WORK_TABS,
+    source_about,
+)
 from .validation import positions, whole
 
 Updates = dict[Any, Any]
+
+
+def clicked_token(value: str | float | None, n: int) -> int | None:
+    """The head view's last clicked token (viewer.js writes "index" or "index,time"), if it is one of the n."""
+    try:
+        index = int(float(str(value).split(",")[0]))
+    except ValueError:
+        return None
+    return index if 0 <= index < n else None
 
 
 JSON_BYTES_PER_WEIGHT = 12  # a float written as JSON text, with its separator
@@ -121,14 +142,14 @@ class Handlers(InterventionHandlers, SyntaxHandlers, SearchHandlers, QkHandlers)
         o = session.options.clamp(a)
         chosen = get_source(session.source)
         view_notes = [] if chosen.name == "attention" else [f"{chosen.name}: {chosen.note} ({chosen.citation})"]
-        meta, codes = view_payload(a, o, extra_notes=view_notes, source_label=views.source_label(a))
+        meta, codes = view_payload(a, o, extra_notes=view_notes, source_label=views.source_label(a), scale=session.scale)
         meta["codes_url"] = f"{CODES_ROUTE}/{self.payloads.write(codes, '.bin', session.key()).name}"  # relative to the page
         return meta
 
     def drawn_from(self, session: Session, tab: str) -> tuple:
         """What a server-drawn tab's figure depends on: it is redrawn only when this changes."""
         o = session.options
-        key: tuple = (session.generation, session.source)
+        key: tuple = (session.generation, session.source, session.scale)
         if tab in ("aggregates", "interventions"):
             key += (o.layer, o.head, o.hide_special, o.word_level, o.pair_filter, id(session.comparison))
         return key
@@ -148,11 +169,11 @@ class Handlers(InterventionHandlers, SyntaxHandlers, SearchHandlers, QkHandlers)
         shown, layers = self.shown(session)
         o = session.options.clamp(a)
         if tab == "overview":
-            return {ui.overview_plot: plot(views.overview(shown, selected=(o.layer, o.head)))}
+            return {ui.overview_plot: plot(views.overview(shown, selected=(o.layer, o.head), scale=session.scale))}
         if tab == "summary":
-            return {ui.summary_plot: plot(views.summary(shown))}
+            return {ui.summary_plot: plot(views.summary(shown, scale=session.scale))}
         if tab == "aggregates":
-            return {ui.aggregates_plot: plot(views.aggregates(shown, o, layers))}
+            return {ui.aggregates_plot: plot(views.aggregates(shown, o, layers, scale=session.scale))}
         if tab == "predictions":  # nothing masked: the note above says so, and the empty plots hide
             if not a.mlm:
                 return {ui.pred_plot: None, ui.lens_plot: None}
@@ -161,8 +182,8 @@ class Handlers(InterventionHandlers, SyntaxHandlers, SearchHandlers, QkHandlers)
         c = session.comparison
         if c is None or c.baseline.tokens != a.tokens:
             return {}
-        return {ui.intervention_plot: plot(intervention_views.comparison_figure(c, o)),
-                ui.offsets_plot: plot(intervention_views.offsets_figure(c, o.layer))}
+        return {ui.intervention_plot: plot(intervention_views.comparison_figure(c, o, scale=session.scale)),
+                ui.offsets_plot: plot(intervention_views.offsets_figure(c, o.layer, scale=session.scale))}
 
     def new_view(self, session: Session) -> None:
         """The analysis or its source changed: every drawn figure is out of date."""
@@ -179,6 +200,7 @@ class Handlers(InterventionHandlers, SyntaxHandlers, SearchHandlers, QkHandlers)
             o.layer, o.head = min(o.layer, a.n_layers - 1), min(o.head, a.n_heads - 1)
         o.hide_special, o.word_level = bool(view.hide), bool(view.word)
         o.pair_filter = view.pair_filter if view.pair_filter in PAIR_FILTERS else "all"
+        session.scale = view.scale if view.scale in SCALES.values() else "fixed"
 
     def run_outputs(self, session: Session, message: str) -> Updates:
         ui, a = self.ui, session.analysis
@@ -191,7 +213,8 @@ class Handlers(InterventionHandlers, SyntaxHandlers, SearchHandlers, QkHandlers)
             ui.layer: gr.update(maximum=lab.n_layers, value=o.layer + 1),
             ui.head: gr.update(maximum=lab.n_heads, value=o.head + 1),
             ui.pred_table: views.predictions_table(a), ui.nsp_md: self.prediction_notes(lab, a), ui.notes: "",
-            ui.source: "attention",
+            ui.source: "attention", ui.source_about: source_about("attention"), ui.scale: session.scale,
+            ui.views_box: gr.update(elem_classes=[]),
             **self.tab_figures(session), **self.cleared_on_request(),
         }
 
@@ -205,13 +228,26 @@ class Handlers(InterventionHandlers, SyntaxHandlers, SearchHandlers, QkHandlers)
                 ui.js_plot: None, ui.intervention_changes: pd.DataFrame(columns=intervention_views.CHANGE_COLUMNS),
                 ui.offsets_plot: None,
                 ui.direction_table: intervention_views.directional_table([]), ui.ablation_plot: None,
+                ui.controls_table: None, ui.patch_plot: None,
+                **self.hidden_titles("direction_message", "ablation_message", "controls_message", "patch_message"),
                 ui.search_message: SEARCH_HINT, ui.search_table: pd.DataFrame(columns=SEARCH_COLUMNS),
                 ui.qk_message: QK_HINT, ui.qk_plot: None, ui.qk_sim_plot: None}
+
+    def hidden_titles(self, *names: str) -> Updates:
+        """Result titles emptied (the page's CSS hides an empty title: its result is gone)."""
+        return {getattr(self.ui, name): "" for name in names}
+
+    def clear_set_results(self) -> Updates:
+        """The sentence set, its upload or its size changed: the set results describe another set."""
+        ui = self.ui
+        return {ui.direction_set_table: None, ui.ablation_set_plot: None, ui.intervention_set_table: None,
+                **self.hidden_titles("direction_set_message", "ablation_set_message", "intervention_set_message")}
 
     def cleared_with_model(self) -> Updates:
         """What the previous model computed over sentence sets (not this input): gone with a model switch."""
         ui = self.ui
-        return {ui.set_table: None, ui.patch_plot: None, ui.positions_plot: None, ui.faith_table: None}
+        return {**self.clear_set_results(), ui.positions_plot: None, ui.faith_table: None,
+                **self.hidden_titles("positions_message", "faith_message")}
 
     def analyze(self, run: RunInput, session: Session, view: ViewControls | None = None,
                 mask_positions: list[int] | None = None, unless_newer: int | None = None) -> Updates:
@@ -225,7 +261,11 @@ class Handlers(InterventionHandlers, SyntaxHandlers, SearchHandlers, QkHandlers)
                 return {self.ui.message: gr.skip()}
             self.read_options(session, view or ViewControls(), a)
         except (InputError, CheckpointError, DeviceError) as error:
-            return {self.ui.message: f"⚠️ {error}{session.stale_note()}"}
+            stale = {self.ui.views_box: gr.update(elem_classes=STALE)} if session.analysis is not None else {}
+            said = str(error) if str(error).endswith((".", "?", "!")) else f"{error}."
+            return {self.ui.message: f"⚠️ {said}{session.stale_note()}", **stale}
+        if session.source != "attention":  # back to attention weights, and to their scale
+            session.scale = resolve_scale("auto", "attention")
         session.analysis, session.source, session.by_source = a, "attention", {}
         session.comparison = None  # its figures showed the previous input (cleared_on_request empties them)
         self.new_view(session)
@@ -306,9 +346,11 @@ class Handlers(InterventionHandlers, SyntaxHandlers, SearchHandlers, QkHandlers)
         except ValueError as error:  # an unknown name, or flow over a long input (InputError is a ValueError)
             session.source = previous
             return {ui.notes: f"⚠️ {error}; the views still show {previous}."}
-        if source != previous:  # every figure shows the new source; options are in drawn_from
+        if source != previous:  # every figure shows the new source, on that source's scale; options are in drawn_from
+            session.scale = resolve_scale("auto", source)
             self.new_view(session)
-        return {ui.session: session, ui.payload: self.payload(session), ui.notes: "", **self.tab_figures(session)}
+        return {ui.session: session, ui.payload: self.payload(session), ui.notes: "", ui.scale: session.scale,
+                ui.source_about: source_about(session.source), **self.tab_figures(session)}
 
     def pick(self, value: str, session: Session) -> Updates:
         """A thumbnail of the overview was clicked: "layer,head,time" (0-based; the time makes a repeated
@@ -365,15 +407,17 @@ class Handlers(InterventionHandlers, SyntaxHandlers, SearchHandlers, QkHandlers)
             notes = "\n\n".join(n for n in (notes, quality_note(DEFAULT_MLM_HEAD)) if n)
         return notes
 
-    def neuron_view(self, session: Session, layer: float, head: float) -> Updates:
-        """The neuron view of the last analysis in a frame of its own (its script runs there); layer, head
-        and query token then switch in the page with no request."""
+    def neuron_view(self, session: Session, layer: float, head: float, token: str | float | None = None) -> Updates:
+        """The neuron view of the last analysis in a frame of its own (its script runs there), open on the
+        token last clicked in the head view (``token``, 0-based; else the first word); layer, head and query
+        token then switch in the page with no request."""
         if session.analysis is None:
             return {self.ui.neuron_html: "<p>⚠️ press Run first: the neuron view shows the last analysed input</p>"}
         lab = self.lab_of(session)
         a = session.analysis
         queries, keys = queries_and_keys(lab, a)
-        start = NeuronStart(min(max(int(layer), 1), lab.n_layers) - 1, min(max(int(head), 1), lab.n_heads) - 1)
+        start = NeuronStart(min(max(int(layer), 1), lab.n_layers) - 1, min(max(int(head), 1), lab.n_heads) - 1,
+                            clicked_token(token, len(a.tokens)))
         payload = neuron_payload(list(a.tokens), list(a.segment_ids), queries, keys, a.model, start)
         height = 120 + 16 * len(a.tokens)
         return {self.ui.neuron_html: f'<iframe title="Neuron view" srcdoc="{html.escape(neuron_page(payload))}" '
@@ -388,13 +432,12 @@ class Handlers(InterventionHandlers, SyntaxHandlers, SearchHandlers, QkHandlers)
             [first, *_] = explain(self.lab_of(session), session.analysis)
         except (InputError, ValueError) as error:
             return {ui.explain_message: f"⚠️ {error}"}
+        rho = EXPLAIN_EMPTY.columns[1]
         table = pd.DataFrame({"ranking": list(first.agreement),
-                              "Spearman rho with erasure": [round(v, 3) if np.isfinite(v) else None
-                                                            for v in first.agreement.values()]})
-        on_input = pd.DataFrame.from_dict(first.perturbation, orient="index").round(3)
-        on_input.columns = ["AOPC (this input)", "comprehensiveness (this input)", "sufficiency (this input)"]
+                              rho: [round(v, 3) if np.isfinite(v) else None for v in first.agreement.values()]})
+        on_input = pd.DataFrame.from_dict(first.perturbation, orient="index").round(3).rename(columns=EXPLAIN_COLUMNS)
         table = table.merge(on_input, left_on="ranking", right_index=True, how="left")
-        table = table.sort_values("Spearman rho with erasure", ascending=False)
+        table = table.sort_values(rho, ascending=False)
         return {ui.explain_message: (f"Erasure hides each token from every layer's attention and measures the drop "
                                      f"in log P('{first.target}'); gradient x input and integrated gradients "
                                      f"(Captum, 32 steps, [PAD] baseline) attribute the same log-probability."),

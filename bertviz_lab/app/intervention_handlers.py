@@ -2,6 +2,7 @@
 controls, sentence sets with intervals, activation patching and the faithfulness check."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ import pandas as pd
 
 from ..bert import CheckpointError
 from ..figures import interventions as intervention_views
-from ..figures.base import fit_title, layer_head_figure
+from ..figures.base import fit_title
 from ..interventions import (
     REGISTRY,
     InterventionError,
@@ -32,6 +33,7 @@ from ..treebank import sentence_texts
 from .forms import InterventionChoice, RunInput
 from .intervention_controls import explanation, visible_controls
 from .state import Session, plot
+from .tabs import AOPC_UNIT, ERASER_UNIT, EXPLAIN_COLUMNS
 from .validation import positions, whole
 
 Updates = dict[Any, Any]
@@ -44,6 +46,25 @@ def cut_note(truncated: int) -> str:
     return f" {note[0].upper()}{note[1:]}." if note else ""
 
 POINTER = " Pick them under **Mask tokens** in the left column."  # views.js scrolls there (bvl.point)
+MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+!|~])")
+
+
+def quoted(text: str, limit: int = 60) -> str:
+    """The user's text inside a Markdown title: cut to ``limit`` characters, Markdown and HTML characters
+    escaped, so what they typed is shown and never rendered."""
+    cut = text if len(text) <= limit else text[:limit - 1] + "…"
+    return "“" + MARKDOWN_SPECIAL.sub(r"\\\1", cut) + "”"
+
+
+def title(what: str, found: str, run_on: tuple[str, str | None] | None = None, settings: str = "",
+          weights: str = "") -> str:
+    """A result's title: what produced it (the intervention, the input, its settings and weights), then what
+    it found."""
+    parts = [f"**{what}**"]
+    if run_on is not None:
+        parts.append("on " + quoted(run_on[0]) + (" + " + quoted(run_on[1]) if run_on[1] else ""))
+    parts += [part for part in (settings, f"weights: {weights}" if weights else "") if part]
+    return " · ".join(parts) + "\n\n" + found
 
 
 def warning(error: Exception) -> str:
@@ -51,6 +72,39 @@ def warning(error: Exception) -> str:
     text = str(error)
     needs_tokens = text.startswith("choose the tokens") or "pick tokens" in text
     return f"⚠️ {text}." + (POINTER if needs_tokens else "") if needs_tokens else f"⚠️ {text}"
+
+
+SET_NAMES = {"heldout": "held-out lines", "sample": "sample treebank", "upload": "uploaded file"}
+
+
+def with_interval(mean: float, low: float, high: float) -> str:
+    """One cell: the mean and its 95% interval, so a table of several scores stays narrow."""
+    if not np.isfinite(mean):
+        return "—"
+    return f"{mean:.3f} [{low:.3f}, {high:.3f}]"
+
+
+def faith_table(table: pd.DataFrame) -> pd.DataFrame:
+    """The faithfulness rows as the page shows them: one column per score, its unit in the header and its
+    interval in the cell."""
+    out = pd.DataFrame({"ranking": table["ranking"]})
+    for key, low, high in (("aopc", "ci_low", "ci_high"),
+                           ("comprehensiveness", "comprehensiveness_ci_low", "comprehensiveness_ci_high"),
+                           ("sufficiency", "sufficiency_ci_low", "sufficiency_ci_high")):
+        if key in table:
+            out[f"{EXPLAIN_COLUMNS[key]} [95% CI]"] = [with_interval(*row) for row in
+                                                       table[[key, low, high]].itertuples(index=False)]
+    out["n"] = table["n"].astype(int)
+    return out
+
+
+def set_settings(sentence_set: str, upload: str | None, n: Any, *more: str) -> str:
+    """A set result's settings: which sentences (an upload by its file name), how many, and the rest."""
+    which = SET_NAMES.get(sentence_set, "held-out lines")
+    if sentence_set == "upload" and upload:
+        which += " " + quoted(Path(upload).name, 40)
+    count = int(n) if isinstance(n, (int, float)) else n
+    return ", ".join((f"{which}, up to {count} sentences", *more))
 
 
 class InterventionHandlers:
@@ -112,16 +166,17 @@ class InterventionHandlers:
             return {ui.intervention_message: warning(error)}
         session.comparison = c
         o = session.options.clamp(c.baseline)
-        shown = "" if session.source == "attention" else f" Comparing {session.source} (rows renormalised for JS)."
-        message = (f"Intervention: {intervention.describe()}. Mean JS divergence over heads {float(c.js.mean()):.4f} nats."
-                   + shown)
+        source = "" if session.source == "attention" else f" Comparing {session.source} (rows renormalised for JS)."
+        found = f"Mean JS divergence over heads {float(c.js.mean()):.4f} nats.{source}"
         if c.note:
-            message += f" ({c.note})"
+            found += f" ({c.note})"
+        message = title(f"Intervention: {intervention.describe()}", found, (text, pair),
+                        f"source: {session.source}", lab.checkpoint_id)
         return {ui.session: session, ui.intervention_message: message,
-                ui.intervention_plot: plot(intervention_views.comparison_figure(c, o)),
+                ui.intervention_plot: plot(intervention_views.comparison_figure(c, o, scale=session.scale)),
                 ui.js_plot: plot(intervention_views.js_figure(c)),
                 ui.intervention_changes: intervention_views.changes_table(c),
-                ui.offsets_plot: plot(intervention_views.offsets_figure(c, o.layer))}
+                ui.offsets_plot: plot(intervention_views.offsets_figure(c, o.layer, scale=session.scale))}
 
     def run_directional(self, text: str, pair: str, picked: list[int], session: Session,
                         sinks: str = "symmetric") -> Updates:
@@ -131,10 +186,12 @@ class InterventionHandlers:
             rows = directional_sweep(self.lab_of(session), text, pair=pair, mask_positions=positions(picked),
                                      sinks=sinks if sinks in ("symmetric", "strict") else "symmetric")
         except (InputError, InterventionError) as error:
-            return {ui.intervention_message: warning(error)}
+            return {ui.direction_message: warning(error)}
         kind = "symmetric sinks: every query sees [CLS]/[SEP]" if sinks != "strict" else "strict masks"
-        return {ui.intervention_message: f"Directional sweep over {len(rows)} masked position(s) ({kind}); the controls "
-                                         "hide as many random keys as the directional masks.",
+        found = (f"Directional sweep over {len(rows)} masked position(s) ({kind}); the controls hide as many random "
+                 "keys as the directional masks.")
+        return {ui.direction_message: title("Directional sweep", found, (text, pair), kind,
+                                                  self.lab_of(session).checkpoint_id),
                 ui.direction_table: intervention_views.directional_table(rows)}
 
     def run_ablation(self, text: str, pair: str, picked: list[int], session: Session, ablation: str = "zero",
@@ -147,14 +204,15 @@ class InterventionHandlers:
                                         reference=self.reference(lab, ablation),
                                         progress=lambda f, d: progress(f, desc=d))
         except (InputError, InterventionError) as error:
-            return {ui.intervention_message: warning(error)}
+            return {ui.ablation_message: warning(error)}
         drops = importance.drops
         layer, head = np.unravel_index(int(np.argmax(drops)), drops.shape)
         scored = "the gold word" if importance.scored == "gold" else \
             "the full-context top-1 (pick tokens instead of typing [MASK] to score gold)"
-        return {ui.intervention_message: (f"Most important head for this prediction: {layer_head(layer, head, capital=False)} "
-                                          f"(log-probability of {scored} drops by {drops[layer, head]:.3f} without it; "
-                                          f"{ablation} ablation)."),
+        found = (f"Most important head for this prediction: {layer_head(layer, head, capital=False)} "
+                 f"(log-probability of {scored} drops by {drops[layer, head]:.3f} without it; {ablation} ablation).")
+        return {ui.ablation_message: title("Head ablation sweep", found, (text, pair), f"{ablation} ablation",
+                                                 lab.checkpoint_id),
                 ui.ablation_plot: plot(intervention_views.ablation_figure(drops))}
 
     def run_faithfulness(self, n: float, session: Session, progress=gr.Progress()) -> Updates:
@@ -165,12 +223,15 @@ class InterventionHandlers:
             result = faithfulness(lab, lines, max_sentences=self.set_size(n, self.limits.faith_sentences),
                                   progress=lambda done, total: progress(done / total, desc="faithfulness"))
         except (InputError, CheckpointError) as error:
-            return {ui.intervention_message: warning(error)}
+            return {ui.faith_message: warning(error)}
         table = pd.DataFrame(result.table()).drop(columns=["drop_by_k"]).sort_values("aopc", ascending=False)
         against_random = " ".join(f"{d.verdict()}." for d in result.differences() if d.b == "random")
-        return {ui.intervention_message: f"Faithfulness of each explanation on {int(table.n.max())} held-out sentences "
-                                         f"({result.model}). {result.conclusion()}. {against_random}"
-                                         f"{cut_note(result.truncated)}", ui.faith_table: table.round(3)}
+        found = (f"Faithfulness of each explanation on {int(table.n.max())} held-out sentences ({result.model}). "
+                 f"{result.conclusion()}. {against_random}{cut_note(result.truncated)} AOPC is {AOPC_UNIT}; "
+                 f"comprehensiveness and sufficiency are {ERASER_UNIT}.")
+        return {ui.faith_message: title("Faithfulness check", found, None, f"{int(table.n.max())} held-out "
+                                              "sentences", lab.checkpoint_id),
+                ui.faith_table: faith_table(table)}
 
     def run_positions(self, n: float, session: Session) -> Updates:
         ui = self.ui
@@ -179,8 +240,10 @@ class InterventionHandlers:
                                                                                   self.lab_of(session).max_tokens))
             n = int(n)
         except (InterventionError, InputError) as error:
-            return {ui.intervention_message: warning(error)}
-        return {ui.intervention_message: f"Cosine similarity of the first {int(n)} positions.",
+            return {ui.positions_message: warning(error)}
+        found = f"Cosine similarity of the first {int(n)} positions: the model's learned ones beside sinusoidal ones."
+        return {ui.positions_message: title("Position embedding inspector", found, None, f"first {int(n)} positions",
+                                                  self.lab_of(session).checkpoint_id),
                 ui.positions_plot: plot(intervention_views.position_figure(learned, sinusoid))}
 
     def run_position_controls(self, text: str, pair: str, picked: list[int], shift: float, session: Session
@@ -192,10 +255,11 @@ class InterventionHandlers:
             rows = position_controls(lab, text, pair=pair, mask_positions=positions(picked),
                                      shift=whole(shift or 0, "shift k", 0, lab.max_tokens))
         except (InputError, InterventionError) as error:
-            return {ui.intervention_message: warning(error)}
-        return {ui.intervention_message: "Positional interventions with their controls on this input: what is specific to "
-                                  "sinusoidal positions is what differs from zeroed and random ones.",
-                ui.set_table: pd.DataFrame(rows).round(4)}
+            return {ui.controls_message: warning(error)}
+        found = ("What is specific to sinusoidal positions is what differs from zeroed and random ones.")
+        return {ui.controls_message: title("Positional interventions and their controls", found, (text, pair),
+                                                 f"shift k = {int(shift or 0)}", lab.checkpoint_id),
+                ui.controls_table: pd.DataFrame(rows).round(4)}
 
     def set_size(self, n: Any, cap: int | None = None) -> int:
         """How many sentences a set request may use: the server's cap says so in the message."""
@@ -230,13 +294,15 @@ class InterventionHandlers:
                                      max_sentences=self.set_size(n),
                                      progress=lambda done, total: progress(done / total, desc="directional set"))
         except (InputError, CheckpointError) as error:
-            return {ui.intervention_message: warning(error)}
+            return {ui.direction_set_message: warning(error)}
         table = pd.DataFrame(effects_table(result.effects, "condition", "mean P(gold)")).round(4)
         verdicts = " ".join(f"{d.verdict()}." for d in result.differences)
-        return {ui.intervention_message: f"P(gold word) over {result.effects['both'].n} sentences, one masked word each "
-                                         f"({sinks} sinks); each control hides as many random keys as its directional "
-                                         f"mask. {verdicts}{cut_note(result.truncated)}",
-                ui.set_table: table}
+        found = (f"P(gold word) over {result.effects['both'].n} sentences, one masked word each ({sinks} sinks); each "
+                 f"control hides as many random keys as its directional mask. {verdicts}{cut_note(result.truncated)}")
+        return {ui.direction_set_message: title("Directional sweep over a sentence set", found, None,
+                                                      set_settings(sentence_set, upload, n, f"{sinks} sinks"),
+                                                      self.lab_of(session).checkpoint_id),
+                ui.direction_set_table: table}
 
     def run_ablation_set(self, n: float, ablation: str, session: Session, sentence_set: str = "heldout",
                          upload: str | None = None, progress=gr.Progress()) -> Updates:
@@ -247,7 +313,7 @@ class InterventionHandlers:
                                   max_sentences=self.set_size(n),
                                   progress=lambda done, total: progress(done / total, desc="ablation set"))
         except (InputError, CheckpointError) as error:
-            return {ui.intervention_message: warning(error)}
+            return {ui.ablation_set_message: warning(error)}
         effect, best = result.effect, result.most_important
         figure = intervention_views.ablation_figure(effect.mean)
         fit_title(figure["layout"], f"Mean drop in log P(gold) over {effect.n} sentences when each head alone is "
@@ -258,9 +324,11 @@ class InterventionHandlers:
             e = best.effect
             found = (f"chosen on {best.selected_on} sentences: {head_name(best.layer, best.head)}; on the other "
                      f"{e.n} its mean drop is {float(e.mean):.3f} [{float(e.ci_low):.3f}, {float(e.ci_high):.3f}].")
-        return {ui.intervention_message: f"Most important head ({ablation} ablation, gold word scored), {found}"
-                                         f"{cut_note(result.truncated)}",
-                ui.ablation_plot: plot(figure)}
+        found = f"Most important head ({ablation} ablation, gold word scored), {found}{cut_note(result.truncated)}"
+        return {ui.ablation_set_message: title("Head ablation sweep over a sentence set", found, None,
+                                                     set_settings(sentence_set, upload, n, f"{ablation} ablation"),
+                                                     lab.checkpoint_id),
+                ui.ablation_set_plot: plot(figure)}
 
     def run_intervention_set(self, choice: InterventionChoice, n: float, session: Session,
                              sentence_set: str = "heldout", upload: str | None = None,
@@ -276,11 +344,12 @@ class InterventionHandlers:
                                   max_sentences=self.set_size(n),
                                   progress=lambda done, total: progress(done / total, desc="intervention over the set"))
         except (InputError, InterventionError, CheckpointError) as error:
-            return {ui.intervention_message: warning(error)}
+            return {ui.intervention_set_message: warning(error)}
         table = pd.DataFrame(effects_table(effects.effects)).round(4)
-        return {ui.intervention_message: f"{intervention.describe()} over {table.n.iloc[0]} sentences (gold word scored)."
-                                         f"{cut_note(effects.truncated)}",
-                ui.set_table: table}
+        found = f"{intervention.describe()} over {table.n.iloc[0]} sentences (gold word scored).{cut_note(effects.truncated)}"
+        return {ui.intervention_set_message: title(f"{intervention.describe()} over a sentence set", found, None,
+                                                         set_settings(sentence_set, upload, n), lab.checkpoint_id),
+                ui.intervention_set_table: table}
 
     def run_patching(self, text: str, donor: str, correct: str, wrong: str, session: Session) -> Updates:
         """Activation patching: each head's output (and the residual stream at the [MASK]) taken from the donor."""
@@ -289,11 +358,11 @@ class InterventionHandlers:
             text, _ = self.analysed(session, text, None)
             result = patching_sweep(self.lab_of(session), text, donor, str(correct).strip(), str(wrong).strip())
         except (InputError, InterventionError) as error:
-            return {ui.intervention_message: warning(error)}
+            return {ui.patch_message: warning(error)}
         residual = ", ".join(f"{layer_name(i)} {v:+.2f}" for i, v in enumerate(result.residual))
-        figure = layer_head_figure(result.heads, "Activation patching: change in logit difference "
-                                   f"({correct} - {wrong}) when one head's output comes from the donor",
-                                   "patching", diverging=True, value_label="change")
-        return {ui.intervention_message: f"Logit difference {correct} - {wrong}: target {result.baseline:+.2f}, donor "
-                                         f"{result.donor:+.2f}. Patching the residual stream at the [MASK]: {residual}.",
+        figure = intervention_views.patching_figure(result.heads, correct, wrong)
+        found = (f"Logit difference {correct} - {wrong}: target {result.baseline:+.2f}, donor {result.donor:+.2f}. "
+                 f"Patching the residual stream at the [MASK]: {residual}.")
+        return {ui.patch_message: title("Activation patching", found, (text, None), "donor " + quoted(donor),
+                                        self.lab_of(session).checkpoint_id),
                 ui.patch_plot: plot(figure)}

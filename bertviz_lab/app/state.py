@@ -277,6 +277,7 @@ class Session:
     treebank: list = field(default_factory=list)  # its sentences
     syntax_model: str = ""  # the weights it scored
     tab: str = "single"  # the open view tab: only its figure is drawn
+    scale: str = "fixed"  # attention maps' colour scale: "fixed" (0-1) or "per-head"
     work_tab: str = "interventions"  # the open tab of the lower group (interventions, syntax, export)
     generation: int = 0  # bumped by every new analysis or source, so drawn figures know they are out of date
     drawn: dict = field(default_factory=dict)  # tab -> what its figure was drawn from
@@ -292,7 +293,8 @@ class Session:
         which a Markdown message would render)."""
         if self.analysis is None:
             return ""
-        return f" The views below still show the previous input ({len(self.analysis.tokens)} tokens), not the text above."
+        return (f" The greyed views still show the previous input ({len(self.analysis.tokens)} tokens), not the text "
+                "above; they come back with the next Run that succeeds.")
 
     def holds_work(self) -> bool:
         return self.analysis is not None or self.syntax is not None or self.comparison is not None

@@ -3,9 +3,9 @@
 the event table use."""
 from __future__ import annotations
 
+import html
 import importlib.util
 import os
-import re
 from types import SimpleNamespace
 
 import gradio as gr
@@ -16,6 +16,7 @@ from ..attention.sources import SOURCES
 from ..bert import available_devices
 from ..figures import analysis as views
 from ..figures import interventions as intervention_views
+from ..figures.base import SCALES
 from ..figures.qk import COLOURINGS
 from ..interventions import REGISTRY
 from ..lab import Lab
@@ -24,7 +25,8 @@ from .qk_handlers import QK_HINT, QK_SETS
 from .search_handlers import SEARCH_COLUMNS, SEARCH_HINT
 from .state import Limits, Session, status_line, weights_note
 
-EXAMPLES = [
+EXAMPLES = [  # the first opens the page: one [MASK], so every tab (Masked words too) has something to show
+    ["The cat sat on the [MASK] because it was tired.", ""],
     ["The cat sat on the mat because it was tired.", ""],
     ["The doctor said that [MASK] would see the patient tomorrow.", ""],
     ["Paris is the [MASK] of France.", ""],
@@ -43,7 +45,8 @@ TAB_ALIASES = {"probes": "interventions"}  # old tab ids API callers may still s
 SERVER_TABS = ("overview", "aggregates", "summary", "predictions", "interventions")
 WORK_TABS = ("interventions", "syntax", "export")  # the lower, full-width group
 ON_USE = ["bvl-on-use"]  # hidden by the page's CSS while empty: no blank frame before the first result
-INTERVENTION_HINT = "Results appear here: choose an intervention above and press *Run the intervention* or a sweep."
+INTERVENTION_HINT = ("Results appear here: choose an intervention above and press *Run the intervention*; each sweep "
+                     "writes its own titled result under this one.")
 EXPLAIN_HINT = ("*Why this word?* attributes the first masked word's prediction to the context tokens "
                 "(erasure, gradients, every source).")
 ARCS_INTRO = ("**One sentence:** its gold dependency arcs next to the arcs the head chosen with the Layer/Head "
@@ -53,9 +56,22 @@ SYNTAX_HINT = ("Choose a treebank and press **Score every head on the treebank**
 # Every attention source of the registry is offered for the views; heads are scored only on the per-head
 # ones (a per-layer source such as rollout or flow gives every head of a layer the same score).
 PER_HEAD_SOURCES = tuple(name for name, source in SOURCES.items() if not source.per_layer)
-SOURCE_INFO = "; ".join(dict.fromkeys(re.match(r"[^,;]+", source.citation)[0] for source in SOURCES.values()))
-EXPLAIN_EMPTY = pd.DataFrame(columns=["ranking", "Spearman rho with erasure", "AOPC (this input)",
-                                      "comprehensiveness (this input)", "sufficiency (this input)"])
+SOURCE_INFO = "Leave it on attention weights unless you are comparing explanation methods."
+LOWER_TABS_HINT = ("More below the views: **[Interventions · Syntax · Export ↓](#work-tabs)** — change the input or "
+                   "the model and see what changes, score heads against a treebank, download the numbers.")
+
+
+def source_about(name: str) -> str:
+    """The chosen source in one plain sentence, its paper and code folded away in a details link."""
+    source = SOURCES[name]
+    return (f"**{source.label}:** {source.plain} <details><summary>Paper and code</summary>{html.escape(source.citation)}"
+            f" — {html.escape(source.note)}</details>")
+AOPC_UNIT = "the mean drop in log P(word) when the top 1-5 tokens are hidden, in nats"
+ERASER_UNIT = "differences of the word's probability (from -1 to 1)"
+EXPLAIN_COLUMNS = {"aopc": "AOPC (nats)", "comprehensiveness": "comprehensiveness (Δp)",
+                   "sufficiency": "sufficiency (Δp)"}
+EXPLAIN_WIDTHS = ["24%", "16%", "14%", "26%", "20%"]  # the whole table in the view column at 1024 px
+EXPLAIN_EMPTY = pd.DataFrame(columns=["ranking", "Spearman ρ with erasure", *EXPLAIN_COLUMNS.values()])
 
 
 def build_header(ui: SimpleNamespace, lab: Lab, allowed: list[str], session_ttl: float) -> None:
@@ -65,11 +81,14 @@ def build_header(ui: SimpleNamespace, lab: Lab, allowed: list[str], session_ttl:
                     elem_id="title")
         gr.DuplicateButton("Duplicate this Space", size="sm", visible=bool(os.environ.get("SPACE_ID")))  # Spaces only
     ui.status = gr.Markdown(status_line(lab), elem_id="status")
+    gr.Markdown(LOWER_TABS_HINT, elem_id="lower-tabs-hint", elem_classes=["bvl-note"])
     ui.payload = gr.JSON(visible=False)  # what views.js draws from (figures/payload.py)
     ui.sync_btn = gr.Button("sync", visible="hidden", elem_id="sync-views")  # views.js: server-drawn views follow
     # figure_tools.js writes "layer,head,time" here when an overview thumbnail or a head-similarity cell is clicked;
     # outside every tab, so it is in the page whichever tab is open (Gradio mounts a tab's content when shown)
     ui.overview_pick = gr.Textbox(visible="hidden", elem_id="overview-pick")
+    # viewer.js writes the index of the token last clicked in the head view here: the neuron view opens on it
+    ui.headview_token = gr.Textbox(visible="hidden", elem_id="headview-token")
     ui.view_tab = gr.Textbox(visible=False)  # API callers may name the tab sync_view draws; the page leaves it ""
 
 
@@ -102,7 +121,11 @@ def build_inputs(ui: SimpleNamespace, lab: Lab, allowed: list[str]) -> None:
         ui.hide = gr.Checkbox(label="Hide [CLS]/[SEP] (rows renormalised)", value=False, elem_id="hide")
         ui.word = gr.Checkbox(label="Word level (merge word pieces)", value=False, elem_id="word")
     ui.source = gr.Radio([(source.label, name) for name, source in SOURCES.items()], value="attention",
-                         label="What the views show: the attention source", info=SOURCE_INFO, elem_id="source")
+                         label="What the colours show", info=SOURCE_INFO, elem_id="source")
+    ui.source_about = gr.Markdown(source_about("attention"), elem_id="source-about", elem_classes=["bvl-note"])
+    ui.scale = gr.Radio(list(SCALES.items()), value="fixed", label="Colour scale of attention maps",
+                        info="fixed: 0 to 1 for every head, so heads compare; per head: each head to its own largest "
+                             "weight, so faint patterns show", elem_id="scale")
     ui.notes = gr.Markdown("", elem_classes=["bvl-note"], elem_id="notes")
     with gr.Accordion("Mask tokens (pick from the analysed input)", open=True):
         ui.picker = gr.CheckboxGroup(choices=[], label="Tokens", elem_id="token-picker")
@@ -147,6 +170,7 @@ def build_view_tabs(ui: SimpleNamespace) -> None:
             ui.search_btn = gr.Button("Find similar tokens (layer from the Layer slider)", elem_id="search-btn")
             ui.search_message = gr.Markdown(SEARCH_HINT, elem_id="search-message", elem_classes=["bvl-note"])
             ui.search_table = gr.Dataframe(pd.DataFrame(columns=SEARCH_COLUMNS), interactive=False, wrap=True,
+                                           column_widths=["10%", "19%", "16%", "10%", "15%", "30%"],  # fits 1024 px
                                            elem_id="search-table", elem_classes=ON_USE)
     with gr.Tab(TAB_IDS["overview"], id="overview", elem_id="tab-overview"):
         gr.Markdown("Click a thumbnail to open that head.")
@@ -165,9 +189,11 @@ def build_view_tabs(ui: SimpleNamespace) -> None:
         ui.explain_message = gr.Markdown(EXPLAIN_HINT, elem_id="explain-message", elem_classes=["bvl-note"])
         ui.explain_plot = gr.Plot(label="Attribution", elem_id="explain-plot", elem_classes=ON_USE)
         ui.explain_table = gr.Dataframe(EXPLAIN_EMPTY,
-                                        label="How faithful each ranking is on this input: rank agreement with "
-                                              "erasure, AOPC, ERASER comprehensiveness and sufficiency",
-                                        interactive=False, elem_id="explain-table", elem_classes=ON_USE)
+                                        label=f"How faithful each ranking is on this input: rank agreement with "
+                                              f"erasure (Spearman ρ, -1 to 1); AOPC, {AOPC_UNIT}; ERASER "
+                                              f"comprehensiveness and sufficiency, {ERASER_UNIT}",
+                                        interactive=False, wrap=True, column_widths=EXPLAIN_WIDTHS,
+                                        elem_id="explain-table", elem_classes=ON_USE)
         ui.pred_table = gr.Dataframe(pd.DataFrame(columns=views.PREDICTION_COLUMNS), label="Top-k predictions",
                                      interactive=False, elem_id="pred-table", elem_classes=ON_USE)
 
@@ -215,11 +241,19 @@ def build_intervention_controls(ui: SimpleNamespace) -> dict[str, bool]:
     return shown
 
 
+def result_title(ui: SimpleNamespace, name: str) -> None:
+    """The title of one result's own place: what produced it (intervention, input, settings), then what
+    it found; empty (and hidden by the page's CSS) until that button answers, emptied when its input changes."""
+    setattr(ui, name, gr.Markdown("", elem_id=name.replace("_", "-"), elem_classes=["bvl-result-title"]))
+
+
 def build_interventions_tab(ui: SimpleNamespace, lab: Lab, limits: Limits) -> None:
     with gr.Tab(TAB_IDS["interventions"], id="interventions", elem_id="tab-interventions"):
-        gr.Markdown("Run the last analysed input twice — baseline and intervened — and compare.")
+        gr.Markdown("Run the last analysed input twice — baseline and intervened — and compare. Each button's result "
+                    "appears in its own place below it, titled with what produced it; a new Run clears them.")
         shown = build_intervention_controls(ui)
-        ui.intervention_message = gr.Markdown(INTERVENTION_HINT, elem_id="intervention-message")
+        ui.intervention_message = gr.Markdown(INTERVENTION_HINT, elem_id="intervention-message",
+                                              elem_classes=["bvl-result-title"])
         ui.intervention_plot = gr.Plot(label="Baseline, intervened and difference", elem_id="intervention-plot",
                                        elem_classes=ON_USE)
         ui.intervention_changes = gr.Dataframe(pd.DataFrame(columns=intervention_views.CHANGE_COLUMNS),
@@ -227,28 +261,15 @@ def build_interventions_tab(ui: SimpleNamespace, lab: Lab, limits: Limits) -> No
                                                elem_id="intervention-changes", elem_classes=ON_USE)
         ui.js_plot = gr.Plot(label="Per-head divergence", elem_id="js-plot", elem_classes=ON_USE)
         ui.offsets_plot = gr.Plot(label="Attention by relative offset", elem_id="offsets-plot", elem_classes=ON_USE)
+        result_title(ui, "direction_message")
         ui.direction_table = gr.Dataframe(intervention_views.directional_table([]), label="Directional context",
                                           interactive=False, elem_id="direction-table", elem_classes=ON_USE)
+        result_title(ui, "ablation_message")
         ui.ablation_plot = gr.Plot(label="Head importance", elem_id="ablation-plot", elem_classes=ON_USE)
-        with gr.Accordion("Over a set of sentences, with 95% intervals (one seeded masked word each)", open=False):
-            with gr.Row():
-                ui.sentence_set = gr.Radio([("held-out lines (shipped)", "heldout"), ("sample treebank", "sample"),
-                                            ("my text file (one sentence per line)", "upload")], value="heldout",
-                                           label="Sentence set", elem_id="sentence-set")
-                ui.set_upload = gr.File(label="Text file (up to 2 MB)", file_types=[".txt"], type="filepath",
-                                        elem_id="set-upload")
-                most = min(300, limits.set_sentences)  # a public server's cap (state.Limits)
-                low = min(20, max(1, most // 2))
-                ui.set_n = gr.Slider(low, most, value=min(100, most), step=low,
-                                     label="At most this many sentences")
-            with gr.Row():
-                ui.direction_set_btn = gr.Button("Directional sweep", elem_id="direction-set-btn",
-                                                 visible=shown["direction_set_btn"])
-                ui.ablation_set_btn = gr.Button("Head ablation sweep", elem_id="ablation-set-btn",
-                                                visible=shown["ablation_set_btn"])
-                ui.intervention_set_btn = gr.Button("The intervention chosen above", elem_id="intervention-set-btn")
-        ui.set_table = gr.Dataframe(label="Positional controls / sentence-set results", interactive=False,
-                                    elem_id="set-table", elem_classes=ON_USE)
+        result_title(ui, "controls_message")
+        ui.controls_table = gr.Dataframe(label="Positional interventions and their controls", interactive=False,
+                                         elem_id="controls-table", elem_classes=ON_USE)
+        build_sets_box(ui, limits, shown)
         with gr.Accordion("Activation patching (minimal pairs)", open=False):
             with gr.Row():
                 ui.patch_donor = gr.Textbox(label="Donor sentence (same number of tokens, [MASK] in place)",
@@ -257,13 +278,45 @@ def build_interventions_tab(ui: SimpleNamespace, lab: Lab, limits: Limits) -> No
                 ui.patch_correct = gr.Textbox(label="Correct word", value="are", scale=1)
                 ui.patch_wrong = gr.Textbox(label="Wrong word", value="is", scale=1)
                 ui.patch_btn = gr.Button("Patch every head from the donor", elem_id="patch-btn", scale=1)
+            result_title(ui, "patch_message")
             ui.patch_plot = gr.Plot(label="Change in logit difference per head", elem_id="patch-plot", elem_classes=ON_USE)
         with gr.Accordion("Position embedding inspector", open=False):
             with gr.Row():
                 ui.positions_n = gr.Slider(2, lab.max_tokens, value=64, step=1, label="First N positions")
                 ui.positions_btn = gr.Button("Show position similarity", elem_id="positions-btn")
+            result_title(ui, "positions_message")
             ui.positions_plot = gr.Plot(label="Position embeddings", elem_id="positions-plot", elem_classes=ON_USE)
         build_faithfulness_box(ui, limits)
+
+
+def build_sets_box(ui: SimpleNamespace, limits: Limits, shown: dict[str, bool]) -> None:
+    """Sweeps over a sentence set, each button's result in its own place inside the box."""
+    with gr.Accordion("Over a set of sentences, with 95% intervals (one seeded masked word each)", open=False):
+        with gr.Row():
+            ui.sentence_set = gr.Radio([("held-out lines (shipped)", "heldout"), ("sample treebank", "sample"),
+                                        ("my text file (one sentence per line)", "upload")], value="heldout",
+                                       label="Sentence set", elem_id="sentence-set")
+            ui.set_upload = gr.File(label="Text file (up to 2 MB)", file_types=[".txt"], type="filepath",
+                                    elem_id="set-upload")
+            most = min(300, limits.set_sentences)  # a public server's cap (state.Limits)
+            low = min(20, max(1, most // 2))
+            ui.set_n = gr.Slider(low, most, value=min(100, most), step=low,
+                                 label="At most this many sentences", elem_id="set-n")
+        with gr.Row():
+            ui.direction_set_btn = gr.Button("Directional sweep", elem_id="direction-set-btn",
+                                             visible=shown["direction_set_btn"])
+            ui.ablation_set_btn = gr.Button("Head ablation sweep", elem_id="ablation-set-btn",
+                                            visible=shown["ablation_set_btn"])
+            ui.intervention_set_btn = gr.Button("The intervention chosen above", elem_id="intervention-set-btn")
+        result_title(ui, "direction_set_message")
+        ui.direction_set_table = gr.Dataframe(label="Directional context over the set", interactive=False,
+                                              elem_id="direction-set-table", elem_classes=ON_USE)
+        result_title(ui, "ablation_set_message")
+        ui.ablation_set_plot = gr.Plot(label="Head importance over the set", elem_id="ablation-set-plot",
+                                       elem_classes=ON_USE)
+        result_title(ui, "intervention_set_message")
+        ui.intervention_set_table = gr.Dataframe(label="The chosen intervention over the set", interactive=False,
+                                                 elem_id="intervention-set-table", elem_classes=ON_USE)
 
 
 def build_faithfulness_box(ui: SimpleNamespace, limits: Limits) -> None:
@@ -271,17 +324,18 @@ def build_faithfulness_box(ui: SimpleNamespace, limits: Limits) -> None:
     with gr.Accordion("Which explanation to trust? (faithfulness check)", open=False):
         gr.Markdown("For held-out sentences with one masked word, each source ranks the context tokens; hiding "
                     "its top 1-5 tokens from attention should hurt the prediction if the source is faithful. "
-                    "Higher AOPC (mean drop in log P(gold)) = more faithful; *random* is the control. ERASER's "
-                    "comprehensiveness (hide the top 1-50 %: higher = more faithful) and sufficiency (keep only "
-                    "them: lower = more faithful) score the model's own top word.")
+                    f"Higher AOPC = more faithful: {AOPC_UNIT}; *random* is the control. ERASER's "
+                    f"comprehensiveness (hide the top 1-50 %: higher = more faithful) and sufficiency (keep only "
+                    f"them: lower = more faithful) score the model's own top word: {ERASER_UNIT}.")
         with gr.Row():
             most = min(100, limits.faith_sentences)
             low = min(10, max(1, most // 2))
             ui.faith_n = gr.Slider(low, most, value=min(40, most), step=low,
                                    label="Held-out sentences")
             ui.faith_btn = gr.Button("Run the faithfulness check", elem_id="faith-btn")
+        result_title(ui, "faith_message")
         ui.faith_table = gr.Dataframe(label="AOPC, ERASER comprehensiveness and sufficiency per ranking (95% "
-                                            "bootstrap intervals)", interactive=False,
+                                            "bootstrap intervals)", interactive=False, wrap=True,
                                       elem_id="faith-table", elem_classes=ON_USE)
 
 

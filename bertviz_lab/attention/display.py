@@ -25,6 +25,7 @@ class AttentionView:
     notes: list[str]
     query_segments: list[int] = field(default_factory=list)  # sentence (0 = A, 1 = B) of each row
     key_segments: list[int] = field(default_factory=list)
+    query_tokens: list[int] = field(default_factory=list)  # each row's first token position in the input
 
 
 WORD_START = "Ġ▁"  # the marks byte-level BPE (RoBERTa) and SentencePiece put before a word's first piece
@@ -84,8 +85,10 @@ def attention_view(
     notes: list[str] = []
     labels = list(tokens)
     segments = list(segment_ids)
+    first_token = list(range(len(tokens)))  # of each label: word level merges pieces
     if word_level:
         groups, labels = word_groups(tokens, word_ids)
+        first_token = [g[0] for g in groups]
         weights = to_word_level(weights, groups)
         segments = [segment_ids[g[0]] for g in groups]
         notes.append("word level: attention to a word is the sum over its pieces, from a word the mean over its pieces")
@@ -116,4 +119,4 @@ def attention_view(
     k_index = [index[i] for i in cols]
     return AttentionView(weights, unique_labels([labels[i] for i in rows], q_index),
                          unique_labels([labels[i] for i in cols], k_index), q_index, k_index, notes,
-                         [segments[i] for i in rows], [segments[i] for i in cols])
+                         [segments[i] for i in rows], [segments[i] for i in cols], [first_token[index[i]] for i in rows])

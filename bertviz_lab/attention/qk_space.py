@@ -76,3 +76,23 @@ def most_alike_heads(divergence: np.ndarray, n_heads: int) -> tuple[tuple[int, i
     np.fill_diagonal(d, np.inf)  # a head is always like itself
     i, j = np.unravel_index(int(np.argmin(d)), d.shape)
     return divmod(int(i), n_heads), divmod(int(j), n_heads), float(d[i, j])
+
+
+def labelled_points(coords: np.ndarray, tokens: Sequence[str], top: int = 20) -> list[tuple[int, str]]:
+    """Where to write the ``top`` most frequent tokens on a joint embedding of n queries then n keys
+    (``coords`` (2n, 2), ``tokens`` the n points' tokens): per token and side, the point of that token
+    nearest the mean of its points on that side (one label per cloud, on a real point, however often the
+    token occurs). Ties in frequency go to the token seen first. Returns (row of ``coords``, token)."""
+    n = len(tokens)
+    counts: dict[str, int] = {}
+    for token in tokens:
+        counts[token] = counts.get(token, 0) + 1
+    order = sorted(counts, key=lambda t: -counts[t])[:top]  # sorted() is stable: first seen wins a tie
+    out = []
+    for token in order:
+        rows = np.array([i for i, t in enumerate(tokens) if t == token])
+        for offset in (0, n):  # queries, then keys
+            xy = coords[rows + offset]  # (occurrences, 2)
+            nearest = int(np.argmin(((xy - xy.mean(0)) ** 2).sum(-1)))
+            out.append((int(rows[nearest] + offset), token))
+    return out

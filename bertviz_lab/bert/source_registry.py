@@ -52,6 +52,7 @@ class Source:
     layers: Layers  # one (query, key) matrix per layer: what rollout and flow run on
     heads: Heads | None = None  # per-head sources: one matrix per head
     captures: tuple[str, ...] = MIXING_CAPTURES
+    plain: str = ""  # what a newcomer reads first: one sentence, no formula, no citation
 
     def weights(self, captured: Captured) -> np.ndarray:
         """(layers, heads, query, key) float32; per-layer sources repeat their matrix over the heads."""
@@ -121,53 +122,68 @@ _ALL = (
     Source("attention", "attention weights", "softmax attention weights: each row sums to 1",
            "Vaswani et al. 2017; as read by Clark et al. 2019, github.com/clarkkev/attention-analysis",
            per_layer=False, aggregated=False, residual_included=False, cost="none (captured in the forward pass)",
-           layers=_attention_means, heads=_attention_heads, captures=PATTERN_CAPTURES),
+           layers=_attention_means, heads=_attention_heads, captures=PATTERN_CAPTURES,
+           plain=("How much each token (a row) looks at every other token (the columns) in one head: each row sums "
+                  "to 1. Start here.")),
     Source("norm", "how much each head moves (norm)",
            "norm-based: ||alpha f(x)|| per head, raw vector norms, not normalised",
            f"Kobayashi et al. 2020, \"Attention is Not Only a Weight\", EMNLP; {_KOBAYASHI}",
            per_layer=False, aggregated=False, residual_included=False, cost="one extra forward pass",
-           layers=_per_layer(_norm_layer), heads=_norm_heads),
+           layers=_per_layer(_norm_layer), heads=_norm_heads,
+           plain=("Attention weighted by the size of what each attended token passes on: a large weight on a tiny "
+                  "vector counts for little.")),
     Source("norm-residual", "norm with residual and LayerNorm",
            "norm-based with residual and LayerNorm: ||LN-part of (sum_h alpha f(x) + residual)||, per layer "
            "(the same for every head), raw norms, not normalised",
            f"Kobayashi et al. 2021, \"Incorporating Residual and Normalization Layers\", EMNLP; {_KOBAYASHI}",
            per_layer=True, aggregated=False, residual_included=True, cost="one extra forward pass",
-           layers=_per_layer(_norm_residual_layer)),
+           layers=_per_layer(_norm_residual_layer),
+           plain=("Like the norm view, for the whole attention block of a layer, counting the copy of itself each "
+                  "token keeps through the residual connection.")),
     Source("globenc", "GlobEnc (whole encoder layer)",
            "GlobEnc: norms through the residual and both LayerNorms of the layer, per layer (the same for every "
            "head), raw norms; its rollout is the plain product of the layers",
            "Modarressi et al. 2022, \"GlobEnc\", NAACL; github.com/mohsenfayyaz/GlobEnc",
            per_layer=True, aggregated=False, residual_included=True, cost="one extra forward pass",
-           layers=_per_layer(globenc_layer)),
+           layers=_per_layer(globenc_layer),
+           plain="How much each token contributes to every token's output of the whole layer (attention, residual and both LayerNorms)."),
     Source("alti", "ALTI (token contributions)",
            "ALTI: Manhattan-distance contributions to the attention block's output with residual and LayerNorm, "
            "per layer (the same for every head), rows normalised to 1",
            "Ferrando et al. 2022, \"Measuring the Mixing of Contextual Information in the Transformer\", EMNLP; "
            "github.com/mt-upc/transformer-contributions",
            per_layer=True, aggregated=False, residual_included=True, cost="one extra forward pass",
-           layers=_per_layer(alti_layer)),
+           layers=_per_layer(alti_layer),
+           plain="Each token's share of every token's output of the attention block, residual included; each row sums to 1."),
     Source("value-zeroing", "value zeroing (what changes without a token)",
            "value zeroing: cosine distance of each token's layer output when a key's values are zeroed, rows "
            "normalised to 1; per layer (the same for every head)",
            "Mohebbi et al. 2023, \"Quantifying Context Mixing in Transformers\", EACL; github.com/hmohebbi/ValueZeroing",
            per_layer=True, aggregated=False, residual_included=True,
-           cost="one extra forward pass, then n rows through each layer", layers=_per_layer(value_zeroing_layer)),
+           cost="one extra forward pass, then n rows through each layer", layers=_per_layer(value_zeroing_layer),
+           plain="How much a token's output changes when one other token is left out of the attention; each row sums to 1."),
     Source("decompx", "DecompX (through every layer)",
            "DecompX: norm of the part of each token's representation after the layer that comes from each input "
            "token, propagated through every layer (FFN and biases included); already aggregated, raw norms",
            "Modarressi et al. 2023, \"DecompX\", ACL; github.com/mohsenfayyaz/DecompX",
            per_layer=True, aggregated=True, residual_included=True,
-           cost="one extra forward pass, then n parts through every layer", layers=decompx.layer_matrices),
+           cost="one extra forward pass, then n parts through every layer", layers=decompx.layer_matrices,
+           plain="How much of each token's representation comes from each input token, followed through every layer so far."),
     Source("rollout", "attention rollout (from the input up)",
            "attention rollout: the head mean of each layer with the identity added (0.5 A + 0.5 I), rows "
            "renormalised, multiplied from the bottom layer up to each layer; already aggregated",
            _ABNAR, per_layer=True, aggregated=True, residual_included=True, cost="none beyond the attention",
-           layers=_rollout_layers, captures=PATTERN_CAPTURES),
+           layers=_rollout_layers, captures=PATTERN_CAPTURES,
+           plain=("Attention followed down through the layers to the input tokens, counting each token's own "
+                  "residual copy: at layer 1 it is close to the identity (tokens mostly keep themselves), and it "
+                  "spreads layer by layer.")),
     Source("flow", "attention flow (max-flow from the input up)",
            "attention flow: the maximum flow from each token at a layer's output to each input token through the "
            "graph of residual-augmented head means, rows normalised to 1; already aggregated",
            _ABNAR, per_layer=True, aggregated=True, residual_included=True,
-           cost="n^2 max-flows per layer (at most 48 tokens)", layers=_flow_layers, captures=PATTERN_CAPTURES),
+           cost="n^2 max-flows per layer (at most 48 tokens)", layers=_flow_layers, captures=PATTERN_CAPTURES,
+           plain=("Like rollout, but the most attention that can flow from each input token up to the layer (a "
+                  "max-flow); at most 48 tokens.")),
 )
 SOURCES: dict[str, Source] = {source.name: source for source in _ALL}
 

@@ -7,7 +7,16 @@ import argparse
 from pathlib import Path
 
 from ..lab import InputError
-from .options import add_model_options, chosen_checkpoint, command, emit, head_list, lab_from_args, positive_int
+from .options import (
+    WorkBar,
+    add_model_options,
+    chosen_checkpoint,
+    command,
+    emit,
+    head_list,
+    lab_from_args,
+    positive_int,
+)
 
 EXAMPLES = {
     "index": ["bertviz-lab index --out results/index-sample",
@@ -43,8 +52,6 @@ def add_index(sub: argparse._SubParsersAction) -> None:
 
 
 def run_index(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
     from ..neighbours import build_index, index_record
     from ..syntax.parse import corpus_sentences
 
@@ -52,8 +59,10 @@ def run_index(args: argparse.Namespace) -> int:
         raise InputError("give --conllu or --text-file, not both")
     sentences = corpus_sentences(args.conllu or (), args.text_file, args.max_sentences)
     lab = lab_from_args(args)
-    with tqdm(total=len(sentences), desc=f"indexing {args.kind}", unit="sent") as bar:
-        index = build_index(lab, sentences, args.kind, progress=lambda done, total: bar.update(done - bar.n))
+    layers = lab.n_layers + (args.kind == "embeddings")  # contexts have no layer 0 (the embeddings have no heads)
+    with WorkBar("index", "sentence", lambda n: f"{n:,} sentences through the model, every token's {args.kind} at "
+                                                f"{layers} layers", "the first batch") as bar:
+        index = build_index(lab, sentences, args.kind, progress=bar)
     index.save(args.out)
     record = index_record(index, args.out)
     return emit(args, record, [f"indexed {record['tokens']:,} tokens of {record['sentences']:,} sentences "

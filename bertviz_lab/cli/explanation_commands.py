@@ -4,11 +4,11 @@ gold word's log-probability, AOPC, with ERASER's comprehensiveness and sufficien
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ..interventions.faithfulness import RANKINGS
-from .options import add_model_options, command, count, emit, lab_from_args, positive_int
+from .options import WorkBar, add_model_options, command, count, emit, lab_from_args, positive_int
 
 EXAMPLES = {
     "faithfulness": ["bertviz-lab faithfulness --max-sentences 50",
@@ -35,8 +35,6 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
 
 def run_faithfulness(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
     from ..interventions.faithfulness import FaithfulnessSettings, faithfulness
     from ..resources import DEFAULT_MLM_HEAD
     from ..sentences import heldout_lines, read_lines, truncation_note
@@ -45,13 +43,25 @@ def run_faithfulness(args: argparse.Namespace) -> int:
     lab = lab_from_args(args)
     settings = FaithfulnessSettings(k_max=args.k, seed=args.seed, max_sentences=args.max_sentences,
                                     rankings=tuple(args.rankings or RANKINGS))
-    with tqdm(total=min(len(lines), args.max_sentences), desc="faithfulness", unit="sent") as bar:
-        result = faithfulness(lab, lines, settings,
-                              progress=lambda done, total: (setattr(bar, "total", total), bar.update(done - bar.n)))
+    with WorkBar("faithfulness", "sentence", faithfulness_work(settings), "the first sentence") as bar:
+        result = faithfulness(lab, lines, settings, progress=bar)
     out = {"k": args.k, "text_file": str(args.text_file or DEFAULT_MLM_HEAD / "heldout.txt"),
            **result.to_json(resamples=args.resamples, seed=args.seed)}
     note = truncation_note(result.truncated) if result.truncated else ""
     return emit(args, out, faithfulness_summary(out, note))
+
+
+def faithfulness_work(settings) -> Callable[[int], str]:
+    """What the estimate line says the work is, for a number of sentences: each ranking's top 1..k
+    tokens hidden and ERASER's bins hidden and kept alone, batched into one pass per sentence."""
+    from ..interventions.faithfulness import ERASER_BINS, check_rankings
+
+    rankings, sets = len(check_rankings(settings.rankings)), settings.k_max + 2 * len(ERASER_BINS)
+
+    def describe(sentences: int) -> str:
+        return (f"{sentences:,} sentences x {rankings} rankings x ({settings.k_max} steps + {2 * len(ERASER_BINS)} "
+                f"ERASER sets) = {sentences * rankings * sets:,} perturbed inputs, run as one batch per sentence")
+    return describe
 
 
 def faithfulness_summary(out: dict, note: str) -> Iterator[str]:

@@ -1,13 +1,16 @@
 """What every command shares: how a sub-command is declared (its help, its two examples, --json),
-the model options and the one rule for the default checkpoint, number parsers, and ``emit``, the
-one way a command prints its result (JSON with --json, a short summary without).
+the model options and the one rule for the default checkpoint, number parsers, ``emit``, the
+one way a command prints its result (JSON with --json, a short summary without), and ``WorkBar``,
+the one way long work says up front how long it will take and then shows its progress (stderr).
 
 Heavy imports stay inside functions, so ``bertviz-lab --help`` stays fast."""
 from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Iterable
+import sys
+import time
+from collections.abc import Callable, Iterable
 
 from ..bert import DEFAULT_CHECKPOINT, ORIGINAL_CHECKPOINT
 from ..lab import Lab, load
@@ -126,3 +129,64 @@ def head_list(text: str) -> tuple[int, ...]:
     if not heads:
         raise argparse.ArgumentTypeError(f"{text!r} names no head (e.g. 3,9)")
     return heads
+
+
+# ---- long work: the estimate line and the progress bar (stderr; stdout stays the result) --------
+def duration(seconds: float) -> str:
+    """A time as a person says it: "about 40 s", "about 4 min", "about 1 h 20 min"."""
+    if seconds < 1:
+        return "under a second"
+    if seconds < 90:
+        return f"about {seconds:.0f} s"
+    minutes = round(seconds / 60)
+    return f"about {minutes} min" if minutes < 60 else f"about {minutes // 60} h {minutes % 60} min"
+
+
+class WorkBar:
+    """What a long command owes whoever waits for it, on stderr: one line up front with how much
+    work there is and about how long it takes on this machine, then a progress bar (tqdm) that ends
+    at its total. The time is measured, never typed: it is the first unit of work's time, scaled to
+    the total. It is the domain loop's ``progress(done, total)`` callback, so the loop stays free of
+    printing; the loop calls it with 0 before its first unit (the clock starts then), else the clock
+    starts when the bar is made. The line prints whether or not stderr is a terminal."""
+
+    def __init__(self, name: str, unit: str, describe: Callable[[int], str], measured_on: str) -> None:
+        self.name, self.unit, self.describe, self.measured_on = name, unit, describe, measured_on
+        self.started, self.bar, self.said = time.perf_counter(), None, False
+
+    def __call__(self, done: int, total: int) -> None:
+        from tqdm import tqdm
+
+        if self.bar is None:
+            if done == 0:
+                self.started = time.perf_counter()  # the loop starts its first unit now
+            self.bar = tqdm(total=total, desc=self.name, unit=self.unit, file=sys.stderr)
+        self.bar.total = total
+        if done > 0 and not self.said:
+            self.say(done, total)
+        self.bar.update(done - self.bar.n)
+
+    def say(self, done: int, total: int) -> None:
+        """The estimate line: the work in its units, and the first units' time scaled to all of them."""
+        from tqdm import tqdm
+
+        seconds = (time.perf_counter() - self.started) * total / done
+        tqdm.write(f"{self.name}: {self.describe(total)}; {duration(seconds)} on this machine "
+                   f"(measured on {self.measured_on})", file=sys.stderr)
+        self.said = True
+
+    def note(self, message: str) -> None:
+        """A line of what the work is doing now, above the bar (never through it)."""
+        from tqdm import tqdm
+
+        tqdm.write(message, file=sys.stderr)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+    def __enter__(self) -> WorkBar:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

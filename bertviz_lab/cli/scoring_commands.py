@@ -5,12 +5,22 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ..attention.sources import source_names
 from ..lab import InputError
-from .options import add_model_options, command, count, default_checkpoint, emit, lab_from_args, open_share, positive_int
+from .options import (
+    WorkBar,
+    add_model_options,
+    command,
+    count,
+    default_checkpoint,
+    emit,
+    lab_from_args,
+    open_share,
+    positive_int,
+)
 
 EXAMPLES = {
     "score-heads": ["bertviz-lab score-heads --out results/sample",
@@ -85,13 +95,20 @@ def syntax_settings(args: argparse.Namespace):
     return Settings(args.resamples, args.seed, args.select_fraction, args.min_arcs, args.null_seeds, args.uuas_punct)
 
 
-def run_score_heads(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
+def passes_work(passes: list[str]) -> Callable[[int], str]:
+    """What the estimate line says a syntax run's work is, for its total in sentence passes."""
+    def describe(total: int) -> str:
+        sentences = total // max(len(passes), 1)
+        return (f"{sentences:,} sentences x {len(passes)} passes ({', '.join(passes)}) = {total:,} sentence "
+                "passes")
+    return describe
 
+
+def run_score_heads(args: argparse.Namespace) -> int:
     from ..export import check_writable
     from ..reports.syntax_report import write_outputs
     from ..syntax.job import treebank_files
-    from ..syntax.run import run_syntax, score_record
+    from ..syntax.run import run_syntax, score_record, syntax_passes
     from ..treebank import SAMPLE_TREEBANK, read_conllu
 
     models = checkpoints_named(args.model)
@@ -102,11 +119,13 @@ def run_score_heads(args: argparse.Namespace) -> int:
         return run_score_heads_job(args, models, treebanks)
     lab = lab_from_args(args, models[0])
     other = lab_from_args(args, args.compare_model) if args.compare_model else None
-    with tqdm(total=100, desc="score-heads", unit="%") as bar:
-        run = run_syntax(lab, parsed[0], syntax_settings(args), null=not args.no_null_model, compare_lab=other,
+    settings = syntax_settings(args)
+    passes = syntax_passes(settings.null_seed_list() if not args.no_null_model else [], other is not None,
+                           not args.no_ensembles and args.source == "attention")
+    with WorkBar("score-heads", "sentence", passes_work(passes), "the first batch") as bar:
+        run = run_syntax(lab, parsed[0], settings, null=not args.no_null_model, compare_lab=other,
                          batch_size=args.batch_size, max_length=args.max_length, max_sentences=args.max_sentences,
-                         source=args.source, ensembles=not args.no_ensembles,
-                         progress=lambda f, what: (bar.set_description(what), bar.update(round(100 * f) - bar.n)))
+                         source=args.source, ensembles=not args.no_ensembles, steps=bar)
     files = write_outputs(run.summary, args.out, title=f"Syntax scores: {treebanks[0].name}", compare=run.compare)
     record = score_record(run.summary, files)
     print(f"scored {record['sentences']} sentences with {record['model']}, skipped {record['skipped']} as too long "
@@ -118,10 +137,9 @@ def run_score_heads(args: argparse.Namespace) -> int:
 
 def run_score_heads_job(args: argparse.Namespace, models: list[str], treebanks: list[Path]) -> int:
     """Several treebanks and/or checkpoints, locally or on Ray; resumable with the same --out."""
-    from tqdm import tqdm
-
     from ..reports.syntax_report import job_report_html
     from ..syntax.job import Job, job_record, run_job
+    from ..syntax.run import syntax_passes
 
     if args.compare_model:
         raise InputError("--compare-model compares two checkpoints on one treebank; for a job, pass --model twice")
@@ -130,19 +148,19 @@ def run_score_heads_job(args: argparse.Namespace, models: list[str], treebanks: 
               device="cpu" if args.device == "auto" else args.device, batch_size=args.batch_size,
               max_length=args.max_length, max_sentences=args.max_sentences, source=args.source,
               null=not args.no_null_model, full_relations=args.full_relations, allow_pickle=args.allow_pickle)
-    bars: dict[str, tqdm] = {}
+    passes = syntax_passes(job.settings.null_seed_list() if job.null else [], False, False)
+    bars: list[WorkBar] = []
 
-    def progress_for(name: str):
-        def update(done: int, total: int) -> None:
-            if name not in bars:
-                bars[name] = tqdm(total=total, desc=name, unit="sentence", leave=False)
-            bars[name].update(done - bars[name].n)
-        return update
+    def progress_for(name: str) -> WorkBar:
+        bars.append(WorkBar(name, "sentence", passes_work(passes), "the first batch"))
+        return bars[-1]
 
-    files = run_job(job, lambda model: lab_from_args(args, model), say=lambda m: print(m, file=sys.stderr),
-                    progress_for=progress_for, report=job_report_html)
-    for bar in bars.values():
-        bar.close()
+    try:
+        files = run_job(job, lambda model: lab_from_args(args, model), say=lambda m: print(m, file=sys.stderr),
+                        progress_for=progress_for, report=job_report_html)
+    finally:
+        for bar in bars:
+            bar.close()
     record = job_record(job, files)
     return emit(args, record, [f"{record['pairs']} (checkpoint, treebank) pairs scored ({args.engine}) with "
                                f"{', '.join(record['models'])}", f"wrote {', '.join(map(str, files.values()))}"])
@@ -198,7 +216,7 @@ def probes_of(args: argparse.Namespace, lab):
 def run_structure(args: argparse.Namespace) -> int:
     from ..reports.structure_report import write_structure
     from ..syntax.ensembles import relations_of
-    from ..syntax.structure import StructureSettings, StructureTreebanks, refuse_test_split, structure_record
+    from ..syntax.structure import StructureSettings, StructureTreebanks, refuse_test_split, structure_record, structure_work
     from ..syntax.structure import run_structure as run
     from ..treebank import read_conllu
 
@@ -212,11 +230,24 @@ def run_structure(args: argparse.Namespace) -> int:
     trained, origin = probes_of(args, lab)
     settings = StructureSettings(resamples=args.resamples, seed=args.seed, kinds=tuple(args.kinds),
                                  null=not args.no_null_model, epochs=args.epochs)
-    result = run(lab, treebanks, settings, trained=trained, relations=relations_of(evaluate, args.min_arcs),
-                 progress=lambda message: print(message, file=sys.stderr))
+    parts = structure_work(treebanks, settings, trained)
+    with WorkBar("structural-probe", "sentence", parts_work(parts), "the first batch") as bar:
+        result = run(lab, treebanks, settings, trained=trained, relations=relations_of(evaluate, args.min_arcs),
+                     progress=lambda message: bar.note(message), steps=bar)
     files = write_structure(result, args.out, title=f"Syntax in {lab.checkpoint_info().name}: {args.treebank.name}")
     record = structure_record(result, files, origin)
     return emit(args, record, structure_summary(record))
+
+
+def parts_work(parts: list[tuple[str, int]]) -> Callable[[int], str]:
+    """What the estimate line says a structural-probe run's work is: its parts in sentence passes
+    (training parts are at most: early stopping ends most probes sooner)."""
+    training = any("epochs" in name for name, _ in parts)
+
+    def describe(total: int) -> str:
+        listed = "; ".join(f"{name}: {size:,}" for name, size in parts)
+        return f"{'up to ' if training else ''}{total:,} sentence passes ({listed})"
+    return describe
 
 
 def structure_summary(record: dict) -> Iterator[str]:

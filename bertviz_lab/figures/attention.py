@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import io
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -12,21 +13,32 @@ import numpy as np
 
 from ..attention import AttentionView
 from ..naming import head_labels, layer_head, layer_labels
-from .base import DIVERGING, HEAD_COLOURS, SEQUENTIAL, Figure, diverging_scale, figure, grid_domains, typed
+from .base import DIVERGING, HEAD_COLOURS, QUANTITIES, SEQUENTIAL, Figure, colorbar_title, diverging_scale, figure, grid_domains, typed
 
 
-def heatmap_figure(view: AttentionView, title: str, filename: str = "attention", diverging: bool = False,
-                   zmax: float | None = None, height: int | None = None) -> Figure:
+@dataclass(frozen=True)
+class MapScale:
+    """How one map's colours read: its colour bar's title (quantity and unit, and how it is scaled), the
+    top of the scale (None: the map's own largest value) and whether it is a difference (diverging, around 0)."""
+
+    colorbar: str = QUANTITIES["attention"]
+    zmax: float | None = 1.0
+    diverging: bool = False
+
+
+def heatmap_figure(view: AttentionView, title: str, filename: str = "attention", scale: MapScale = MapScale(),
+                   height: int | None = None) -> Figure:
     """Query rows x key columns; every row and column has its own unique category label."""
     z = view.weights
     nq, nk = len(view.query_labels), len(view.key_labels)
     trace = {
         "type": "heatmap", "z": typed(z), "x": view.key_labels, "y": view.query_labels,
-        "colorscale": DIVERGING if diverging else SEQUENTIAL,
+        "colorscale": DIVERGING if scale.diverging else SEQUENTIAL,
         "hovertemplate": "query %{y}<br>key %{x}<br>weight %{z:.4f}<extra></extra>",
-        "colorbar": {"thickness": 12},
+        "colorbar": {"thickness": 12, "title": colorbar_title(scale.colorbar)},
     }
-    if diverging:
+    zmax = scale.zmax
+    if scale.diverging:
         trace.update(diverging_scale(z, fallback=1.0) if zmax is None else {"zmid": 0, "zmin": -zmax, "zmax": zmax})
     else:
         trace.update({"zmin": 0, "zmax": zmax if zmax is not None else float(max(z.max(), 1e-6))})
@@ -76,8 +88,9 @@ def _block_mean(a: np.ndarray, size: int) -> np.ndarray:
     return np.add.reduceat(rows, edges[:-1], axis=-1) / np.diff(edges)[None, :]
 
 
-def overview_png(attention: np.ndarray, tile: int = 48, gap: int = 2) -> tuple[bytes, int, int]:
-    """All heads as one PNG mosaic: layers down, heads across, each head scaled to its own max.
+def overview_png(attention: np.ndarray, tile: int = 48, gap: int = 2, top: float | None = None) -> tuple[bytes, int, int]:
+    """All heads as one PNG mosaic: layers down, heads across, each head scaled to its own max (``top``
+    None) or every head on [0, top] (the page's fixed scale).
 
     A picture instead of layers x heads heatmap traces keeps the overview small on the wire
     (the bytes grow with the tile size, not with tokens squared times heads).
@@ -87,8 +100,8 @@ def overview_png(attention: np.ndarray, tile: int = 48, gap: int = 2) -> tuple[b
     layers, heads, n, _ = attention.shape
     thumbs = _block_mean(attention.astype(np.float32), tile)  # (layers, heads, t, t)
     t = thumbs.shape[-1]
-    peak = thumbs.max(axis=(-1, -2), keepdims=True)
-    scaled = np.divide(thumbs, peak, out=np.zeros_like(thumbs), where=peak > 0)
+    peak = thumbs.max(axis=(-1, -2), keepdims=True) if top is None else np.full((1, 1, 1, 1), top, np.float32)
+    scaled = np.clip(np.divide(thumbs, peak, out=np.zeros_like(thumbs), where=peak > 0), 0, 1)
     index = (scaled * 255).round().astype(np.uint8)
     rgb = _colour_lut()[index]  # (layers, heads, t, t, 3)
     height, width = layers * (t + gap) - gap, heads * (t + gap) - gap
@@ -102,10 +115,16 @@ def overview_png(attention: np.ndarray, tile: int = 48, gap: int = 2) -> tuple[b
     return buffer.getvalue(), width, height
 
 
-def overview_figure(attention: np.ndarray, tile: int = 48, selected: tuple[int, int] | None = None) -> Figure:
-    """Every layer x head as a thumbnail in one figure; click a thumbnail to open it."""
+PER_HEAD_OVERVIEW = MapScale(colorbar=f"{QUANTITIES['attention']} — scaled to each head's max", zmax=None)
+
+
+def overview_figure(attention: np.ndarray, tile: int = 48, selected: tuple[int, int] | None = None,
+                    scale: MapScale = PER_HEAD_OVERVIEW) -> Figure:
+    """Every layer x head as a thumbnail in one figure; click a thumbnail to open it. ``scale.zmax`` None:
+    each head scaled to its own max (the colour bar then reads as a share of that max); else every head on
+    [0, zmax]."""
     layers, heads = attention.shape[:2]
-    png, width, height = overview_png(attention, tile=tile)
+    png, width, height = overview_png(attention, tile=tile, top=scale.zmax)
     t = (width + 2) / heads  # pixels per tile including the gap
     src = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
     image = {"type": "image", "source": src, "x0": 0, "y0": 0, "dx": 1, "dy": 1, "hoverinfo": "skip"}
@@ -113,8 +132,13 @@ def overview_figure(attention: np.ndarray, tile: int = 48, selected: tuple[int, 
     entropy = -(a * np.log(np.clip(a, 1e-12, None))).sum(-1).mean(-1)  # (layers, heads)
     hover_text = [[f"{layer_head(l, h, capital=False)}<br>mean entropy {entropy[l, h]:.2f} nats<br>click to open"
                    for h in range(heads)] for l in range(layers)]
+    # the thumbnails are a picture: this almost transparent layer over them answers hovers and clicks and
+    # carries the colour bar the picture was drawn with
     picker = {"type": "heatmap", "z": typed(np.zeros((layers, heads))), "x0": t / 2 - 1, "dx": t,
-              "y0": t / 2 - 1, "dy": t, "opacity": 0.01, "showscale": False, "text": hover_text,
+              "y0": t / 2 - 1, "dy": t, "opacity": 0.01, "text": hover_text, "colorscale": SEQUENTIAL, "zmin": 0,
+              "zmax": scale.zmax or 1.0, "showscale": True,
+              "colorbar": {"thickness": 12, "lenmode": "pixels", "len": 180,  # the mosaic's height at ~560 px wide
+                           "title": colorbar_title(scale.colorbar, size=10, chars=34)},
               "hovertemplate": "%{text}<extra></extra>", "name": "overview-picker",
               "customdata": [[[l, h] for h in range(heads)] for l in range(layers)]}
     shapes = []
@@ -122,8 +146,9 @@ def overview_figure(attention: np.ndarray, tile: int = 48, selected: tuple[int, 
         l, h = selected
         shapes.append({"type": "rect", "x0": h * t - 1.5, "x1": h * t + t - 0.5, "y0": l * t - 1.5,
                        "y1": l * t + t - 0.5, "line": {"color": "#d62728", "width": 3}})
+    how = "each head scaled to its max" if scale.zmax is None else f"every head on one scale, 0–{scale.zmax:.3g}"
     layout = {
-        "title": {"text": "Model overview: every layer and head (darker = more attention; each head scaled to its max)"},
+        "title": {"text": f"Model overview: every layer and head (darker = more attention; {how})"},
         "height": int(130 + layers * max(60, min(110, 900 / layers))),
         "xaxis": {"range": [-0.5, width - 0.5], "showgrid": False, "zeroline": False, "side": "top",
                   "tickvals": [h * t + t / 2 - 1 for h in range(heads)],
@@ -235,14 +260,22 @@ def lens_figure(lens: Sequence[Any], note: str | None = None) -> Figure:
     trace = {"type": "heatmap", "z": z, "x": [f"#{i + 1}" for i in range(k)], "y": labels, "text": text,
              "texttemplate": "%{text}", "colorscale": SEQUENTIAL, "zmin": 0,
              "zmax": max(max(row) for row in z) or 1.0,  # the table's largest probability: small ones stay visible
-             "hovertemplate": "%{y}, %{x}: %{text} (p = %{z:.3f})<extra></extra>",
-             "colorbar": {"thickness": 12, "title": {"text": "p"}}}
+             "hovertemplate": "%{y}, %{x}: %{text} (probability %{z:.3f} on that layer's state)<extra></extra>",
+             # a short figure: the bar's title sits on top, in one word (the hover says what it is the probability of)
+             "colorbar": {"thickness": 12, "title": {"text": "probability", "side": "top", "font": {"size": 11}}}}
     more = f"; {len(lens) - 1} more masked position(s) in the CLI's --lens" if len(lens) > 1 else ""
     layout = {"title": {"text": f"MLM lens at position {first.position}: the model's MLM head on each layer's state "
-                                f"(final answer <b>{first.final}</b>{more})"},
+                                f"(final answer <b>{first.final}</b>{more})<br><sup>{rank_sentence(first)}</sup>"},
               "height": 120 + 34 * len(rows), "xaxis": {"type": "category", "side": "top"},
               "yaxis": {"type": "category", "autorange": "reversed", "automargin": True}}
     return figure([trace], layout, "mlm-lens")
+
+
+def rank_sentence(lens: Any) -> str:
+    """The one sentence that reads a row label of the lens, with the first layer's rank as the example."""
+    row = lens.layers[0]
+    return (f"answer #{row.final_rank} = the rank of the final answer '{lens.final}' among layer {row.layer}'s "
+            f"predictions (#1 = that layer's top word)")
 
 
 def explain_figure(attribution: Any, tokens: Sequence[str]) -> Figure:
@@ -257,7 +290,8 @@ def explain_figure(attribution: Any, tokens: Sequence[str]) -> Figure:
     trace = {"type": "heatmap", "z": shown.tolist(), "x": labels, "y": methods, "customdata": raw.tolist(),
              "colorscale": DIVERGING, "zmid": 0, "zmin": -1, "zmax": 1,
              "hovertemplate": "%{y}, %{x}: %{customdata:+.4f}<extra></extra>",
-             "colorbar": {"thickness": 12, "len": 1.0, "title": {"text": "scaled", "side": "right"},
+             "colorbar": {"thickness": 12, "len": 1.0,
+                          "title": colorbar_title("effect on log P(word), scaled per method (1 = its largest)"),
                           "tickvals": [-1, 0, 1], "ticktext": ["lowered", "0", "raised"]}}
     layout = {"title": {"text": f"Why '{attribution.target}' at position {attribution.position}: each context "
                                 f"token's effect (red raised it, blue lowered it)"},

@@ -67,6 +67,60 @@ def fit_title(layout: dict[str, Any], text: str) -> None:
     layout["margin"] = margin
 
 
+# ---- what a colour bar says, and which scale an attention map is read on ------------------------
+SCALES = {"fixed 0–1": "fixed", "per head": "per-head"}  # the page's choice: label -> value ("auto" also accepted)
+# sources whose rows are distributions (each row sums to 1): read on a fixed 0–1 scale by default
+ROWS_SUM_TO_ONE = frozenset({"attention", "alti", "value-zeroing", "rollout", "flow"})
+QUANTITIES = {  # what one cell of a source's map is, with its unit: the title of its colour bar
+    "attention": "attention weight (0–1, rows sum to 1)",
+    "norm": "‖α f(x)‖: vector norm (not normalised)",
+    "norm-residual": "norm with residual and LayerNorm (not normalised)",
+    "globenc": "GlobEnc contribution: norm (not normalised)",
+    "alti": "ALTI contribution (0–1, rows sum to 1)",
+    "value-zeroing": "value-zeroing score (0–1, rows sum to 1)",
+    "decompx": "DecompX contribution: norm (not normalised)",
+    "rollout": "rollout weight (0–1, rows sum to 1)",
+    "flow": "attention flow (0–1, rows sum to 1)",
+}
+COLORBAR_CHARS = 30  # a colour bar's title runs along it (side "right"): lines of at most this many characters
+GRID_BAR = {"size": 9, "chars": 38}  # a grid panel's bar: smaller, so two lines fit between two panels
+
+
+def resolve_scale(scale: str, source: str = "attention") -> str:
+    """"fixed" or "per-head" for a scale choice (a value or a label of ``SCALES``, or "auto": fixed for
+    the sources whose rows sum to 1, per head for raw norms, whose range differs from head to head)."""
+    if scale == "auto":
+        return "fixed" if source in ROWS_SUM_TO_ONE else "per-head"
+    value = SCALES.get(scale, scale)
+    if value not in SCALES.values():
+        raise ValueError(f"scale must be one of {', '.join([*SCALES.values(), 'auto'])}; got {scale!r}")
+    return value
+
+
+def quantity(source: str = "attention") -> str:
+    """The colour bar title of a map of ``source`` (quantity and unit)."""
+    return QUANTITIES.get(source, f"{source} weight")
+
+
+def fixed_top(source: str, values: np.ndarray) -> float:
+    """The top of a fixed scale: 1 for weights whose rows sum to 1, else the largest value of ``values``
+    (every head shown on one scale)."""
+    return 1.0 if source in ROWS_SUM_TO_ONE else float(max(np.max(values), 1e-6))
+
+
+def scale_note(mode: str, source: str = "attention", whose: str = "this head's") -> str:
+    """What follows the quantity in a colour bar title: how the colours are scaled."""
+    if mode == "per-head":
+        return f" — scaled to {whose} max"
+    return "" if source in ROWS_SUM_TO_ONE else " — one scale for every head"
+
+
+def colorbar_title(text: str, size: int = 11, chars: int = COLORBAR_CHARS) -> dict[str, Any]:
+    """A colour bar title along the bar (side "right"), broken into lines that a bar's length holds."""
+    lines = textwrap.wrap(text, chars, break_on_hyphens=False) or [""]
+    return {"text": "<br>".join(lines), "side": "right", "font": {"size": size}}
+
+
 def figure(data: list[dict[str, Any]], layout: dict[str, Any], filename: str) -> Figure:
     base_layout = {"font": FONT, "margin": {"l": 90, "r": 30, "t": 60, "b": 90}, "template": "plotly_white",
                    "paper_bgcolor": "white", "plot_bgcolor": "white"}
@@ -140,6 +194,9 @@ class GridStyle:
     group id per panel, None for a panel of its own) gives the panels of a group one scale, so
     panels that invite comparison (baseline and intervened, a head and its layer) are read on the
     same colours. With groups, a button in the figure switches to per-panel scales and back.
+    ``fixed_max``: the grouped panels on [0, fixed_max] (the page's "fixed 0–1"); the button then switches
+    between that and per-panel scales. ``colorbar``: the colour bars' title (quantity and unit), one
+    for every panel or one per panel; how the bar is scaled is added to it.
     ``row_labels_once``: the row labels only left of the first column (every panel has the same rows),
     which leaves the panels of a narrow figure more width."""
 
@@ -152,28 +209,59 @@ class GridStyle:
     x_title: str = ""
     y_title: str = ""
     reverse_y: bool = True
+    colorbar: str | Sequence[str] = ""
+    fixed_max: float | None = None
+
+
+@dataclass(frozen=True)
+class GridScales:
+    """Per panel: the top of its scale as first drawn, whether its colour bar shows, its colour bar title;
+    and the same for the figure's "per-panel scales" button."""
+
+    zmax: list[float]
+    shown: list[bool]
+    titles: list[str]
+    own: list[float]
+    own_titles: list[str]
+
+
+def grid_scales(panels: Sequence[tuple[str, np.ndarray]], style: GridStyle) -> GridScales:
+    """Which scale each panel of a grid is read on, and what its colour bar says about it."""
+    n = len(panels)
+    groups = list(style.groups) if style.groups is not None else [0 if style.zmax_shared else None] * n
+    names = [style.colorbar] * n if isinstance(style.colorbar, str) else list(style.colorbar)
+    names = [name or UNITS.get(panel, "") for name, (panel, _) in zip(names, panels)]  # "": the caller forgot
+    own = [float(max(z.max(), 1e-6)) for _, z in panels]
+    members = {g: [i for i, h in enumerate(groups) if h == g] for g in set(groups) if g is not None}
+    group_max = {g: max(own[i] for i in idx) for g, idx in members.items()}
+    shown = [g is None or members[g][-1] == i for i, g in enumerate(groups)]
+    own_titles = [f"{name} — scaled to this panel's max" if name else "" for name in names]
+    if style.fixed_max is not None:  # grouped panels on [0, fixed_max]; a panel of its own keeps its range
+        return GridScales([own[i] if g is None else style.fixed_max for i, g in enumerate(groups)], shown,
+                          [own_titles[i] if g is None else names[i] for i, g in enumerate(groups)], own, own_titles)
+    zmax = [own[i] if g is None else group_max[g] for i, g in enumerate(groups)]
+    titles = [f"{names[i]} — scaled to these panels' max" if g is not None and names[i]
+              and len(members[g]) > 1 else own_titles[i] for i, g in enumerate(groups)]
+    return GridScales(zmax, shown, titles, own, own_titles)
 
 
 def heatmap_grid(panels: Sequence[tuple[str, np.ndarray]], x_labels: Sequence[str], y_labels: Sequence[str],
                  title: str, filename: str, style: GridStyle) -> Figure:
     """Several heatmaps side by side, each on its own axes, sharing the category labels, laid out by ``style``."""
     zmax_shared = style.zmax_shared
-    cells = grid_domains(len(panels), style.columns, 0.06 if zmax_shared else 0.09, 0.16)
-    groups = list(style.groups) if style.groups is not None else [0 if zmax_shared else None] * len(panels)
-    own = [float(max(z.max(), 1e-6)) for _, z in panels]
-    group_max = {g: max(m for m, h in zip(own, groups) if h == g) for g in set(groups) if g is not None}
-    last_of_group = {g: max(i for i, h in enumerate(groups) if h == g) for g in group_max}
+    # a bar with its title between two panels needs a wider gap than one bar right of them all
+    cells = grid_domains(len(panels), style.columns, 0.06 if zmax_shared else 0.15, 0.16)
+    scales = grid_scales(panels, style)
     data, layout, annotations = [], {}, []
-    for cell, (name, z), group in zip(cells, panels, groups):
+    for cell, (name, z) in zip(cells, panels):
         i, r, c, rows, ax = cell.index, cell.row, cell.column, cell.rows, cell.axis
         x0, y1, width, height = cell.x0, cell.y1, cell.width, cell.height
+        bar = {"thickness": 10, "title": colorbar_title(scales.titles[i])} if zmax_shared else \
+            {"thickness": 8, "len": height * 0.9, "y": y1 - height / 2, "yanchor": "middle", "x": x0 + width + 0.005,
+             "xanchor": "left", "tickfont": {"size": 9}, "title": colorbar_title(scales.titles[i], **GRID_BAR)}
         data.append({"type": "heatmap", "z": typed(z), "x": list(x_labels), "y": list(y_labels),
                      "xaxis": f"x{ax}", "yaxis": f"y{ax}", "colorscale": SEQUENTIAL, "zmin": 0,
-                     "zmax": group_max[group] if group is not None else own[i],
-                     "showscale": group is None or last_of_group[group] == i,
-                     "colorbar": {"thickness": 10} if zmax_shared else
-                     {"thickness": 8, "len": height * 0.9, "y": y1 - height / 2, "yanchor": "middle",
-                      "x": x0 + width + 0.005, "xanchor": "left", "tickfont": {"size": 9}},
+                     "zmax": scales.zmax[i], "showscale": scales.shown[i], "colorbar": bar,
                      "hovertemplate": f"{name}<br>{style.hover}<extra></extra>"})
         layout[f"xaxis{ax}"] = {"domain": cell.x_domain, "anchor": f"y{ax}", "type": "category",
                                 "tickangle": -60, "tickfont": {"size": 10}, "automargin": True,
@@ -186,21 +274,30 @@ def heatmap_grid(panels: Sequence[tuple[str, np.ndarray]], x_labels: Sequence[st
                             "yref": "paper", "showarrow": False, "xanchor": "center", "yanchor": "bottom"})
     layout.update({"title": {"text": title}, "annotations": annotations,
                    "height": 120 + cells[0].rows * style.height_per_row, "margin": {"l": 80, "r": 30, "t": 90, "b": 90}})
-    grouped = [i for i, g in enumerate(groups) if g is not None]
-    if not zmax_shared and grouped:
-        layout["updatemenus"] = [scale_switch(grouped, [group_max[groups[i]] for i in grouped], [own[i] for i in grouped],
-                                              [data[i]["showscale"] for i in grouped])]
+    switchable = [i for i, g in enumerate(style.groups or []) if g is not None]
+    if not zmax_shared and switchable:
+        layout["updatemenus"] = [scale_switch(switchable, scales, "fixed 0–1" if style.fixed_max is not None
+                                              else "shared scale")]
     return figure(data, layout, filename)
 
 
-def scale_switch(traces: list[int], shared: list[float], own: list[float], shown: list[bool]) -> dict[str, Any]:
-    """The figure's own "shared scale / per-panel scales" buttons (Plotly restyle, no server round trip)."""
+def scale_switch(traces: list[int], scales: GridScales, first: str = "shared scale") -> dict[str, Any]:
+    """The figure's own "shared (or fixed) scale / per-panel scales" buttons (Plotly restyle, no server round
+    trip); each colour bar's title follows the scale it shows."""
+    def pick(values: list) -> list:
+        return [values[i] for i in traces]
+
+    def titles(texts: list[str]) -> list[str]:
+        return [colorbar_title(t, **GRID_BAR)["text"] for t in pick(texts)]
+
     return {"type": "buttons", "direction": "right", "x": 1.0, "xanchor": "right", "y": 1.0, "yanchor": "bottom",
             "pad": {"b": 30}, "showactive": True, "active": 0, "font": {"size": 11},
-            "buttons": [{"label": "shared scale", "method": "restyle",
-                         "args": [{"zmax": shared, "showscale": shown}, traces]},
+            "buttons": [{"label": first, "method": "restyle",
+                         "args": [{"zmax": pick(scales.zmax), "showscale": pick(scales.shown),
+                                   "colorbar.title.text": titles(scales.titles)}, traces]},
                         {"label": "per-panel scales", "method": "restyle",
-                         "args": [{"zmax": own, "showscale": [True] * len(traces)}, traces]}]}
+                         "args": [{"zmax": pick(scales.own), "showscale": [True] * len(traces),
+                                   "colorbar.title.text": titles(scales.own_titles)}, traces]}]}
 
 
 def diverging_scale(values: np.ndarray, fallback: float = 1e-6) -> dict[str, Any]:
@@ -209,21 +306,25 @@ def diverging_scale(values: np.ndarray, fallback: float = 1e-6) -> dict[str, Any
     return {"colorscale": DIVERGING, "zmid": 0, "zmin": -bound, "zmax": bound}
 
 
-def with_diverging(fig: Figure, trace_index: int, values: np.ndarray) -> Figure:
-    """Give one heatmap of a grid (whose z is ``values``) a diverging scale (for differences)."""
+def with_diverging(fig: Figure, trace_index: int, values: np.ndarray, title: str = "") -> Figure:
+    """Give one heatmap of a grid (whose z is ``values``) a diverging scale (for differences), its colour bar
+    titled ``title`` (e.g. "Δ attention (intervened − baseline)")."""
     trace = fig["data"][trace_index]
     colorbar = dict(trace.get("colorbar") or {})
     colorbar.setdefault("x", 1.0)
+    if title:
+        colorbar["title"] = colorbar_title(title, **GRID_BAR)
     trace.update({**diverging_scale(values), "showscale": True, "colorbar": colorbar})
     return fig
 
 
 def layer_head_figure(values: np.ndarray, title: str, filename: str, diverging: bool = False,
-                      value_label: str = "value") -> Figure:
-    """A layers x heads heatmap with 1-based L/H labels."""
+                      value_label: str = "value", colorbar: str = "") -> Figure:
+    """A layers x heads heatmap with 1-based L/H labels; its colour bar titled ``colorbar`` (quantity and
+    unit), ``value_label`` when not given."""
     layers, heads = values.shape
     trace = {"type": "heatmap", "z": typed(values), "x": head_labels(heads), "y": layer_labels(layers),
-             "colorbar": {"thickness": 12},
+             "colorbar": {"thickness": 12, "title": colorbar_title(colorbar or value_label)},
              "hovertemplate": f"layer %{{y}}, head %{{x}}<br>{value_label} %{{z:.4f}}<extra></extra>"}
     if diverging:
         trace.update(diverging_scale(values))

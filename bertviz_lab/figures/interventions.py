@@ -9,33 +9,60 @@ from ..attention import attention_view
 from ..interventions import Comparison, DirectionalRow
 from ..naming import head_labels, layer_head, layer_head_file, layer_name
 from .analysis import ViewOptions
-from .base import DIVERGING, Figure, GridStyle, heatmap_grid, layer_head_figure, with_diverging
+from .base import (
+    DIVERGING,
+    GRID_BAR,
+    ROWS_SUM_TO_ONE,
+    Figure,
+    GridStyle,
+    colorbar_title,
+    heatmap_grid,
+    layer_head_figure,
+    quantity,
+    resolve_scale,
+    with_diverging,
+)
 
 OFFSETS = [str(o) for o in range(-5, 6)]
 
 
-def comparison_figure(c: Comparison, opts: ViewOptions) -> Figure:
+def fixed_max(source: str, scale: str) -> float | None:
+    """The top of the compared panels' scale: 1 under the fixed scale for weights whose rows sum to 1; None
+    (their shared max) otherwise."""
+    return 1.0 if resolve_scale(scale, source) == "fixed" and source in ROWS_SUM_TO_ONE else None
+
+
+def comparison_figure(c: Comparison, opts: ViewOptions, scale: str = "auto") -> Figure:
+    """Baseline, intervened and their difference for one head; ``scale``: "fixed", "per-head" or "auto"
+    (the page's colour scale for the first two panels; the difference is always centred on 0)."""
     opts = opts.clamp(c.baseline)
+    source = c.baseline.source
     l, h = opts.layer, opts.head
     b, p = c.baseline.attention[l, h], c.intervened.attention[l, h]
     views = [attention_view(z, c.baseline.tokens, c.baseline.word_ids, c.baseline.segment_ids,
                             hide_special=opts.hide_special, word_level=opts.word_level, pair_filter=opts.pair_filter)
              for z in (b, p)]
     diff = views[1].weights - views[0].weights
-    fig = heatmap_grid([("baseline", views[0].weights), (f"intervened: {c.intervention.describe()}", views[1].weights),
-                              ("intervened - baseline", diff)], views[0].key_labels, views[0].query_labels,
-                             title=f"{layer_head(l, h)}: baseline vs intervened", filename=f"intervention-{layer_head_file(l, h)}",
-                             style=GridStyle(columns=3, height_per_row=460, groups=[0, 0, None],
-                                             row_labels_once=True))  # baseline and intervened: one scale
-    return with_diverging(fig, 2, diff)
+    # what was done goes in the title: as a panel's name it would run into the next panel's
+    fig = heatmap_grid([("baseline", views[0].weights), ("intervened", views[1].weights), ("intervened - baseline", diff)],
+                       views[0].key_labels, views[0].query_labels,
+                       title=f"{layer_head(l, h)}: baseline vs intervened ({c.intervention.describe()})",
+                       filename=f"intervention-{layer_head_file(l, h)}",
+                       style=GridStyle(columns=3, height_per_row=460, groups=[0, 0, None],  # baseline and intervened: one scale
+                                       row_labels_once=True, colorbar=quantity(source), fixed_max=fixed_max(source, scale)))
+    unit = "attention" if source == "attention" else quantity(source).split(" (")[0]
+    return with_diverging(fig, 2, diff, f"Δ {unit} (intervened − baseline)")
 
 
 def js_figure(c: Comparison) -> Figure:
     return layer_head_figure(c.js, f"Jensen-Shannon divergence per head, baseline vs {c.intervention.describe()}",
-                                   "intervention-js-divergence", value_label="JS (nats)")
+                             "intervention-js-divergence", value_label="JS (nats)",
+                             colorbar="JS divergence (nats), mean over queries")
 
 
-def offsets_figure(c: Comparison, layer: int) -> Figure:
+def offsets_figure(c: Comparison, layer: int, scale: str = "auto") -> Figure:
+    """Each head's mean weight by relative offset, before and after, and the change; ``scale`` as
+    ``comparison_figure``."""
     heads = head_labels(c.baseline.n_heads)
     change = c.offsets_after[layer] - c.offsets_before[layer]
     fig = heatmap_grid([("before", c.offsets_before[layer]), ("after", c.offsets_after[layer]),
@@ -43,8 +70,10 @@ def offsets_figure(c: Comparison, layer: int) -> Figure:
                              OFFSETS, heads, title=f"Mean attention by relative offset (key - query), layer {layer + 1}",
                              filename=f"offset-profile-{layer_name(layer)}",
                              style=GridStyle(columns=3, height_per_row=380, hover="head %{y}, offset %{x}<br>%{z:.4f}",
-                                             x_title="offset", y_title="head", groups=[0, 0, None], row_labels_once=True))
-    return with_diverging(fig, 2, change)
+                                             x_title="offset", y_title="head", groups=[0, 0, None], row_labels_once=True,
+                                             colorbar="mean attention weight at that offset (0–1)",
+                                             fixed_max=fixed_max(c.baseline.source, scale)))
+    return with_diverging(fig, 2, change, "Δ mean attention weight (after − before)")
 
 
 CHANGE_COLUMNS = ["position", "token", "baseline top-1", "p(top-1) baseline", "p(top-1) intervened", "change",
@@ -72,8 +101,16 @@ def directional_table(rows: list[DirectionalRow]) -> pd.DataFrame:
 
 def ablation_figure(drops: np.ndarray) -> Figure:
     return layer_head_figure(drops, "Head importance: drop in log-probability of the top-1 prediction "
-                                   "when the head is zeroed (mean over masked positions)", "head-ablation",
-                                   diverging=True, value_label="drop in log p")
+                             "when the head is zeroed (mean over masked positions)", "head-ablation",
+                             diverging=True, value_label="drop in log p", colorbar="drop in log P(word) (nats)")
+
+
+def patching_figure(heads: np.ndarray, correct: str, wrong: str) -> Figure:
+    """Activation patching: per head, the change in the logit difference (correct − wrong) when that head's
+    output comes from the donor sentence, (layers, heads)."""
+    return layer_head_figure(heads, f"Activation patching: change in logit difference ({correct} - {wrong}) when "
+                             "one head's output comes from the donor", "patching", diverging=True,
+                             value_label="change", colorbar=f"Δ logit difference ({correct} − {wrong})")
 
 
 def position_figure(learned: np.ndarray, sinusoidal: np.ndarray) -> Figure:
@@ -84,6 +121,7 @@ def position_figure(learned: np.ndarray, sinusoidal: np.ndarray) -> Figure:
                              filename=f"position-similarity-{n}",
                              style=GridStyle(columns=2, height_per_row=520, hover="position %{y} vs %{x}<br>cosine %{z:.3f}",
                                              x_title="position", y_title="position"))
-    for trace in fig["data"]:
+    for trace in fig["data"]:  # both on the whole range of a cosine
         trace.update({"colorscale": DIVERGING, "zmin": -1, "zmax": 1, "zmid": 0})
+        trace["colorbar"]["title"] = colorbar_title("cosine similarity (−1 to 1)", **GRID_BAR)
     return fig

@@ -30,7 +30,9 @@ CSS = """
 .bvl-neuron .tok {cursor: pointer; text-align: right; padding-right: 8px}
 .bvl-neuron .tok.query {font-weight: bold; background: #ffe8b3}
 .bvl-neuron .num {text-align: right; font-variant-numeric: tabular-nums; width: 64px}
-.bvl-neuron canvas {display: block}
+.bvl-neuron canvas {display: block; image-rendering: pixelated}
+.bvl-neuron tr.head td {vertical-align: bottom; line-height: 14px}
+.bvl-neuron tr.head td:not(.num) {white-space: normal}
 .bvl-neuron .bar {display: inline-block; height: 10px; background: #e8710a; vertical-align: middle}
 .bvl-neuron .head {color: #555; font-size: 12px}
 .bvl-neuron.dark {background: #111; color: #eee}

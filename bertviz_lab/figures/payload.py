@@ -20,7 +20,7 @@ import numpy as np
 from ..attention import AttentionView, attention_view
 from ..lab import Analysis
 from .attention import heatmap_figure, short_label
-from .base import HEAD_COLOURS, Figure
+from .base import HEAD_COLOURS, ROWS_SUM_TO_ONE, Figure, colorbar_title, quantity, resolve_scale, scale_note
 
 if TYPE_CHECKING:
     from .analysis import ViewOptions
@@ -28,6 +28,31 @@ if TYPE_CHECKING:
 CODE16_MAX_TOKENS = 256  # displayed rows up to which weights travel as 16-bit codes
 HEAD_VIEW_MAX_TOKENS = 128  # the head view draws at most this many tokens at once (a range selector picks which)
 MAIN_HEIGHT = (420, 640)  # the main heatmap's smallest and largest height: it fits a 800-pixel-high screen
+# the line under the single-head map: what a row is, for each source (a source not named: its rows unexplained)
+ROWS_ABOUT = {
+    "attention": "Each row sums to 1: a query's attention is shared among the keys. A column that takes most rows' "
+                 "weight (often [CLS], [SEP] or '.') is an attention sink: a place heads park attention, not "
+                 "necessarily a sign of meaning.",
+    "norm": "Each row is a query token; each cell the size (vector norm) of what the key token passes to it "
+            "through this head. Raw norms: rows do not sum to 1.",
+    "norm-residual": "Each row is a token; each cell the norm of the part of its attention-block output (residual "
+                     "and LayerNorm included) that comes from the key token. Raw norms: rows do not sum to 1; "
+                     "every head of a layer shows the same map.",
+    "globenc": "Each row is a token; each cell the norm of the part of its output of the whole layer that comes "
+               "from the key token. Raw norms: rows do not sum to 1; every head of a layer shows the same map.",
+    "alti": "Each row is a token; each cell the key token's share of its attention-block output (residual "
+            "included). Each row sums to 1; every head of a layer shows the same map.",
+    "value-zeroing": "Each row is a token; each cell how much its layer output changes when the key token's values "
+                     "are zeroed. Each row sums to 1; every head of a layer shows the same map.",
+    "decompx": "Each row is a token; each cell the norm of the part of its representation after this layer that "
+               "comes from the input token in the column, through every layer so far. Raw norms: rows do not sum "
+               "to 1; every head of a layer shows the same map.",
+    "rollout": "Each row is a token at this layer; each cell how much of it comes from the input token in the "
+               "column, attention multiplied up from layer 1 with each token's own residual copy counted (close to "
+               "the identity at layer 1). Each row sums to 1.",
+    "flow": "Each row is a token at this layer; each cell the largest attention flow from the input token in the "
+            "column up to it. Each row sums to 1.",
+}
 
 
 def quantise(weights: np.ndarray, bits: int) -> tuple[bytes, np.ndarray]:  # little-endian, as the page reads
@@ -92,6 +117,8 @@ class PayloadView:
     source_label: str = ""
     model: str = ""
     title_prefix: str = ""
+    source: str = "attention"  # the registry's name of what the weights are (figures.base.QUANTITIES)
+    scale: str = "auto"  # the colour scale the page opens on: "fixed", "per-head" or "auto" (base.resolve_scale)
 
 
 @dataclass(frozen=True)
@@ -103,15 +130,30 @@ class KeyAxis:
 
 
 def view_payload(analysis: Analysis, opts: ViewOptions, extra_notes: Sequence[str] = (),
-                 source_label: str = "") -> tuple[dict[str, Any], bytes]:
+                 source_label: str = "", scale: str = "auto") -> tuple[dict[str, Any], bytes]:
     """What the page needs for the single-head heatmap and the head view of ``analysis`` under the
     server-side display options (word level, hidden specials) of ``opts``, opened on its layer, head
-    and pair filter: the JSON part and the codes."""
+    and pair filter and on the colour ``scale`` ("fixed", "per-head" or "auto"): the JSON part and the codes.
+    ``token_index``: each row's first token position in the analysis (the neuron view opens on it)."""
     view = attention_view(analysis.attention, analysis.tokens, analysis.word_ids, analysis.segment_ids,
                           hide_special=opts.hide_special, word_level=opts.word_level)
     shown = PayloadView(layer=opts.layer, head=opts.head, pair_filter=opts.pair_filter,
-                        notes=list(extra_notes) + view.notes, source_label=source_label, model=analysis.model)
-    return weights_payload(view.weights, view.query_labels, view.query_segments, shown)
+                        notes=list(extra_notes) + view.notes, source_label=source_label, model=analysis.model,
+                        source=analysis.source, scale=scale)
+    meta, codes = weights_payload(view.weights, view.query_labels, view.query_segments, shown)
+    meta["token_index"] = list(view.query_tokens)
+    return meta, codes
+
+
+def scale_fields(source: str, scale: str, scales: np.ndarray) -> dict[str, Any]:
+    """What the page needs to draw ``source``'s weights on either colour scale: the scale it opens on, the top
+    of the fixed scale (1, or the largest weight of any head for raw norms), each scale's colour bar title,
+    and the line under the map that says what a row is."""
+    mode = resolve_scale(scale, source)
+    fixed_max = 1.0 if source in ROWS_SUM_TO_ONE else float(max(scales.max(), 1e-6))
+    titles = {m: colorbar_title(quantity(source) + scale_note(m, source))["text"] for m in ("fixed", "per-head")}
+    return {"source": source, "scale": mode, "fixed_max": round(fixed_max, 8), "colorbar_titles": titles,
+            "about": ROWS_ABOUT.get(source, "")}
 
 
 def weights_payload(weights: np.ndarray, labels: list[str], segments: Sequence[int], view: PayloadView = PayloadView(),
@@ -131,6 +173,7 @@ def weights_payload(weights: np.ndarray, labels: list[str], segments: Sequence[i
         "heatmap": None if light else heatmap_template(list(labels), bits),
         "height": {"min": MAIN_HEIGHT[0], "max": MAIN_HEIGHT[1], "base": 150, "row": 22},
         "head_view_max_tokens": HEAD_VIEW_MAX_TOKENS, "head_colours": HEAD_COLOURS,
+        **scale_fields(view.source, view.scale, scales),
     }
     if light:
         meta.update({"levels": LIGHT_LEVELS, "compressed": "deflate"})

@@ -16,7 +16,7 @@ from ..syntax.predictors import best_words
 from ..syntax.scoring import DIRECTIONS, live_arcs
 from ..syntax.summary import SyntaxSummary
 from ..treebank import Sentence
-from .base import DIVERGING, SEQUENTIAL, Figure, GridStyle, figure, heatmap_grid, layer_head_figure
+from .base import DIVERGING, SEQUENTIAL, Figure, GridStyle, colorbar_title, figure, heatmap_grid, layer_head_figure
 
 TABLE_COLUMNS = ["relation", "count", "best_head", "direction", "accuracy", "ci_low", "ci_high", "heldout_head",
                  "heldout_accuracy", "baseline_offset", "baseline_accuracy", "p_value_in_sample",
@@ -46,7 +46,8 @@ def relation_heatmap(summary: SyntaxSummary, relation: str, direction: str) -> F
         if len(row) else ""
     total = int(summary.head_scores[(summary.head_scores.relation == relation)].total.iloc[0])
     return layer_head_figure(values, f"{plotly_text(relation)} ({direction}, n={total}): accuracy per head{base}",
-                             f"syntax-{relation}-{direction.replace('->', '-')}", value_label="accuracy")
+                             f"syntax-{relation}-{direction.replace('->', '-')}", value_label="accuracy",
+                             colorbar="accuracy (share of arcs found, 0–1)")
 
 
 def uuas_figure(summary: SyntaxSummary) -> Figure:
@@ -54,8 +55,7 @@ def uuas_figure(summary: SyntaxSummary) -> Figure:
     punct = summary.settings.uuas_punct
     return layer_head_figure(summary.uuas_map(), "Tree decoding (Htut et al. 2019): UUAS of each head's maximum "
                              f"spanning tree; right-branching baseline {chain:.2f}; punctuation arcs {punct}d",
-                             "syntax-uuas",
-                             value_label="UUAS")
+                             "syntax-uuas", value_label="UUAS", colorbar="UUAS (share of gold arcs in the tree, 0–1)")
 
 
 def best_heads_table(summary: SyntaxSummary) -> pd.DataFrame:
@@ -95,7 +95,7 @@ def difference_figure(compare: pd.DataFrame, relation: str, direction: str, laye
     values = rows.difference.to_numpy().reshape(layers, heads)
     fig = layer_head_figure(values, f"{plotly_text(relation)} ({direction}): accuracy of B minus A per head",
                             "syntax-difference",
-                            diverging=True, value_label="B - A")
+                            diverging=True, value_label="B - A", colorbar="Δ accuracy (B − A)")
     fig["data"][0]["colorscale"] = DIVERGING
     return fig
 
@@ -231,7 +231,7 @@ def relation_figure(summary: SyntaxSummary, relation: str) -> Figure:
                         title=f"{plotly_text(relation)}: accuracy per head{base}", filename="syntax-relation",
                         style=GridStyle(columns=2, height_per_row=40 * summary.layers + 60, zmax_shared=True,
                                         hover="layer %{y}, head %{x}<br>accuracy %{z:.3f}", x_title="head",
-                                        y_title="layer"))
+                                        y_title="layer", colorbar="accuracy (share of arcs found, 0–1)"))
 
 
 def stats_figure(summary: SyntaxSummary) -> Figure:
@@ -241,7 +241,9 @@ def stats_figure(summary: SyntaxSummary) -> Figure:
                         title="General head statistics over the treebank (mean over sentences)",
                         filename="head-statistics",
                         style=GridStyle(columns=4, height_per_row=32 * summary.layers + 80,
-                                        hover="layer %{y}, head %{x}<br>%{z:.3f}", x_title="head", y_title="layer"))
+                                        hover="layer %{y}, head %{x}<br>%{z:.3f}", x_title="head", y_title="layer",
+                                        colorbar=["entropy (nats)" if k == "entropy" else "share of a query's weight"
+                                                  for k in HEAD_STATS if k in stats]))
 
 
 def head_order(label: str) -> tuple:
@@ -265,7 +267,8 @@ def agreement_figure(agree: pd.DataFrame, model: str) -> Figure:
     text = [[f"{int(won.loc[r, h])} of {int(total[r])} treebanks" for h in heads] for r in relations]
     trace = {"type": "heatmap", "z": grid.to_numpy().tolist(), "x": [str(h) for h in heads],
              "y": [plotly_text(r) for r in relations], "text": text, "colorscale": SEQUENTIAL, "zmin": 0, "zmax": 1,
-             "hovertemplate": "%{y}, head %{x}<br>best in %{text}<extra></extra>", "colorbar": {"thickness": 12}}
+             "hovertemplate": "%{y}, head %{x}<br>best in %{text}<extra></extra>",
+             "colorbar": {"thickness": 12, "title": colorbar_title("share of treebanks where it is the best head")}}
     layout = {"title": {"text": f"Same best head across treebanks: {plotly_text(model)}"},
               "height": 140 + 22 * max(len(relations), 4),
               "xaxis": {"type": "category", "title": {"text": "head (layer-head)"}},

@@ -301,7 +301,8 @@ def sentence_scores(lab: Lab, item: MaskedSentence, k_max: int, seed: int, names
 def faithfulness(lab: Lab, lines: Sequence[str], settings: FaithfulnessSettings | None = None,
                  progress: Callable[[int, int], None] | None = None, **old: Any) -> FaithfulnessResult:
     """AOPC, comprehensiveness and sufficiency of every ranking over sentences with one seeded
-    masked whole word each. ``k_max=``, ``seed=``, ``max_sentences=`` and ``sources=`` (the old name of
+    masked whole word each. ``progress(done, total)`` is told the sentences scored of those kept
+    (0 before the first). ``k_max=``, ``seed=``, ``max_sentences=`` and ``sources=`` (the old name of
     the rankings) are the keywords before issue 42, accepted for one release."""
     settings = _settings(settings, old)
     names, k_max, seed = check_rankings(settings.rankings), settings.k_max, settings.seed
@@ -312,6 +313,8 @@ def faithfulness(lab: Lab, lines: Sequence[str], settings: FaithfulnessSettings 
     if not items:
         raise InputError(f"no line has a maskable word and at least {k_max} other words")
     scored = []
+    if progress is not None:
+        progress(0, len(items))  # the work is known: a caller's clock starts on the first sentence
     for done, (enc, position, gold) in enumerate(items, start=1):
         scored.append(sentence_scores(lab, MaskedSentence(enc, position, gold), k_max, seed + done, names))
         if progress is not None:

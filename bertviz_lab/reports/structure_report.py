@@ -27,6 +27,23 @@ METHOD = (
     "method reported on the other half; intervals: 95% percentile bootstrap over those sentences.")
 
 
+COUNTS = ("layer", "sentences", "epochs", "best_epoch", "ensemble_arcs")  # whole numbers, whatever pandas made them
+
+
+def whole_numbers(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` with its counts as integers: a column with one missing value (right-branching has no
+    layer) comes out of pandas as float and would print "1.000"; layers are 0 (embeddings) to L."""
+    return table.astype({c: "Int64" for c in COUNTS if c in table})
+
+
+def html_table(table: pd.DataFrame) -> str:
+    """A table as the report prints it: counts as whole numbers, other numbers to 3 decimals, blank where none."""
+    shown = whole_numbers(table).astype({c: object for c in COUNTS if c in table})
+    for column in (c for c in COUNTS if c in shown):
+        shown[column] = shown[column].map(lambda v: "" if pd.isna(v) else str(int(v)))
+    return shown.to_html(index=False, float_format=lambda v: f"{v:.3f}", classes="best", border=0, na_rep="")
+
+
 def curves_table(result: StructureResult) -> pd.DataFrame:
     rows = [{"model": key.split("/")[0], "kind": key.split("/")[1], "layer": layer, "epoch": epoch + 1,
              "train_loss": train, "stop_loss": stop}
@@ -37,9 +54,8 @@ def curves_table(result: StructureResult) -> pd.DataFrame:
 
 def report_html(result: StructureResult, title: str) -> str:
     fig = structure_figure(result.comparison, result.checkpoint.name, result.eval_treebank or "the treebank")
-    table = result.probe_table.to_html(index=False, float_format=lambda v: f"{v:.3f}", classes="best", border=0)
-    ensembles = result.ensembles.to_html(index=False, float_format=lambda v: f"{v:.3f}", classes="best", border=0) \
-        if len(result.ensembles) else "<p>No relation was given.</p>"
+    table = html_table(result.probe_table)
+    ensembles = html_table(result.ensembles) if len(result.ensembles) else "<p>No relation was given.</p>"
     said = "".join(f"<li>{html.escape(line)}</li>" for line in result.conclusions)
     n = result.sentences
     return f"""{page_head(title)}
@@ -51,10 +67,11 @@ choices on {n.get('selection', 0)}, reported on {n.get('report', 0)}.</p>
 {_figure_div(fig, "structure")}
 <p>{html.escape(METHOD)}</p>
 <h2>Every probe on every evaluated sentence</h2>
-{table}
+<p>Layer 0 is the embeddings, layer L the output of block L; right-branching has no layer.</p>
+<div class="wide">{table}</div>
 <h2>Head ensembles per relation</h2>
 <p>{html.escape(ENSEMBLE_NOTE)}</p>
-{ensembles}
+<div class="wide">{ensembles}</div>
 </body></html>
 """
 
@@ -63,9 +80,9 @@ def write_structure(result: StructureResult, out: Path, title: str = "bertviz-la
     """Every output file, written atomically; probes.safetensors beside them."""
     out.mkdir(parents=True, exist_ok=True)
     contents = {
-        "probe_scores": ("probe_scores.csv", result.probe_table.to_csv(index=False, float_format="%.6f")),
-        "structure": ("structure.csv", result.comparison.to_csv(index=False, float_format="%.6f")),
-        "ensembles": ("ensembles.csv", result.ensembles.to_csv(index=False, float_format="%.6f")),
+        "probe_scores": ("probe_scores.csv", whole_numbers(result.probe_table).to_csv(index=False, float_format="%.6f")),
+        "structure": ("structure.csv", whole_numbers(result.comparison).to_csv(index=False, float_format="%.6f")),
+        "ensembles": ("ensembles.csv", whole_numbers(result.ensembles).to_csv(index=False, float_format="%.6f")),
         "curves": ("training_curves.csv", curves_table(result).to_csv(index=False, float_format="%.6f")),
         "report": ("report.html", report_html(result, title)),
     }

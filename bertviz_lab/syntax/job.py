@@ -25,6 +25,7 @@ import pandas as pd
 from ..export import write_atomically
 from ..lab import InputError, Lab, null_model
 from ..treebank import read_conllu
+from .run import best_heads_long, best_heads_wide
 from .scoring import TreebankScores, check_scored, score_treebank
 from .summary import Settings, SyntaxSummary, summarise
 
@@ -175,7 +176,7 @@ def write_pair(folder: Path, summary: SyntaxSummary, treebank: Path, label: str 
         best = summary.best_heads.copy()
         best.insert(1, "treebank", label)
         best.insert(2, "language", language_of(treebank))
-        best.to_csv(partial / "best_heads.csv", index=False, float_format="%.6f")
+        best_heads_long(best).to_csv(partial / "best_heads.csv", index=False, float_format="%.6f")
         (partial / DONE).write_text(f"{label}\n{skip_note(summary)}\n")
         if folder.exists():
             shutil.rmtree(folder)  # an incomplete earlier attempt (no DONE)
@@ -266,13 +267,15 @@ def score_model(job: Job, model: str, lab: Lab, treebanks: list[Path], say: Call
 
 def write_combined(out: Path, folders: Sequence[Path], report: Report | None = None,
                    min_arcs: int = 0) -> dict[str, Path]:
-    """The job's tables from its pairs' folders (and the report, if asked), all renamed into place together."""
+    """The job's tables from its pairs' folders (and the report, if asked), all renamed into place
+    together; best_heads.csv stays one row per relation and measure (``run.best_heads_long``)."""
     tidy = pd.concat([pd.read_csv(f / "scores.csv") for f in folders], ignore_index=True)
-    best = pd.concat([pd.read_csv(f / "best_heads.csv") for f in folders], ignore_index=True)
+    long = pd.concat([pd.read_csv(f / "best_heads.csv") for f in folders], ignore_index=True)
+    best = best_heads_wide(long)
     agree = agreement(best, min_arcs)
     contents = {
         "scores": ("scores.csv", tidy.to_csv(index=False, float_format="%.6f")),
-        "best_heads": ("best_heads.csv", best.to_csv(index=False, float_format="%.6f")),
+        "best_heads": ("best_heads.csv", long.to_csv(index=False, float_format="%.6f")),
         "agreement": ("agreement.csv", agree.to_csv(index=False, float_format="%.6f")),
     }
     if report is not None:

@@ -258,6 +258,8 @@ def collect(lab: Lab, plan: Plan, results: Iterable[tuple[list[dict], dict[str, 
     collector = ArcCollector(lab.n_layers, lab.n_heads, trees=trees)
     stats_sum: dict[str, np.ndarray] = {}
     done = 0
+    if progress is not None:
+        progress(0, plan.used)  # the work is known: a caller's clock starts on the first batch
     for rows, stats in results:
         for r in rows:
             collector.add_rows(r)

@@ -53,6 +53,7 @@ from .trees import (
     uuas_counts,
 )
 
+Steps = Callable[[int, int], None]  # (done, total), e.g. sentence passes
 KINDS = ("distance", "depth")
 BATCH = 20
 EPOCHS = 40
@@ -116,7 +117,8 @@ class ProbeData:
 
 def word_features(lab: Lab, sentences: Sequence[Sentence], batch_size: int = 32, max_tokens: int | None = None,
                   progress: Callable[[int, int], None] | None = None) -> ProbeData:
-    """Every layer's hidden state (0 = embeddings) per treebank word, the mean of its pieces."""
+    """Every layer's hidden state (0 = embeddings) per treebank word, the mean of its pieces;
+    ``progress(done, total)`` is told the sentences done of those kept (0 before the first batch)."""
     limit = min(max_tokens or lab.max_tokens, lab.max_tokens)
     kept, encoded, skipped = [], [], 0
     for index, sentence in enumerate(sentences):
@@ -129,6 +131,8 @@ def word_features(lab: Lab, sentences: Sequence[Sentence], batch_size: int = 32,
     hooks = hidden_state_names(lab.n_layers)
     project = lab.model.bert.embeddings_project  # ELECTRA's embedding_size -> hidden_size, else None
     out: dict[int, np.ndarray] = {}
+    if progress is not None:
+        progress(0, len(encoded))  # the work is known: a caller's clock starts on the first batch
     for rows, cache in lab.runs_by_length(encoded, hooks, batch_size):
         states = [cache[h] for h in hooks]
         if project is not None:
@@ -247,11 +251,13 @@ class ProbeTraining:
 
 
 def train_probes(data: ProbeData, stop: ProbeData, layers: Sequence[int], kind: str = "distance",
-                 training: ProbeTraining = ProbeTraining(), progress: Callable[[str], None] | None = None
-                 ) -> dict[int, TrainedProbe]:
+                 training: ProbeTraining = ProbeTraining(), progress: Callable[[str], None] | None = None,
+                 steps: Steps | None = None) -> dict[int, TrainedProbe]:
     """One probe per layer, each with Hewitt & Manning's regimen (its own Adam, learning-rate
     schedule and early stopping; see the module docstring). The layers train side by side on the
-    same shuffled batches, which changes nothing for any one of them and reads each batch once."""
+    same shuffled batches, which changes nothing for any one of them and reads each batch once.
+    ``progress`` is told each epoch's stopping losses in words, ``steps(epoch, epochs)`` each epoch
+    done of at most ``training.epochs`` (fewer when every layer stops early)."""
     seed, rank, epochs = training.seed, training.rank, training.epochs
     generator = torch.Generator().manual_seed(seed)
     hidden = data.features[0].shape[-1]
@@ -284,9 +290,39 @@ def train_probes(data: ProbeData, stop: ProbeData, layers: Sequence[int], kind: 
         if progress is not None:
             progress(f"{kind} probes: epoch {epoch + 1}, stopping loss by layer "
                      + ", ".join(f"{k}: {sl:.4f}" for k, sl in zip(layers, [curves[k][-1][1] for k in layers])))
+        if steps is not None:
+            steps(epoch + 1, epochs)
     return {layer: TrainedProbe(kind, layer, best[layer][2].numpy(), len(curves[layer]), best[layer][1] + 1,
                                 best[layer][0], curves[layer], round(finished.get(layer, time.time() - started), 1))
             for layer in layers}
+
+
+class WorkParts:
+    """One ``(done, total)`` over the parts of a long run, each a number of sentence passes known up
+    front (word vectors of a set of sentences: one pass each; a probe's training: one pass over its
+    sentences per epoch, at most), so one bar and one estimate cover the whole run. ``of(name)`` is the
+    part's own ``(done, total)`` callback told as the run's; ``finish(name)`` counts what the part left
+    undone (probes that stopped early, sentences skipped) so the run still ends at its total."""
+
+    def __init__(self, parts: Sequence[tuple[str, int]], steps: Steps | None) -> None:
+        self.sizes, self.steps, self.starts = dict(parts), steps, {}
+        start = 0
+        for name, size in parts:
+            self.starts[name], start = start, start + size
+        self.total = start
+
+    def of(self, name: str) -> Steps | None:
+        if self.steps is None:
+            return None
+        start, size = self.starts[name], self.sizes[name]
+
+        def report(done: int, total: int) -> None:
+            self.steps(start + min(size, round(done * size / max(total, 1))), self.total)
+        return report
+
+    def finish(self, name: str) -> None:
+        if self.steps is not None:
+            self.steps(self.starts[name] + self.sizes[name], self.total)
 
 
 @dataclass

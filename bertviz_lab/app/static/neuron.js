@@ -49,7 +49,30 @@
     var qkCanvas = root.querySelector('canvas.qk');
     [qCanvas, kCanvas, qkCanvas].forEach(function (c, i) {
       c.width = d * CELL; c.height = i === 0 ? ROW : n * ROW;
+      c.style.height = c.height + 'px';
     });
+    // The vectors' canvases take the width the page leaves them (down to one pixel per dimension), so every
+    // column and its header stay in view in a narrow frame (the app's at 1024 px) instead of running off it.
+    function fit() {
+      var canvases = [qCanvas, kCanvas, qkCanvas];
+      canvases.forEach(function (c) { c.style.width = '0px'; });
+      table.style.width = '1px';  // the other columns at their narrowest (headers wrapped between words)
+      var rest = table.getBoundingClientRect().width, room = root.clientWidth - rest - 12;
+      table.style.width = '';
+      var width = Math.max(d, Math.min(d * CELL, Math.floor(room / 2)));
+      canvases.forEach(function (c) { c.style.width = width + 'px'; });
+      root.dataset.cell = (width / d).toFixed(2);
+    }
+    fit();
+    window.addEventListener('resize', fit);
+    // In the app the view lives in a frame of its own: tell the page how tall it is drawn, so the frame
+    // shows every row (views.js sizes the frame; a notebook output has no parent to tell).
+    function tellHeight() {
+      if (window.parent === window) { return; }
+      window.parent.postMessage({ bvlNeuronHeight: document.documentElement.scrollHeight }, '*');
+    }
+    tellHeight();
+    window.addEventListener('resize', tellHeight);
     var dots = table.querySelectorAll('td.dot'), bars = table.querySelectorAll('td.soft .bar');
     var probs = table.querySelectorAll('td.soft .p');
 
@@ -141,6 +164,6 @@
       }
     });
     render();
-    return {render: render, state: state, toSvg: toSvg};
+    return {render: render, state: state, toSvg: toSvg, fit: fit};
   };
 })();

@@ -42,7 +42,15 @@
   // later() asks for a redraw soon (e.g. plotly.js still loading).
   function BvlViewer(scope) {
     var S = { p: null, codes: null, layer: 0, head: 0, filter: 'all', heads: new Set(), focus: null, pinned: null,
-              span: null, start: 0, dirty: { single: true, headview: true } };
+              span: null, start: 0, scale: 'fixed', dirty: { single: true, headview: true } };
+
+    // The colour scale: 'fixed' (0–1 for weights whose rows sum to 1, else one scale for every head) or
+    // 'per-head' (each head to its own largest weight). top(l, h): the weight drawn darkest / most opaque.
+    function top(l, h) { return S.scale === 'per-head' ? S.p.scales[l][h] : (S.p.fixed_max || 1); }
+    function barTitle() {
+      var titles = S.p.colorbar_titles || {};
+      return titles[S.scale] || '';
+    }
 
     function weight(l, h) {  // (query, key) -> weight of one head, straight from the codes
       var p = S.p, nk = keysOf(p).labels.length, nq = p.labels.length;
@@ -74,7 +82,9 @@
       trace.x = pick(sel.cols, keys.labels);
       trace.y = pick(sel.rows, p.labels);
       trace.zmin = 0;
-      trace.zmax = Math.max(m.max, 1e-6);
+      trace.zmax = S.scale === 'per-head' ? Math.max(m.max, 1e-6) : (p.fixed_max || 1);
+      trace.colorbar = Object.assign({}, trace.colorbar, { title: Object.assign({}, (trace.colorbar || {}).title,
+                                                                               { text: barTitle() }) });
       layout.title.text = (p.title_prefix || '') + 'Layer ' + (S.layer + 1) + ', head ' + (S.head + 1) + p.source_label;
       var h = p.height, rows = Math.max(sel.rows.length, sel.cols.length);
       layout.height = Math.min(h.max, Math.max(h.min, h.base + h.row * rows));
@@ -83,11 +93,34 @@
       fig.config.toImageButtonOptions.filename = 'attention-L' + (S.layer + 1) + '-H' + (S.head + 1);
       P.react(root, fig.data, layout, fig.config);
       var notes = p.notes.concat(sel.note ? [sel.note] : []), caption = scope.caption();
-      if (caption) { caption.textContent = notes.join(' · '); }
+      if (caption) { writeCaption(caption, p.about || '', notes.join(' · ')); }
       root.setAttribute('data-drawn', layout.title.text);
+      root.setAttribute('data-scale', S.scale);
       bump(root);  // for timing and tests
       S.dirty.single = false;
       return true;
+    }
+
+    // The caption under the map: the line that says what a row is (and what an attention sink is), then the notes.
+    function writeCaption(el, about, notes) {
+      el.textContent = '';
+      [['bvl-about', about], ['bvl-notes', notes]].forEach(function (part) {
+        if (!part[1]) { return; }
+        var line = document.createElement('div');
+        line.className = part[0];
+        line.textContent = part[1];
+        el.appendChild(line);
+      });
+    }
+
+    // The page's hidden box the neuron view reads its opening token from (absent in notebooks): the token
+    // position of a head-view token clicked (a word's first piece at word level), '' when it is unpinned.
+    function tellTokenClicked(spot) {
+      var box = document.querySelector('#headview-token textarea, #headview-token input');
+      if (!box || (spot && spot.side === 'key' && S.p.key_labels)) { return; }
+      var index = spot ? (S.p.token_index ? S.p.token_index[spot.index] : spot.index) : '';
+      box.value = String(index);
+      box.dispatchEvent(new Event('input', { bubbles: true }));
     }
 
     // ---- head view (BertViz-style) ------------------------------------------------------
@@ -151,7 +184,7 @@
                                 ' at once; lines to tokens outside this range are not drawn).'); }
       if (sel.note) { notes.push(sel.note); }
       notes.push('Hover a token to see only its lines; click it to keep them; shift-click several to make a span ' +
-                 '(from a span: averaged over its tokens; to a span: summed). Line opacity = attention weight.');
+                 '(from a span: averaged over its tokens; to a span: summed). ' + opacityNote());
       parts.note.textContent = notes.join(' ');
       var rowH = (stop - start) > 48 ? 14 : 20, font = rowH === 14 ? 11 : 13;
       var width = Math.max(320, Math.min(900, root.clientWidth || 600)), side = Math.floor(width * 0.3);
@@ -197,6 +230,12 @@
     // clicked token keeps only its lines; a span (shift-click several tokens of one side) is one end:
     // attention from a span of queries is averaged over its rows, attention to a span of keys summed
     // over its columns (as word level merges word pieces).
+    function opacityNote() {
+      if (S.scale === 'per-head') { return "Line opacity = weight ÷ that head's largest weight (scaled per head)."; }
+      return (S.p.fixed_max || 1) === 1 ? 'Line opacity = attention weight (0–1).' :
+        'Line opacity = weight ÷ the largest weight of any head (one scale for every head).';
+    }
+
     function visibleLines(g) {
       var out = [], focus = S.pinned || S.focus, queries = g.rows, keys = g.cols, span = S.span;
       if (focus && focus.side === 'query') { queries = g.rows.filter(function (i) { return i === focus.index; }); }
@@ -204,7 +243,8 @@
       var members = span ? Array.from(span.indices) : [];
       var centre = members.length ? members.reduce(function (a, i) { return a + g.y(i); }, 0) / members.length : 0;
       S.heads.forEach(function (h) {
-        var w = weight(S.layer, h), a, b, v;
+        var raw = weight(S.layer, h), t = top(S.layer, h) || 1, a, b, v;
+        var w = function (q, k) { return raw(q, k) / t; };  // 0–1 on the chosen scale
         if (span && span.side === 'query') {
           for (b = 0; b < keys.length; b++) {
             v = 0;
@@ -309,6 +349,7 @@
         } else if (ev.type === 'click') {
           S.span = null;
           S.pinned = S.pinned && S.pinned.side === spot.side && S.pinned.index === spot.index ? null : spot;
+          tellTokenClicked(S.pinned);
         } else if (ev.type === 'mouseover') {
           if (S.span) { return; }  // hovering leaves a span as it is
           S.focus = spot;
@@ -331,6 +372,7 @@
         S.layer = p.layer || 0;
         S.head = p.head || 0;
         S.filter = p.pair_filter || 'all';
+        S.scale = p.scale === 'per-head' ? 'per-head' : 'fixed';
         S.heads = new Set(p.heads_shown || [S.head]);  // BertViz's heads=[...] (the app: the Head slider's)
         S.focus = S.pinned = S.span = null;
         S.start = 0;
@@ -351,6 +393,11 @@
         S.layer = l;
         S.head = h;
         api.draw();
+      },
+      scale: function (mode) {  // the page-wide colour scale: 'fixed' or 'per-head' (also their labels)
+        S.scale = mode === 'per-head' || mode === 'per head' ? 'per-head' : 'fixed';
+        S.dirty = { single: true, headview: true };
+        if (S.p) { api.draw(); }
       },
       filter: function (value) {
         S.filter = value || 'all';

@@ -65,6 +65,9 @@
     },
     select: function (layer, head) { viewer.select(layer, head); syncServerViews(); return []; },
     filter: function (value) { viewer.filter(value); syncServerViews(); return []; },
+    // The page-wide colour scale of attention maps ('fixed' or 'per-head'): the JS views redraw at once; the
+    // server-drawn ones follow through the scale control's own event.
+    scale: function (mode) { viewer.scale(mode); return []; },
     redraw: function () { viewer.redraw(); },
     // After an action: if its message says where the person must act (e.g. "Pick them under Mask tokens"),
     // scroll that control into view and outline it for a moment.
@@ -99,4 +102,12 @@
     }
   }).observe(document.documentElement, { childList: true, subtree: true });
   window.addEventListener('resize', function () { later(); });
+  // The neuron view's frame says how tall its page is drawn (neuron.js): the frame grows to show every row.
+  window.addEventListener('message', function (ev) {
+    var height = ev.data && Number(ev.data.bvlNeuronHeight);
+    if (!height) { return; }
+    document.querySelectorAll('#neuron-view iframe').forEach(function (frame) {
+      if (frame.contentWindow === ev.source) { frame.style.height = Math.ceil(height + 4) + 'px'; }
+    });
+  });
 })();

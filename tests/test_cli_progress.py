@@ -1,0 +1,107 @@
+"""Long command-line work says up front how much there is and about how long it takes on this
+machine (measured on its first unit, never typed in), then shows a progress bar that ends at its
+total, all on stderr; stdout stays the result a parser reads. Each command runs in-process on a tiny
+checkpoint and tiny inputs, with stderr captured (not a terminal: the line prints anyway)."""
+import json
+import re
+
+import builders
+import pytest
+
+from bertviz_lab.treebank import SAMPLE_TREEBANK, read_conllu
+
+LINES = ["the cat sat on the mat and slept", "the dog ran to the park with a big red house",
+         "he saw the bird flew over the house", "she read a book in the small blue house",
+         "the", "a dog"]  # the last two are too short to hide two context words: not scored
+
+
+def estimate_line(stderr: str, command: str) -> str:
+    """The one estimate line of ``command`` (tqdm redraws its bar with carriage returns around it)."""
+    lines = [line.strip() for line in re.split(r"[\r\n]", stderr)
+             if line.startswith(f"{command}: ") and "on this machine (measured on the first " in line]
+    assert len(lines) == 1, stderr
+    assert re.search(r"; (about \d+ (s|min)|about \d+ h \d+ min|under a second) on this machine", lines[0]), lines[0]
+    return lines[0]
+
+
+def finished(stderr: str, total: int) -> bool:
+    """The bar reached its total: tqdm's last redraw reads ``total/total``."""
+    return re.search(rf"\| {total}/{total} \[", stderr) is not None
+
+
+def test_faithfulness_counts_the_sentences_it_scores(tmp_path, tiny_folder):
+    text = tmp_path / "lines.txt"
+    text.write_text("\n".join(LINES * 2) + "\n")
+    run = builders.run_cli("faithfulness", "--text-file", text, "--model", tiny_folder, "--k", "2", "--resamples", "20",
+                           "--rankings", "rollout", "alti", "--json")
+    assert run.returncode == 0, run.stderr
+    scored = {row["ranking"]: row["n"] for row in json.loads(run.stdout)["rankings"]}  # stdout: one JSON object
+    assert scored == {"rollout": 8, "alti": 8, "random": 8}  # 4 of the 6 lines, twice
+    line = estimate_line(run.stderr, "faithfulness")
+    # 3 rankings (the random control always runs) x (2 steps + 5 ERASER bins hidden + 5 kept alone)
+    assert line.startswith("faithfulness: 8 sentences x 3 rankings x (2 steps + 10 ERASER sets) = 288 perturbed inputs")
+    assert "(measured on the first sentence)" in line
+    assert finished(run.stderr, 8)
+
+
+def test_index_counts_the_sentences_it_indexes(tmp_path, tiny_folder):
+    run = builders.run_cli("index", "--model", tiny_folder, "--out", tmp_path / "index", "--max-sentences", "40",
+                           "--json")
+    assert run.returncode == 0, run.stderr
+    record = json.loads(run.stdout)
+    assert record["sentences"] == 40
+    line = estimate_line(run.stderr, "index")
+    assert line.startswith("index: 40 sentences through the model, every token's embeddings at 3 layers")
+    assert finished(run.stderr, 40)
+
+
+def test_score_heads_counts_every_pass_over_the_treebank(tmp_path, tiny_folder):
+    run = builders.run_cli("score-heads", "--model", tiny_folder, "--out", tmp_path / "out", "--resamples", "20",
+                           "--null-seeds", "2", "--min-arcs", "10", "--json")
+    assert run.returncode == 0, run.stderr
+    sentences = json.loads(run.stdout)["sentences"]
+    assert sentences == len(read_conllu(SAMPLE_TREEBANK)) == 66
+    line = estimate_line(run.stderr, "score-heads")
+    assert line.startswith("score-heads: 66 sentences x 4 passes (the checkpoint, null model, seed 0, null model, "
+                           "seed 1, head ensembles) = 264 sentence passes")
+    assert finished(run.stderr, 264)
+
+
+def test_structural_probe_counts_training_and_evaluation_passes(tmp_path, tiny_folder):
+    run = builders.run_cli("structural-probe", "--train", SAMPLE_TREEBANK, "--treebank", SAMPLE_TREEBANK,
+                           "--model", tiny_folder, "--epochs", "2", "--resamples", "20", "--kinds", "distance",
+                           "--out", tmp_path / "out", "--json")
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["sentences"]["evaluated"] == 66
+    # 66 train sentences: 59 to train on and a seeded 10% (7) to stop on; the model's and the random
+    # model's distance probes each: word vectors of all 66, then at most 2 epochs over the 66; then the
+    # 66 evaluated sentences' word vectors (model, random weights) and attention maps
+    total = 2 * (66 + 2 * 66) + 3 * 66
+    line = estimate_line(run.stderr, "structural-probe")
+    assert line.startswith(f"structural-probe: up to {total} sentence passes (word vectors of training sentences: 59; "
+                           "word vectors of stopping sentences: 7; distance probes, up to 2 epochs: 132; ")
+    assert "attention maps of evaluated sentences: 66)" in line
+    assert finished(run.stderr, total)
+
+
+@pytest.mark.parametrize("seconds, said", [(0.4, "under a second"), (40, "about 40 s"), (240, "about 4 min"),
+                                           (4800, "about 1 h 20 min")])
+def test_durations_read_as_a_person_says_them(seconds, said):
+    from bertviz_lab.cli.options import duration
+
+    assert duration(seconds) == said
+
+
+def test_the_estimate_is_the_first_units_time_scaled_to_the_total(monkeypatch, capsys):
+    """2 s for the first 4 of 100 units: about 50 s in all, said once, before the bar goes on."""
+    from bertviz_lab.cli import options
+
+    clock = iter([10.0, 10.0, 12.0])  # made, first call (0 done: the clock starts), 4 done
+    monkeypatch.setattr(options.time, "perf_counter", lambda: next(clock))
+    with options.WorkBar("work", "item", lambda n: f"{n} items", "the first batch") as bar:
+        bar(0, 100)
+        bar(4, 100)
+        bar(100, 100)
+    err = capsys.readouterr().err
+    assert estimate_line(err, "work") == "work: 100 items; about 50 s on this machine (measured on the first batch)"
+    assert finished(err, 100)
