@@ -44,11 +44,8 @@ def main() -> None:
     try:
         nb = executed_notebook(folder)
         cell = next(c for c in nb.cells if c.cell_type == "code" and "head_view(outputs.attentions" in c.source)
+        # the drop-in's output is light (the head view alone, no plotly.js): it draws by itself
         html = "".join(o["data"]["text/html"] for o in cell.outputs if "text/html" in o.get("data", {}))
-        from plotly.offline import get_plotlyjs
-
-        # plotly.js went into the notebook's first interactive output (once per kernel): the page gets it too
-        html = f"<script>{get_plotlyjs()}</script>" + html
         page_file = folder / "cell.html"
         code = cell.source.replace("&", "&amp;").replace("<", "&lt;")
         page_file.write_text("<!doctype html><html><head><meta charset='utf-8'></head><body style='margin:16px;"
@@ -59,8 +56,9 @@ def main() -> None:
             browser = p.chromium.launch(executable_path=chromium, headless=True, args=ARGS)
             page = browser.new_page(viewport={"width": 1100, "height": 1000})
             page.goto(page_file.as_uri())
-            page.wait_for_selector(".bvl-heatmap[data-draws] .main-svg", timeout=60000)
-            page.wait_for_timeout(500)
+            # the head view has drawn its lines (viewer.js counts them in data-lines once they are on the canvas)
+            page.wait_for_function("Number((document.querySelector('.bvl-headview') || {getAttribute: () => 0})"
+                                   ".getAttribute('data-lines')) > 0", timeout=60000)
             args.out.parent.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(args.out), full_page=False)
             browser.close()

@@ -277,6 +277,7 @@ def test_the_first_screen_points_below_and_opens_on_a_masked_word(browser, defau
 
 BROKEN_WORDS = r"""(root) => {
   const bad = [];
+  const edge = document.querySelector(root).getBoundingClientRect().right;  // past it, a word is out of sight
   for (const cell of document.querySelectorAll(root + ' th, ' + root + ' td')) {
     const box = cell.getBoundingClientRect();
     if (!cell.offsetParent || box.height < 1) { continue; }  // not drawn (the virtual table's spare rows)
@@ -288,7 +289,7 @@ BROKEN_WORDS = r"""(root) => {
         range.setEnd(node, m.index + m[0].length);
         const rects = [...range.getClientRects()].filter(r => r.width > 0);
         const lines = new Set(rects.map(r => Math.round(r.top)));
-        if (lines.size > 1 || rects.some(r => r.right > box.right + 1)) { bad.push(m[0]); }
+        if (lines.size > 1 || rects.some(r => r.right > Math.min(box.right, edge) + 1)) { bad.push(m[0]); }
       }
     }
   }
@@ -298,8 +299,9 @@ BROKEN_WORDS = r"""(root) => {
 
 @pytest.mark.parametrize("width", [1024, 1920])
 def test_tables_wrap_at_word_boundaries_and_nothing_is_cut(browser, tiny_app, width):
-    """The "Why this word?" table and the corpus search: every word of every header and cell on one line and
-    inside its cell (a word split over two lines, or running past the cell's edge, is cut)."""
+    """The "Why this word?" table, the corpus search and the interventions' tables: every word of every header
+    and cell on one line and inside its cell and its table (a word split over two lines, or running past the
+    cell's or the table's edge, is cut)."""
     page = open_app(browser, tiny_app, width=width, height=1000)
     run(page, "the cat [MASK] on the mat")
     page.wait_for_function("document.querySelector('#message').innerText.includes('8 tokens')", timeout=30000)
@@ -320,5 +322,32 @@ def test_tables_wrap_at_word_boundaries_and_nothing_is_cut(browser, tiny_app, wi
                            timeout=180000)
     page.wait_for_function("document.querySelector('#search-table').innerText.includes(']')", timeout=10000)  # [token]
     assert page.evaluate(BROKEN_WORDS, "#search-table") == []
+    page.click("#intervention-btn")  # the full-width tables of the Interventions tab
+    page.wait_for_function("document.querySelector('#intervention-changes').innerText.includes('[MASK]')",
+                           timeout=60000)
+    assert page.evaluate(BROKEN_WORDS, "#intervention-changes") == []
+    page.click("#direction-btn")
+    page.wait_for_function("document.querySelector('#direction-table').innerText.includes('[MASK]')", timeout=60000)
+    assert page.evaluate(BROKEN_WORDS, "#direction-table") == []
     assert page.evaluate("document.documentElement.scrollWidth") <= width
+    page.close()
+
+
+def test_one_scale_choice_rescales_every_attention_map_on_the_page(browser, tiny_app, tiny_lab):
+    page = open_app(browser, tiny_app, width=1400, height=1000)
+    run(page, "the cat sat on the mat")
+    page.wait_for_function("document.querySelector('#message').innerText.includes('8 tokens')", timeout=30000)
+    single = "document.querySelector('#single-plot .js-plotly-plot').data[0]"
+    page.wait_for_function(f"{single}.zmax === 1", timeout=30000)  # attention weights open on the fixed 0-1 scale
+    page.get_by_role("tab", name="Model overview").click()
+    page.wait_for_selector("#overview-plot .main-svg", timeout=60000)
+    overview = "document.querySelector('#overview-plot .js-plotly-plot').layout.title.text"
+    assert "every head on one scale, 0–1" in page.evaluate(overview)
+    page.get_by_role("radio", name="per head").click()
+    own = float(tiny_lab.analyze("the cat sat on the mat").attention[0, 0].max())  # layer 1, head 1
+    page.wait_for_function(f"{overview}.includes('each head scaled to its max')", timeout=30000)  # redrawn by the server
+    page.get_by_role("tab", name="Single head").click()
+    page.wait_for_function(f"Math.abs({single}.zmax - {own}) < 1e-3", timeout=30000)
+    title = page.evaluate(f"{single}.colorbar.title.text")
+    assert "scaled to this head's max" in title.replace("<br>", " "), title  # the bar says so
     page.close()

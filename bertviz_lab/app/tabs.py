@@ -195,7 +195,7 @@ def build_view_tabs(ui: SimpleNamespace) -> None:
                                         interactive=False, wrap=True, column_widths=EXPLAIN_WIDTHS,
                                         elem_id="explain-table", elem_classes=ON_USE)
         ui.pred_table = gr.Dataframe(pd.DataFrame(columns=views.PREDICTION_COLUMNS), label="Top-k predictions",
-                                     interactive=False, elem_id="pred-table", elem_classes=ON_USE)
+                                     interactive=False, wrap=True, elem_id="pred-table", elem_classes=ON_USE)
 
 
 def build_intervention_controls(ui: SimpleNamespace) -> dict[str, bool]:
@@ -258,17 +258,19 @@ def build_interventions_tab(ui: SimpleNamespace, lab: Lab, limits: Limits) -> No
                                        elem_classes=ON_USE)
         ui.intervention_changes = gr.Dataframe(pd.DataFrame(columns=intervention_views.CHANGE_COLUMNS),
                                                interactive=False, label="Masked-word predictions: baseline vs intervened",
+                                               wrap=True, column_widths=["10%", "12%", "13%", "13%", "13%", "11%", "14%",
+                                                                         "14%"],  # the whole table at 1024 px
                                                elem_id="intervention-changes", elem_classes=ON_USE)
         ui.js_plot = gr.Plot(label="Per-head divergence", elem_id="js-plot", elem_classes=ON_USE)
         ui.offsets_plot = gr.Plot(label="Attention by relative offset", elem_id="offsets-plot", elem_classes=ON_USE)
         result_title(ui, "direction_message")
         ui.direction_table = gr.Dataframe(intervention_views.directional_table([]), label="Directional context",
-                                          interactive=False, elem_id="direction-table", elem_classes=ON_USE)
+                                          interactive=False, wrap=True, elem_id="direction-table", elem_classes=ON_USE)
         result_title(ui, "ablation_message")
         ui.ablation_plot = gr.Plot(label="Head importance", elem_id="ablation-plot", elem_classes=ON_USE)
         result_title(ui, "controls_message")
         ui.controls_table = gr.Dataframe(label="Positional interventions and their controls", interactive=False,
-                                         elem_id="controls-table", elem_classes=ON_USE)
+                                         wrap=True, elem_id="controls-table", elem_classes=ON_USE)
         build_sets_box(ui, limits, shown)
         with gr.Accordion("Activation patching (minimal pairs)", open=False):
             with gr.Row():
@@ -310,13 +312,13 @@ def build_sets_box(ui: SimpleNamespace, limits: Limits, shown: dict[str, bool]) 
             ui.intervention_set_btn = gr.Button("The intervention chosen above", elem_id="intervention-set-btn")
         result_title(ui, "direction_set_message")
         ui.direction_set_table = gr.Dataframe(label="Directional context over the set", interactive=False,
-                                              elem_id="direction-set-table", elem_classes=ON_USE)
+                                              wrap=True, elem_id="direction-set-table", elem_classes=ON_USE)
         result_title(ui, "ablation_set_message")
         ui.ablation_set_plot = gr.Plot(label="Head importance over the set", elem_id="ablation-set-plot",
                                        elem_classes=ON_USE)
         result_title(ui, "intervention_set_message")
         ui.intervention_set_table = gr.Dataframe(label="The chosen intervention over the set", interactive=False,
-                                                 elem_id="intervention-set-table", elem_classes=ON_USE)
+                                                 wrap=True, elem_id="intervention-set-table", elem_classes=ON_USE)
 
 
 def build_faithfulness_box(ui: SimpleNamespace, limits: Limits) -> None:
@@ -366,7 +368,8 @@ def build_syntax_tab(ui: SimpleNamespace) -> None:
                                                   elem_id="syntax-score-source")
                 ui.syntax_btn = gr.Button("Score every head on the treebank", variant="primary", elem_id="syntax-btn")
         ui.syntax_message = gr.Markdown(SYNTAX_HINT, elem_id="syntax-message")
-        ui.syntax_table = gr.Dataframe(label="Best head per relation", interactive=False, elem_id="syntax-table", elem_classes=ON_USE)
+        ui.syntax_table = gr.Dataframe(label="Best head per relation", interactive=False, wrap=True,
+                                       elem_id="syntax-table", elem_classes=ON_USE)
         ui.syntax_bars = gr.Plot(label="Best head vs baseline and null model", elem_id="syntax-bars", elem_classes=ON_USE)
         with gr.Row():
             ui.syntax_relation = gr.Dropdown(choices=[], label="Relation", elem_id="syntax-relation", visible=False)
