@@ -67,6 +67,24 @@ def test_score_heads_counts_every_pass_over_the_treebank(tmp_path, tiny_folder):
     assert finished(run.stderr, 264)
 
 
+def test_a_score_heads_job_estimates_each_pair(tmp_path, tiny_folder):
+    import shutil
+
+    for language in ("de", "fr"):
+        (tmp_path / "ud" / language).mkdir(parents=True)
+        shutil.copy(SAMPLE_TREEBANK, tmp_path / "ud" / language / "dev.conllu")
+    run = builders.run_cli("score-heads", "--model", tiny_folder, "--conllu", tmp_path / "ud", "--out", tmp_path / "out",
+                           "--resamples", "20", "--null-seeds", "1", "--min-arcs", "10", "--json")
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["pairs"] == 2
+    for language in ("de", "fr"):  # each pair: its own line and bar (66 sentences, the model and one null model)
+        lines = [line for line in re.split(r"[\r\n]", run.stderr) if f" x {language}/dev.conllu: 66 sentences x" in line]
+        assert len(lines) == 1 and lines[0].endswith("/dev.conllu: 66 sentences x 2 passes (the checkpoint, null model, "
+                                                     "seed 0) = 132 sentence passes; " + lines[0].split("; ")[-1])
+        assert lines[0].split("; ")[-1].endswith("on this machine (measured on the first batch)")
+    assert len(re.findall(r"\| 132/132 \[", run.stderr)) >= 2
+
+
 def test_structural_probe_counts_training_and_evaluation_passes(tmp_path, tiny_folder):
     run = builders.run_cli("structural-probe", "--train", SAMPLE_TREEBANK, "--treebank", SAMPLE_TREEBANK,
                            "--model", tiny_folder, "--epochs", "2", "--resamples", "20", "--kinds", "distance",

@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 from builders import run_cli
 
+from bertviz_lab.syntax.run import LONG_COLUMNS, best_heads_wide
 from bertviz_lab.syntax.scoring import ALL, ArcCollector, score_treebank, word_attention
 from bertviz_lab.syntax.summary import Settings, summarise
 from bertviz_lab.treebank import SAMPLE_TREEBANK, Sentence, TreebankError, read_conllu
@@ -199,7 +200,9 @@ def test_cli_scores_published_weights_with_intervals(tmp_path, minilm_lab):
     assert scores.groupby(["relation", "direction"]).size().eq(minilm_lab.n_layers * minilm_lab.n_heads).all()
     np.testing.assert_allclose(scores.accuracy, scores.correct / scores.total, atol=1e-6)
     assert ((scores.ci_low <= scores.accuracy + 1e-9) & (scores.accuracy <= scores.ci_high + 1e-9)).all()
-    best = pd.read_csv(out / "best_heads.csv")
+    long = pd.read_csv(out / "best_heads.csv")  # one row per relation and measure
+    assert list(long.columns) == ["model", "model_sha256", "source", *LONG_COLUMNS]
+    best = best_heads_wide(long)  # back to one row per relation: every number of the wide row is there
     for column in ("best_head", "direction", "accuracy", "ci_low", "ci_high", "heldout_accuracy", "baseline_offset",
                    "baseline_accuracy", "p_value_in_sample", "heldout_p_value", "heldout_difference",
                    "heldout_difference_ci_low", "heldout_difference_ci_high", "heldout_verdict", "null_accuracy",

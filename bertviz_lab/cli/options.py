@@ -152,11 +152,13 @@ class WorkBar:
 
     def __init__(self, name: str, unit: str, describe: Callable[[int], str], measured_on: str) -> None:
         self.name, self.unit, self.describe, self.measured_on = name, unit, describe, measured_on
-        self.started, self.bar, self.said = time.perf_counter(), None, False
+        self.started, self.bar, self.said, self.closed = time.perf_counter(), None, False, False
 
     def __call__(self, done: int, total: int) -> None:
         from tqdm import tqdm
 
+        if total <= 0 or self.closed:  # nothing to do (every sentence skipped: the command says why), or done
+            return
         if self.bar is None:
             if done == 0:
                 self.started = time.perf_counter()  # the loop starts its first unit now
@@ -165,6 +167,8 @@ class WorkBar:
         if done > 0 and not self.said:
             self.say(done, total)
         self.bar.update(done - self.bar.n)
+        if done >= total:  # its last line stays; the next bar (a job's next pair) starts below it
+            self.close()
 
     def say(self, done: int, total: int) -> None:
         """The estimate line: the work in its units, and the first units' time scaled to all of them."""
@@ -175,15 +179,17 @@ class WorkBar:
                    f"(measured on {self.measured_on})", file=sys.stderr)
         self.said = True
 
-    def note(self, message: str) -> None:
-        """A line of what the work is doing now, above the bar (never through it)."""
+    @staticmethod
+    def note(message: str) -> None:
+        """A line of what the work is doing now, above any bar (never through it)."""
         from tqdm import tqdm
 
         tqdm.write(message, file=sys.stderr)
 
     def close(self) -> None:
-        if self.bar is not None:
+        if self.bar is not None and not self.closed:
             self.bar.close()
+        self.closed = self.bar is not None
 
     def __enter__(self) -> WorkBar:
         return self

@@ -47,7 +47,8 @@ def add_score_heads(sub: argparse._SubParsersAction) -> None:
                         "repeated (default: the sample treebank shipped with bertviz-lab); several, or several "
                         "--model, make one job (see --engine)")
     p.add_argument("--out", required=True, type=Path,
-                   help="folder for head_scores.csv, best_heads.csv, uuas.csv, report.html (one treebank and "
+                   help="folder for head_scores.csv, best_heads.csv (one row per relation and measure: its columns "
+                        "are listed in report.html), uuas.csv, report.html (one treebank and "
                         "model); for a job: scores.csv, best_heads.csv, agreement.csv, report.html and pairs/ "
                         "(finished pairs are skipped when the job runs again)")
     p.add_argument("--engine", choices=("local", "ray"), default="local",
@@ -156,8 +157,8 @@ def run_score_heads_job(args: argparse.Namespace, models: list[str], treebanks: 
         return bars[-1]
 
     try:
-        files = run_job(job, lambda model: lab_from_args(args, model), say=lambda m: print(m, file=sys.stderr),
-                        progress_for=progress_for, report=job_report_html)
+        files = run_job(job, lambda model: lab_from_args(args, model), say=WorkBar.note, progress_for=progress_for,
+                        report=job_report_html)
     finally:
         for bar in bars:
             bar.close()
@@ -233,7 +234,7 @@ def run_structure(args: argparse.Namespace) -> int:
     parts = structure_work(treebanks, settings, trained)
     with WorkBar("structural-probe", "sentence", parts_work(parts), "the first batch") as bar:
         result = run(lab, treebanks, settings, trained=trained, relations=relations_of(evaluate, args.min_arcs),
-                     progress=lambda message: bar.note(message), steps=bar)
+                     progress=WorkBar.note, steps=bar)
     files = write_structure(result, args.out, title=f"Syntax in {lab.checkpoint_info().name}: {args.treebank.name}")
     record = structure_record(result, files, origin)
     return emit(args, record, structure_summary(record))

@@ -239,14 +239,15 @@ def run_job(job: Job, load_lab: Callable[[str], Lab], say: Callable[[str], None]
             else:
                 missing.append(treebank)
         if missing:
-            score_model(job, model, load_lab(model), missing, say, progress_for, labels)
+            score_model(job, model, load_lab(model), missing, say, progress_for)
     return write_combined(job.out, pair_folders(job), report, job.settings.min_arcs)
 
 
 def score_model(job: Job, model: str, lab: Lab, treebanks: list[Path], say: Callable[[str], None],
-                progress_for: Callable[[str], Callable[[int, int], None] | None],
-                labels: dict[Path, str] | None = None) -> None:
-    labels = labels or treebank_labels(treebanks)
+                progress_for: Callable[[str], Callable[[int, int], None] | None]) -> None:
+    """One checkpoint's missing treebanks, each pair written as it completes; the tables name each
+    treebank as the whole job does (``treebank_labels`` over all of its treebanks)."""
+    labels = treebank_labels(distinct([*job.treebanks, *treebanks]))
     bars = [progress_for(f"{slug(model)} x {labels[treebank]}") for treebank in treebanks]
     if job.engine == "ray":
         sentences = [read_conllu(treebank, full_relations=job.full_relations) for treebank in treebanks]

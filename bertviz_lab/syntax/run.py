@@ -13,7 +13,7 @@ import pandas as pd
 from ..bert import DEFAULT_CHECKPOINT, ORIGINAL_CHECKPOINT
 from ..lab import Lab, null_model
 from ..treebank import Sentence
-from .ensembles import word_maps
+from .ensembles import WordMaps, word_maps
 from .scoring import check_scored, score_treebank
 from .statistics import Resampler, split_sentences
 from .structure import relation_ensembles
@@ -63,11 +63,9 @@ def published_checkpoint(checkpoint: str | None) -> str:
 attention_weights_source = published_checkpoint  # the old name (before issue 42), kept for one release
 
 
-def with_ensembles(lab: Lab, sentences: Sequence[Sentence], scores, summary: SyntaxSummary, batch_size: int,
-                   max_length: int | None, progress: Steps | None = None) -> pd.DataFrame:
-    """best_heads with the ensemble columns joined by relation."""
+def with_ensembles(maps: WordMaps, scores, summary: SyntaxSummary) -> pd.DataFrame:
+    """best_heads with the ensemble columns joined by relation, from the sentences' word maps."""
     settings = summary.settings
-    maps = word_maps(lab, sentences, batch_size, max_length, progress=progress)
     select, report = split_sentences(scores.arcs.sentence, settings.select_fraction, settings.seed)
     held = Resampler.over(report, max(settings.resamples, 1), settings.seed + 1)
     table = relation_ensembles(maps, list(summary.best_heads.relation), select, held.sentences, held)
@@ -112,8 +110,9 @@ def run_syntax(lab: Lab, sentences: Sequence[Sentence], settings: Settings | Non
                    for i, seed in enumerate(seeds)]
     summary = summarise(scores, null_scores, settings)
     if ensembles and len(summary.best_heads):
-        summary.best_heads = with_ensembles(lab, sentences[:max_sentences] if max_sentences else sentences, scores,
-                                            summary, batch_size, max_length, counter.of(passes.index("head ensembles")))
+        maps = word_maps(lab, sentences[:max_sentences] if max_sentences else sentences, batch_size, max_length,
+                         progress=counter.of(passes.index("head ensembles")))
+        summary.best_heads = with_ensembles(maps, scores, summary)
     if compare_lab is None:
         counter.finish()
         return SyntaxRun(summary)

@@ -251,13 +251,13 @@ class ProbeTraining:
 
 
 def train_probes(data: ProbeData, stop: ProbeData, layers: Sequence[int], kind: str = "distance",
-                 training: ProbeTraining = ProbeTraining(), progress: Callable[[str], None] | None = None,
-                 steps: Steps | None = None) -> dict[int, TrainedProbe]:
+                 training: ProbeTraining = ProbeTraining(), progress: Callable[[str], None] | None = None
+                 ) -> dict[int, TrainedProbe]:
     """One probe per layer, each with Hewitt & Manning's regimen (its own Adam, learning-rate
     schedule and early stopping; see the module docstring). The layers train side by side on the
     same shuffled batches, which changes nothing for any one of them and reads each batch once.
-    ``progress`` is told each epoch's stopping losses in words, ``steps(epoch, epochs)`` each epoch
-    done of at most ``training.epochs`` (fewer when every layer stops early)."""
+    ``progress`` is told, once at the end of each epoch, that epoch's stopping losses in words (at
+    most ``training.epochs`` times: fewer when every layer stops early), so a caller can count epochs."""
     seed, rank, epochs = training.seed, training.rank, training.epochs
     generator = torch.Generator().manual_seed(seed)
     hidden = data.features[0].shape[-1]
@@ -290,8 +290,6 @@ def train_probes(data: ProbeData, stop: ProbeData, layers: Sequence[int], kind: 
         if progress is not None:
             progress(f"{kind} probes: epoch {epoch + 1}, stopping loss by layer "
                      + ", ".join(f"{k}: {sl:.4f}" for k, sl in zip(layers, [curves[k][-1][1] for k in layers])))
-        if steps is not None:
-            steps(epoch + 1, epochs)
     return {layer: TrainedProbe(kind, layer, best[layer][2].numpy(), len(curves[layer]), best[layer][1] + 1,
                                 best[layer][0], curves[layer], round(finished.get(layer, time.time() - started), 1))
             for layer in layers}
@@ -323,6 +321,18 @@ class WorkParts:
     def finish(self, name: str) -> None:
         if self.steps is not None:
             self.steps(self.starts[name] + self.sizes[name], self.total)
+
+    def counting(self, name: str, times: int, say: Callable[[str], None]) -> Callable[[str], None]:
+        """A message callback that passes each message on to ``say`` and counts it as 1 of ``times``
+        in part ``name`` (``train_probes`` says each epoch once, at its end)."""
+        report, said = self.of(name), [0]
+
+        def message(text: str) -> None:
+            say(text)
+            said[0] += 1
+            if report is not None:
+                report(said[0], times)
+        return message
 
 
 @dataclass

@@ -46,7 +46,9 @@ from .structural_probe import (
     ProbeData,
     ProbeTraining,
     SentenceMetrics,
+    Steps,
     TrainedProbe,
+    WorkParts,
     predict,
     right_branching,
     sentence_metrics,
@@ -227,22 +229,69 @@ def probe_uuas_rows(method: str, metrics: dict[int, SentenceMetrics], data_ids: 
     return rows
 
 
+def trained_kinds(s: StructureSettings) -> list[tuple[str, tuple[str, ...]]]:
+    """The probes trained: each kind on the model, and (``s.null``) distance on the random-weight model."""
+    return [("model", s.kinds)] + ([("null", ("distance",))] if s.null else [])
+
+
+def work_part(what: str, model: str = "model") -> str:
+    """A part's name in ``structure_work``: what is done, and ", random weights" for the null model's."""
+    return what + (", random weights" if model == "null" else "")
+
+
+def training_split(treebanks: StructureTreebanks, s: StructureSettings) -> tuple[list[Sentence], list[Sentence]]:
+    """(sentences to train on, sentences to stop on): the stop file's, or a seeded part of the train split."""
+    if treebanks.stop:
+        return list(treebanks.train), list(treebanks.stop)
+    return stop_split(treebanks.train, s.stop_fraction, s.seed)
+
+
+def structure_work(treebanks: StructureTreebanks, s: StructureSettings, trained: dict | None = None
+                   ) -> list[tuple[str, int]]:
+    """Every part of a structural-probe run in sentence passes, in the order it runs: word vectors of
+    the training and stopping sentences and up to ``s.epochs`` epochs over them per probe (when the
+    probes are not given), then the evaluated sentences' word vectors (and the random-weight
+    model's) and attention maps. What ``run_structure``'s ``steps`` counts and the command line's
+    estimate names."""
+    parts, evaluated = [], len(treebanks.evaluate)
+    if trained is None:
+        train, stop = (len(part) for part in training_split(treebanks, s))
+        for name, kinds in trained_kinds(s):
+            parts += [(work_part("word vectors of training sentences", name), train),
+                      (work_part("word vectors of stopping sentences", name), stop)]
+            parts += [(work_part(f"{kind} probes, up to {s.epochs} epochs", name), s.epochs * (train + stop))
+                      for kind in kinds]
+    null = s.null if trained is None else any(key.startswith("null/") for key in trained)
+    parts += [(work_part("word vectors of evaluated sentences"), evaluated)]
+    parts += [(work_part("word vectors of evaluated sentences", "null"), evaluated)] if null else []
+    return parts + [(work_part("attention maps of evaluated sentences"), evaluated)]
+
+
 def train_all(lab: Lab, train: Sequence[Sentence], stop: Sequence[Sentence], s: StructureSettings,
-              say: Progress) -> tuple[dict[str, dict[int, TrainedProbe]], dict[str, float]]:
+              say: Progress, parts: WorkParts | None = None
+              ) -> tuple[dict[str, dict[int, TrainedProbe]], dict[str, float]]:
     """Every probe: each kind on every layer of the model, and (``s.null``) the distance probe on
-    every layer of the random-weight model."""
+    every layer of the random-weight model; ``parts`` counts the sentence passes (``structure_work``)."""
+    parts = parts or WorkParts([], None)
     seconds: dict[str, float] = {}
     models = [("model", lab, s.kinds)] + ([("null", null_model(lab, s.seed), ("distance",))] if s.null else [])
     probes = {}
     for name, model, kinds in models:
         started = time.time()
         say(f"{name}: word vectors of {len(train)} training and {len(stop)} stopping sentences")
-        train_data, stop_data = word_features(model, train, s.batch_size), word_features(model, stop, s.batch_size)
+        data = {}
+        for part, sentences in (("training", train), ("stopping", stop)):
+            data[part] = word_features(model, sentences, s.batch_size,
+                                       progress=parts.of(work_part(f"word vectors of {part} sentences", name)))
+            parts.finish(work_part(f"word vectors of {part} sentences", name))
         seconds[f"{name}/features"] = round(time.time() - started, 1)
         for kind in kinds:
             started = time.time()
-            probes[f"{name}/{kind}"] = train_probes(train_data, stop_data, range(lab.n_layers + 1), kind,
-                                                    ProbeTraining(seed=s.seed, epochs=s.epochs), progress=say)
+            part = work_part(f"{kind} probes, up to {s.epochs} epochs", name)
+            epochs = parts.counting(part, s.epochs, say)  # train_probes says each epoch once, at its end
+            probes[f"{name}/{kind}"] = train_probes(data["training"], data["stopping"], range(lab.n_layers + 1), kind,
+                                                    ProbeTraining(seed=s.seed, epochs=s.epochs), progress=epochs)
+            parts.finish(part)
             seconds[f"{name}/{kind}"] = round(time.time() - started, 1)
     return probes, seconds
 
@@ -261,25 +310,30 @@ class StructureTreebanks:
 
 def run_structure(lab: Lab, treebanks: StructureTreebanks, settings: StructureSettings | None = None,
                   trained: dict[str, dict[int, TrainedProbe]] | None = None, relations: Sequence[str] = (),
-                  progress: Progress | None = None) -> StructureResult:
+                  progress: Progress | None = None, steps: Steps | None = None) -> StructureResult:
     """Train (or take ``trained``) probes, then score probes, attention trees and ensembles on
-    ``treebanks.evaluate``; ``relations``: the relations whose head ensembles are tabled."""
+    ``treebanks.evaluate``; ``relations``: the relations whose head ensembles are tabled.
+    ``progress`` is told each stage in words (the app), ``steps(done, total)`` the sentence passes
+    of ``structure_work`` (the command line's bar)."""
     s = settings or StructureSettings()
     say = progress or (lambda message: None)
+    parts = WorkParts(structure_work(treebanks, s, trained), steps)
     seconds: dict[str, float] = {}
-    train, stop, evaluate, names = treebanks.train, treebanks.stop, treebanks.evaluate, treebanks.names
+    evaluate, names = treebanks.evaluate, treebanks.names
     if trained is None:
-        train_part, stop_part = (list(train), list(stop)) if stop else stop_split(train, s.stop_fraction, s.seed)
-        trained, seconds = train_all(lab, train_part, stop_part, s, say)
+        trained, seconds = train_all(lab, *training_split(treebanks, s), s, say, parts)
     say(f"scoring {len(evaluate)} sentences")
-    evals = {"model": word_features(lab, evaluate, s.batch_size)}
+    evals = {"model": word_features(lab, evaluate, s.batch_size,
+                                    progress=parts.of(work_part("word vectors of evaluated sentences")))}
     if any(k.startswith("null/") for k in trained):
-        evals["null"] = word_features(null_model(lab, s.seed), evaluate, s.batch_size)
+        evals["null"] = word_features(null_model(lab, s.seed), evaluate, s.batch_size,
+                                      progress=parts.of(work_part("word vectors of evaluated sentences", "null")))
     data = evals["model"]
     if not data.sentences:
         raise InputError("no sentence of the evaluated treebank could be scored (each needs two words or more "
                          "and must fit the model)")
-    maps = word_maps(lab, evaluate, s.batch_size)
+    maps = word_maps(lab, evaluate, s.batch_size, progress=parts.of(work_part("attention maps of evaluated sentences")))
+    parts.finish(work_part("attention maps of evaluated sentences"))
     ids = np.array(data.indices, dtype=np.int64)
     common = np.intersect1d(ids, maps.indices)
     select, report = split_sentences(common, s.select_fraction, s.seed)
