@@ -2,14 +2,17 @@
 
 Every option also reads an environment variable (for a hosted Hugging Face Space):
 BERTVIZ_LAB_MODEL, BERTVIZ_LAB_DEVICE, BERTVIZ_LAB_MODELS (comma-separated models users may
-switch to), BERTVIZ_LAB_ALLOW_ANY_MODEL=1, GRADIO_SERVER_NAME, GRADIO_SERVER_PORT.
+switch to), BERTVIZ_LAB_ALLOW_ANY_MODEL=1, BERTVIZ_LAB_MCP=1 (or GRADIO_MCP_SERVER=true),
+GRADIO_SERVER_NAME, GRADIO_SERVER_PORT.
 """
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import signal
 import sys
+import warnings
 
 from bertviz_lab.app import LIMITS, build_demo, env_list, launch_kwargs, queue_kwargs
 from bertviz_lab.app.state import Limits
@@ -36,7 +39,27 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--no-keep-freed-memory", action="store_true",
                    help="leave glibc's allocator settings alone (by default the app keeps freed attention buffers "
                         "for reuse; see BENCHMARKS.md)")
+    p.add_argument("--mcp", action="store_true",
+                   default=os.environ.get("BERTVIZ_LAB_MCP", "") in ("1", "true", "yes")
+                   or os.environ.get("GRADIO_MCP_SERVER", "").lower() == "true",
+                   help="also serve the agent tools analyze, predict_masked, explain and score_heads over MCP at "
+                        "/gradio_api/mcp/ (needs pip install \"gradio[mcp]\"); the same limits apply")
     return p.parse_args(argv)
+
+
+MCP_MISSING = 'error: --mcp needs the MCP package; install it with: pip install "gradio[mcp]"'
+
+
+def check_mcp(wanted: bool) -> None:
+    """Fail before the model loads, in one sentence, when the agent door is asked for without its package
+    (Gradio would print a warning and serve the page without it)."""
+    if not wanted:
+        return
+    if importlib.util.find_spec("mcp") is None:
+        sys.exit(MCP_MISSING)
+    # Gradio warns about the page's events with session state before the app's lifespan narrows the
+    # MCP tools to the four agent tools (none of which has state): not true of what agents see.
+    warnings.filterwarnings("ignore", message="This MCP server includes a tool that has a gr.State input")
 
 
 def main(argv=None) -> None:
@@ -46,6 +69,7 @@ def main(argv=None) -> None:
     from bertviz_lab.lab import load
 
     args = parse_args(argv)
+    check_mcp(args.mcp)
     if not args.no_keep_freed_memory:
         from bertviz_lab.bert.allocator import keep_freed_memory
 
@@ -65,7 +89,7 @@ def main(argv=None) -> None:
                       limits=limits)
     signal.signal(signal.SIGTERM, signal.default_int_handler)  # as Ctrl-C: Gradio closes, temp folders go (atexit)
     demo.queue(**queue_kwargs(limits)).launch(server_name=args.host, server_port=args.port, share=args.share,
-                                                   **launch_kwargs(limits, demo))
+                                                   **launch_kwargs(limits, demo, mcp=args.mcp))
 
 
 if __name__ == "__main__":

@@ -150,6 +150,10 @@ SLOW_FIXTURES = {"browser", "tiny_app", "default_app", "public_app", "default_la
                  "small_limit_app"}
 SLOW_FILES = {'test_space.py'}
 SLOW_TESTS = {
+    'test_mcp.py::test_score_heads_returns_the_syntax_tabs_best_heads_with_intervals',
+    'test_mcp.py::test_explain_matches_the_attribution_of_the_first_mask',
+    'test_mcp.py::test_the_mcp_schema_lists_exactly_the_four_tools_with_their_docstrings',
+    'test_mcp.py::test_an_agent_lists_and_calls_the_tools_over_mcp_under_the_public_gate',
     'test_analyze_cli.py::test_a_training_leg_records_the_command_main_was_given_not_sys_argv',
     'test_analyze_cli.py::test_analyze_gives_rollout_and_flow_from_the_registry',
     'test_analyze_cli.py::test_cli_errors_exit_2_without_traceback',

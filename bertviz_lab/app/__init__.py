@@ -16,6 +16,7 @@ from ..bert import DEFAULT_CHECKPOINT, ORIGINAL_CHECKPOINT
 from ..lab import Lab, load
 from ..resources import STATIC
 from . import tabs
+from .agent_tools import AgentTools, only_agent_tools, register
 from .events import URL_OUTPUTS, handler_of, wire
 from .gate import Gate
 from .handlers import Handlers, codes_route
@@ -89,6 +90,7 @@ def build_demo(lab: Lab | None = None, allowed_models: list[str] | None = None, 
         demo.load(handler_of(handlers, "from_url", gate, URL_OUTPUTS), [ui.session],
                   [getattr(ui, n) for n in URL_OUTPUTS], api_name="from_url")
         gr.api(gate.wrap(handlers.attention_api, ()), api_name="attention")
+        register(AgentTools(lab, cache, limits), lambda tool: gate.wrap(tool, ()))  # the MCP tools, same gate
     demo.bvl_gate, demo.bvl_handlers = gate, handlers  # for tests and benchmarks
     return demo
 
@@ -98,15 +100,20 @@ def queue_kwargs(limits: Limits = LIMITS) -> dict[str, Any]:
     return {"default_concurrency_limit": 4, "max_size": limits.queue}
 
 
-def launch_kwargs(limits: Limits = LIMITS, demo: gr.Blocks | None = None) -> dict[str, Any]:
+def launch_kwargs(limits: Limits = LIMITS, demo: gr.Blocks | None = None, mcp: bool = False) -> dict[str, Any]:
     """Styling plus the server's limits: session states kept, upload size, readable error messages;
-    with ``demo``, the route its page fetches an analysis's codes from (``codes_route``)."""
+    with ``demo``, the route its page fetches an analysis's codes from (``codes_route``); with ``mcp``,
+    an MCP server at /gradio_api/mcp/ that lists only the agent tools (``agent_tools``)."""
     scripts = ("figure_tools.js", "export.js", "viewer.js", "views.js")
     head = "".join(f"<script>{(STATIC / name).read_text()}</script>" for name in scripts)
     head += f'<script src="gradio_api/file={PLOTLY_JS}" defer></script>'  # views.js draws with it
-    return {"css": CSS + (STATIC / "viewer.css").read_text(), "head": head, "theme": gr.themes.Soft(),
-            "state_session_capacity": limits.light_sessions, "max_file_size": limits.upload_bytes, "show_error": True,
-            "app_kwargs": {"routes": [codes_route(demo.bvl_handlers.payloads)]} if demo is not None else {}}
+    kwargs = {"css": CSS + (STATIC / "viewer.css").read_text(), "head": head, "theme": gr.themes.Soft(),
+              "state_session_capacity": limits.light_sessions, "max_file_size": limits.upload_bytes, "show_error": True,
+              "app_kwargs": {"routes": [codes_route(demo.bvl_handlers.payloads)]} if demo is not None else {}}
+    if mcp and demo is not None:
+        kwargs["mcp_server"] = True
+        kwargs["app_kwargs"]["lifespan"] = only_agent_tools(demo)
+    return kwargs
 
 
 def env_list(name: str) -> list[str]:

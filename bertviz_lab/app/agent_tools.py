@@ -1,0 +1,235 @@
+"""The agent door: four typed tools (analyze, predict_masked, explain, score_heads) that an agent
+calls over MCP (``python app.py --mcp``) or any client calls over the API (``/agent_analyze`` ...,
+answering JSON text; the methods themselves return dicts).
+
+Gradio turns each method's type hints and docstring into the tool's schema, so the docstrings
+are written for the agent reading them (``Args:`` lines become the parameters' descriptions).
+``build_demo`` registers every tool with ``gr.api`` through the same ``Gate`` as the page's
+events, so a public server's token, mask, work and time budget applies to agents too.
+Layers and heads are 1-based in every reply, as on the page.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+import json
+import math
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+import gradio as gr
+import numpy as np
+
+from ..attention.metrics import head_statistics
+from ..attention.sources import get_source
+from ..bert import BudgetExceeded, CheckpointError, DeviceError
+from ..interventions.attribution import explain as attribute
+from ..lab import Analysis, InputError, Lab, load
+from ..syntax.run import best_heads_long, published_checkpoint, run_syntax
+from ..treebank import SAMPLE_TREEBANK, TreebankError
+from .state import LabCache, Limits
+from .syntax_handlers import APP_SETTINGS, read_treebank
+from .validation import whole
+
+TOOLS = ("analyze", "predict_masked", "explain", "score_heads")  # MCP tool names, in the order listed
+API_PREFIX = "agent_"  # their API names: /agent_analyze, ... (the page's events own /analyze, /explain, /score_heads)
+FULL_ATTENTION_NUMBERS = 20_000  # analyze returns the whole attention array only up to this many numbers
+DIGITS = 4  # significant digits of every number in a reply (attributions of a random model are ~1e-4)
+SAID_ONCE = ("model", "model_sha256", "source")  # best-heads columns the reply states once, not per row
+
+
+def number(value: Any) -> float | None:
+    """A JSON number to DIGITS significant digits; NaN or infinity (an undefined statistic) as null."""
+    value = float(value)
+    return float(f"{value:.{DIGITS}g}") if math.isfinite(value) else None
+
+
+def records(frame) -> list[dict[str, Any]]:
+    """A table as JSON rows, NaN as null and numpy scalars as plain numbers."""
+    rows = []
+    for row in frame.to_dict(orient="records"):
+        rows.append({k: (number(v) if isinstance(v, (float, np.floating)) else
+                         int(v) if isinstance(v, np.integer) else v) for k, v in row.items() if k not in SAID_ONCE})
+    return rows
+
+
+def masked_words(analysis: Analysis) -> list[dict[str, Any]]:
+    """Each masked position's top predictions (position 0 is [CLS])."""
+    return [{"position": p.position, "token": p.token,
+             "predictions": [{"token": q.token, "probability": number(q.probability)} for q in p.predictions]}
+            for p in analysis.mlm]
+
+
+def head_summary(analysis: Analysis) -> list[dict[str, Any]]:
+    """Per head (1-based layer and head): entropy in nats and the mean attention mass on [CLS], [SEP],
+    punctuation, the previous, next and same token, each averaged over the query tokens."""
+    stats = head_statistics(analysis.attention, analysis.tokens)  # name -> (layers, heads)
+    return [{"layer": layer + 1, "head": head + 1, **{name: number(v[layer, head]) for name, v in stats.items()}}
+            for layer in range(analysis.n_layers) for head in range(analysis.n_heads)]
+
+
+@contextlib.contextmanager
+def answered_in_a_sentence(*kinds: type[Exception]):
+    """``kinds`` of error as the tool's one-sentence error; an over-budget request goes on to the gate,
+    which answers it as it answers every event (BudgetExceeded is a ValueError too)."""
+    try:
+        yield
+    except BudgetExceeded:
+        raise
+    except kinds as error:
+        raise gr.Error(error.args[0] if error.args else str(error)) from None
+
+
+class AgentTools:
+    """The tools on one server's startup model; ``cache`` loads the published weights score_heads uses."""
+
+    def __init__(self, lab: Lab, cache: LabCache | None = None, limits: Limits | None = None) -> None:
+        self.lab, self.cache, self.limits = lab, cache, limits or Limits()
+
+    def _analysis(self, text: str, pair: str = "", top_k: int = 5) -> Analysis:
+        if not isinstance(text, str) or not text.strip():
+            raise InputError("give a text to analyse (use [MASK] for the words to predict)")
+        return self.lab.analyze(text, pair=pair or None, top_k=whole(top_k, "top_k", 1, 50))
+
+    def analyze(self, text: str, pair: str = "") -> dict[str, Any]:
+        """Run BERT on a text and summarise its attention: the tokens, one summary per attention head,
+        and the predictions for every [MASK].
+
+        Args:
+            text: the sentence to analyse; write [MASK] where the model should predict a word
+            pair: an optional second sentence (BERT's sentence-pair input); empty for none
+
+        Returns:
+            a JSON object with model, tokens, segment_ids, layers and heads (how many)
+            head_summary: per 1-based layer and head, attention entropy (nats) and mean attention on [CLS], [SEP],
+            punctuation and the previous, next and same token
+            masked: the top-5 predictions at each [MASK] (position 0 is [CLS]); masked_note says why there are none
+            next_sentence_probability: with a pair, P(pair follows text), when the checkpoint has that head
+            attention: the full array (layers x heads x query x key), only when it has at most 20000 numbers
+        """
+        with answered_in_a_sentence(InputError):
+            a = self._analysis(text, pair)
+        out = {"model": a.model, "tokens": a.tokens, "segment_ids": a.segment_ids, "layers": a.n_layers,
+               "heads": a.n_heads, "head_summary": head_summary(a), "masked": masked_words(a),
+               "masked_note": a.mlm_note, "next_sentence_probability": None if a.nsp is None else number(a.nsp)}
+        if a.attention.size <= FULL_ATTENTION_NUMBERS:
+            out["attention"] = np.round(a.attention.astype(np.float64), 4).tolist()  # (layers, heads, query, key)
+        return out
+
+    def predict_masked(self, text: str, top_k: int = 5) -> dict[str, Any]:
+        """Predict the words hidden by [MASK] in a text: the model's most probable tokens at each
+        masked position.
+
+        Args:
+            text: a sentence with one or more [MASK] tokens, e.g. "The capital of France is [MASK]."
+            top_k: how many predictions to return per [MASK], from 1 to 50
+
+        Returns:
+            a JSON object with model and tokens
+            masked: per [MASK], its token position (0 is [CLS]) and its predictions (token, probability), most probable first
+        """
+        with answered_in_a_sentence(InputError):
+            a = self._analysis(text, top_k=top_k)
+            if not a.mlm:
+                raise InputError(a.mlm_note or "write [MASK] where the model should predict a word")
+        return {"model": a.model, "tokens": a.tokens, "masked": masked_words(a)}
+
+    def explain(self, text: str) -> dict[str, Any]:
+        """Explain why the model predicted the word at the first [MASK]: how much each other token
+        raised that prediction (erasure, gradients, DecompX) and how faithful attention is on this input.
+
+        Args:
+            text: a sentence with a [MASK]; the top prediction at the first [MASK] is explained
+
+        Returns:
+            a JSON object with model, target (the predicted word explained), position and tokens
+            top_token: the context token whose erasure lowers log P(target) most (top_token_by_method: per method)
+            scores: per method (erasure, gradient x input, integrated gradients, decompx), a signed score per context token
+            spearman_with_erasure: how well each attention-based ranking agrees with erasure
+            faithfulness_on_this_input: AOPC, comprehensiveness and sufficiency of each ranking
+        """
+        with answered_in_a_sentence(ValueError):  # InputError is a ValueError
+            a = self._analysis(text)
+            [first] = attribute(self.lab, replace(a, mlm=a.mlm[:1]))
+        scores = {method: [{"position": p, "token": a.tokens[p], "score": number(s)} for p, s in zip(first.context, values)]
+                  for method, values in first.scores.items()}
+        tops = {method: a.tokens[first.context[int(np.nanargmax(values))]] for method, values in first.scores.items()}
+        return {"model": a.model, "target": first.target, "position": first.position, "tokens": a.tokens,
+                "top_token": tops["erasure"], "top_token_by_method": tops, "scores": scores,
+                "spearman_with_erasure": {k: number(v) for k, v in first.agreement.items()},
+                "faithfulness_on_this_input": {k: {m: number(v) for m, v in d.items()}
+                                               for k, d in first.perturbation.items()}}
+
+    def _syntax_lab(self) -> Lab:
+        """The published weights of the startup model (the Syntax tab's default): attention studied for itself."""
+        checkpoint = published_checkpoint(self.lab.checkpoint_id)
+        if checkpoint == self.lab.checkpoint_id:
+            return self.lab
+        return self.cache.get(checkpoint, str(self.lab.device)) if self.cache else load(checkpoint, device=str(self.lab.device))
+
+    def score_heads(self, treebank: str = "sample", source: str = "attention") -> dict[str, Any]:
+        """Score every attention head against a dependency treebank (Clark et al. 2019): per relation,
+        the head that best points between dependent and head word, with a 95% interval, a held-out
+        check and a random-weights null. Slower than the other tools: the treebank runs through the
+        model and five random-weight copies.
+
+        Args:
+            treebank: "sample", the English sample treebank that ships with the app (the only one over this door)
+            source: what to score: "attention" (softmax weights) or a norm-based source such as "norm", "globenc", "alti"
+
+        Returns:
+            a JSON object with weights (the published checkpoint scored), source, sentences_used, sentences_skipped
+            best_heads: one row per relation and measure (best_head, heldout_head, baseline, ...) with predictor
+            (a head as 1-based "layer-head", e.g. "3-5", or a baseline such as "offset +1"), direction, value,
+            ci_low and ci_high of the 95% interval, p_value, verdict
+        """
+        if treebank != "sample":
+            raise gr.Error("only the sample treebank is scored here; score your own CoNLL-U file with "
+                           "`bertviz-lab score-heads --conllu FILE`")
+        with answered_in_a_sentence(TreebankError, CheckpointError, DeviceError, ValueError):  # InputError: ValueError
+            get_source(source)
+            lab = self._syntax_lab()
+            run = run_syntax(lab, read_treebank(SAMPLE_TREEBANK, self.limits), APP_SETTINGS,
+                             max_length=self.limits.max_tokens, source=source)
+        summary = run.summary
+        return {"weights": summary.checkpoint.describe(), "source": summary.source,
+                "sentences_used": summary.sentences_used, "sentences_skipped": summary.sentences_skipped,
+                "best_heads": records(best_heads_long(summary.best_heads))}
+
+
+def as_json_text(tool: Callable[..., dict]) -> Callable[..., str]:
+    """``tool`` answering JSON text: Gradio's MCP server sends a dict as its Python repr (None, True,
+    single quotes), which an agent would have to guess at; the tool's name, docstring and
+    parameters stay as they are, so the schema does not change."""
+
+    @functools.wraps(tool)
+    def reply(*args: Any, **kwargs: Any) -> str:
+        return json.dumps(tool(*args, **kwargs), ensure_ascii=False)
+
+    reply.__signature__ = inspect.signature(tool).replace(return_annotation=str)
+    return reply
+
+
+def register(tools: AgentTools, wrap: Callable[[Callable], Callable]) -> None:
+    """Each tool as an API endpoint (``/agent_<name>``, answering JSON text) through ``wrap`` (the gate);
+    inside a Blocks context."""
+    for name in TOOLS:
+        gr.api(wrap(as_json_text(getattr(tools, name))), api_name=API_PREFIX + name)
+
+
+def only_agent_tools(demo: gr.Blocks) -> Callable:
+    """A server lifespan that leaves the MCP server listing just the four tools, named ``analyze`` ...:
+    Gradio lists every API endpoint as a tool, and the page's ~40 events (some named analyze,
+    explain) would crowd and rename them."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Any):
+        server = getattr(demo, "mcp_server_obj", None)
+        if server is not None:
+            prefix = getattr(server, "tool_prefix", "")
+            server.tool_to_endpoint = {prefix + name: f"/{API_PREFIX}{name}" for name in TOOLS}
+        yield
+
+    return lifespan
