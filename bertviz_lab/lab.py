@@ -119,6 +119,16 @@ class PositionPredictions:
 
 
 @dataclass
+class ClassProbability:
+    """One class of a sequence classifier: its label (the config's ``id2label``), its index among
+    the head's outputs, and its probability (softmax over the class logits)."""
+
+    label: str
+    index: int
+    probability: float
+
+
+@dataclass
 class Analysis:
     """Everything one forward pass tells about one input; plain data, no tensors."""
 
@@ -141,6 +151,8 @@ class Analysis:
     # Full predicted distributions (n_predicted, vocab) in the order of ``mlm``, when asked for.
     mlm_probabilities: np.ndarray | None = None
     source: str = "attention"  # what ``attention`` holds: softmax weights, or a norm-based source
+    # A sequence classifier's classes, most probable first; empty for checkpoints without one.
+    classes: list[ClassProbability] = field(default_factory=list)
 
     def encoded(self) -> Encoded:
         """The input exactly as analysed (masks applied), to run it again with other captures."""
@@ -154,6 +166,11 @@ class Analysis:
     @property
     def n_layers(self) -> int:
         return int(self.attention.shape[0])
+
+    @property
+    def predicted_class(self) -> ClassProbability | None:
+        """The classifier's choice (None without a classifier)."""
+        return self.classes[0] if self.classes else None
 
     @property
     def n_heads(self) -> int:
@@ -171,6 +188,7 @@ class Analysis:
                     for p in self.mlm],
             "mlm_note": self.mlm_note, "nsp": self.nsp, "nsp_note": self.nsp_note,
             "source": self.source,
+            "classes": [{"label": c.label, "index": c.index, "probability": c.probability} for c in self.classes],
         }
         # a per-layer source (GlobEnc, ALTI, value zeroing, norm-residual) has one matrix per layer:
         # (layers, 1, query, key), not the same matrix repeated for every head
@@ -355,12 +373,13 @@ class Lab:
             attention = chosen.weights(Captured(self.model, cache, 0, n))  # (layers, heads, query, key)
         mlm, mlm_note, kept = self._predictions(out, enc, predict, originals, int(top_k), keep_probabilities)
         nsp, nsp_note = self._nsp(out, enc, pair)
+        classes = self._classes(out)
         return Analysis(
             model=self.name, device=str(self.device), text=text, pair=pair if pair and str(pair).strip() else None,
             tokens=list(enc.tokens), token_ids=list(enc.ids), segment_ids=list(enc.segment_ids), word_ids=list(enc.word_ids),
             offsets=list(enc.offsets), attention=attention, mlm=mlm, mlm_note=mlm_note, nsp=nsp,
             nsp_note=nsp_note, n_tokens_before_truncation=enc.n_tokens_before_truncation,
-            masked_positions=sorted(originals), mlm_probabilities=kept, source=source)
+            masked_positions=sorted(originals), mlm_probabilities=kept, source=source, classes=classes)
 
     def _forward(self, enc: Encoded, predict: list[int], captures: Sequence[str], changes: ForwardChanges):
         """One forward pass of one input with ``changes``, logits only at ``predict``."""
@@ -380,6 +399,15 @@ class Lab:
         if not self.model.has_nsp_head:
             return None, "this checkpoint has no next-sentence-prediction head"
         return float(torch.softmax(out.nsp_logits.float(), dim=-1)[0, 0]), None
+
+    def _classes(self, out) -> list[ClassProbability]:
+        """Every class of a sequence classifier with its probability, most probable first (ties by index)."""
+        if out.class_logits is None:
+            return []
+        probs = torch.softmax(out.class_logits[0].float(), dim=-1).tolist()  # (classes,)
+        labels = self.model.class_labels
+        order = sorted(range(len(probs)), key=lambda i: (-probs[i], i))
+        return [ClassProbability(labels[i], i, float(probs[i])) for i in order]
 
     def _masked(self, enc: Encoded, mask_positions: Sequence[int]) -> tuple[Encoded, dict[int, str]]:
         """Replace the chosen positions by [MASK]; refuse specials and inputs with too little context left."""
@@ -435,6 +463,7 @@ def null_model(lab: Lab, seed: int = 0) -> Lab:
     the floor that choosing the best of many heads reaches by chance."""
     cfg = BertConfig.from_dict(lab.model.config.to_dict())
     cfg.has_mlm_head = cfg.has_nsp_head = False
+    cfg.n_classes = 0
     model = init_weights(BertLab(cfg), seed=seed).eval().to(lab.device)
     checkpoint = replace(lab.checkpoint, name=f"random weights (BERT init, seed {seed}), {cfg.num_hidden_layers} "
                          f"layers x {cfg.num_attention_heads} heads", head_origin=None)

@@ -150,6 +150,7 @@ SLOW_FIXTURES = {"browser", "tiny_app", "default_app", "public_app", "default_la
                  "small_limit_app"}
 SLOW_FILES = {'test_space.py'}
 SLOW_TESTS = {
+    'test_classifier.py::test_the_predicted_class_is_explained_on_every_family',
     'test_mcp.py::test_score_heads_returns_the_syntax_tabs_best_heads_with_intervals',
     'test_mcp.py::test_explain_matches_the_attribution_of_the_first_mask',
     'test_mcp.py::test_the_mcp_schema_lists_exactly_the_four_tools_with_their_docstrings',

@@ -1,5 +1,6 @@
 """Attribution of a masked-word prediction: erasure, gradient x input and integrated gradients
 (Captum), and each attention source's agreement with erasure."""
+import builders
 import numpy as np
 import pytest
 import torch
@@ -103,3 +104,88 @@ def test_explain_reports_each_sources_faithfulness_on_this_input(sharp_lab):
     bins = [order[:bin_size(b, len(context))] for b in ERASER_BINS]
     assert scores["comprehensiveness"] == pytest.approx(np.mean([full - probability(h) for h in bins]), abs=1e-5)
     assert "faithfulness_on_this_input" in attribution.to_json()
+
+
+@pytest.fixture(scope="module")
+def decisive_lab(tmp_path_factory):
+    """A 1-layer BERT sequence classifier built by hand so that one word, "cat", decides the class.
+
+    u = (+1 x 16, -1 x 16) / sqrt(32) has zero mean, so LayerNorm (weight 1, bias 0) keeps a vector's
+    u-component at zero. Every embedding row is made orthogonal to u except "cat"'s, which gets 20 u.
+    Queries and keys are zero (uniform attention); values project onto u (W_V = 10 u u^T) and the
+    feed-forward block is zero, so [CLS] carries u only through the value of "cat". The pooler is
+    0.01 I (tanh nearly linear) and the classifier is +-100 u: positive with "cat", a coin toss without."""
+    import transformers as tf
+
+    import bertviz_lab
+
+    cfg = builders.hf_config(layers=1, num_labels=2, id2label={0: "negative", 1: "positive"},
+                             label2id={"negative": 0, "positive": 1})
+    model = tf.BertForSequenceClassification(cfg).eval()
+    u = torch.cat([torch.ones(16), -torch.ones(16)]) / np.sqrt(32)
+    generator = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.zero_()
+        embeddings = model.bert.embeddings
+        for table in (embeddings.word_embeddings, embeddings.position_embeddings, embeddings.token_type_embeddings):
+            rows = torch.randn(table.weight.shape, generator=generator)
+            table.weight.copy_(rows - (rows @ u)[:, None] * u)  # orthogonal to u
+        embeddings.word_embeddings.weight[builders.VOCAB.index("cat")] += 20 * u
+        layer = model.bert.encoder.layer[0]
+        for norm in (embeddings.LayerNorm, layer.attention.output.LayerNorm, layer.output.LayerNorm):
+            norm.weight.fill_(1.0)
+        layer.attention.self.value.weight.copy_(10 * torch.outer(u, u))
+        layer.attention.output.dense.weight.copy_(torch.eye(32))
+        model.bert.pooler.dense.weight.copy_(0.01 * torch.eye(32))
+        model.classifier.weight.copy_(torch.stack([-100 * u, 100 * u]))
+    folder = tmp_path_factory.mktemp("decisive") / "ckpt"
+    model.save_pretrained(folder)
+    builders.write_vocab(folder)
+    return bertviz_lab.load(str(folder), device="cpu")
+
+
+def test_one_word_decides_the_class_and_erasure_ranks_it_first(decisive_lab):
+    from bertviz_lab.interventions.attribution import class_logits_with_hidden, explain_class
+
+    without = decisive_lab.analyze("the dog sat on the mat")
+    assert [c.probability for c in without.classes] == pytest.approx([0.5, 0.5], abs=1e-3)
+    analysis = decisive_lab.analyze("the dog saw the cat in the park")
+    assert analysis.predicted_class.label == "positive" and analysis.predicted_class.probability > 0.99
+    explained = explain_class(decisive_lab, analysis, steps=16)
+    assert (explained.label, explained.index) == ("positive", 1)
+    cat = analysis.tokens.index("cat")
+    assert explained.context == [1, 2, 3, 4, 5, 6, 7, 8] and cat == 5
+    erasure = dict(zip(explained.context, explained.scores["erasure"]))
+    assert max(erasure, key=erasure.get) == cat
+    logits = class_logits_with_hidden(decisive_lab, analysis.encoded(), [[cat]])[:, 1]
+    assert erasure[cat] == pytest.approx(float(logits[0] - logits[1]), abs=1e-5)
+    assert float(logits[1]) == pytest.approx(0.0, abs=1e-3)  # hiding "cat" leaves nothing along u
+    # hiding another word gives "cat" 1/8 instead of 1/9 of [CLS]'s attention: the logit rises a little
+    assert all(-0.2 * erasure[cat] < v < 0 for j, v in erasure.items() if j != cat)
+    for method in ("gradient x input", "integrated gradients", "decompx"):  # no other word has a path to u
+        scores = dict(zip(explained.context, explained.scores[method]))
+        assert max(scores, key=scores.get) == cat
+        assert all(abs(v) < 1e-3 * scores[cat] for j, v in scores.items() if j != cat)
+    negative = explain_class(decisive_lab, analysis, label="negative", steps=16)
+    np.testing.assert_allclose(negative.scores["erasure"], -np.asarray(explained.scores["erasure"]), atol=1e-4)
+    assert set(explained.agreement) == set(RANKINGS) | {"gradient x input", "integrated gradients"}
+    assert set(explained.to_json()) == {"label", "index", "probability", "context", "scores", "spearman_with_erasure",
+                                        "faithfulness_on_this_input"}
+    # every bin's top tokens by erasure hold "cat": hiding them leaves the coin toss, P = 1/2
+    full = analysis.predicted_class.probability
+    faithful = explained.perturbation["erasure"]
+    assert faithful["comprehensiveness"] == pytest.approx(full - 0.5, abs=2e-3)
+    assert faithful["aopc"] == pytest.approx(5 / 6 * (np.log(full) - np.log(0.5)), abs=5e-3)  # k = 0..5
+    assert faithful["sufficiency"] <= 0  # "cat" kept with fewer others: more of [CLS]'s attention
+    assert set(explained.perturbation) == set(explained.agreement) | {"erasure"}
+
+
+def test_explain_class_refuses_a_model_without_a_classifier_and_an_unknown_label(sharp_lab, decisive_lab):
+    from bertviz_lab import InputError
+    from bertviz_lab.interventions.attribution import explain_class
+
+    with pytest.raises(InputError, match="no sequence classifier"):
+        explain_class(sharp_lab, sharp_lab.analyze("the big cat sat"))
+    with pytest.raises(InputError, match="no class 'neutral': the classifier's classes are negative, positive"):
+        explain_class(decisive_lab, decisive_lab.analyze("the cat sat"), label="neutral")

@@ -107,13 +107,15 @@ class AgentTools:
             punctuation and the previous, next and same token
             masked: the top-5 predictions at each [MASK] (position 0 is [CLS]); masked_note says why there are none
             next_sentence_probability: with a pair, P(pair follows text), when the checkpoint has that head
+            classes: a sequence classifier's classes with their probabilities, most probable first (else empty)
             attention: the full array (layers x heads x query x key), only when it has at most 20000 numbers
         """
         with answered_in_a_sentence(InputError):
             a = self._analysis(text, pair)
         out = {"model": a.model, "tokens": a.tokens, "segment_ids": a.segment_ids, "layers": a.n_layers,
                "heads": a.n_heads, "head_summary": head_summary(a), "masked": masked_words(a),
-               "masked_note": a.mlm_note, "next_sentence_probability": None if a.nsp is None else number(a.nsp)}
+               "masked_note": a.mlm_note, "next_sentence_probability": None if a.nsp is None else number(a.nsp),
+               "classes": [{"label": c.label, "probability": number(c.probability)} for c in a.classes]}
         if a.attention.size <= FULL_ATTENTION_NUMBERS:
             out["attention"] = np.round(a.attention.astype(np.float64), 4).tolist()  # (layers, heads, query, key)
         return out

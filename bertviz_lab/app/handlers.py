@@ -275,6 +275,8 @@ class Handlers(InterventionHandlers, SyntaxHandlers, SearchHandlers, QkHandlers)
                        f"{len(a.tokens)}, so it was truncated to {len(a.tokens)} tokens.")
         if a.nsp is not None:
             message += f" Next-sentence prediction: P(B follows A) = {a.nsp:.2f}."
+        if a.classes:
+            message += f" Class: {a.classes[0].label} (P = {a.classes[0].probability:.2f})."
         return self.run_outputs(session, message)
 
     def from_url(self, session: Session, request: gr.Request) -> Updates:

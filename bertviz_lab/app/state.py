@@ -315,6 +315,8 @@ def status_line(lab: Lab) -> str:
     head = "MLM head: yes" if lab.model.has_mlm_head else "no MLM head (no masked-word predictions)"
     if lab.model.has_nsp_head:
         head += " · NSP head: yes"
+    if lab.model.classifier is not None:
+        head += " · classifier: " + ", ".join(lab.model.class_labels)
     return f"**Weights:** {lab.name} · {lab.n_layers} layers × {lab.n_heads} heads · {head} · **device:** {lab.device}"
 
 

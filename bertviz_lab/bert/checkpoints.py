@@ -20,6 +20,7 @@ from safetensors.torch import load_file
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
 
 from ..resources import DEFAULT_MLM_HEAD
+from .classifier import class_labels
 from .devices import resolve_device, resolve_dtype
 from .families import BERT_SPECIALS, bert_config_dict, bert_names, family_of
 from .model import BertConfig, BertLab
@@ -143,7 +144,7 @@ def normalise_keys(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     out: dict[str, torch.Tensor] = {}
     for key, value in state.items():
         new = key
-        if not new.startswith(("bert.", "cls.")):
+        if not new.startswith(("bert.", "cls.", "classifier.dense.", "classifier.out_proj.")):
             new = "bert." + new  # a bare BertModel checkpoint
         new = re.sub(r"LayerNorm\.gamma$", "LayerNorm.weight", new)
         new = re.sub(r"LayerNorm\.beta$", "LayerNorm.bias", new)
@@ -167,6 +168,15 @@ def config_for_weights(cfg: BertConfig, state: dict[str, torch.Tensor]) -> BertC
     cfg.has_nsp_head = any(k.startswith("cls.seq_relationship.") for k in state)
     if cfg.has_nsp_head and not cfg.has_pooler:
         raise CheckpointError("the checkpoint has an NSP head but no pooler weights")
+    head = state.get("classifier.out_proj.weight")
+    cfg.n_classes = int(head.shape[0]) if head is not None else 0
+    if cfg.n_classes and cfg.classifier_act is None and not cfg.has_pooler:
+        raise CheckpointError("the checkpoint has a BERT sequence classifier but no pooler weights")
+    if cfg.n_classes:
+        try:
+            class_labels(cfg.n_classes, cfg.extra)
+        except ValueError as error:
+            raise CheckpointError(str(error)) from None
     return cfg
 
 
@@ -232,7 +242,8 @@ def read_checkpoint(checkpoint: str = DEFAULT_CHECKPOINT, cache_dir: str | Path 
     name, folder = locate(checkpoint, cache_dir=cache_dir, allow_download=allow_download)
     cfg = read_config(folder)
     family = family_of({"model_type": cfg.model_type})
-    state, set_aside = bert_names(read_weights(folder, allow_pickle=allow_pickle), family)
+    state, set_aside = bert_names(read_weights(folder, allow_pickle=allow_pickle), family,
+                                  cfg.extra.get("architectures") or ())
     state = normalise_keys(state)
     head_origin = None
     if mlm_head == "auto":
@@ -273,14 +284,16 @@ def load_model(checkpoint: str = DEFAULT_CHECKPOINT, device: str = "auto", dtype
 
 
 def model_from_transformers(hf_model: Any) -> BertLab:
-    """Our encoder with the weights of a transformers BERT, RoBERTa, DistilBERT or ELECTRA model object
-    (its ``config`` and ``state_dict()``), loaded strictly, on the CPU in float32, in eval mode: what
-    the drop-ins run so that the hook points give what BertViz needed a forked transformers for."""
+    """Our encoder (and sequence classifier, if it is one) with the weights of a transformers BERT,
+    RoBERTa, DistilBERT or ELECTRA model object (its ``config`` and ``state_dict()``), loaded
+    strictly, on the CPU in float32, in eval mode: what the drop-ins run so that the hook points
+    give what BertViz needed a forked transformers for."""
     raw = hf_model.config.to_dict()
     family = family_of(raw)
     cfg = BertConfig.from_dict(bert_config_dict(raw, family))
     state = {k: v.detach().float().cpu() for k, v in hf_model.state_dict().items()}
-    state, _ = bert_names(state, family)
+    # the object's class, not the config's architectures (those of the checkpoint it was loaded from)
+    state, _ = bert_names(state, family, [type(hf_model).__name__])
     state = normalise_keys(state)
     cfg = config_for_weights(cfg, state)
     model = BertLab(cfg)

@@ -14,15 +14,20 @@ What differs, and where it is handled:
   (``embeddings_project``); the generator's MLM head maps hidden -> embedding_size with GELU and
   ties its output to the word embeddings; a discriminator's replaced-token head is not an MLM head
   and is set aside (the encoder loads, with no masked-word predictions).
+Sequence classifiers (``*ForSequenceClassification``) of all four keep their heads, translated to
+``classifier.dense`` / ``classifier.out_proj`` (bert/classifier.py); other task heads are set aside.
 Special tokens keep BERT's names in what users see ([CLS], [SEP], [MASK], [PAD]); ids are the model's.
 """
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
+
+from .classifier import CLASSIFIER_ACT, classifier_names, is_sequence_classifier
 
 FAMILIES = ("bert", "roberta", "distilbert", "electra")
 BERT_SPECIALS = {"cls": "[CLS]", "sep": "[SEP]", "mask": "[MASK]", "pad": "[PAD]"}
@@ -62,6 +67,7 @@ def bert_config_dict(raw: dict[str, Any], family: Family) -> dict[str, Any]:
         out["head_act"] = "gelu"
         if int(out.get("embedding_size", out.get("hidden_size", 0))) == int(out.get("hidden_size", 0)):
             out.pop("embedding_size", None)  # no projection needed
+    out["classifier_act"] = CLASSIFIER_ACT[family.name]
     out["model_type"] = family.name
     return out
 
@@ -87,11 +93,17 @@ HEADS = {  # family -> (their MLM-head prefix -> ours); their tied decoder weigh
 SET_ASIDE = re.compile(r"^(discriminator_predictions\.|classifier\.|qa_outputs\.|pre_classifier\.)")
 
 
-def bert_names(state: dict[str, torch.Tensor], family: Family) -> tuple[dict[str, torch.Tensor], list[str]]:
-    """Weights under BertLab's names, and the heads set aside (not part of an encoder + MLM model)."""
+def bert_names(state: dict[str, torch.Tensor], family: Family,
+               architectures: Sequence[str] = ()) -> tuple[dict[str, torch.Tensor], list[str]]:
+    """Weights under BertLab's names, and the heads set aside (not part of an encoder + MLM model
+    or a sequence classifier). ``architectures``: the config's, which tells a BERT sequence
+    classifier from a token classifier."""
+    head: dict[str, torch.Tensor] = {}
+    if is_sequence_classifier(state, family.name, architectures):
+        head, state = classifier_names(state, family.name)
     if family.name == "bert":
-        return state, []
-    out: dict[str, torch.Tensor] = {}
+        return {**state, **head}, []
+    out: dict[str, torch.Tensor] = dict(head)
     aside = sorted({k.split(".")[0] for k in state if SET_ASIDE.match(k)})
     base = {"roberta": "roberta.", "distilbert": "distilbert.", "electra": "electra."}[family.name]
     for key, value in state.items():

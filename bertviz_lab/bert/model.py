@@ -3,7 +3,8 @@
 The module tree *is* the Hugging Face checkpoint format (``bert.encoder.layer.0.attention.
 self.query.weight``, ``cls.predictions.transform.dense.weight``, ``cls.predictions.bias``,
 ``cls.seq_relationship.weight``), so real checkpoints load with ``strict=True``. The MLM
-decoder is tied to the word embeddings and is therefore not a module of its own.
+decoder is tied to the word embeddings and is therefore not a module of its own. A sequence
+classifier's head is ``classifier`` (bert/classifier.py), whatever the family calls it.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .budget import charge
+from .classifier import SequenceClassifier, class_labels
 from .hook_table import HOOK_TABLE, hook_name
 from .hooks import Edit, HookPoint, active_run, hook_run, name_hook_points
 
@@ -44,6 +46,8 @@ class BertConfig:
     has_pooler: bool = True
     has_mlm_head: bool = True
     has_nsp_head: bool = True
+    n_classes: int = 0  # outputs of a sequence classifier's head; 0: none
+    classifier_act: str | None = None  # its activation after the dense layer (None: BERT's pooler instead)
     extra: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -288,6 +292,7 @@ class BertForwardOutput:
     pooled: torch.Tensor | None  # (batch, d_model)
     mlm_logits: torch.Tensor | None  # (batch, pos, vocab), or (n_selected, vocab) with mlm_positions
     nsp_logits: torch.Tensor | None  # (batch, 2)
+    class_logits: torch.Tensor | None = None  # (batch, classes) of a sequence classifier
 
 
 class BertLab(nn.Module):
@@ -297,9 +302,15 @@ class BertLab(nn.Module):
         super().__init__()
         if cfg.has_nsp_head and not cfg.has_pooler:
             raise ValueError("an NSP head needs the pooler")
+        if cfg.n_classes and cfg.classifier_act is None and not cfg.has_pooler:
+            raise ValueError("a BERT sequence classifier needs the pooler")
         self.config = cfg
         self.bert = BertModel(cfg)
         self.cls = BertHeads(cfg) if (cfg.has_mlm_head or cfg.has_nsp_head) else None
+        self.classifier = (SequenceClassifier(cfg.hidden_size, cfg.n_classes, cfg.classifier_act,
+                                              float(cfg.extra.get("classifier_dropout") or cfg.hidden_dropout_prob))
+                           if cfg.n_classes else None)
+        self.class_labels: list[str] = class_labels(cfg.n_classes, cfg.extra) if cfg.n_classes else []
         self.hook_names: list[str] = name_hook_points(self)
 
     @property
@@ -364,7 +375,8 @@ class BertLab(nn.Module):
             mlm_logits = self.cls.predictions(selected, self.bert.embeddings.word_embeddings.weight)
         if self.cls is not None and self.config.has_nsp_head:
             nsp_logits = self.cls.hook_nsp_logits(self.cls.seq_relationship(pooled))  # (batch, 2)
-        return BertForwardOutput(hidden, pooled, mlm_logits, nsp_logits)
+        class_logits = self.classifier(hidden, pooled) if self.classifier is not None else None  # (batch, classes)
+        return BertForwardOutput(hidden, pooled, mlm_logits, nsp_logits, class_logits)
 
 
 def layer_hook(layer: int, name: str) -> str:

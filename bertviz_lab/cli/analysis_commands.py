@@ -42,6 +42,8 @@ def add_analyze(sub: argparse._SubParsersAction) -> None:
                         "context-mixing measures, or rollout / flow aggregated from the input up")
     p.add_argument("--lens", action="store_true",
                    help="also the MLM head's top-k on every layer's state at each masked position (JSON: lens)")
+    p.add_argument("--class", dest="explain_class", default=None, metavar="LABEL",
+                   help="with --explain on a classifier: the class whose logit is explained (default: the predicted one)")
     p.add_argument("--explain", action="store_true",
                    help="also attribute each masked prediction to the context tokens: erasure, gradient x input, "
                         "integrated gradients, and each attention source's Spearman rho with erasure (JSON: explain)")
@@ -84,9 +86,12 @@ def analysis_extras(lab, result: Analysis, args: argparse.Namespace) -> dict:
     """What --explain, --lens and --qk add to the analysis (JSON-ready)."""
     extra: dict = {}
     if args.explain:
-        from ..interventions.attribution import explain
+        from ..interventions.attribution import explain, explain_class
 
-        extra["explain"] = [a.to_json() for a in explain(lab, result)]
+        if result.classes:  # a classifier: why its chosen class (default: the predicted one)
+            extra["explain_class"] = explain_class(lab, result, label=args.explain_class).to_json()
+        if result.mlm:
+            extra["explain"] = [a.to_json() for a in explain(lab, result)]
     if args.lens:
         from ..lens import mlm_lens
 
@@ -110,6 +115,11 @@ def analyze_summary(result: Analysis, extra: dict) -> Iterator[str]:
         yield "  on this input, AOPC / comprehensiveness / sufficiency: " + ", ".join(
             f"{k} {v['aopc']:.2f}/{v['comprehensiveness']:.2f}/{v['sufficiency']:.2f}"
             for k, v in attribution["faithfulness_on_this_input"].items())
+    if "explain_class" in extra:
+        why = extra["explain_class"]
+        yield f"why class {why['label']!r} (P = {why['probability']:.3f}; signed; + raised its logit):"
+        for method, values in why["scores"].items():
+            yield f"  {method}: " + ", ".join(f"{result.tokens[j]} {v:+.3f}" for j, v in zip(why["context"], values))
     for lens in extra.get("lens", []):
         yield f"lens at position {lens['position']} (final answer {lens['final']!r}):"
         for row in lens["layers"]:
@@ -122,6 +132,8 @@ def analyze_summary(result: Analysis, extra: dict) -> Iterator[str]:
     yield from (f"note: {note}" for note in (result.mlm_note, result.nsp_note) if note)
     if result.nsp is not None:
         yield f"next-sentence probability: {result.nsp:.3f}"
+    if result.classes:
+        yield "classes: " + ", ".join(f"{c.label} {c.probability:.3f}" for c in result.classes)
     if "queries" in extra:
         yield "queries and keys: in the JSON (--json)"
 

@@ -171,6 +171,8 @@ def prediction_notes(analysis: Analysis) -> str:
         lines.append(f"**Next-sentence prediction:** P(sentence B follows sentence A) = {analysis.nsp:.3f}")
     elif analysis.nsp_note:
         lines.append(analysis.nsp_note)
+    if analysis.classes:  # a sequence classifier: its classes first, most probable first
+        lines.insert(0, "**Predicted class:** " + ", ".join(f"{c.label} {c.probability:.3f}" for c in analysis.classes))
     return "\n\n".join(lines)
 
 

@@ -15,6 +15,17 @@ For the model's top prediction w at a masked position, per context token j:
 
 Signed: positive means the token raised P(w). Special tokens and the masked position itself get no
 score (they cannot be hidden without changing what is asked).
+
+A sequence classifier's class (``explain_class``; default: the predicted one) is explained the same
+way, for the class's *logit* rather than a log-probability: erasure is the logit's drop when the token
+is hidden from attention on every layer, gradient x input and integrated gradients are of the logit
+(same [PAD] baseline), every attention-based ranking is read at the [CLS] row (the position all
+four families' heads read), and DecompX carries the [CLS] row's last-layer decomposition through the
+classifier head as its released code does (``modeling_bert.py`` ``BertModel.ffn_decomposer`` and
+``BertForSequenceClassification.ffn_decomposer``, demo configuration: each Linear's bias shared out by
+"absdot", the activation by its zero-origin slope, ``tanh_approx_type="ZO"``; the same rules for
+ELECTRA's GELU and DistilBERT's ReLU), so each token's share of the class logit; the shares sum to it.
+Each ranking is compared with erasure by Spearman's rho.
 """
 from __future__ import annotations
 
@@ -25,12 +36,14 @@ import numpy as np
 import torch
 from scipy.stats import spearmanr
 
+from ..bert import decompx
 from ..bert.captured import MIXING_CAPTURES, Captured
-from ..lab import Analysis, InputError, Lab
+from ..lab import Analysis, ClassProbability, Encoded, InputError, Lab
 from ..naming import SPECIAL_TOKENS
-from .faithfulness import RANKINGS, MaskedSentence, logp_with_hidden, rankings, sentence_scores
+from .faithfulness import ERASER_BINS, RANKINGS, MaskedSentence, bin_size, logp_with_hidden, rankings, sentence_scores
 
 IG_STEPS = 32
+CLASS_RANKINGS = RANKINGS  # read at the [CLS] row; DecompX through the classifier head
 
 
 @dataclass
@@ -74,12 +87,18 @@ def _log_prob_of(lab: Lab, position: int, target: int):
 
 def gradient_methods(lab: Lab, analysis: Analysis, position: int, target: int,
                      context: Sequence[int], steps: int = IG_STEPS) -> dict[str, np.ndarray]:
-    """Gradient x input and integrated gradients per context token, from Captum."""
+    """Gradient x input and integrated gradients of log P(target) at ``position`` per context token, from Captum."""
+    return captum_scores(lab, analysis, _log_prob_of(lab, position, target), context, steps)
+
+
+def captum_scores(lab: Lab, analysis: Analysis, forward, context: Sequence[int], steps: int = IG_STEPS) -> dict[str, np.ndarray]:
+    """Gradient x input and integrated gradients of ``forward(input_ids, token_type_ids,
+    attention_mask) -> (rows,)`` per context token, on the embedding layer's output summed over its
+    dimensions; IG from every word token replaced by [PAD] ([CLS], [SEP] and [MASK] kept)."""
     from captum.attr import LayerGradientXActivation, LayerIntegratedGradients
 
     tensors = lab.batch_tensors([analysis.encoded()])
     ids, segments, mask = tensors["input_ids"], tensors["token_type_ids"], tensors["attention_mask"]
-    forward = _log_prob_of(lab, position, target)
     layer = lab.model.bert.embeddings
     baseline = ids.clone()
     words = torch.tensor([t not in SPECIAL_TOKENS and i != lab.mask_id for t, i in zip(analysis.tokens, analysis.token_ids)],
@@ -97,16 +116,17 @@ def gradient_methods(lab: Lab, analysis: Analysis, position: int, target: int,
 
 def rank_agreement(values: Sequence[float], reference: Sequence[float]) -> float:
     """Spearman's rho of two scorings of the same tokens (NaN below three tokens or for a constant one)."""
-    if len(reference) < 3:
-        return float("nan")
+    if len(reference) < 3 or np.ptp(values) == 0 or np.ptp(reference) == 0:
+        return float("nan")  # Spearman's rho is undefined for a constant scoring
     rho = spearmanr(values, reference).statistic
     return float(rho) if np.isfinite(rho) else float("nan")
 
 
-def ranking_agreement(scores: dict[str, np.ndarray], reference: np.ndarray, context: Sequence[int]) -> dict[str, float]:
+def ranking_agreement(scores: dict[str, np.ndarray], reference: np.ndarray, context: Sequence[int],
+                      names: Sequence[str] = RANKINGS) -> dict[str, float]:
     """Spearman rho of each faithfulness-check ranking (attention, rollout, flow, norms, value
     zeroing, GlobEnc, ALTI, DecompX) with the erasure scores, over the context tokens."""
-    return {name: rank_agreement(np.asarray(scores[name])[list(context)], reference) for name in RANKINGS}
+    return {name: rank_agreement(np.asarray(scores[name])[list(context)], reference) for name in names}
 
 
 def perturbation_scores(lab: Lab, analysis: Analysis, position: int, target: int, scores: dict[str, np.ndarray],
@@ -149,3 +169,131 @@ def explain(lab: Lab, analysis: Analysis, steps: int = IG_STEPS) -> list[Attribu
                                {k: [float(v) for v in values] for k, values in scores.items()}, agreement,
                                perturbation_scores(lab, analysis, p.position, target, ranked, context)))
     return out
+
+
+@dataclass
+class ClassAttribution:
+    """Why a sequence classifier's class: signed scores of its logit per context token."""
+
+    label: str
+    index: int
+    probability: float
+    context: list[int]  # the scored token positions (every token but [CLS], [SEP] and padding)
+    scores: dict[str, list[float]]  # method -> one signed score per context position
+    agreement: dict[str, float] = field(default_factory=dict)  # ranking or method -> Spearman rho with erasure
+    # ranking or method -> AOPC (log P of the class, top 1..K hidden), ERASER comprehensiveness and
+    # sufficiency (probability of the class, mean over bins) on this input alone
+    perturbation: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return {"label": self.label, "index": self.index, "probability": self.probability, "context": self.context,
+                "scores": self.scores, "spearman_with_erasure": self.agreement,
+                "faithfulness_on_this_input": self.perturbation}
+
+
+def class_logits_with_hidden(lab: Lab, enc: Encoded, hidden: Sequence[Sequence[int]]) -> np.ndarray:
+    """Class logits with nothing hidden (row 0), then with each set of keys in ``hidden`` hidden from
+    every query on every layer: one batched forward, (1 + len(hidden), classes)."""
+    n = len(enc.ids)
+    bias = torch.zeros((len(hidden) + 1, 1, 1, n))  # (rows, 1, 1, key): row 0 hides nothing
+    for row, keys in enumerate(hidden, start=1):
+        bias[row, ..., list(keys)] = torch.finfo(torch.float32).min
+    out, _ = lab.run(lab.batch_tensors([enc] * (len(hidden) + 1)), capture=(), attention_bias=bias.to(lab.device),
+                     compute_mlm=False)
+    return out.class_logits.float().cpu().numpy()  # (rows, classes)
+
+
+def class_erasure(lab: Lab, analysis: Analysis, index: int, context: Sequence[int]) -> np.ndarray:
+    """The class's logit minus its logit with token j hidden, for each j in ``context``: (len(context),)."""
+    logits = class_logits_with_hidden(lab, analysis.encoded(), [[j] for j in context])[:, index]  # (1 + context,)
+    return logits[0] - logits[1:]
+
+
+def _class_logit_of(lab: Lab, index: int):
+    """forward(input_ids, token_type_ids, attention_mask) -> the class's logit per row."""
+    def forward(input_ids, token_type_ids, attention_mask):
+        out = lab.model(input_ids=input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask,
+                        compute_mlm=False)
+        return out.class_logits.float()[:, index]  # (rows,)
+    return forward
+
+
+def chosen_class(analysis: Analysis, label: str | int | None) -> ClassProbability:
+    """The class to explain: the predicted one, or the one named by its label or index."""
+    if not analysis.classes:
+        raise InputError("this checkpoint has no sequence classifier, so there is no class to explain")
+    if label is None:
+        return analysis.classes[0]
+    for c in analysis.classes:
+        if (isinstance(label, int) and c.index == label) or c.label == label:
+            return c
+    known = ", ".join(c.label for c in sorted(analysis.classes, key=lambda c: c.index))
+    raise InputError(f"no class {label!r}: the classifier's classes are {known}")
+
+
+def explain_class(lab: Lab, analysis: Analysis, label: str | int | None = None, steps: int = IG_STEPS) -> ClassAttribution:
+    """Attributions of a class's logit (default: the predicted class) to every word token of ``analysis``:
+    erasure, gradient x input, integrated gradients, and each attention ranking's agreement with erasure."""
+    chosen = chosen_class(analysis, label)
+    context = context_positions(analysis, -1)
+    if not context:
+        raise InputError("there is no word token to attribute the class to")
+    erased = class_erasure(lab, analysis, chosen.index, context)
+    scores = {"erasure": erased, **captum_scores(lab, analysis, _class_logit_of(lab, chosen.index), context, steps)}
+    _, cache = lab.run(lab.batch_tensors([analysis.encoded()]), capture=MIXING_CAPTURES, compute_mlm=False)
+    captured = Captured(lab.model, cache, 0, len(analysis.tokens))
+    ranked = rankings(captured, 0, seed=0, names=[name for name in CLASS_RANKINGS if name != "decompx"])
+    ranked["decompx"] = class_logit_shares(lab.model, decompx.decompose(captured)[-1])[:, chosen.index].numpy()
+    scores["decompx"] = ranked["decompx"][context]
+    agreement = ranking_agreement(ranked, erased, context, CLASS_RANKINGS)
+    for name in ("gradient x input", "integrated gradients"):
+        agreement[name] = rank_agreement(scores[name], erased)
+    orders = {name: sorted(context, key=lambda i, r=ranked[name]: -float(r[i])) for name in CLASS_RANKINGS}
+    orders.update({name: [context[i] for i in np.argsort(-np.asarray(values), kind="stable")]
+                   for name, values in scores.items()})
+    return ClassAttribution(chosen.label, chosen.index, chosen.probability, context,
+                            {k: [float(v) for v in values] for k, values in scores.items()}, agreement,
+                            class_perturbation(lab, analysis.encoded(), chosen.index, orders))
+
+
+def class_perturbation(lab: Lab, enc: Encoded, index: int, orders: dict[str, list[int]],
+                       k_max: int = 5) -> dict[str, dict[str, float]]:
+    """Per ordering of the context tokens (most important first), on this one input and for the class
+    ``index``: AOPC of log P(class) with the top 1..K hidden (K = min(k_max, context); k = 0 counts,
+    as in the faithfulness check), and ERASER's comprehensiveness (top ceil(b x context) hidden) and
+    sufficiency (only they kept) in P(class), each the mean over the bins. One batched forward;
+    identical hidden sets share a row."""
+    rows: dict[tuple[int, ...], int] = {}
+
+    def row_of(keys) -> int:
+        return rows.setdefault(tuple(sorted(keys)), len(rows) + 1)
+
+    plan = {}
+    for name, order in orders.items():
+        sizes = [bin_size(b, len(order)) for b in ERASER_BINS]
+        plan[name] = ([row_of(order[:k]) for k in range(1, min(k_max, len(order)) + 1)],
+                      [row_of(order[:c]) for c in sizes], [row_of(order[c:]) for c in sizes])
+    logits = torch.from_numpy(class_logits_with_hidden(lab, enc, list(rows)))  # (1 + unique sets, classes)
+    logp = torch.log_softmax(logits, -1)[:, index].numpy()  # (1 + unique sets,)
+    p = np.exp(logp)
+    return {name: {"aopc": float(np.mean([0.0] + [logp[0] - logp[r] for r in aopc])),
+                   "comprehensiveness": float(np.mean([p[0] - p[r] for r in comp])),
+                   "sufficiency": float(np.mean([p[0] - p[r] for r in suff]))}
+            for name, (aopc, comp, suff) in plan.items()}
+
+
+def class_logit_shares(model, last_parts: torch.Tensor) -> torch.Tensor:
+    """Each input token's signed share of every class logit: (k, classes), from the last layer's
+    parts (i, k, d) at the first token, through the head (BERT: pooler dense + tanh, then the
+    classifier; the others: classifier dense + their activation, then out_proj). Each Linear's bias is
+    shared out by |<part, bias>| and the activation applied by its zero-origin slope, so the shares
+    sum to the logits."""
+    head = model.classifier
+    dense, act = (model.bert.pooler.dense, torch.tanh) if head.dense is None else (head.dense, head.act)
+    with torch.no_grad():
+        parts = last_parts[0][None].to(dense.weight.device)  # (1, k, d): the [CLS] row
+        pre = dense(parts.sum(1))  # (1, d)
+        dense_parts = decompx.share_bias(parts @ dense.weight.T, dense.bias)  # (1, k, d)
+        act_parts = decompx.activation_parts(dense_parts, pre, act(pre))
+        shares = decompx.share_bias(act_parts @ head.out_proj.weight.T, head.out_proj.bias)  # (1, k, classes)
+    return shares[0].float().cpu()
