@@ -240,3 +240,15 @@ def test_the_page_names_the_classifier_and_its_predicted_class(classifiers):
     top = lab.analyze("the cat sat").classes[0]
     assert f"Class: {top.label} (P = {top.probability:.2f})." in out[ui.message]
     assert out[ui.nsp_md].startswith(f"**Predicted class:** {top.label} {top.probability:.3f}")
+
+
+def test_the_notebook_draws_the_classes_most_probable_on_top(classifiers):
+    import bertviz_lab
+
+    _, folder = classifiers["distilbert"]
+    lab = load(str(folder), device="cpu")
+    a = lab.analyze("the cat sat")
+    fig = bertviz_lab.figure(a, "classes")
+    [bars] = fig.data
+    assert list(bars.y) == [c.label for c in a.classes] and list(bars.x) == pytest.approx([c.probability for c in a.classes])
+    assert bars.x[0] == max(bars.x) and fig.layout.xaxis.range == (0, 1)

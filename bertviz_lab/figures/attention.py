@@ -241,6 +241,21 @@ def predictions_figure(mlm: Sequence[Any], note: str | None = None) -> Figure:
     return figure(data, layout, "predictions")
 
 
+def classes_figure(classes: Sequence[Any], model: str = "") -> Figure:
+    """A sequence classifier's classes as horizontal bars, most probable on top (``Analysis.classes``)."""
+    if not classes:
+        return figure([], {"title": {"text": "No classifier head: no classes"}, "height": 160,
+                           "xaxis": {"visible": False}, "yaxis": {"visible": False}}, "classes")
+    probs = [c.probability for c in classes]
+    data = [{"type": "bar", "orientation": "h", "x": probs, "y": [c.label for c in classes],
+             "marker": {"color": "#2b6cb0"}, "text": [f"{v:.3f}" for v in probs], "textposition": "auto",
+             "hovertemplate": "%{y}: %{x:.4f}<extra></extra>", "showlegend": False}]
+    layout = {"title": {"text": "Predicted class" + (f" ({model})" if model else "")},
+              "xaxis": {"range": [0, 1], "title": {"text": "probability"}},
+              "yaxis": {"autorange": "reversed", "type": "category"}, "height": 140 + 34 * len(classes)}
+    return figure(data, layout, "classes")
+
+
 def lens_figure(lens: Sequence[Any], note: str | None = None) -> Figure:
     """The MLM lens of the first masked position: layers (rows, 1 at the top) x rank (columns), each
     cell the word the MLM head ranks there on that layer's state, coloured by its probability; the

@@ -176,7 +176,8 @@ def show(analysis: Analysis, layer: int = 1, head: int = 1, html_action: str = "
         raise ValueError("view must be 'head' or 'neuron'")
     segments = analysis.segment_ids
     meta, codes = weights_payload(analysis.attention, unique_labels(analysis.tokens, list(range(len(analysis.tokens)))),
-                                  segments, PayloadView(layer=layer - 1, head=head - 1, model=analysis.model))
+                                  segments, PayloadView(layer=layer - 1, head=head - 1, model=analysis.model,
+                                              source=analysis.source))
     page = viewer_html([Section("", meta, codes)],
                        page=ViewerPage(include_plotlyjs=True if html_action == "return" else "once", pair=any(segments),
                                        title=f"{analysis.model}"))

@@ -14,6 +14,7 @@ from ..figures import analysis as views
 from ..figures import interventions as intervention_views
 from ..figures import qk as qk_views
 from ..figures import syntax as syntax_views
+from ..figures.attention import classes_figure
 from ..figures.base import Figure
 from ..figures.structure_figure import structure_figure
 from ..interventions import Comparison
@@ -24,7 +25,7 @@ from ..syntax.structure import StructureResult, StructureSettings, StructureTree
 from ..syntax.summary import SyntaxSummary
 from ..treebank import Sentence, read_conllu
 
-ANALYSIS_FIGURES = ("single-head", "overview", "head-view", "aggregates", "summary", "predictions")
+ANALYSIS_FIGURES = ("single-head", "overview", "head-view", "aggregates", "summary", "predictions", "classes")
 COMPARISON_FIGURES = ("comparison", "divergence", "offsets")
 SYNTAX_FIGURES = ("best-heads", "relation", "uuas", "statistics")
 
@@ -124,6 +125,7 @@ def analysis_figure(analysis: Analysis, kind: str = "single-head", layer: int = 
         "aggregates": lambda: views.aggregates(analysis, o),
         "summary": lambda: views.summary(analysis),
         "predictions": lambda: views.predictions(analysis)[0],
+        "classes": lambda: classes_figure(analysis.classes, analysis.model),
     }
     if kind not in builders:
         raise ValueError(f"unknown figure {kind!r}: choose one of {', '.join(ANALYSIS_FIGURES)}")
