@@ -316,11 +316,13 @@ def test_tables_wrap_at_word_boundaries_and_nothing_is_cut(browser, tiny_app, wi
     page.get_by_role("tab", name="Head view").click()
     page.get_by_text("Find similar tokens in a treebank").click()
     page.locator("#search-token input").click()
-    page.get_by_role("option").nth(2).click()
+    page.get_by_role("option", name="2 cat").click()
     page.click("#search-btn")
-    page.wait_for_function("document.querySelector('#search-message').innerText.includes('Nearest to')",
+    page.wait_for_function("document.querySelector('#search-message').innerText.includes('Nearest to cat')",
                            timeout=180000)
-    page.wait_for_function("document.querySelector('#search-table').innerText.includes(']')", timeout=10000)  # [token]
+    page.locator("#search-table").scroll_into_view_if_needed()
+    page.wait_for_function("document.querySelector('#search-table').innerText.includes(']')",  # [a neighbour]
+                           timeout=60000)
     assert page.evaluate(BROKEN_WORDS, "#search-table") == []
     page.click("#intervention-btn")  # the full-width tables of the Interventions tab
     page.wait_for_function("document.querySelector('#intervention-changes').innerText.includes('[MASK]')",

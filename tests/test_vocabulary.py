@@ -142,8 +142,9 @@ trained = TrainedProbe(DistanceProbe(), probe_loss)
 
 
 # ---- "source" in the app: only an attention source -------------------------------------------------------
-ATTENTION_SOURCE_NAMES = {"source", "syntax_score_source"}  # ui components choosing an attention source
-ATTENTION_SOURCE_IDS = {"source", "syntax-score-source"}
+# ui components choosing an attention source, or saying what the chosen one is
+ATTENTION_SOURCE_NAMES = {"source", "syntax_score_source", "source_about"}
+ATTENTION_SOURCE_IDS = {"source", "syntax-score-source", "source-about"}
 
 
 def app_texts() -> Iterator[tuple[str, str, str]]:
