@@ -16,7 +16,7 @@ from .lens import queries_and_keys_of
 from .notebook.dropin import prettify
 from .notebook.widget import ViewerHTML, display_or_return
 
-MODEL_TYPES = ("bert", "roberta", "distilbert", "electra")
+MODEL_TYPES = ("bert", "roberta", "distilbert", "electra", "albert", "mpnet")
 
 
 def show(model: Any, model_type: str, tokenizer: Any, sentence_a: str, sentence_b: str | None = None,

@@ -150,6 +150,10 @@ SLOW_FIXTURES = {"browser", "tiny_app", "default_app", "public_app", "default_la
                  "small_limit_app"}
 SLOW_FILES = {'test_space.py'}
 SLOW_TESTS = {
+    'test_naopc.py::test_cli_prints_every_ranking_with_intervals',
+    'test_naopc.py::test_the_protocol_scores_erasure_at_the_upper_bound',
+    'test_position_families.py::test_albert_loads_from_a_hub_cache_with_hidden_state_attention_and_mlm_parity',
+    'test_position_families.py::test_albert_masked_predictions_and_the_lab_work',
     'test_classifier.py::test_the_predicted_class_is_explained_on_every_family',
     'test_mcp.py::test_score_heads_returns_the_syntax_tabs_best_heads_with_intervals',
     'test_mcp.py::test_explain_matches_the_attribution_of_the_first_mask',

@@ -285,7 +285,7 @@ def load_model(checkpoint: str = DEFAULT_CHECKPOINT, device: str = "auto", dtype
 
 def model_from_transformers(hf_model: Any) -> BertLab:
     """Our encoder (and sequence classifier, if it is one) with the weights of a transformers BERT,
-    RoBERTa, DistilBERT or ELECTRA model object (its ``config`` and ``state_dict()``), loaded
+    RoBERTa, DistilBERT, ELECTRA, ALBERT or MPNet model object (its ``config`` and ``state_dict()``), loaded
     strictly, on the CPU in float32, in eval mode: what the drop-ins run so that the hook points
     give what BertViz needed a forked transformers for."""
     raw = hf_model.config.to_dict()

@@ -4,7 +4,9 @@ models compute them (eval mode, so their dropouts are the identity), under one m
 - BERT: the pooler (dense + tanh on [CLS], ``bert.pooler``), then ``classifier`` (a Linear);
 - RoBERTa: ``classifier.dense`` + tanh + ``classifier.out_proj`` on <s> (no pooler);
 - DistilBERT: ``pre_classifier`` + ReLU + ``classifier`` on [CLS];
-- ELECTRA: ``classifier.dense`` + GELU (exact) + ``classifier.out_proj`` on [CLS].
+- ELECTRA: ``classifier.dense`` + GELU (exact) + ``classifier.out_proj`` on [CLS];
+- ALBERT: as BERT (its pooler, then ``classifier``);
+- MPNet: as RoBERTa.
 
 Here every family's head is ``classifier.dense`` (absent for BERT, which reads the pooler) and
 ``classifier.out_proj``; ``classifier_names`` translates the checkpoint's names. A BERT
@@ -21,17 +23,21 @@ import torch.nn.functional as F
 from torch import nn
 
 # family -> the activation between the head's dense layer and its output; None: BERT's pooler is the dense layer
-CLASSIFIER_ACT: dict[str, str | None] = {"bert": None, "roberta": "tanh", "distilbert": "relu", "electra": "gelu"}
+CLASSIFIER_ACT: dict[str, str | None] = {"bert": None, "roberta": "tanh", "distilbert": "relu", "electra": "gelu",
+                                         "albert": None, "mpnet": "tanh"}
 _ACTS = {"tanh": torch.tanh, "relu": F.relu, "gelu": F.gelu}  # gelu: exact (erf), transformers' "gelu"
 # family -> (their name -> ours); a name ending in "." is a prefix
 _RENAMES = {
     "bert": {"classifier.weight": "classifier.out_proj.weight", "classifier.bias": "classifier.out_proj.bias"},
+    "albert": {"classifier.weight": "classifier.out_proj.weight", "classifier.bias": "classifier.out_proj.bias"},
     "roberta": {"classifier.dense.": "classifier.dense.", "classifier.out_proj.": "classifier.out_proj."},
     "electra": {"classifier.dense.": "classifier.dense.", "classifier.out_proj.": "classifier.out_proj."},
+    "mpnet": {"classifier.dense.": "classifier.dense.", "classifier.out_proj.": "classifier.out_proj."},
     "distilbert": {"pre_classifier.": "classifier.dense.", "classifier.weight": "classifier.out_proj.weight",
                    "classifier.bias": "classifier.out_proj.bias"},
 }
-_SHAPE_KEY = {"bert": None, "roberta": "classifier.out_proj.weight", "electra": "classifier.out_proj.weight",
+_SHAPE_KEY = {"bert": None, "albert": None, "mpnet": "classifier.out_proj.weight", "roberta": "classifier.out_proj.weight",
+              "electra": "classifier.out_proj.weight",
               "distilbert": "pre_classifier.weight"}  # a key only this family's sequence classifier has
 
 

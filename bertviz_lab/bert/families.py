@@ -1,4 +1,4 @@
-"""The BERT family on one hooked encoder: RoBERTa, DistilBERT and ELECTRA checkpoints are BERT's
+"""The BERT family on one hooked encoder: RoBERTa, DistilBERT, ELECTRA and ALBERT checkpoints are BERT's
 post-LayerNorm encoder under other names, so their configs and weight names are translated to
 ``BertLab``'s (which mirrors Hugging Face's BERT) and they load strictly, with every hook point,
 intervention and view working unchanged.
@@ -14,7 +14,18 @@ What differs, and where it is handled:
   (``embeddings_project``); the generator's MLM head maps hidden -> embedding_size with GELU and
   ties its output to the word embeddings; a discriminator's replaced-token head is not an MLM head
   and is set aside (the encoder loads, with no masked-word predictions).
-Sequence classifiers (``*ForSequenceClassification``) of all four keep their heads, translated to
+- ALBERT (Lan et al. 2020): one layer's parameters run ``num_hidden_layers`` times
+  (``BertConfig.share_layers``: every layer keeps its own hook points), factorised embeddings
+  projected up by ``embedding_hidden_mapping_in`` (ELECTRA's ``embeddings_project``); the layer's
+  names are attention.{query,key,value,dense,LayerNorm}, ffn, ffn_output, full_layer_layer_norm; the
+  MLM head ``predictions`` uses hidden_act; the sentence-order head (``sop_classifier``) is not
+  BERT's next-sentence head and is set aside; pad is <pad>. Only one layer group of one layer
+  (every released ALBERT) is supported.
+- MPNet (Song et al. 2020): RoBERTa's absolute positions (from row 2: the padding row is 1) and no
+  segment embeddings, plus a relative-position bias per head added to every layer's scores from
+  one shared table (``encoder.relative_attention_bias``; bert/relative_positions.py); the attention
+  is attention.attn.{q,k,v,o} and attention.LayerNorm; an MLM head ``lm_head`` as RoBERTa's.
+Sequence classifiers (``*ForSequenceClassification``) of all five keep their heads, translated to
 ``classifier.dense`` / ``classifier.out_proj`` (bert/classifier.py); other task heads are set aside.
 Special tokens keep BERT's names in what users see ([CLS], [SEP], [MASK], [PAD]); ids are the model's.
 """
@@ -29,9 +40,10 @@ import torch
 
 from .classifier import CLASSIFIER_ACT, classifier_names, is_sequence_classifier
 
-FAMILIES = ("bert", "roberta", "distilbert", "electra")
+FAMILIES = ("bert", "roberta", "distilbert", "electra", "albert", "mpnet")
 BERT_SPECIALS = {"cls": "[CLS]", "sep": "[SEP]", "mask": "[MASK]", "pad": "[PAD]"}
 BPE_SPECIALS = {"cls": "<s>", "sep": "</s>", "mask": "<mask>", "pad": "<pad>"}
+ALBERT_SPECIALS = {"cls": "[CLS]", "sep": "[SEP]", "mask": "[MASK]", "pad": "<pad>"}  # SentencePiece's pad
 
 
 @dataclass(frozen=True)
@@ -44,7 +56,8 @@ def family_of(raw: dict[str, Any]) -> Family:
     kind = raw.get("model_type", "bert")
     if kind not in FAMILIES:
         raise ValueError(f"model_type {kind!r} is not in the BERT family this model loads ({', '.join(FAMILIES)})")
-    return Family(kind, BPE_SPECIALS if kind == "roberta" else BERT_SPECIALS)
+    specials = {"roberta": BPE_SPECIALS, "mpnet": BPE_SPECIALS, "albert": ALBERT_SPECIALS}
+    return Family(kind, specials.get(kind, BERT_SPECIALS))
 
 
 DISTILBERT_CONFIG = {"dim": "hidden_size", "n_layers": "num_hidden_layers", "n_heads": "num_attention_heads",
@@ -67,6 +80,16 @@ def bert_config_dict(raw: dict[str, Any], family: Family) -> dict[str, Any]:
         out["head_act"] = "gelu"
         if int(out.get("embedding_size", out.get("hidden_size", 0))) == int(out.get("hidden_size", 0)):
             out.pop("embedding_size", None)  # no projection needed
+    if family.name == "albert":
+        groups, inner = int(out.get("num_hidden_groups", 1)), int(out.get("inner_group_num", 1))
+        if (groups, inner) != (1, 1):
+            raise ValueError(f"ALBERT with num_hidden_groups {groups} and inner_group_num {inner} is not supported "
+                             "(only one shared layer, as every released ALBERT has)")
+        out["share_layers"] = True
+        out["embedding_size"] = int(out.get("embedding_size", 128))  # always projected, even to the same size
+    if family.name == "mpnet":
+        out.update({"position_offset": 2, "type_vocab_size": 0, "head_act": "gelu",  # transformers: padding_idx 1
+                    "relative_attention_num_buckets": int(out.get("relative_attention_num_buckets", 32))})
     out["classifier_act"] = CLASSIFIER_ACT[family.name]
     out["model_type"] = family.name
     return out
@@ -76,6 +99,14 @@ DISTILBERT_LAYER = [("attention.q_lin", "attention.self.query"), ("attention.k_l
                     ("attention.v_lin", "attention.self.value"), ("attention.out_lin", "attention.output.dense"),
                     ("sa_layer_norm", "attention.output.LayerNorm"), ("ffn.lin1", "intermediate.dense"),
                     ("ffn.lin2", "output.dense"), ("output_layer_norm", "output.LayerNorm")]
+ALBERT_LAYER = [("attention.query", "attention.self.query"), ("attention.key", "attention.self.key"),
+                ("attention.value", "attention.self.value"), ("attention.dense", "attention.output.dense"),
+                ("attention.LayerNorm", "attention.output.LayerNorm"), ("ffn", "intermediate.dense"),
+                ("ffn_output", "output.dense"), ("full_layer_layer_norm", "output.LayerNorm")]
+MPNET_LAYER = [("attention.attn.q", "attention.self.query"), ("attention.attn.k", "attention.self.key"),
+               ("attention.attn.v", "attention.self.value"), ("attention.attn.o", "attention.output.dense"),
+               ("attention.LayerNorm", "attention.output.LayerNorm")]
+ALBERT_SHARED = "encoder.albert_layer_groups.0.albert_layers.0."  # the one layer (loaded as layer 0's)
 HEADS = {  # family -> (their MLM-head prefix -> ours); their tied decoder weight is checked, then dropped
     "roberta": {"lm_head.dense.": "cls.predictions.transform.dense.",
                 "lm_head.layer_norm.": "cls.predictions.transform.LayerNorm.", "lm_head.bias": "cls.predictions.bias",
@@ -89,8 +120,17 @@ HEADS = {  # family -> (their MLM-head prefix -> ours); their tied decoder weigh
                 "generator_predictions.LayerNorm.": "cls.predictions.transform.LayerNorm.",
                 "generator_lm_head.weight": "cls.predictions.decoder.weight",
                 "generator_lm_head.bias": "cls.predictions.bias"},
+    "mpnet": {"lm_head.dense.": "cls.predictions.transform.dense.",
+              "lm_head.layer_norm.": "cls.predictions.transform.LayerNorm.", "lm_head.bias": "cls.predictions.bias",
+              "lm_head.decoder.weight": "cls.predictions.decoder.weight",
+              "lm_head.decoder.bias": "cls.predictions.decoder.bias"},
+    "albert": {"predictions.dense.": "cls.predictions.transform.dense.",
+               "predictions.LayerNorm.": "cls.predictions.transform.LayerNorm.",
+               "predictions.bias": "cls.predictions.bias",
+               "predictions.decoder.weight": "cls.predictions.decoder.weight",
+               "predictions.decoder.bias": "cls.predictions.decoder.bias"},
 }
-SET_ASIDE = re.compile(r"^(discriminator_predictions\.|classifier\.|qa_outputs\.|pre_classifier\.)")
+SET_ASIDE = re.compile(r"^(discriminator_predictions\.|classifier\.|qa_outputs\.|pre_classifier\.|sop_classifier\.)")
 
 
 def bert_names(state: dict[str, torch.Tensor], family: Family,
@@ -105,7 +145,7 @@ def bert_names(state: dict[str, torch.Tensor], family: Family,
         return {**state, **head}, []
     out: dict[str, torch.Tensor] = dict(head)
     aside = sorted({k.split(".")[0] for k in state if SET_ASIDE.match(k)})
-    base = {"roberta": "roberta.", "distilbert": "distilbert.", "electra": "electra."}[family.name]
+    base = family.name + "."
     for key, value in state.items():
         if SET_ASIDE.match(key) or key.endswith("position_ids"):
             continue
@@ -125,12 +165,41 @@ def _head_name(key: str, mapping: dict[str, str]) -> str | None:
 
 
 def _encoder_name(body: str, family: str) -> str:
+    if family == "albert":
+        return _albert_name(body)
+    if family == "mpnet":
+        return _renamed_layer(body, MPNET_LAYER)
     if family != "distilbert":
         return body  # RoBERTa and ELECTRA encoders already use BERT's names (plus embeddings_project)
     match = re.match(r"^transformer\.layer\.(\d+)\.(.+)$", body)
     if match:
         layer, rest = match.groups()
         for theirs, ours in DISTILBERT_LAYER:
+            if rest.startswith(theirs + "."):
+                return f"encoder.layer.{layer}.{ours}{rest[len(theirs):]}"
+    return body
+
+
+def _albert_name(body: str) -> str:
+    """ALBERT's encoder names in BERT's: the shared layer is layer 0's (the model shares it with the rest)."""
+    if body.startswith("encoder.embedding_hidden_mapping_in."):
+        return "embeddings_project." + body[len("encoder.embedding_hidden_mapping_in."):]
+    if body.startswith("pooler."):
+        return "pooler.dense." + body[len("pooler."):]
+    if body.startswith(ALBERT_SHARED):
+        rest = body[len(ALBERT_SHARED):]
+        for theirs, ours in ALBERT_LAYER:
+            if rest.startswith(theirs + "."):
+                return f"encoder.layer.0.{ours}{rest[len(theirs):]}"
+    return body
+
+
+def _renamed_layer(body: str, names: list[tuple[str, str]]) -> str:
+    """``encoder.layer.N.<theirs>...`` -> ``encoder.layer.N.<ours>...``; other names unchanged."""
+    match = re.match(r"^encoder\.layer\.(\d+)\.(.+)$", body)
+    if match:
+        layer, rest = match.groups()
+        for theirs, ours in names:
             if rest.startswith(theirs + "."):
                 return f"encoder.layer.{layer}.{ours}{rest[len(theirs):]}"
     return body

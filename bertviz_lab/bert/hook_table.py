@@ -64,14 +64,26 @@ HOOK_TABLE: dict[str, HookSpot] = {
 }
 
 
+# Hook points only some families' models have (so not in HOOK_TABLE, which every model has in full).
+FAMILY_HOOKS: dict[str, HookSpot] = {
+    "position_bias": HookSpot("bert.encoder.hook_position_bias", "BertEncoder.relative_attention_bias",
+                              "(1, heads, query, key)",
+                              "MPNet: the relative-position bias added to every layer's scores (bert/relative_positions.py)"),
+}
+
+
+def _spot(spot: str) -> HookSpot:
+    return HOOK_TABLE[spot] if spot in HOOK_TABLE else FAMILY_HOOKS[spot]
+
+
 def hook_name(spot: str, layer: int | None = None) -> str:
     """``hook_name("pattern", 3)`` -> ``bert.encoder.layer.3.attention.self.hook_pattern``."""
-    return HOOK_TABLE[spot].name(layer)
+    return _spot(spot).name(layer)
 
 
 def every_layer(spot: str) -> str:
     """``every_layer("pattern")`` -> ``bert.encoder.layer.*.attention.self.hook_pattern``."""
-    return HOOK_TABLE[spot].every_layer()
+    return _spot(spot).every_layer()
 
 
 def hidden_state_names(layers: int) -> list[str]:

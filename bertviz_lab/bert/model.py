@@ -20,6 +20,7 @@ from .budget import charge
 from .classifier import SequenceClassifier, class_labels
 from .hook_table import HOOK_TABLE, hook_name
 from .hooks import Edit, HookPoint, active_run, hook_run, name_hook_points
+from .relative_positions import relative_bias
 
 
 @dataclass
@@ -41,6 +42,8 @@ class BertConfig:
     embedding_size: int | None = None  # None: the hidden size (no projection after the embeddings)
     position_offset: int = 0  # position i reads row i + offset of the position table
     head_act: str | None = None  # None: hidden_act
+    share_layers: bool = False  # ALBERT: every layer runs the first layer's parameters
+    relative_attention_num_buckets: int = 0  # MPNet: a learned score bias per head and offset bucket (0: none)
     model_type: str = "bert"
     # Which parts the checkpoint carries; set by the loader from the weights it finds.
     has_pooler: bool = True
@@ -228,9 +231,55 @@ class BertLayer(nn.Module):
 
 
 class BertEncoder(nn.Module):
+    """The layers. With ``share_layers`` (ALBERT) every layer is its own module, with its own hook
+    points, but holds the first layer's Linear and LayerNorm modules (the same objects): one set of
+    parameters, run ``num_hidden_layers`` times, captured and edited per layer. The state dict then
+    has that set once, under ``layer.0``; loading fills the other layers from it."""
+
     def __init__(self, cfg: BertConfig) -> None:
         super().__init__()
+        # MPNet: one table of relative-position biases for every layer (bert/relative_positions.py)
+        self.relative_attention_bias = (nn.Embedding(cfg.relative_attention_num_buckets, cfg.num_attention_heads)
+                                        if cfg.relative_attention_num_buckets else None)
+        if self.relative_attention_bias is not None:
+            self.hook_position_bias = HookPoint()  # (1, heads, query, key) added to every layer's scores
         self.layer = nn.ModuleList(BertLayer(cfg) for _ in range(cfg.num_hidden_layers))
+        self.share_layers = cfg.share_layers
+        if cfg.share_layers:
+            for follower in self.layer[1:]:
+                share_parameters(self.layer[0], follower)
+            self.register_state_dict_post_hook(_drop_shared_copies)
+            self.register_load_state_dict_pre_hook(_fill_shared_copies)
+
+
+def share_parameters(owner: nn.Module, follower: nn.Module) -> None:
+    """Put ``owner``'s parameterised submodules into ``follower`` at the same paths; ``follower``
+    keeps its hook points (parameter-free modules), so captures stay per layer."""
+    for path, module in list(owner.named_modules()):
+        if path and next(module.parameters(recurse=False), None) is not None:
+            parent, _, attr = path.rpartition(".")
+            setattr(follower.get_submodule(parent) if parent else follower, attr, module)
+
+
+def _drop_shared_copies(module: BertEncoder, state: dict[str, Any], prefix: str, _meta: Any) -> None:
+    """The shared parameters once, under ``layer.0``: drop the other layers' names for them."""
+    for i in range(1, len(module.layer)):
+        for key in [k for k in state if k.startswith(f"{prefix}layer.{i}.")]:
+            del state[key]
+
+
+def _fill_shared_copies(module: BertEncoder, state: dict[str, Any], prefix: str, _meta: Any, _strict: bool,
+                        _missing: list[str], _unexpected: list[str], errors: list[str]) -> None:
+    """Every layer's names for the one set under ``layer.0``; a state dict with other values under
+    another layer's names does not fit shared layers and is an error."""
+    first = f"{prefix}layer.0."
+    for key in [k for k in state if k.startswith(first)]:
+        rest = key[len(first):]
+        for i in range(1, len(module.layer)):
+            other = f"{prefix}layer.{i}.{rest}"
+            if other in state and not torch.equal(state[other], state[key]):
+                errors.append(f"{other} differs from {key}, and the layers share their parameters")
+            state[other] = state[key]
 
 
 class BertPooler(nn.Module):
@@ -343,6 +392,15 @@ class BertLab(nn.Module):
             bias = extra_bias if bias is None else torch.clamp(bias + extra_bias, min=torch.finfo(dtype).min)
         return bias
 
+    def with_relative_bias(self, bias: torch.Tensor | None, n: int, dtype: torch.dtype) -> torch.Tensor | None:
+        """MPNet: ``bias`` plus the relative-position bias every layer adds (its own hook point), so that
+        the fused and the explicit attention paths both see it; other models: ``bias`` unchanged."""
+        encoder = self.bert.encoder
+        if encoder.relative_attention_bias is None:
+            return bias
+        relative = encoder.hook_position_bias(relative_bias(encoder.relative_attention_bias, n, dtype))
+        return relative if bias is None else torch.clamp(bias + relative, min=torch.finfo(dtype).min)
+
     def forward(
         self,
         input_ids: torch.Tensor,  # (batch, pos)
@@ -362,7 +420,7 @@ class BertLab(nn.Module):
         if position_ids is None:
             position_ids = torch.arange(t, device=input_ids.device)[None]  # (1, pos)
         dtype = self.bert.embeddings.word_embeddings.weight.dtype
-        bias = self.attention_bias(attention_mask, attention_bias, dtype)
+        bias = self.with_relative_bias(self.attention_bias(attention_mask, attention_bias, dtype), t, dtype)
         hidden = self.bert.embeddings(input_ids, token_type_ids, position_ids)  # (batch, pos, d_emb)
         if self.bert.embeddings_project is not None:
             hidden = self.bert.embeddings_project(hidden)  # (batch, pos, d_model)

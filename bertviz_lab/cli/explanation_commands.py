@@ -1,6 +1,8 @@
 """Commands that judge explanations: ``faithfulness`` (which ranking of the context tokens, from
 which attention source, to trust: hide each ranking's top-k tokens and measure the drop in the
-gold word's log-probability, AOPC, with ERASER's comprehensiveness and sufficiency)."""
+gold word's log-probability, AOPC, with ERASER's comprehensiveness and sufficiency; or, with
+``--protocol naopc-sst2``, Edin et al.'s published protocol for a sentiment classifier with NAOPC
+bounds, ``interventions/naopc.py``)."""
 from __future__ import annotations
 
 import argparse
@@ -12,7 +14,8 @@ from .options import WorkBar, add_model_options, command, count, emit, lab_from_
 
 EXAMPLES = {
     "faithfulness": ["bertviz-lab faithfulness --max-sentences 50",
-                     "bertviz-lab faithfulness --text-file sentences.txt --rankings globenc alti rollout --json"],
+                     "bertviz-lab faithfulness --protocol naopc-sst2 --model textattack/bert-base-uncased-SST-2 "
+                     "--sentences sst2_short.tsv"],
 }
 
 
@@ -30,12 +33,27 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                         "kept as an alias for one release)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--resamples", type=count, default=1000)
+    p.add_argument("--protocol", choices=("ours", "naopc-sst2"), default="ours",
+                   help="'ours' (default): hide tokens from attention, masked-word predictions; 'naopc-sst2': Edin et "
+                        "al.'s released protocol for a sequence classifier (words replaced by [MASK] cumulatively in "
+                        "rank order, mean drop in P(class 1) over every step) with exact NAOPC bounds")
+    p.add_argument("--sentences", type=Path, default=None,
+                   help="naopc-sst2: a tab-separated file with a header, a 'sentence' (or 'text') column and a label "
+                        "column (GLUE's SST-2 layout), or a .csv such as the paper's data/sst2_test_short.csv; the "
+                        "rows labelled 1 are scored")
+    p.add_argument("--label-column", default="label", help="naopc-sst2: the label column of --sentences")
     add_model_options(p, needs_mlm_head=True)
     p.set_defaults(func=run_faithfulness)
 
 
 def run_faithfulness(args: argparse.Namespace) -> int:
     from ..interventions.faithfulness import FaithfulnessSettings, faithfulness
+
+    if args.protocol == "naopc-sst2":
+        return run_naopc(args)
+    if args.sentences is not None:
+        from ..lab import InputError
+        raise InputError("--sentences is for --protocol naopc-sst2; the default protocol reads --text-file")
     from ..resources import DEFAULT_MLM_HEAD
     from ..sentences import heldout_lines, read_lines, truncation_note
 
@@ -80,3 +98,45 @@ def faithfulness_summary(out: dict, note: str) -> Iterator[str]:
     yield out["conclusion"]
     if note:
         yield note
+
+
+def run_naopc(args: argparse.Namespace) -> int:
+    """Edin et al.'s protocol on the positive rows of --sentences (or every line of --text-file)."""
+    from ..interventions.naopc import MAX_WORDS, check_names, naopc, read_labelled
+    from ..lab import InputError
+    from ..sentences import read_lines
+
+    if args.sentences is None and args.text_file is None:
+        raise InputError("--protocol naopc-sst2 needs --sentences FILE (sentence and label, tab-separated) "
+                         "or --text-file FILE (every line taken as a positive sentence)")
+    lines = read_labelled(args.sentences, args.label_column) if args.sentences else read_lines(args.text_file)
+    lines = [line for line in lines if line.strip()][:args.max_sentences]
+    names = check_names(args.rankings)
+    lab = lab_from_args(args)
+
+    def describe(sentences: int) -> str:
+        return (f"{sentences:,} sentences x up to 2^{MAX_WORDS} masked inputs each (every subset of the words, "
+                f"for the exact bounds) + {len(names)} rankings' explanations")
+    with WorkBar("faithfulness", "sentence", describe, "the first sentence") as bar:
+        result = naopc(lab, lines, names, seed=args.seed, progress=bar)
+    out = {"sentences_file": str(args.sentences or args.text_file), **result.to_json(args.resamples, args.seed)}
+    return emit(args, out, naopc_summary(out))
+
+
+def naopc_summary(out: dict) -> Iterator[str]:
+    yield (f"model: {out['model']}; protocol naopc-sst2 (Edin et al. 2024, github.com/JoakimEdin/naopc): words "
+           "replaced by [MASK] in rank order, mean drop in P(class 1) over every step; comprehensiveness (higher = "
+           "more faithful), sufficiency (lower = more faithful), each also normalised by the sentence's exact "
+           "bounds (NAOPC, 0..1); 95% bootstrap intervals")
+    for row in sorted(out["rankings"], key=lambda r: -r["comprehensiveness"]):
+        yield (f"{row['ranking']:<28} comp. {row['comprehensiveness']:.3f} [{row['comprehensiveness_ci_low']:.3f}, "
+               f"{row['comprehensiveness_ci_high']:.3f}]  suff. {row['sufficiency']:.3f} "
+               f"[{row['sufficiency_ci_low']:.3f}, {row['sufficiency_ci_high']:.3f}]  NAOPC comp. "
+               f"{row['naopc_comprehensiveness']:.3f} [{row['naopc_comprehensiveness_ci_low']:.3f}, "
+               f"{row['naopc_comprehensiveness_ci_high']:.3f}]  NAOPC suff. {row['naopc_sufficiency']:.3f} "
+               f"[{row['naopc_sufficiency_ci_low']:.3f}, {row['naopc_sufficiency_ci_high']:.3f}]  n={row['n']}")
+    yield (f"bounds (means over sentences): upper {out['upper_bound_mean']:.3f}, lower {out['lower_bound_mean']:.3f}; "
+           f"{out['above_half']} of {out['rankings'][0]['n']} sentences have P(class 1) > 0.5 (the paper's tables "
+           "keep only those)")
+    if out["skipped_long"]:
+        yield f"{out['skipped_long']} sentences skipped: more than 10 words (exact bounds need 2^n forward passes)"
