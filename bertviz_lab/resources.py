@@ -2,6 +2,7 @@
 the repository's top-level ``assets/`` there), the top-level ``assets/`` in a source checkout."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 _PACKAGE = Path(__file__).resolve().parent
@@ -12,6 +13,15 @@ def assets_dir() -> Path:
         if (candidate / "sample_treebank.conllu").is_file():
             return candidate
     raise FileNotFoundError("bertviz-lab's assets are missing: reinstall the package (pip install .)")
+
+
+def user_cache_dir() -> Path:
+    """bertviz-lab's own cache (files rebuilt from installed packages, never shipped): $BERTVIZ_LAB_CACHE,
+    else $XDG_CACHE_HOME/bertviz-lab, else ~/.cache/bertviz-lab. Not created here."""
+    if os.environ.get("BERTVIZ_LAB_CACHE"):
+        return Path(os.environ["BERTVIZ_LAB_CACHE"]).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base).expanduser() / "bertviz-lab"
 
 
 ASSETS = assets_dir()

@@ -150,6 +150,8 @@ SLOW_FIXTURES = {"browser", "tiny_app", "default_app", "public_app", "default_la
                  "small_limit_app"}
 SLOW_FILES = {'test_space.py'}
 SLOW_TESTS = {
+    'test_mpnet_extra.py::test_real_mpnet_loads_strictly_with_attention_parity_against_transformers',
+    'test_position_interventions.py::test_position_controls_on_mpnet_list_the_relative_bias_pair',
     'test_naopc.py::test_cli_prints_every_ranking_with_intervals',
     'test_naopc.py::test_the_protocol_scores_erasure_at_the_upper_bound',
     'test_position_families.py::test_albert_loads_from_a_hub_cache_with_hidden_state_attention_and_mlm_parity',

@@ -21,8 +21,10 @@ from ..interventions import (
     directional_sweep,
     make_intervention,
     position_similarity,
+    relative_bias_table,
 )
 from ..interventions.faithfulness import faithfulness
+from ..interventions.kinds import has_relative_bias
 from ..interventions.resample import ResamplePool
 from ..interventions.sets import ablation_set, compare_set, directional_set, effects_table
 from ..interventions.sweeps import patching_sweep, position_controls, sample_mean_outputs
@@ -235,16 +237,22 @@ class InterventionHandlers:
 
     def run_positions(self, n: float, session: Session) -> Updates:
         ui = self.ui
+        lab = self.lab_of(session)
         try:
-            learned, sinusoid = position_similarity(self.lab_of(session), whole(n, "the number of positions", 2,
-                                                                                  self.lab_of(session).max_tokens))
+            learned, sinusoid = position_similarity(lab, whole(n, "the number of positions", 2, lab.max_tokens))
             n = int(n)
         except (InterventionError, InputError) as error:
             return {ui.positions_message: warning(error)}
-        found = f"Cosine similarity of the first {int(n)} positions: the model's learned ones beside sinusoidal ones."
-        return {ui.positions_message: title("Position embedding inspector", found, None, f"first {int(n)} positions",
-                                                  self.lab_of(session).checkpoint_id),
-                ui.positions_plot: plot(intervention_views.position_figure(learned, sinusoid))}
+        if has_relative_bias(lab.model):  # MPNet: its second position scheme, the relative-bias buckets
+            found = (f"Cosine similarity of the first {n} learned positions, beside the relative-position bias every "
+                     "layer adds (heads x offset buckets).")
+            figure = intervention_views.position_geometry_figure(learned, relative_bias_table(lab))
+        else:
+            found = f"Cosine similarity of the first {n} positions: the model's learned ones beside sinusoidal ones."
+            figure = intervention_views.position_figure(learned, sinusoid)
+        return {ui.positions_message: title("Position embedding inspector", found, None, f"first {n} positions",
+                                            lab.checkpoint_id),
+                ui.positions_plot: plot(figure)}
 
     def run_position_controls(self, text: str, pair: str, picked: list[int], shift: float, session: Session
                               ) -> Updates:

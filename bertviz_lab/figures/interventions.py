@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from ..attention import attention_view
-from ..interventions import Comparison, DirectionalRow
+from ..interventions import Comparison, DirectionalRow, RelativeBiasTable
 from ..naming import head_labels, layer_head, layer_head_file, layer_name
 from .analysis import ViewOptions
 from .base import (
@@ -16,10 +16,13 @@ from .base import (
     Figure,
     GridStyle,
     colorbar_title,
+    diverging_scale,
+    figure,
     heatmap_grid,
     layer_head_figure,
     quantity,
     resolve_scale,
+    typed,
     with_diverging,
 )
 
@@ -125,3 +128,47 @@ def position_figure(learned: np.ndarray, sinusoidal: np.ndarray) -> Figure:
         trace.update({"colorscale": DIVERGING, "zmin": -1, "zmax": 1, "zmid": 0})
         trace["colorbar"]["title"] = colorbar_title("cosine similarity (−1 to 1)", **GRID_BAR)
     return fig
+
+
+def relative_bias_figure(table: RelativeBiasTable) -> Figure:
+    """MPNet's relative-position bias, heads x offset buckets (one table for every layer): the score each head
+    adds when the key is that far from the query, on a scale centred on 0; columns run from the farthest
+    earlier key to the farthest later one, each labelled with the offsets (key − query) it covers."""
+    heads = head_labels(table.values.shape[0])
+    trace = {"type": "heatmap", "z": typed(table.values), "x": list(table.labels), "y": heads,
+             **diverging_scale(table.values),
+             "colorbar": {"thickness": 12, "title": colorbar_title("bias added to the attention score (logit)")},
+             "hovertemplate": "head %{y}, offset %{x}<br>bias %{z:.3f}<extra></extra>"}
+    layout = {"title": {"text": "Relative-position bias per head and offset bucket (every layer)"},
+              "height": 160 + 34 * len(heads), "margin": {"l": 80, "r": 30, "t": 90, "b": 110},
+              "xaxis": {"type": "category", "tickangle": -60, "tickfont": {"size": 10},
+                        "title": {"text": "offset bucket (key − query)"}},
+              "yaxis": {"type": "category", "autorange": "reversed", "title": {"text": "head"}}}
+    return figure([trace], layout, "relative-position-bias")
+
+
+def position_geometry_figure(learned: np.ndarray, table: RelativeBiasTable) -> Figure:
+    """The position inspector for a model with both schemes (MPNet): the learned absolute table's cosine
+    similarity (positions x positions) left, the relative-position bias (heads x offset buckets) right, each
+    on its own axes and its own diverging colour bar."""
+    n = learned.shape[0]
+    labels = [str(i) for i in range(n)]
+    cosine = {"type": "heatmap", "z": typed(learned), "x": labels, "y": labels, "xaxis": "x", "yaxis": "y",
+              "colorscale": DIVERGING, "zmin": -1, "zmax": 1, "zmid": 0,
+              "colorbar": {"thickness": 8, "x": 0.43, "len": 0.9, "title": colorbar_title("cosine similarity (−1 to 1)", **GRID_BAR)},
+              "hovertemplate": "position %{y} vs %{x}<br>cosine %{z:.3f}<extra></extra>"}
+    bias = relative_bias_figure(table)["data"][0]
+    bias.update({"xaxis": "x2", "yaxis": "y2", "colorbar": {"thickness": 8, "x": 1.0, "len": 0.9, "title": colorbar_title(
+        "bias added to the score (logit)", **GRID_BAR)}})
+    axis = {"type": "category", "tickangle": -60, "tickfont": {"size": 10}, "automargin": True}
+    layout = {"title": {"text": f"Positions 0..{n - 1}: learned absolute table and relative-position bias"},
+              "height": 560, "margin": {"l": 80, "r": 30, "t": 90, "b": 110},
+              "xaxis": {**axis, "domain": [0.0, 0.4], "anchor": "y", "title": {"text": "position"}},
+              "yaxis": {"type": "category", "autorange": "reversed", "anchor": "x", "title": {"text": "position"}},
+              "xaxis2": {**axis, "domain": [0.55, 0.97], "anchor": "y2", "title": {"text": "offset bucket (key − query)"}},
+              "yaxis2": {"type": "category", "autorange": "reversed", "anchor": "x2", "title": {"text": "head"}},
+              "annotations": [{"text": f"<b>{name}</b>", "x": x, "y": 1.02, "xref": "paper", "yref": "paper",
+                               "showarrow": False, "xanchor": "center", "yanchor": "bottom"}
+                              for name, x in (("learned position embeddings", 0.2),
+                                              ("relative-position bias (every layer)", 0.76))]}
+    return figure([cosine, bias], layout, f"position-geometry-{n}")

@@ -11,8 +11,16 @@ from .kinds import (
     option_names,
     parse_heads,
 )
-from .sweeps import DirectionalRow, ablation_sweep, directional_sweep, position_similarity
+from .sweeps import (
+    DirectionalRow,
+    RelativeBiasTable,
+    ablation_sweep,
+    directional_sweep,
+    position_similarity,
+    relative_bias_table,
+)
 
 __all__ = ["KINDS", "REGISTRY", "Comparison", "DirectionalRow", "Intervention", "InterventionError",
            "InterventionInputs", "PredictionChange", "ablation_sweep", "compare", "directional_sweep",
-           "make_intervention", "option_names", "parse_heads", "position_similarity"]
+           "make_intervention", "option_names", "parse_heads", "position_similarity", "RelativeBiasTable",
+           "relative_bias_table"]

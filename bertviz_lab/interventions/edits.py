@@ -175,3 +175,26 @@ def replace_positions_edit(replacement: torch.Tensor) -> Edit:
 
 def zero_edit(x: torch.Tensor, _name: str) -> torch.Tensor:
     return torch.zeros_like(x)
+
+
+def key_permutations(heads: int, n: int, seed: int) -> torch.Tensor:
+    """(heads, query, key) indices: for every head and query, its own seeded random order of the keys."""
+    generator = torch.Generator().manual_seed(seed)
+    return torch.rand((heads, n, n), generator=generator).argsort(-1)  # (heads, query, key)
+
+
+def permuted_keys(bias: torch.Tensor, seed: int) -> torch.Tensor:
+    """``bias`` (batch, heads, query, key) with each (head, query) row's values put on randomly chosen keys:
+    every row keeps its multiset of values (so each head's as well) and loses which offset held which."""
+    order = key_permutations(bias.shape[1], bias.shape[-1], seed).to(bias.device)  # (heads, query, key)
+    return bias.gather(-1, order[None].expand_as(bias))  # (batch, heads, query, key)
+
+
+def remove_permuted_bias_edit(seed: int) -> Edit:
+    """The relative bias minus its own key-permuted copy (``permuted_keys``): what is removed has each row's
+    values, so the same size and distribution as the bias itself, but no relation to the key's offset."""
+
+    def edit(bias: torch.Tensor, _name: str) -> torch.Tensor:  # (1, heads, query, key)
+        return bias - permuted_keys(bias, seed)
+
+    return edit

@@ -27,6 +27,7 @@ from .edits import (
     hidden_keys_bias,
     matched_random_allowed,
     random_positions,
+    remove_permuted_bias_edit,
     replace_positions_edit,
     scaled_sinusoidal,
     zero_edit,
@@ -439,6 +440,58 @@ class RandomPositions(Intervention):
     def inputs(self, model: BertLab, tokens: Sequence[str]) -> InterventionInputs:
         table = random_positions(model, len(tokens), self.seed)
         return InterventionInputs(edits={hook_name("position"): replace_positions_edit(table)})
+
+
+def has_relative_bias(model: BertLab) -> bool:
+    """Whether the model's attention adds a learned relative-position bias (MPNet) at ``position_bias``."""
+    return getattr(model.bert.encoder, "relative_attention_bias", None) is not None
+
+
+NO_RELATIVE_BIAS = "this model has no relative-position bias to zero (of the loaded families only MPNet's attention has one)"
+
+
+@register
+@dataclass
+class ZeroRelativeBias(Intervention):
+    """MPNet's relative-position bias (one table for every layer) set to 0 at its hook point: every
+    layer's scores lose what the key's offset from the query adds, the absolute positions stay."""
+
+    family: ClassVar[str] = "positions"
+    kind: ClassVar[str] = "zero-relative-bias"
+    label: ClassVar[str] = "Zero the relative-position bias (MPNet)"
+    explanation: ClassVar[str] = ("Sets the bias each head adds for the key's offset from the query to 0 in every layer; "
+                                  "the absolute position embeddings stay.")
+
+    def inputs(self, model: BertLab, tokens: Sequence[str]) -> InterventionInputs:
+        if not has_relative_bias(model):
+            raise InterventionError(NO_RELATIVE_BIAS)
+        return InterventionInputs(edits={hook_name("position_bias"): zero_edit})
+
+
+@register
+@dataclass
+class ZeroRelativeBiasControl(ZeroRelativeBias):
+    """The matched control of zero-relative-bias. Zeroing subtracts the bias b(q, k) from every score; the
+    control subtracts b(q, pi(k)) instead, where pi is a seeded random order of the keys drawn for every
+    head and query. What it removes therefore has, row by row, exactly the values the intervention removes
+    (the same size and distribution, and softmax sees a row at a time) but none of their alignment with the
+    key's offset, and the real bias stays in place. A larger change under zero-relative-bias than under
+    its control is then due to the position structure of the bias, not to perturbing the scores by that
+    much. (Replacing the bias by its permuted copy instead would remove the offsets in both conditions.)"""
+
+    kind: ClassVar[str] = "zero-relative-bias-control"
+    label: ClassVar[str] = "Control: remove a key-shuffled copy of the relative bias"
+    explanation: ClassVar[str] = ("Subtracts each head's relative-bias values on randomly chosen keys (the seed picks them): "
+                                  "as much bias as zeroing removes, with no offset structure.")
+    seed: int = 0
+
+    def describe(self) -> str:
+        return f"{self.kind} (seed {self.seed})"
+
+    def inputs(self, model: BertLab, tokens: Sequence[str]) -> InterventionInputs:
+        if not has_relative_bias(model):
+            raise InterventionError(NO_RELATIVE_BIAS)
+        return InterventionInputs(edits={hook_name("position_bias"): remove_permuted_bias_edit(self.seed)})
 
 
 KINDS = tuple(REGISTRY)

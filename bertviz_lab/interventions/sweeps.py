@@ -13,11 +13,12 @@ import torch
 from ..attention import cosine_matrix
 from ..bert import layer_hook
 from ..bert.hook_table import every_layer
+from ..bert.relative_positions import relative_position_bucket
 from ..lab import Analysis, Encoded, ForwardChanges, InputError, Lab
 from ..treebank import sentence_texts
 from .compare import compare, probability_of
 from .edits import batched_ablation_edits, learned_positions, scaled_sinusoidal
-from .kinds import InterventionError, make_intervention
+from .kinds import NO_RELATIVE_BIAS, InterventionError, has_relative_bias, make_intervention
 from .resample import ResamplePool, head_outputs, reference_for
 
 Progress = Callable[[float, str], None]
@@ -233,6 +234,12 @@ def patching_sweep(lab: Lab, target: str, donor: str, correct: str, wrong: str) 
 
 
 POSITION_KINDS = ("zero-positions", "sinusoidal-positions", "random-positions", "shift-positions", "shuffle-positions")
+RELATIVE_BIAS_KINDS = ("zero-relative-bias", "zero-relative-bias-control")  # only where the model has the bias
+
+
+def position_kinds(lab: Lab) -> tuple[str, ...]:
+    """The positional interventions (each next to its control) that apply to this model's position scheme."""
+    return POSITION_KINDS + (RELATIVE_BIAS_KINDS if has_relative_bias(lab.model) else ())
 
 
 def position_controls(lab: Lab, text: str, pair: str | None = None, mask_positions: Sequence[int] = (),
@@ -240,7 +247,7 @@ def position_controls(lab: Lab, text: str, pair: str | None = None, mask_positio
     """Every positional intervention with its controls on the same input, side by side: mean JS divergence
     of attention and the mean change in P(baseline top-1) at the masked positions."""
     rows = []
-    for kind in POSITION_KINDS:
+    for kind in position_kinds(lab):
         c = compare(lab, text, make_intervention(kind, shift=shift, seed=seed), pair=pair,
                     mask_positions=mask_positions)
         change = float(np.mean([x.change for x in c.changes])) if c.changes else float("nan")
@@ -256,3 +263,39 @@ def position_similarity(lab: Lab, n: int) -> tuple[np.ndarray, np.ndarray]:
         raise InterventionError(f"choose between 2 and {limit} positions")
     learned = learned_positions(lab.model, n).cpu()
     return cosine_matrix(learned), cosine_matrix(scaled_sinusoidal(lab.model, n))
+
+
+def offset_range(offsets: Sequence[int]) -> str:
+    """A bucket's offsets (key - query) as a label: "0", "+3", "-11..-8"."""
+    low, high = min(offsets), max(offsets)
+    signed = [f"{o:+d}" if o else "0" for o in (low, high)]
+    return signed[0] if low == high else f"{signed[0]}..{signed[1]}"
+
+
+@dataclass
+class RelativeBiasTable:
+    """MPNet's relative-position bias as the position inspector draws it: ``values`` (heads, buckets), the
+    buckets ordered by offset (key - query) from the farthest earlier key to the farthest later one, each
+    bucket's ``offsets`` (the key - query offsets this model's inputs can put in it) and their ``labels``."""
+
+    values: np.ndarray  # (heads, buckets)
+    offsets: list[list[int]]
+    labels: list[str]
+    buckets: list[int]  # the table row of each column
+
+
+def relative_bias_table(lab: Lab) -> RelativeBiasTable:
+    """The learned bias per head and offset bucket (one table for every layer); buckets no offset of an input
+    this model takes can reach (T5's "0 away, later" bucket) are left out."""
+    if not has_relative_bias(lab.model):
+        raise InterventionError(NO_RELATIVE_BIAS)
+    weight = lab.model.bert.encoder.relative_attention_bias.weight.detach().float().cpu()  # (buckets, heads)
+    limit = lab.model.config.max_tokens
+    offsets = torch.arange(-(limit - 1), limit)  # every key - query an input of this model can have
+    bucket_of = relative_position_bucket(offsets).tolist()
+    members: dict[int, list[int]] = {}
+    for offset, bucket in zip(offsets.tolist(), bucket_of):
+        members.setdefault(bucket, []).append(offset)
+    order = sorted(members, key=lambda b: float(np.mean(members[b])))
+    return RelativeBiasTable(weight[order].T.numpy(), [members[b] for b in order],
+                             [offset_range(members[b]) for b in order], order)
