@@ -148,8 +148,14 @@ def call(client, api_name: str, *args) -> dict:
 # the collection of the whole suite, so a renamed test cannot drop into the fast tier unseen.
 SLOW_FIXTURES = {"browser", "tiny_app", "default_app", "public_app", "default_lab", "minilm_lab", "sharp_app",
                  "small_limit_app"}
-SLOW_FILES = {'test_space.py'}
+# whole files whose module fixtures build several transformers models (10-20 s of setup each)
+SLOW_FILES = {'test_space.py', 'test_position_families.py', 'test_position_interventions.py', 'test_classifier.py'}
 SLOW_TESTS = {
+    'test_cli_progress.py::test_structural_probe_counts_training_and_evaluation_passes',
+    'test_cli_progress.py::test_score_heads_counts_every_pass_over_the_treebank',
+    'test_cli_progress.py::test_a_score_heads_job_estimates_each_pair',
+    'test_classifier.py::test_the_command_line_prints_and_explains_the_classes',
+    'test_position_interventions.py::test_the_page_inspector_shows_mpnets_relative_bias_and_berts_sinusoids',
     'test_mpnet_extra.py::test_real_mpnet_loads_strictly_with_attention_parity_against_transformers',
     'test_position_interventions.py::test_position_controls_on_mpnet_list_the_relative_bias_pair',
     'test_naopc.py::test_cli_prints_every_ranking_with_intervals',
