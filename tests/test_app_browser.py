@@ -72,7 +72,7 @@ def test_overview_click_opens_that_head(browser, default_app):
     page = open_app(browser, default_app)  # the opening example's overview
     page.get_by_role("tab", name="Model overview").click()
     drag = page.locator("#overview-plot .nsewdrag").first
-    drag.wait_for(timeout=10000)
+    drag.wait_for(timeout=60000)  # the server draws the overview when its tab opens: slow on a loaded machine
     drag.scroll_into_view_if_needed()
     box = drag.bounding_box()
     # layer 2 (of 6), head 11 (of 12)

@@ -320,9 +320,9 @@ def test_tables_wrap_at_word_boundaries_and_nothing_is_cut(browser, tiny_app, wi
     page.click("#search-btn")
     page.wait_for_function("document.querySelector('#search-message').innerText.includes('Nearest to cat')",
                            timeout=180000)
-    page.locator("#search-table").scroll_into_view_if_needed()
     page.wait_for_function("document.querySelector('#search-table').innerText.includes(']')",  # [a neighbour]
-                           timeout=60000)
+                           timeout=120000)
+    page.locator("#search-table").scroll_into_view_if_needed()
     assert page.evaluate(BROKEN_WORDS, "#search-table") == []
     page.click("#intervention-btn")  # the full-width tables of the Interventions tab
     page.wait_for_function("document.querySelector('#intervention-changes').innerText.includes('[MASK]')",
