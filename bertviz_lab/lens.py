@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from .bert import layer_hook
-from .bert.hook_table import every_layer, hook_name
+from .bert.hook_table import SCORE_TERMS, every_layer, hook_name
 from .lab import Analysis, Encoded, InputError, Lab
 
 
@@ -158,3 +158,69 @@ def sentence_attentions(lab: Lab, texts: Sequence[str], batch_size: int = 32) ->
             n = len(encoded[i].ids)
             out[i] = attention[row, :, :, :n, :n]
     return [out[i] for i in range(len(texts))]
+
+
+@dataclass
+class ScoreParts:
+    """The terms one layer's pre-softmax scores are the sum of, per head, as the model adds them: for
+    MPNet the content score q·k/√d and the relative-position bias (Song et al. 2020); for DeBERTa
+    content-to-content, content-to-position and position-to-content, each already divided by
+    √(d·(1 + terms)) (He et al. 2021); for the rest the one content score. ``attention`` is the
+    softmax of their sum, the head's attention as every other view shows it."""
+
+    layer: int  # 1-based
+    names: list[str]
+    parts: np.ndarray  # (parts, heads, query, key)
+    attention: np.ndarray  # (heads, query, key)
+
+    @property
+    def has_parts(self) -> bool:
+        return len(self.names) > 1
+
+
+def content_scale(lab: Lab, layer: int) -> float:
+    """What q·k is multiplied by in ``layer`` (0-based): 1/√d, or DeBERTa's 1/√(d·(1 + terms))."""
+    attention = lab.model.bert.encoder.layer[layer].attention.self
+    root = getattr(attention, "root", None)
+    return 1.0 / float(root) if root is not None else float(attention.scale)
+
+
+def score_parts(lab: Lab, analysis: Analysis, layer: int) -> ScoreParts:
+    """The parts of layer ``layer``'s (1-based) scores for the analysed input, read at the hook points."""
+    if not 1 <= layer <= lab.n_layers:
+        raise InputError(f"layer {layer} is outside 1..{lab.n_layers}")
+    i = layer - 1
+    terms = [t for t in SCORE_TERMS if hook_name(t, i) in lab.model.hook_names]
+    bias_hook = hook_name("position_bias") if hook_name("position_bias") in lab.model.hook_names else None
+    names = [hook_name(n, i) for n in ("q", "k", "scores", "pattern", *terms)] + ([bias_hook] if bias_hook else [])
+    _, cache = lab.run(lab.batch_tensors([analysis.encoded()]), capture=names, compute_mlm=False)
+    first = {name: cache[name][0].float() for name in names if name != bias_hook}  # (heads, query, key | d_head)
+    attention = first[layer_hook(i, "pattern")].numpy()
+    if terms:  # DeBERTa: the model's own terms
+        parts = [first[hook_name(t, i)] for t in terms]
+        labels = [TERM_LABELS[t] for t in terms]
+    else:
+        content = torch.matmul(first[layer_hook(i, "q")], first[layer_hook(i, "k")].transpose(-1, -2)) \
+            * content_scale(lab, i)  # (heads, query, key)
+        parts, labels = [content], ["content: q·k/√d"]
+        if bias_hook:
+            parts.append(cache[bias_hook][0].float())  # (heads, query, key): MPNet's bias, the same in every layer
+            labels.append("relative-position bias")
+    return ScoreParts(layer, labels, torch.stack(parts).numpy(), attention)
+
+
+TERM_LABELS = {"c2c": "content → content (c2c)", "c2p": "content → position (c2p)", "p2c": "position → content (p2c)"}
+
+
+def score_bias(lab: Lab, analysis: Analysis) -> tuple[list[float], np.ndarray | None]:
+    """What the neuron view needs besides q and k to reproduce the attention: each layer's content scale,
+    and whatever the model adds to q·k·scale before the softmax (MPNet's relative bias, DeBERTa's position
+    terms) as (layers, heads, query, key), or None when nothing is added (BERT and the absolute-position
+    families), read as the scores hook minus the content score."""
+    names = [hook_name(n, i) for i in range(lab.n_layers) for n in ("q", "k", "scores")]
+    _, cache = lab.run(lab.batch_tensors([analysis.encoded()]), capture=names, compute_mlm=False)
+    scales = [content_scale(lab, i) for i in range(lab.n_layers)]
+    bias = torch.stack([cache[hook_name("scores", i)][0].float() - scales[i] * torch.matmul(
+        cache[hook_name("q", i)][0].float(), cache[hook_name("k", i)][0].float().transpose(-1, -2))
+        for i in range(lab.n_layers)])  # (layers, heads, query, key)
+    return scales, (bias.numpy() if float(bias.abs().max()) > 1e-5 else None)

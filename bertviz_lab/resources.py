@@ -27,5 +27,7 @@ def user_cache_dir() -> Path:
 ASSETS = assets_dir()
 SAMPLE_TREEBANK = ASSETS / "sample_treebank.conllu"
 DEFAULT_MLM_HEAD = ASSETS / "minilm-mlm"
+SST2_CLASSIFIER = ASSETS / "minilm-sst2"  # the sentiment classifier trained by scripts/train_sst2.py
+NAOPC_SHORT_SET = ASSETS / "naopc" / "sst2_short.csv"  # Edin et al.'s 66 short SST-2 sentences (evaluation only)
 SHIPPED_PROBES = ASSETS / "probes"  # structural probes trained by bertviz-lab, one file per weights
 STATIC = _PACKAGE / "app" / "static"

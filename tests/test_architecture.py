@@ -17,6 +17,7 @@ TIERS = [
     {"lab"},
     {"attention", "export", "sentences", "treebank", "lens"},
     {"interventions", "syntax", "mlm", "neighbours"},
+    {"sentiment"},  # reuses mlm/train.py's resumable legs
     {"figures"},
     {"reports"},
     {"notebook", "app", "cli"},

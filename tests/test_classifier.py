@@ -240,6 +240,13 @@ def test_the_page_names_the_classifier_and_its_predicted_class(classifiers):
     top = lab.analyze("the cat sat").classes[0]
     assert f"Class: {top.label} (P = {top.probability:.2f})." in out[ui.message]
     assert out[ui.nsp_md].startswith(f"**Predicted class:** {top.label} {top.probability:.3f}")
+    session = out[ui.session]
+    drawn = handlers.draw_tab(session, "predictions")[ui.classes_plot]  # the bar beside the masked words
+    fig = json.loads(drawn.plot)
+    [bars] = fig["data"]
+    assert bars["y"] == [c.label for c in session.analysis.classes]
+    assert bars["x"] == pytest.approx([c.probability for c in session.analysis.classes])
+    assert fig["layout"]["title"]["text"].startswith(f"Predicted class: {top.label} (P = {top.probability:.3f})")
 
 
 def test_the_notebook_draws_the_classes_most_probable_on_top(classifiers):

@@ -110,3 +110,36 @@ def test_the_neuron_view_exports_svg_and_png(browser, tiny_lab, tmp_path):
         page.click("button.export[data-format='png']")
     assert done.value.path().read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     page.close()
+
+
+def test_mpnets_softmax_column_adds_the_relative_bias_and_is_its_attention(browser, tmp_path):
+    """MPNet adds a relative-position bias to q·k/√d: the page's softmax includes it (without it the column
+    would be another distribution, checked below), so it is the head's attention row."""
+    import torch
+    import transformers as tf
+    from test_position_families import mpnet_tokenizer
+
+    from bertviz_lab.lens import queries_and_keys, score_bias
+
+    folder = tmp_path / "mpnet"
+    folder.mkdir()
+    tok = mpnet_tokenizer(folder)
+    torch.manual_seed(0)
+    model = tf.MPNetForMaskedLM(tf.MPNetConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2,
+                                               num_attention_heads=4, intermediate_size=64, max_position_embeddings=80))
+    with torch.no_grad():
+        model.mpnet.encoder.relative_attention_bias.weight.normal_(0.0, 2.0)
+    model.save_pretrained(folder)
+    lab = bertviz_lab.load(str(folder), device="cpu")
+    analysis = lab.analyze(TEXT)
+    scales, bias = score_bias(lab, analysis)
+    assert bias is not None and scales == pytest.approx([8 ** -0.5] * 2)  # head_dim 32 / 4 = 8
+    out = bertviz_lab.show(analysis, layer=2, head=3, html_action="return", view="neuron", lab=lab)
+    page = open_page(browser, out.data, tmp_path)
+    assert "position bias" in page.inner_text("tr.head")
+    np.testing.assert_allclose(shown(page)[1], analysis.attention[1, 2, 1], atol=2e-3)
+    q, k = queries_and_keys(lab, analysis)  # (layers, heads, tokens, head_dim) each
+    logits = q[1, 2, 1] @ k[1, 2].T * scales[1]
+    content_only = np.exp(logits - logits.max()) / np.exp(logits - logits.max()).sum()
+    assert np.abs(content_only - analysis.attention[1, 2, 1]).max() > 0.05  # the bias matters here
+    page.close()

@@ -388,3 +388,39 @@ def test_value_zeroing_on_mpnet_keeps_its_relative_bias(mpnet):
             expected[layer, :, t] = 1 - (x * y).sum(-1) / (np.linalg.norm(x, axis=-1) * np.linalg.norm(y, axis=-1))
     expected /= expected.sum(-1, keepdims=True)
     np.testing.assert_allclose(layer_matrices(lab, a, "value-zeroing"), expected, atol=1e-4)
+
+
+def test_the_single_head_view_shows_mpnets_score_parts_and_they_make_its_attention(mpnet, tiny_lab):
+    """MPNet's scores are q·k/√d plus the relative bias: the two parts, summed and softmaxed, are the attention
+    transformers computes; BERT's scores have one part. The page draws them for the chosen head."""
+    from bertviz_lab.app import build_demo
+    from bertviz_lab.app.forms import RunInput
+    from bertviz_lab.app.state import Session
+    from bertviz_lab.lens import score_parts
+
+    hf, folder = mpnet["mlm"]
+    lab = load(str(folder), device="cpu")
+    a = lab.analyze("the cat sat on the mat because it was tired")
+    parts = score_parts(lab, a, layer=2)
+    assert parts.names == ["content: q·k/√d", "relative-position bias"]
+    ids = torch.tensor([a.token_ids])
+    with torch.no_grad():
+        reference = hf(input_ids=ids, output_attentions=True).attentions[1][0].numpy()  # (heads, query, key)
+    np.testing.assert_allclose(torch.softmax(torch.tensor(parts.parts.sum(0)), -1).numpy(), reference, atol=1e-6)
+    np.testing.assert_allclose(parts.attention, reference, atol=1e-6)
+    table = hf.mpnet.encoder.relative_attention_bias.weight.detach()  # (buckets, heads)
+    assert parts.parts[1, 0, 0, 0] == pytest.approx(float(table[0, 0]))  # offset 0: bucket 0 of head 1
+    assert abs(parts.parts[1]).max() > 0.5 and parts.has_parts
+    plain = score_parts(tiny_lab, tiny_lab.analyze("the cat sat"), layer=1)
+    assert plain.names == ["content: q·k/√d"] and not plain.has_parts
+    np.testing.assert_allclose(torch.softmax(torch.tensor(plain.parts[0]), -1).numpy(), plain.attention, atol=1e-6)
+
+    demo = build_demo(lab)
+    handlers, ui = demo.bvl_handlers, demo.bvl_handlers.ui
+    session = handlers.analyze(RunInput("the cat sat on the mat"), Session(model=lab.checkpoint_id, device="cpu"))[ui.session]
+    out = handlers.score_parts(session, 2, 3)
+    assert out[ui.parts_message].startswith("Head 2-3: its scores are content: q·k/√d + relative-position bias")
+    fig = json.loads(out[ui.parts_plot].plot)
+    assert [t["hovertemplate"].split("<br>")[0] for t in fig["data"]] == [
+        "content: q·k/√d", "relative-position bias", "attention"]
+    assert fig["data"][1]["zmid"] == 0 and fig["data"][2]["zmin"] == 0

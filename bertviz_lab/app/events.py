@@ -11,15 +11,16 @@ from .forms import event_function
 from .intervention_controls import CONTROLLED
 from .zerogpu import on_gpu
 
-SERVER_PLOTS = ("overview_plot", "aggregates_plot", "summary_plot", "pred_plot", "lens_plot", "intervention_plot",
-                "offsets_plot")
+SERVER_PLOTS = ("overview_plot", "aggregates_plot", "summary_plot", "classes_plot", "pred_plot", "lens_plot",
+                "intervention_plot", "offsets_plot")
 RUN_INPUTS = ("text", "pair", "top_k", "session", "layer", "head", "hide", "word", "pair_filter", "scale")
 # what belongs to one analysis and is drawn on request: cleared by every Run and model switch, so it
 # never stands beside an input it does not match
 ON_REQUEST = ("neuron_html", "explain_message", "explain_plot", "explain_table", "intervention_message",
               "intervention_plot", "js_plot", "intervention_changes", "offsets_plot", "direction_message",
               "direction_table", "ablation_message", "ablation_plot", "controls_message", "controls_table",
-              "patch_message", "patch_plot", "search_message", "search_table", "qk_message", "qk_plot", "qk_sim_plot")
+              "patch_message", "patch_plot", "search_message", "search_table", "qk_message", "qk_plot", "qk_sim_plot",
+              "parts_message", "parts_plot")
 # what depends on a sentence set: cleared when the set, its upload or its size changes, and by a model switch
 SET_BOUND = ("direction_set_message", "direction_set_table", "ablation_set_message", "ablation_set_plot",
              "intervention_set_message", "intervention_set_table")
@@ -107,6 +108,8 @@ EVENTS = (
           "explain"),
     Event("neuron_btn", "click", "neuron_view", ("session", "layer", "head", "headview_token"), ("neuron_html",),
           "neuron_view"),
+    Event("parts_btn", "click", "score_parts", ("session", "layer", "head"), ("parts_message", "parts_plot"),
+          "score_parts"),
     Event("search_btn", "click", "search_tokens", ("session", "search_token", "layer", "head", "search_kind",
                                                    "search_heads"), ("search_message", "search_table"), "search_tokens"),
     Event("qk_btn", "click", "qk_space", ("session", "layer", "head", "qk_set", "qk_color", "qk_method"),
@@ -180,7 +183,7 @@ def api_outputs(api_name: str) -> tuple[str, ...]:
 MODEL_HANDLERS = {"analyze", "mask", "run_intervention", "run_directional", "run_ablation",
                   "run_positions", "run_position_controls", "run_directional_set", "run_ablation_set", "run_intervention_set",
                   "run_patching", "run_faithfulness", "run_syntax", "run_structure_view", "syntax_arcs", "from_url", "toggles", "sync_view",
-                  "select_tab", "explain", "neuron_view", "search_tokens", "qk_space", "qk_similarity"}
+                  "select_tab", "explain", "neuron_view", "search_tokens", "qk_space", "qk_similarity", "score_parts"}
 
 
 def handler_of(handlers: Any, name: str, gate: Any = None, outputs: tuple[str, ...] = (), inputs: tuple[str, ...] = ()):

@@ -23,20 +23,20 @@ from ..bert import CheckpointError, DeviceError
 from ..export import CSV_MAX_ROWS, csv_rows, export_csv, export_npz
 from ..figures import analysis as views
 from ..figures import interventions as intervention_views
-from ..figures.attention import explain_figure, lens_figure
+from ..figures.attention import classes_figure, explain_figure, lens_figure
 from ..figures.base import SCALES, empty_figure, resolve_scale
-from ..figures.neuron import NeuronStart, neuron_page, neuron_payload
+from ..figures.neuron import NeuronStart, neuron_page, neuron_payload, with_score_bias
 from ..figures.payload import view_payload
 from ..interventions.attribution import explain
 from ..lab import Analysis, InputError, Lab
-from ..lens import mlm_lens, queries_and_keys
+from ..lens import mlm_lens, queries_and_keys, score_bias
 from ..mlm.model_card import quality_note
 from ..resources import DEFAULT_MLM_HEAD
 from .events import SERVER_PLOTS
 from .forms import RunInput, ViewControls
 from .gate import STALE
 from .intervention_handlers import InterventionHandlers
-from .qk_handlers import QK_HINT, QkHandlers
+from .qk_handlers import PARTS_HINT, QK_HINT, QkHandlers
 from .search_handlers import SEARCH_COLUMNS, SEARCH_HINT, SearchHandlers
 from .state import LabCache, Limits, Session, TempFolder, plot, status_line, weights_note
 from .syntax_handlers import SyntaxHandlers
@@ -174,10 +174,11 @@ class Handlers(InterventionHandlers, SyntaxHandlers, SearchHandlers, QkHandlers)
             return {ui.summary_plot: plot(views.summary(shown, scale=session.scale))}
         if tab == "aggregates":
             return {ui.aggregates_plot: plot(views.aggregates(shown, o, layers, scale=session.scale))}
-        if tab == "predictions":  # nothing masked: the note above says so, and the empty plots hide
+        if tab == "predictions":  # nothing masked (or no classifier): the note above says so, the empty plots hide
+            classes = {ui.classes_plot: plot(classes_figure(a.classes, a.model)) if a.classes else None}
             if not a.mlm:
-                return {ui.pred_plot: None, ui.lens_plot: None}
-            return {ui.pred_plot: plot(views.predictions_figure(a.mlm, a.mlm_note)),
+                return {**classes, ui.pred_plot: None, ui.lens_plot: None}
+            return {**classes, ui.pred_plot: plot(views.predictions_figure(a.mlm, a.mlm_note)),
                     ui.lens_plot: plot(lens_figure(self.lens_of(session), a.mlm_note))}
         c = session.comparison
         if c is None or c.baseline.tokens != a.tokens:
@@ -231,7 +232,8 @@ class Handlers(InterventionHandlers, SyntaxHandlers, SearchHandlers, QkHandlers)
                 ui.controls_table: None, ui.patch_plot: None,
                 **self.hidden_titles("direction_message", "ablation_message", "controls_message", "patch_message"),
                 ui.search_message: SEARCH_HINT, ui.search_table: pd.DataFrame(columns=SEARCH_COLUMNS),
-                ui.qk_message: QK_HINT, ui.qk_plot: None, ui.qk_sim_plot: None}
+                ui.qk_message: QK_HINT, ui.qk_plot: None, ui.qk_sim_plot: None,
+                ui.parts_message: PARTS_HINT, ui.parts_plot: None}
 
     def hidden_titles(self, *names: str) -> Updates:
         """Result titles emptied (the page's CSS hides an empty title: its result is gone)."""
@@ -420,7 +422,9 @@ class Handlers(InterventionHandlers, SyntaxHandlers, SearchHandlers, QkHandlers)
         queries, keys = queries_and_keys(lab, a)
         start = NeuronStart(min(max(int(layer), 1), lab.n_layers) - 1, min(max(int(head), 1), lab.n_heads) - 1,
                             clicked_token(token, len(a.tokens)))
-        payload = neuron_payload(list(a.tokens), list(a.segment_ids), queries, keys, a.model, start)
+        scales, bias = score_bias(lab, a)  # MPNet's and DeBERTa's position terms: the softmax is the model's
+        payload = with_score_bias(neuron_payload(list(a.tokens), list(a.segment_ids), queries, keys, a.model, start),
+                                  scales, bias)
         height = 120 + 16 * len(a.tokens)
         return {self.ui.neuron_html: f'<iframe title="Neuron view" srcdoc="{html.escape(neuron_page(payload))}" '
                                      f'sandbox="allow-scripts allow-downloads" style="width:100%;height:{height}px;border:0"></iframe>'}

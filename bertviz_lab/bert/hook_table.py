@@ -40,7 +40,7 @@ HOOK_TABLE: dict[str, HookSpot] = {
     "token": HookSpot("bert.embeddings.hook_token", "BertEmbeddings.word_embeddings", "(batch, pos, d_emb)",
                       "token embeddings"),
     "position": HookSpot("bert.embeddings.hook_position", "BertEmbeddings.position_embeddings",
-                         "(batch | 1, pos, d_emb)", "position embeddings"),
+                         "(batch | 1, pos, d_emb)", "position embeddings (absent where there is no table: DeBERTa-v3)"),
     "segment": HookSpot("bert.embeddings.hook_segment", "BertEmbeddings.token_type_embeddings", "(batch, pos, d_emb)",
                         "segment embeddings"),
     "embeddings": HookSpot("bert.embeddings.hook_out", "BertEmbeddings", "(batch, pos, d_emb)",
@@ -64,12 +64,24 @@ HOOK_TABLE: dict[str, HookSpot] = {
 }
 
 
-# Hook points only some families' models have (so not in HOOK_TABLE, which every model has in full).
+# Hook points only some families' models have (so not in HOOK_TABLE, which every model has in full, but for
+# "position" on a model without absolute positions).
 FAMILY_HOOKS: dict[str, HookSpot] = {
     "position_bias": HookSpot("bert.encoder.hook_position_bias", "BertEncoder.relative_attention_bias",
                               "(1, heads, query, key)",
                               "MPNet: the relative-position bias added to every layer's scores (bert/relative_positions.py)"),
+    # DeBERTa (bert/disentangled.py): the parts of every layer's scores, each divided by sqrt(d_head * (1 + terms));
+    # c2c + c2p + p2c + the mask is the "scores" spot. c2p / p2c exist where the config's pos_att_type names them.
+    "c2c": HookSpot(f"{_SELF}.hook_c2c", "BertSelfAttention (DeBERTa)", "(batch, heads, query, key)",
+                    "DeBERTa: content-to-content term, query content . key content, scaled"),
+    "c2p": HookSpot(f"{_SELF}.hook_c2p", "BertSelfAttention (DeBERTa)", "(batch, heads, query, key)",
+                    "DeBERTa: content-to-position term, query content . the key's relative position, scaled"),
+    "p2c": HookSpot(f"{_SELF}.hook_p2c", "BertSelfAttention (DeBERTa)", "(batch, heads, query, key)",
+                    "DeBERTa: position-to-content term, the query's relative position . key content, scaled"),
 }
+
+# DeBERTa's score parts, in the order they are added (what a view showing them separately reads).
+SCORE_TERMS = ("c2c", "c2p", "p2c")
 
 
 def _spot(spot: str) -> HookSpot:

@@ -38,7 +38,8 @@ def value_zeroing_layer(captured: Captured, layer: int) -> torch.Tensor:
 
     bias = captured.model.with_relative_bias(None, n, x.dtype)  # MPNet's relative-position bias; None for others
     with torch.no_grad(), captured.model.hooks(capture=(), edits={hook_name("v", layer): zero_own_token}):
-        zeroed = block(x[None].expand(n, -1, -1).contiguous(), bias).double()  # (zeroed token, query, d_model)
+        zeroed = block(x[None].expand(n, -1, -1).contiguous(), bias,
+                       captured.model.disentangled_positions(n)).double()  # (zeroed token, query, d_model)
     cos = torch.nn.functional.cosine_similarity(zeroed, original[None], dim=-1, eps=1e-30)  # (zeroed token, query)
     distance = (1.0 - cos).T.clamp(min=0)  # (query, key)
     total = distance.sum(-1, keepdim=True)

@@ -5,6 +5,11 @@ self.query.weight``, ``cls.predictions.transform.dense.weight``, ``cls.predictio
 ``cls.seq_relationship.weight``), so real checkpoints load with ``strict=True``. The MLM
 decoder is tied to the word embeddings and is therefore not a module of its own. A sequence
 classifier's head is ``classifier`` (bert/classifier.py), whatever the family calls it.
+
+Position schemes beyond BERT's learned table: MPNet's relative bias (bert/relative_positions.py, one
+hook point added to every layer's scores) and DeBERTa's disentangled attention (bert/disentangled.py:
+the encoder's ``rel_embeddings`` table read by every layer, the scores' c2c / c2p / p2c parts each a
+hook point). A DeBERTa layer therefore takes a third argument, ``BertLab.disentangled_positions(n)``.
 """
 from __future__ import annotations
 
@@ -18,6 +23,14 @@ from torch import nn
 
 from .budget import charge
 from .classifier import SequenceClassifier, class_labels
+from .disentangled import (
+    DisentangledPositions,
+    DisentangledSpec,
+    content_to_position,
+    position_to_content,
+    positions_for,
+    scale_root,
+)
 from .hook_table import HOOK_TABLE, hook_name
 from .hooks import Edit, HookPoint, active_run, hook_run, name_hook_points
 from .relative_positions import relative_bias
@@ -44,6 +57,8 @@ class BertConfig:
     head_act: str | None = None  # None: hidden_act
     share_layers: bool = False  # ALBERT: every layer runs the first layer's parameters
     relative_attention_num_buckets: int = 0  # MPNet: a learned score bias per head and offset bucket (0: none)
+    position_biased_input: bool = True  # False: no absolute position table at all (DeBERTa-v3)
+    disentangled: bool = False  # DeBERTa: content and position attention terms (bert/disentangled.py)
     model_type: str = "bert"
     # Which parts the checkpoint carries; set by the loader from the weights it finds.
     has_pooler: bool = True
@@ -82,6 +97,11 @@ class BertConfig:
         return self.embedding_size or self.hidden_size
 
     @property
+    def disentangled_spec(self) -> DisentangledSpec | None:
+        """DeBERTa's attention settings (from the config's own fields), or None for every other family."""
+        return DisentangledSpec.from_config(self.extra, self.max_position_embeddings) if self.disentangled else None
+
+    @property
     def max_tokens(self) -> int:
         """Tokens one input may have: the position table's rows from the offset on."""
         return self.max_position_embeddings - self.position_offset
@@ -107,14 +127,16 @@ class BertEmbeddings(nn.Module):
         super().__init__()
         d = cfg.embedding_dim
         self.word_embeddings = nn.Embedding(cfg.vocab_size, d, padding_idx=cfg.pad_token_id)
-        self.position_embeddings = nn.Embedding(cfg.max_position_embeddings, d)
+        # DeBERTa-v3 has no absolute positions (position_biased_input false): no table, nothing added.
+        self.position_embeddings = nn.Embedding(cfg.max_position_embeddings, d) if cfg.position_biased_input else None
         # DistilBERT has no segment embeddings (type_vocab_size 0): nothing is added for segments.
         self.token_type_embeddings = nn.Embedding(cfg.type_vocab_size, d) if cfg.type_vocab_size else None
         self.position_offset = cfg.position_offset
         self.LayerNorm = nn.LayerNorm(d, eps=cfg.layer_norm_eps)
         self.dropout = nn.Dropout(cfg.hidden_dropout_prob)
         self.hook_token = HookPoint()  # (batch, pos, d_model)
-        self.hook_position = HookPoint()  # (batch | 1, pos, d_model)
+        if self.position_embeddings is not None:  # no table, no hook point: capturing or editing it is an error
+            self.hook_position = HookPoint()  # (batch | 1, pos, d_model)
         self.hook_segment = HookPoint()  # (batch, pos, d_model)
         self.hook_out = HookPoint()  # (batch, pos, d_model) after LayerNorm
 
@@ -122,9 +144,10 @@ class BertEmbeddings(nn.Module):
         self, input_ids: torch.Tensor, token_type_ids: torch.Tensor, position_ids: torch.Tensor
     ) -> torch.Tensor:
         token = self.hook_token(self.word_embeddings(input_ids))  # (batch, pos, d_emb)
-        rows = position_ids + self.position_offset if self.position_offset else position_ids
-        position = self.hook_position(self.position_embeddings(rows))  # (batch|1, pos, d_emb)
-        total = token + position
+        total = token
+        if self.position_embeddings is not None:
+            rows = position_ids + self.position_offset if self.position_offset else position_ids
+            total = total + self.hook_position(self.position_embeddings(rows))  # (batch|1, pos, d_emb)
         if self.token_type_embeddings is not None:
             total = total + self.hook_segment(self.token_type_embeddings(token_type_ids))  # (batch, pos, d_emb)
         return self.hook_out(self.dropout(self.LayerNorm(total)))
@@ -143,28 +166,43 @@ class BertSelfAttention(nn.Module):
         self.hook_q = HookPoint()  # (batch, heads, query, d_head)
         self.hook_k = HookPoint()  # (batch, heads, key, d_head)
         self.hook_v = HookPoint()  # (batch, heads, key, d_head) value vectors
+        self.spec = cfg.disentangled_spec  # DeBERTa (bert/disentangled.py); None for the rest
+        if self.spec is not None:
+            self._init_disentangled(cfg, self.spec)
         self.hook_scores = HookPoint()  # (batch, heads, query, key) pre-softmax, mask added
         self.hook_pattern = HookPoint()  # (batch, heads, query, key) attention probabilities
         self.hook_context = HookPoint()  # (batch, heads, query, d_head) per-head context
+
+    def _init_disentangled(self, cfg: BertConfig, spec: DisentangledSpec) -> None:
+        """DeBERTa: its own scale, the position projections when they are not the content ones, and a hook
+        point per score term (transformers' ``DisentangledSelfAttention``)."""
+        self.root = scale_root(self.head_dim, spec.scale_factor)  # sqrt(d_head * (1 + terms)), float32
+        self.hook_c2c = HookPoint()  # (batch, heads, query, key) content-to-content, scaled
+        if spec.relative_attention and not spec.share_att_key:
+            if "c2p" in spec.terms:
+                self.pos_key_proj = nn.Linear(cfg.hidden_size, cfg.hidden_size)
+            if "p2c" in spec.terms:
+                self.pos_query_proj = nn.Linear(cfg.hidden_size, cfg.hidden_size)
+        if spec.relative_attention and "c2p" in spec.terms:
+            self.hook_c2p = HookPoint()  # (batch, heads, query, key) content-to-position, scaled
+        if spec.relative_attention and "p2c" in spec.terms:
+            self.hook_p2c = HookPoint()  # (batch, heads, query, key) position-to-content, scaled
 
     def _split(self, x: torch.Tensor) -> torch.Tensor:
         b, t, _ = x.shape
         return x.view(b, t, self.num_heads, self.head_dim).transpose(1, 2)  # (batch, heads, pos, d_head)
 
-    def forward(self, x: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, bias: torch.Tensor | None,
+                positions: DisentangledPositions | None = None) -> torch.Tensor:
         b, t, d = x.shape
         q = self.hook_q(self._split(self.query(x)))  # (batch, heads, query, d_head)
         k = self.hook_k(self._split(self.key(x)))  # (batch, heads, key, d_head)
         v = self.hook_v(self._split(self.value(x)))  # (batch, heads, key, d_head)
-        run = active_run()
-        explicit = run is not None and (run.needs(self.hook_scores.name) or run.needs(self.hook_pattern.name))
-        if explicit:
+        if self.spec is not None:
+            context = self._disentangled(q, k, v, bias, positions)
+        elif self._explicit("hook_scores", "hook_pattern"):
             scores = torch.matmul(q * self.scale, k.transpose(-1, -2))  # (batch, heads, query, key)
-            if bias is not None:
-                scores = scores + bias
-            scores = self.hook_scores(scores)
-            probs = self.hook_pattern(torch.softmax(scores, dim=-1))  # (batch, heads, query, key)
-            context = torch.matmul(self.dropout(probs), v)  # (batch, heads, query, d_head)
+            context = self._attend(scores if bias is None else scores + bias, v)
         else:
             # Nobody looks at the weights: let PyTorch pick its fused kernel.
             context = F.scaled_dot_product_attention(
@@ -172,6 +210,56 @@ class BertSelfAttention(nn.Module):
             )
         context = self.hook_context(context)  # (batch, heads, query, d_head)
         return context.transpose(1, 2).reshape(b, t, d)  # (batch, query, d_model)
+
+    def _explicit(self, *hooks: str) -> bool:
+        """Whether the active run captures or edits any of these hook points (then scores are materialised)."""
+        run = active_run()
+        return run is not None and any(run.needs(getattr(self, h).name) for h in hooks if hasattr(self, h))
+
+    def _attend(self, scores: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        """Softmax of the scores (mask included) through their hook points, then the values: (batch, heads, query, d_head)."""
+        probs = self.hook_pattern(torch.softmax(self.hook_scores(scores), dim=-1))  # (batch, heads, query, key)
+        return torch.matmul(self.dropout(probs), v)  # (batch, heads, query, d_head)
+
+    def _position_terms(self, q: torch.Tensor, k: torch.Tensor,
+                        positions: DisentangledPositions | None) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        """DeBERTa's c2p and p2c terms (batch, heads, query, key), each divided by the scale; None where absent."""
+        spec = self.spec
+        if not spec.relative_attention or not spec.terms:
+            return None, None
+        if positions is None:
+            raise ValueError("a DeBERTa layer needs the relative positions of its input: pass "
+                             "model.disentangled_positions(n) as the layer's third argument")
+        table = positions.table[None]  # (1, 2 span, d_model)
+        c2p = p2c = None
+        if "c2p" in spec.terms:
+            pos_k = self._split(self.key(table) if spec.share_att_key else self.pos_key_proj(table))  # (1, heads, 2 span, d_head)
+            c2p = content_to_position(q, pos_k, positions.c2p_index, self.root)
+        if "p2c" in spec.terms:
+            pos_q = self._split(self.query(table) if spec.share_att_key else self.pos_query_proj(table))  # (1, heads, 2 span, d_head)
+            p2c = position_to_content(k, pos_q, positions.p2c_index, self.root)
+        return c2p, p2c
+
+    def _disentangled(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor | None,
+                      positions: DisentangledPositions | None) -> torch.Tensor:
+        """DeBERTa's attention: c2c + c2p + p2c (+ mask) through their hook points when anyone looks, else the
+        position terms as SDPA's additive mask with DeBERTa's scale. (batch, heads, query, d_head)."""
+        c2p, p2c = self._position_terms(q, k, positions)
+        if self._explicit("hook_c2c", "hook_c2p", "hook_p2c", "hook_scores", "hook_pattern"):
+            scores = self.hook_c2c(torch.matmul(q, k.transpose(-1, -2) / self.root.to(q.dtype)))  # (batch, heads, q, k)
+            position = None
+            if c2p is not None:
+                position = self.hook_c2p(c2p)
+            if p2c is not None:
+                position = self.hook_p2c(p2c) if position is None else position + self.hook_p2c(p2c)
+            scores = scores if position is None else scores + position
+            return self._attend(scores if bias is None else scores + bias, v)
+        extra = [t for t in (c2p, p2c, bias) if t is not None]
+        mask = None
+        for term in extra:
+            mask = term if mask is None else mask + term
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=1.0 / float(self.root),
+                                              dropout_p=self.dropout.p if self.training else 0.0)
 
 
 class BertSelfOutput(nn.Module):
@@ -192,8 +280,9 @@ class BertAttention(nn.Module):
         self.self = BertSelfAttention(cfg)
         self.output = BertSelfOutput(cfg)
 
-    def forward(self, x: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
-        return self.output(self.self(x, bias), x)
+    def forward(self, x: torch.Tensor, bias: torch.Tensor | None,
+                positions: DisentangledPositions | None = None) -> torch.Tensor:
+        return self.output(self.self(x, bias, positions), x)
 
 
 class BertIntermediate(nn.Module):
@@ -225,8 +314,10 @@ class BertLayer(nn.Module):
         self.output = BertOutput(cfg)
         self.hook_out = HookPoint()  # (batch, pos, d_model) hidden state after this layer
 
-    def forward(self, x: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
-        attended = self.attention(x, bias)
+    def forward(self, x: torch.Tensor, bias: torch.Tensor | None,
+                positions: DisentangledPositions | None = None) -> torch.Tensor:
+        """``positions``: DeBERTa's relative table and indices (``BertLab.disentangled_positions``); None otherwise."""
+        attended = self.attention(x, bias, positions)
         return self.hook_out(self.output(self.intermediate(attended), attended))
 
 
@@ -243,6 +334,13 @@ class BertEncoder(nn.Module):
                                         if cfg.relative_attention_num_buckets else None)
         if self.relative_attention_bias is not None:
             self.hook_position_bias = HookPoint()  # (1, heads, query, key) added to every layer's scores
+        # DeBERTa: one table of relative-position vectors for every layer, layer-normalised (bert/disentangled.py)
+        spec = cfg.disentangled_spec
+        self.rel_embeddings = (nn.Embedding(2 * spec.span, cfg.hidden_size)
+                               if spec is not None and spec.relative_attention else None)
+        # (transformers makes it whenever norm_rel_ebd says so, unused without relative attention: so do we)
+        self.LayerNorm = (nn.LayerNorm(cfg.hidden_size, eps=cfg.layer_norm_eps)
+                          if spec is not None and spec.layer_norm else None)
         self.layer = nn.ModuleList(BertLayer(cfg) for _ in range(cfg.num_hidden_layers))
         self.share_layers = cfg.share_layers
         if cfg.share_layers:
@@ -401,6 +499,17 @@ class BertLab(nn.Module):
         relative = encoder.hook_position_bias(relative_bias(encoder.relative_attention_bias, n, dtype))
         return relative if bias is None else torch.clamp(bias + relative, min=torch.finfo(dtype).min)
 
+    def disentangled_positions(self, n: int) -> DisentangledPositions | None:
+        """DeBERTa: the relative table (after the encoder's LayerNorm) and the rows n tokens use, which every
+        layer reads; None for other models."""
+        encoder = self.bert.encoder
+        if encoder.rel_embeddings is None:
+            return None
+        table = encoder.rel_embeddings.weight  # (2 span, d_model)
+        if encoder.LayerNorm is not None:
+            table = encoder.LayerNorm(table)
+        return positions_for(table, n, self.config.disentangled_spec)
+
     def forward(
         self,
         input_ids: torch.Tensor,  # (batch, pos)
@@ -419,13 +528,17 @@ class BertLab(nn.Module):
             token_type_ids = torch.zeros_like(input_ids)
         if position_ids is None:
             position_ids = torch.arange(t, device=input_ids.device)[None]  # (1, pos)
+        elif self.bert.embeddings.position_embeddings is None:
+            raise ValueError("this model has no absolute positions (DeBERTa-v3: position_biased_input false), so "
+                             "position ids would change nothing; its positions are the c2p and p2c score terms")
         dtype = self.bert.embeddings.word_embeddings.weight.dtype
         bias = self.with_relative_bias(self.attention_bias(attention_mask, attention_bias, dtype), t, dtype)
         hidden = self.bert.embeddings(input_ids, token_type_ids, position_ids)  # (batch, pos, d_emb)
         if self.bert.embeddings_project is not None:
             hidden = self.bert.embeddings_project(hidden)  # (batch, pos, d_model)
+        positions = self.disentangled_positions(t)
         for layer in self.bert.encoder.layer:
-            hidden = layer(hidden, bias)
+            hidden = layer(hidden, bias, positions)
         pooled = self.bert.pooler(hidden) if self.bert.pooler is not None else None
         mlm_logits = nsp_logits = None
         if self.cls is not None and self.config.has_mlm_head and compute_mlm:

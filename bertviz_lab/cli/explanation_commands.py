@@ -9,13 +9,13 @@ import argparse
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from ..bert.checkpoints import SST2_CHECKPOINTS
 from ..interventions.faithfulness import RANKINGS
 from .options import WorkBar, add_model_options, command, count, emit, lab_from_args, positive_int
 
 EXAMPLES = {
     "faithfulness": ["bertviz-lab faithfulness --max-sentences 50",
-                     "bertviz-lab faithfulness --protocol naopc-sst2 --model textattack/bert-base-uncased-SST-2 "
-                     "--sentences sst2_short.tsv"],
+                     "bertviz-lab faithfulness --protocol naopc-sst2 --model textattack/bert-base-uncased-SST-2"],
 }
 
 
@@ -36,11 +36,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--protocol", choices=("ours", "naopc-sst2"), default="ours",
                    help="'ours' (default): hide tokens from attention, masked-word predictions; 'naopc-sst2': Edin et "
                         "al.'s released protocol for a sequence classifier (words replaced by [MASK] cumulatively in "
-                        "rank order, mean drop in P(class 1) over every step) with exact NAOPC bounds")
+                        "rank order, mean drop in P(class 1) over every step) with exact NAOPC bounds; its weights are "
+                        "the shipped SST-2 classifier 'sst2' unless --model names others")
     p.add_argument("--sentences", type=Path, default=None,
                    help="naopc-sst2: a tab-separated file with a header, a 'sentence' (or 'text') column and a label "
                         "column (GLUE's SST-2 layout), or a .csv such as the paper's data/sst2_test_short.csv; the "
-                        "rows labelled 1 are scored")
+                        "rows labelled 1 are scored (default: that file, shipped in assets/naopc)")
     p.add_argument("--label-column", default="label", help="naopc-sst2: the label column of --sentences")
     add_model_options(p, needs_mlm_head=True)
     p.set_defaults(func=run_faithfulness)
@@ -100,19 +101,21 @@ def faithfulness_summary(out: dict, note: str) -> Iterator[str]:
         yield note
 
 
+SST2_CHECKPOINT = SST2_CHECKPOINTS[0]  # the protocol's weights when none are named: the shipped classifier
+
+
 def run_naopc(args: argparse.Namespace) -> int:
     """Edin et al.'s protocol on the positive rows of --sentences (or every line of --text-file)."""
     from ..interventions.naopc import MAX_WORDS, check_names, naopc, read_labelled
-    from ..lab import InputError
+    from ..resources import NAOPC_SHORT_SET
     from ..sentences import read_lines
 
     if args.sentences is None and args.text_file is None:
-        raise InputError("--protocol naopc-sst2 needs --sentences FILE (sentence and label, tab-separated) "
-                         "or --text-file FILE (every line taken as a positive sentence)")
+        args.sentences = NAOPC_SHORT_SET
     lines = read_labelled(args.sentences, args.label_column) if args.sentences else read_lines(args.text_file)
     lines = [line for line in lines if line.strip()][:args.max_sentences]
     names = check_names(args.rankings)
-    lab = lab_from_args(args)
+    lab = lab_from_args(args, args.model or SST2_CHECKPOINT)
 
     def describe(sentences: int) -> str:
         return (f"{sentences:,} sentences x up to 2^{MAX_WORDS} masked inputs each (every subset of the words, "

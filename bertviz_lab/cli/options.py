@@ -68,7 +68,8 @@ def add_model_options(p: argparse.ArgumentParser, needs_mlm_head: bool, repeatab
     chosen = recorded or default_checkpoint(needs_mlm_head)
     p.add_argument("--model", default=None, action="append" if repeatable else "store",
                    help=f"{what}: 'default' (embedded MiniLM-L6 with bertviz-lab's masked-word and next-sentence "
-                        "heads), 'minilm-original' (the published weights), a checkpoint folder or a hub id such as "
+                        "heads), 'minilm-original' (the published weights), 'sst2' (the shipped sentiment classifier), "
+                        "a checkpoint folder or a hub id such as "
                         f"bert-base-uncased{'; repeatable' if repeatable else ''}. {MODEL_RULE} (this command: "
                         f"{chosen})")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps (default: auto)")

@@ -250,7 +250,9 @@ def classes_figure(classes: Sequence[Any], model: str = "") -> Figure:
     data = [{"type": "bar", "orientation": "h", "x": probs, "y": [c.label for c in classes],
              "marker": {"color": "#2b6cb0"}, "text": [f"{v:.3f}" for v in probs], "textposition": "auto",
              "hovertemplate": "%{y}: %{x:.4f}<extra></extra>", "showlegend": False}]
-    layout = {"title": {"text": "Predicted class" + (f" ({model})" if model else "")},
+    top = classes[0]  # the weights' long name goes under the title, in small type, so the answer stays readable
+    title = f"Predicted class: {top.label} (P = {top.probability:.3f})" + (f"<br><sup>weights: {model}</sup>" if model else "")
+    layout = {"title": {"text": title},
               "xaxis": {"range": [0, 1], "title": {"text": "probability"}},
               "yaxis": {"autorange": "reversed", "type": "category"}, "height": 140 + 34 * len(classes)}
     return figure(data, layout, "classes")
@@ -313,3 +315,21 @@ def explain_figure(attribution: Any, tokens: Sequence[str]) -> Figure:
               "height": 240 + 40 * len(methods), "xaxis": {"type": "category", "tickangle": -40},
               "yaxis": {"type": "category", "autorange": "reversed", "automargin": True}}
     return figure([trace], layout, "explain")
+
+
+def score_parts_figure(parts: Any, tokens: Sequence[str], head: int, model: str = "") -> Figure:
+    """One head's pre-softmax score parts side by side (``lens.ScoreParts``; ``head`` 0-based), each on a
+    diverging scale centred on 0 (a part raises or lowers a key's score), then the attention they make."""
+    from .base import GridStyle, heatmap_grid, with_diverging
+
+    labels = [f"{i} {t}" for i, t in enumerate(tokens)]
+    panels = [(name, parts.parts[p, head]) for p, name in enumerate(parts.names)] + [("attention", parts.attention[head])]
+    title = (f"Layer {parts.layer}, head {head + 1}: softmax({' + '.join(parts.names)})"
+             + (f"<br><sup>weights: {model}</sup>" if model else ""))
+    style = GridStyle(columns=len(panels), height_per_row=max(300, 14 * len(tokens)), row_labels_once=True,
+                      hover="query %{y}<br>key %{x}<br>%{z:.4f}", x_title="key", y_title="query",
+                      colorbar=["score term (logit)"] * len(parts.names) + ["attention weight (0–1)"])
+    fig = heatmap_grid(panels, labels, labels, title, "score-parts", style)
+    for p in range(len(parts.names)):
+        with_diverging(fig, p, parts.parts[p, head], "score term (logit)")
+    return fig

@@ -7,6 +7,7 @@ import pandas as pd
 
 from ..attention import attention_view
 from ..interventions import Comparison, DirectionalRow, RelativeBiasTable
+from ..interventions.sweeps import RelativeEmbeddingSimilarity
 from ..naming import head_labels, layer_head, layer_head_file, layer_name
 from .analysis import ViewOptions
 from .base import (
@@ -145,6 +146,21 @@ def relative_bias_figure(table: RelativeBiasTable) -> Figure:
                         "title": {"text": "offset bucket (key − query)"}},
               "yaxis": {"type": "category", "autorange": "reversed", "title": {"text": "head"}}}
     return figure([trace], layout, "relative-position-bias")
+
+
+def relative_embedding_figure(similarity: RelativeEmbeddingSimilarity, n: int) -> Figure:
+    """The position inspector for DeBERTa (``sweeps.RelativeEmbeddingSimilarity``): the cosine similarity of the
+    relative-position embeddings n tokens read, rows and columns by bucketed offset (query − key)."""
+    labels = similarity.labels
+    fig = heatmap_grid([("relative-position embeddings (every layer)", similarity.cosine)], labels, labels,
+                       title=f"DeBERTa's relative positions for {n} tokens: cosine similarity of the table rows",
+                       filename=f"relative-embeddings-{n}",
+                       style=GridStyle(columns=1, height_per_row=560, hover="offset %{y} vs %{x}<br>cosine %{z:.3f}",
+                                       x_title="offset query − key (bucketed)", y_title="offset query − key (bucketed)"))
+    trace = fig["data"][0]
+    trace.update({"colorscale": DIVERGING, "zmin": -1, "zmax": 1, "zmid": 0})
+    trace["colorbar"]["title"] = colorbar_title("cosine similarity (−1 to 1)", **GRID_BAR)
+    return fig
 
 
 def position_geometry_figure(learned: np.ndarray, table: RelativeBiasTable) -> Figure:

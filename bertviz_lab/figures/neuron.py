@@ -70,6 +70,19 @@ def neuron_payload(tokens: list[str], segments: list[int], queries: np.ndarray, 
             "vectors": base64.b64encode(packed.tobytes()).decode("ascii")}
 
 
+def with_score_bias(payload: dict[str, Any], scales: list[float], bias: np.ndarray | None) -> dict[str, Any]:
+    """The payload with each layer's content scale (what q·k is multiplied by) and what the model adds to the
+    scores before the softmax ((layers, heads, query, key), ``lens.score_bias``; MPNet's relative bias,
+    DeBERTa's position terms), so the softmax the page shows is the model's own attention."""
+    shape = (payload["layers"], payload["heads"], payload["n"], payload["n"])
+    out = {**payload, "scales": [float(v) for v in scales]}
+    if bias is not None:
+        if bias.shape != shape:
+            raise ValueError(f"bias must be (layers, heads, tokens, tokens) = {shape}; got {bias.shape}")
+        out["bias"] = base64.b64encode(np.ascontiguousarray(bias, dtype="<f2").tobytes()).decode("ascii")
+    return out
+
+
 def neuron_html(payload: dict[str, Any]) -> str:
     """One self-contained output: controls, the query vector, a row per key (k, q × k, q · k, softmax)."""
     root = f"bvl-neuron-{uuid.uuid4().hex}"

@@ -18,9 +18,10 @@ from .sweeps import (
     directional_sweep,
     position_similarity,
     relative_bias_table,
+    relative_embedding_similarity,
 )
 
 __all__ = ["KINDS", "REGISTRY", "Comparison", "DirectionalRow", "Intervention", "InterventionError",
            "InterventionInputs", "PredictionChange", "ablation_sweep", "compare", "directional_sweep",
            "make_intervention", "option_names", "parse_heads", "position_similarity", "RelativeBiasTable",
-           "relative_bias_table"]
+           "relative_bias_table", "relative_embedding_similarity"]

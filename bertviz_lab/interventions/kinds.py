@@ -305,6 +305,18 @@ class AblateHeads(Intervention):
                                          for layer, heads in by_layer.items()})
 
 
+def has_absolute_positions(model: BertLab) -> bool:
+    """Whether the embeddings add a learned absolute-position table (all but DeBERTa-v3, whose positions are
+    only relative, in its attention)."""
+    return model.bert.embeddings.position_embeddings is not None
+
+
+def need_absolute_positions(model: BertLab) -> None:
+    if not has_absolute_positions(model):
+        raise InterventionError("this model has no absolute position embeddings to change (DeBERTa-v3's positions are "
+                                "relative, inside its attention): zero its position terms instead")
+
+
 @register
 @dataclass
 class ZeroPositions(Intervention):
@@ -314,6 +326,7 @@ class ZeroPositions(Intervention):
     explanation: ClassVar[str] = "Sets every position embedding to zero: the model sees a bag of tokens."
 
     def inputs(self, model: BertLab, tokens: Sequence[str]) -> InterventionInputs:
+        need_absolute_positions(model)
         return InterventionInputs(edits={hook_name("position"): zero_edit})
 
 
@@ -334,6 +347,7 @@ class ShufflePositions(Intervention):
         return f"{self.kind} (seed {self.seed})"
 
     def inputs(self, model: BertLab, tokens: Sequence[str]) -> InterventionInputs:
+        need_absolute_positions(model)
         real = movable_positions(tokens)
         perm = torch.arange(len(tokens))
         generator = torch.Generator().manual_seed(self.seed)
@@ -406,6 +420,7 @@ class ShiftPositions(Intervention):
         return f"{self.kind} by {self.shift}"
 
     def inputs(self, model: BertLab, tokens: Sequence[str]) -> InterventionInputs:
+        need_absolute_positions(model)
         n, limit = len(tokens), model.config.max_tokens
         if self.shift < 0 or n + self.shift > limit:
             raise InterventionError(f"shift must be between 0 and {limit - n} for this {n}-token input")
@@ -422,6 +437,7 @@ class SinusoidalPositions(Intervention):
                                   "each row rescaled to the learned row's norm.")
 
     def inputs(self, model: BertLab, tokens: Sequence[str]) -> InterventionInputs:
+        need_absolute_positions(model)
         table = scaled_sinusoidal(model, len(tokens))
         return InterventionInputs(edits={hook_name("position"): replace_positions_edit(table)})
 
@@ -438,6 +454,7 @@ class RandomPositions(Intervention):
     seed: int = 0
 
     def inputs(self, model: BertLab, tokens: Sequence[str]) -> InterventionInputs:
+        need_absolute_positions(model)
         table = random_positions(model, len(tokens), self.seed)
         return InterventionInputs(edits={hook_name("position"): replace_positions_edit(table)})
 
@@ -492,6 +509,60 @@ class ZeroRelativeBiasControl(ZeroRelativeBias):
         if not has_relative_bias(model):
             raise InterventionError(NO_RELATIVE_BIAS)
         return InterventionInputs(edits={hook_name("position_bias"): remove_permuted_bias_edit(self.seed)})
+
+
+def position_term_hooks(model: BertLab) -> list[str]:
+    """DeBERTa's content-to-position and position-to-content hook points of every layer (none elsewhere)."""
+    names = [hook_name(term, layer) for layer in range(model.config.num_hidden_layers) for term in ("c2p", "p2c")]
+    return [name for name in names if name in model.hook_names]
+
+
+NO_POSITION_TERMS = ("this model has no disentangled position terms to zero (of the loaded families only DeBERTa's "
+                     "attention has them)")
+
+
+@register
+@dataclass
+class ZeroPositionTerms(Intervention):
+    """DeBERTa's content-to-position and position-to-content terms (He et al. 2021) set to 0 in every layer:
+    the scores keep content-to-content only, which is DeBERTa with ``relative_attention=False``
+    (tests/test_deberta.py checks it against transformers)."""
+
+    family: ClassVar[str] = "positions"
+    kind: ClassVar[str] = "zero-position-terms"
+    label: ClassVar[str] = "Zero the position terms c2p and p2c (DeBERTa)"
+    explanation: ClassVar[str] = ("Sets the content-to-position and position-to-content score terms to 0 in every layer: "
+                                  "attention then sees content only, as DeBERTa without relative attention.")
+
+    def inputs(self, model: BertLab, tokens: Sequence[str]) -> InterventionInputs:
+        hooks = position_term_hooks(model)
+        if not hooks:
+            raise InterventionError(NO_POSITION_TERMS)
+        return InterventionInputs(edits={name: zero_edit for name in hooks})
+
+
+@register
+@dataclass
+class ZeroPositionTermsControl(ZeroPositionTerms):
+    """The matched control of zero-position-terms, as zero-relative-bias-control is of MPNet's zeroing: each
+    position term minus its own key-permuted copy (one seeded order of the keys per head and query, the same
+    for both terms and every layer), so as much is removed, row by row, with none of its relation to the
+    key's offset, and the real terms stay in place."""
+
+    kind: ClassVar[str] = "zero-position-terms-control"
+    label: ClassVar[str] = "Control: remove key-shuffled copies of the position terms"
+    explanation: ClassVar[str] = ("Subtracts each head's position-term values on randomly chosen keys (the seed picks "
+                                  "them): as much as zeroing removes, with no offset structure.")
+    seed: int = 0
+
+    def describe(self) -> str:
+        return f"{self.kind} (seed {self.seed})"
+
+    def inputs(self, model: BertLab, tokens: Sequence[str]) -> InterventionInputs:
+        hooks = position_term_hooks(model)
+        if not hooks:
+            raise InterventionError(NO_POSITION_TERMS)
+        return InterventionInputs(edits={name: remove_permuted_bias_edit(self.seed) for name in hooks})
 
 
 KINDS = tuple(REGISTRY)

@@ -18,7 +18,16 @@ from ..lab import Analysis, Encoded, ForwardChanges, InputError, Lab
 from ..treebank import sentence_texts
 from .compare import compare, probability_of
 from .edits import batched_ablation_edits, learned_positions, scaled_sinusoidal
-from .kinds import NO_RELATIVE_BIAS, InterventionError, has_relative_bias, make_intervention
+from .kinds import (
+    NO_POSITION_TERMS,
+    NO_RELATIVE_BIAS,
+    InterventionError,
+    has_absolute_positions,
+    has_relative_bias,
+    make_intervention,
+    need_absolute_positions,
+    position_term_hooks,
+)
 from .resample import ResamplePool, head_outputs, reference_for
 
 Progress = Callable[[float, str], None]
@@ -235,11 +244,14 @@ def patching_sweep(lab: Lab, target: str, donor: str, correct: str, wrong: str) 
 
 POSITION_KINDS = ("zero-positions", "sinusoidal-positions", "random-positions", "shift-positions", "shuffle-positions")
 RELATIVE_BIAS_KINDS = ("zero-relative-bias", "zero-relative-bias-control")  # only where the model has the bias
+POSITION_TERM_KINDS = ("zero-position-terms", "zero-position-terms-control")  # DeBERTa's c2p and p2c
 
 
 def position_kinds(lab: Lab) -> tuple[str, ...]:
     """The positional interventions (each next to its control) that apply to this model's position scheme."""
-    return POSITION_KINDS + (RELATIVE_BIAS_KINDS if has_relative_bias(lab.model) else ())
+    return ((POSITION_KINDS if has_absolute_positions(lab.model) else ())
+            + (RELATIVE_BIAS_KINDS if has_relative_bias(lab.model) else ())
+            + (POSITION_TERM_KINDS if position_term_hooks(lab.model) else ()))
 
 
 def position_controls(lab: Lab, text: str, pair: str | None = None, mask_positions: Sequence[int] = (),
@@ -261,8 +273,30 @@ def position_similarity(lab: Lab, n: int) -> tuple[np.ndarray, np.ndarray]:
     limit = lab.model.config.max_tokens
     if not 2 <= n <= limit:
         raise InterventionError(f"choose between 2 and {limit} positions")
+    need_absolute_positions(lab.model)
     learned = learned_positions(lab.model, n).cpu()
     return cosine_matrix(learned), cosine_matrix(scaled_sinusoidal(lab.model, n))
+
+
+@dataclass
+class RelativeEmbeddingSimilarity:
+    """DeBERTa's relative-position embeddings (one table every layer reads, after the encoder's LayerNorm) as
+    the position inspector draws them: the cosine similarity of the rows n tokens use, each row labelled by
+    its bucketed offset (query − key, transformers' ``build_relative_position``)."""
+
+    cosine: np.ndarray  # (rows, rows)
+    labels: list[str]
+
+
+def relative_embedding_similarity(lab: Lab, n: int) -> RelativeEmbeddingSimilarity:
+    positions = lab.model.disentangled_positions(n)
+    if positions is None:
+        raise InterventionError(NO_POSITION_TERMS)
+    span = lab.model.config.disentangled_spec.span
+    rows = sorted(set(positions.c2p_index.flatten().tolist()))  # the table rows these n tokens read
+    with torch.no_grad():
+        table = positions.table[rows].float().cpu()  # (rows, d_model)
+    return RelativeEmbeddingSimilarity(cosine_matrix(table), [f"{row - span:+d}" if row != span else "0" for row in rows])
 
 
 def offset_range(offsets: Sequence[int]) -> str:

@@ -106,7 +106,12 @@ def licences_markdown(sources: list[dict], folder: str = HEAD_FOLDER) -> str:
   fitted to; the teaching and development cloze sets and the sample treebank were written for this project (CC0).
 - **The shipped masked-word and next-sentence head** (`{folder}/head.safetensors`: the heads and the fine-tuned
   encoder layers that `default` loads): {weights_terms(sources)}.
-- **Data** it was trained on, and the held-out excerpts shipped beside it (`{folder}/heldout*.txt`), each under its
+- **The shipped SST-2 classifier** (`assets/minilm-sst2/`: encoder layers 4-6, the pooler and a two-class head that
+  `sst2` loads over the encoder): fine-tuned on SST-2's train split (the Stanford Sentiment Treebank, Socher et al.
+  2013, as GLUE distributes it), whose authors state no licence: for research and teaching, cite them. The naopc-sst2
+  short set (`assets/naopc/sst2_short.csv`, 66 SST-2 validation sentences, for evaluation only) comes from
+  github.com/JoakimEdin/naopc under the MIT licence (`assets/naopc/LICENSE-naopc.txt`).
+- **Data** the masked-word head was trained on, and the held-out excerpts shipped beside it (`{folder}/heldout*.txt`), each under its
   source's licence:
 
 | source | licence | licence file |

@@ -20,6 +20,9 @@
 
   window.BvlNeuron = function (root, data) {
     var L = data.layers, H = data.heads, n = data.n, d = data.d, all = halves(data.vectors);
+    // what the model adds to q·k·scale before the softmax (MPNet's relative bias, DeBERTa's position terms)
+    var bias = data.bias ? halves(data.bias) : null;
+    function scaleOf(l) { return data.scales ? data.scales[l] : 1 / Math.sqrt(d); }
     var state = {layer: data.layer, head: data.head, query: data.query};
     if (data.theme === 'dark') { root.classList.add('dark'); }
     function vec(which, l, h, t) { var o = (((which * L + l) * H + h) * n + t) * d; return all.subarray(o, o + d); }
@@ -30,7 +33,7 @@
     queryRow.innerHTML = '<table><tr><td class="tok query-label"></td><td><canvas class="q"></canvas></td>' +
       '<td class="head">query q (head_dim ' + d + ')</td></tr></table>';
     var header = '<tr class="head"><td></td><td>key k</td><td>q × k (elementwise)</td><td class="num">q · k</td>' +
-      '<td class="num">softmax(q·k/√d)</td></tr>';
+      '<td class="num">' + (bias ? 'softmax(q·k·s + position bias)' : 'softmax(q·k/√d)') + '</td></tr>';
     var rows = [header];
     for (var t = 0; t < n; t++) {
       rows.push('<tr data-token="' + t + '"><td class="tok"></td>' +
@@ -93,9 +96,10 @@
         keys.push(k); products.push(prod); scores[t] = dot;
       }
       state.last = {q: q, keys: keys, products: products, scores: scores, qMax: qMax, kMax: kMax, pMax: pMax};
-      var top = -Infinity, scale = 1 / Math.sqrt(d), total = 0, soft = new Float64Array(n);
-      for (t = 0; t < n; t++) { top = Math.max(top, scores[t] * scale); }
-      for (t = 0; t < n; t++) { soft[t] = Math.exp(scores[t] * scale - top); total += soft[t]; }
+      var top = -Infinity, scale = scaleOf(l), total = 0, soft = new Float64Array(n), logits = new Float64Array(n);
+      var row = ((l * H + h) * n + state.query) * n;
+      for (t = 0; t < n; t++) { logits[t] = scores[t] * scale + (bias ? bias[row + t] : 0); top = Math.max(top, logits[t]); }
+      for (t = 0; t < n; t++) { soft[t] = Math.exp(logits[t] - top); total += soft[t]; }
       var qc = qCanvas.getContext('2d'), kc = kCanvas.getContext('2d'), pc = qkCanvas.getContext('2d');
       for (j = 0; j < d; j++) { qc.fillStyle = colour(q[j], qMax); qc.fillRect(j * CELL, 1, CELL - 1, ROW - 2); }
       for (t = 0; t < n; t++) {
