@@ -337,3 +337,36 @@ def test_interventions_use_the_last_analysed_input_and_follow_the_sliders(browse
     page.wait_for_function("document.querySelector('#intervention-plot .gtitle').textContent.startsWith('Layer 3, head 1')",
                            timeout=20000)
     page.close()
+
+
+def test_the_open_head_is_drawn_from_its_own_codes_before_every_heads_arrive(browser, default_app, default_lab):
+    """Issue 45: the page draws the open head from its small file first. Holding back every head's codes
+    leaves the heatmap drawn (right values) and the other heads waiting; releasing them, a head switch works."""
+    page = open_app(browser, default_app)
+    page.wait_for_function("() => window.bvl.state.codes !== null")  # the opening example is wholly loaded
+    seen, held = [], []
+
+    def second_held(route):  # after a Run the page asks for the open head's codes, then for every head's
+        seen.append(route.request.url)
+        if len(seen) == 2:
+            held.append(route)
+        else:
+            route.continue_()
+
+    page.route("**/bvl-codes/*", second_held)
+    text = "The river bank was steep, so the children sat on the grass and watched the boats go by all day long."
+    run(page, text)
+    tokens = default_lab.analyze(text).tokens
+    wait_for_labels(page, [f"{i} {t}" for i, t in enumerate(tokens)])  # drawn from the open head's codes alone
+    assert page.evaluate("() => window.bvl.state.first !== null && window.bvl.state.codes === null")
+    shown = page.evaluate("document.querySelector('#single-plot .js-plotly-plot').calcdata[0][0].z.slice(0, 2)"
+                          ".map(r => Array.from(r))")
+    np.testing.assert_allclose(np.array(shown), default_lab.analyze(text).attention[0, 0, :2], atol=1e-4)
+    set_slider(page, "head", 5)  # its codes are not here yet: the map keeps the open head until they are
+    page.wait_for_function("() => window.bvl.state.head === 4")
+    assert title(page) == "Layer 1, head 1" and len(held) == 1
+    held[0].continue_()
+    page.wait_for_function("document.querySelector('#single-plot .gtitle').textContent === 'Layer 1, head 5'",
+                           timeout=20000)
+    assert page.evaluate("() => window.bvl.state.codes !== null && window.bvl.state.first === null")
+    page.close()

@@ -131,3 +131,15 @@ def test_lower_case_mask_is_the_mask_token(tiny_lab):
     a = tiny_lab.analyze("the [mask] sat on the [Mask]")
     assert a.tokens.count("[MASK]") == 2
     assert [p.position for p in a.mlm] == [i for i, t in enumerate(a.tokens) if t == "[MASK]"]
+
+
+def test_the_open_heads_codes_are_its_slice_of_every_heads(tiny_lab):
+    """The page draws the open head from ``open_head_codes`` before every head's codes arrive: they must be
+    exactly that head's weights (layer 2, head 3 here, not the first head's)."""
+    from bertviz_lab.figures.payload import open_head_codes
+
+    a = tiny_lab.analyze("the cat sat on the mat")
+    meta, codes = view_payload(a, ViewOptions(layer=1, head=2))
+    first = np.frombuffer(open_head_codes(meta, codes), dtype="<u2").reshape(len(a.tokens), len(a.tokens))
+    np.testing.assert_allclose(first * meta["scales"][1][2] / 65535, a.attention[1, 2], atol=1e-4)
+    assert not np.allclose(first * meta["scales"][0][0] / 65535, a.attention[0, 0], atol=1e-3)

@@ -26,7 +26,7 @@ from ..figures import interventions as intervention_views
 from ..figures.attention import classes_figure, explain_figure, lens_figure
 from ..figures.base import SCALES, empty_figure, resolve_scale
 from ..figures.neuron import NeuronStart, neuron_page, neuron_payload, with_score_bias
-from ..figures.payload import view_payload
+from ..figures.payload import open_head_codes, view_payload
 from ..interventions.attribution import explain
 from ..lab import Analysis, InputError, Lab
 from ..lens import mlm_lens, queries_and_keys, score_bias
@@ -83,6 +83,7 @@ def compact_reply(result, limit: int | None) -> dict[str, Any]:
     return reply
 
 
+FIRST_HEAD_FROM = 64 * 1024  # codes larger than this (about 32 heads at 32 tokens) send the open head first
 CODES_ROUTE = "bvl-codes"  # where the page fetches an analysis's codes: by file name, no server path in the URL
 CODES_NAME = re.compile(r"[0-9a-f]{32}\.bin")
 
@@ -144,6 +145,10 @@ class Handlers(InterventionHandlers, SyntaxHandlers, SearchHandlers, QkHandlers)
         view_notes = [] if chosen.name == "attention" else [f"{chosen.name}: {chosen.note} ({chosen.citation})"]
         meta, codes = view_payload(a, o, extra_notes=view_notes, source_label=views.source_label(a), scale=session.scale)
         meta["codes_url"] = f"{CODES_ROUTE}/{self.payloads.write(codes, '.bin', session.key()).name}"  # relative to the page
+        if len(codes) > FIRST_HEAD_FROM:  # the open head first, in a file of its own: drawn before the rest arrives
+            head = open_head_codes(meta, codes)
+            meta["head_url"] = f"{CODES_ROUTE}/{self.payloads.write(head, '.bin', session.key()).name}"
+            meta["head_bytes"] = len(head)
         return meta
 
     def drawn_from(self, session: Session, tab: str) -> tuple:

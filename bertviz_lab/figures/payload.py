@@ -145,6 +145,16 @@ def view_payload(analysis: Analysis, opts: ViewOptions, extra_notes: Sequence[st
     return meta, codes
 
 
+def open_head_codes(meta: dict[str, Any], codes: bytes) -> bytes:
+    """The codes of the head the page opens on (``meta``'s layer and head): the page draws that head from
+    these first, while it fetches every head's codes (issue 45: the open view before the rest)."""
+    nq = len(meta["labels"])
+    nk = len(meta.get("key_labels") or meta["labels"])
+    size = nq * nk * (2 if meta["bits"] == 16 else 1)
+    start = (int(meta["layer"]) * int(meta["heads"]) + int(meta["head"])) * size
+    return codes[start:start + size]
+
+
 def scale_fields(source: str, scale: str, scales: np.ndarray) -> dict[str, Any]:
     """What the page needs to draw ``source``'s weights on either colour scale: the scale it opens on, the top
     of the fixed scale (1, or the largest weight of any head for raw norms), each scale's colour bar title,

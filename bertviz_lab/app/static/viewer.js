@@ -41,7 +41,7 @@
   // scope: {heatmap(), caption(), headview()} return the elements to draw in (or null), and
   // later() asks for a redraw soon (e.g. plotly.js still loading).
   function BvlViewer(scope) {
-    var S = { p: null, codes: null, layer: 0, head: 0, filter: 'all', heads: new Set(), focus: null, pinned: null,
+    var S = { p: null, codes: null, first: null, layer: 0, head: 0, filter: 'all', heads: new Set(), focus: null, pinned: null,
               span: null, start: 0, scale: 'fixed', dirty: { single: true, headview: true } };
 
     // The colour scale: 'fixed' (0–1 for weights whose rows sum to 1, else one scale for every head) or
@@ -55,7 +55,12 @@
     function weight(l, h) {  // (query, key) -> weight of one head, straight from the codes
       var p = S.p, nk = keysOf(p).labels.length, nq = p.labels.length;
       var k = p.scales[l][h] / (p.levels || (p.bits === 16 ? 65535 : 255)), base = (l * p.heads + h) * nq * nk, codes = S.codes;
+      if (!codes) { codes = S.first; base = 0; }  // only the open head's codes have arrived yet
       return function (q, key) { return codes[base + q * nk + key] * k; };
+    }
+
+    function has(l, h) {  // whether the page holds this head's codes: every head's, or the open one's first
+      return !!S.codes || (!!S.first && l === (S.p.layer || 0) && h === (S.p.head || 0));
     }
 
     function matrix(l, h, rows, cols) {
@@ -75,7 +80,7 @@
     function drawHeatmap() {
       var root = scope.heatmap(), P = window.Plotly;
       if (S.p && root && !P) { scope.later(30); }  // plotly.js is still loading (the light drop-in has no heatmap)
-      if (!S.p || !root || !visible(root) || !P) { S.dirty.single = true; return false; }
+      if (!S.p || !root || !visible(root) || !P || !has(S.layer, S.head)) { S.dirty.single = true; return false; }
       var p = S.p, keys = keysOf(p), sel = selection(p, S.filter), m = matrix(S.layer, S.head, sel.rows, sel.cols);
       var fig = JSON.parse(JSON.stringify(p.heatmap)), trace = fig.data[0], layout = fig.layout;
       trace.z = m.z;
@@ -172,7 +177,7 @@
 
     function drawHeadView() {
       var root = scope.headview();
-      if (!S.p || !root || !visible(root)) { S.dirty.headview = true; return false; }
+      if (!S.p || !root || !visible(root) || !S.codes) { S.dirty.headview = true; return false; }
       root.__bvlViewer = api;
       var p = S.p, keys = keysOf(p), n = Math.max(p.labels.length, keys.labels.length), max = p.head_view_max_tokens;
       var parts = root.__bvl || (root.__bvl = build(root));
@@ -369,6 +374,7 @@
       show: function (p, codes) {
         S.p = p;
         S.codes = codes;
+        S.first = null;
         S.layer = p.layer || 0;
         S.head = p.head || 0;
         S.filter = p.pair_filter || 'all';
@@ -378,6 +384,17 @@
         S.start = 0;
         S.dirty = { single: true, headview: true };
         api.draw();
+      },
+      showFirst: function (p, headCodes) {  // the open head's codes alone: draw it; the rest waits for complete()
+        api.show(p, null);
+        S.first = headCodes;
+        api.draw();
+      },
+      complete: function (p, codes) {  // every head's codes: the page keeps what was chosen meanwhile
+        if (S.p !== p) { api.show(p, codes); return; }
+        S.codes = codes;
+        S.first = null;
+        api.redraw();
       },
       clear: function () {
         S.p = null;

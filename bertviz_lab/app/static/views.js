@@ -1,5 +1,6 @@
-// The app page's views (viewer.js draws them): after a Run the server sends one payload and a URL
-// of its codes; the page fetches the codes once as bytes, and the Layer and Head sliders and the
+// The app page's views (viewer.js draws them): after a Run the server sends one payload and the URLs
+// of its codes, the open head's alone and every head's; the page draws the open head as soon as its
+// codes arrive, fetches every head's once as bytes, and the Layer and Head sliders and the
 // sentence-pair filter then re-draw the single-head heatmap and the head view with no server
 // round trip. Only a visible view draws; a hidden one draws when its tab is opened.
 (function () {
@@ -49,17 +50,36 @@
         return [];
       }
       loading = p.id;
-      fetch(p.codes_url).then(function (r) {  // the weights' codes travel as raw bytes, not inside JSON
-        if (!r.ok) { throw new Error('HTTP ' + r.status); }
-        return r.arrayBuffer();
-      }).then(function (buffer) {
-        if (loading !== p.id) { return; }  // a newer analysis arrived meanwhile
-        if (buffer.byteLength !== p.codes_bytes) { throw new Error(buffer.byteLength + ' bytes'); }
-        viewer.show(p, window.BvlViewer.codesOf(p, buffer));
+      var full = false, scrolled = false;
+      function bytes(url, expected) {  // the weights' codes travel as raw bytes, not inside JSON
+        return fetch(url).then(function (r) {
+          if (!r.ok) { throw new Error('HTTP ' + r.status); }
+          return r.arrayBuffer();
+        }).then(function (buffer) {
+          if (buffer.byteLength !== expected) { throw new Error(buffer.byteLength + ' bytes'); }
+          return buffer;
+        });
+      }
+      function scroll() {
+        if (scrolled) { return; }
+        scrolled = true;
         var views = document.querySelector('#views');
         if (p.scroll && views && views.getBoundingClientRect().top < 0) {  // e.g. an example clicked further down
           views.scrollIntoView({ block: 'start' });
         }
+      }
+      if (p.head_url) {  // the open head first (a small file): drawn while every head's codes are on their way
+        bytes(p.head_url, p.head_bytes).then(function (buffer) {
+          if (loading !== p.id || full) { return; }
+          viewer.showFirst(p, window.BvlViewer.codesOf(p, buffer));
+          scroll();
+        }).catch(function () { /* the full codes still come */ });
+      }
+      bytes(p.codes_url, p.codes_bytes).then(function (buffer) {
+        if (loading !== p.id) { return; }  // a newer analysis arrived meanwhile
+        full = true;
+        viewer.complete(p, window.BvlViewer.codesOf(p, buffer));
+        scroll();
       }).catch(function (error) { caption('⚠️ could not load this analysis (' + error.message + '): press Run again'); });
       return [];
     },
