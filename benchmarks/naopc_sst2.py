@@ -40,8 +40,10 @@ def validation_accuracy(lab, path: Path) -> str:
     data = read_sst2(path)
     right = 0
     for start in range(0, len(data.sentences), 64):
-        for sentence, label in zip(data.sentences[start:start + 64], data.labels[start:start + 64]):
-            right += int(lab.classify(sentence).predicted == label)
+        batch = [lab.encode(sentence, truncate=True) for sentence in data.sentences[start:start + 64]]
+        out, _ = lab.run(lab.batch_tensors(batch), capture=(), compute_mlm=False)
+        predicted = out.class_logits.argmax(-1).tolist()  # (batch,)
+        right += sum(int(p == label) for p, label in zip(predicted, data.labels[start:start + 64]))
     low, high = wilson_interval(right, len(data.labels))
     return (f"validation accuracy: {right / len(data.labels):.3f} [{low:.3f}, {high:.3f}] "
             f"({right} of {len(data.labels)}; {path.name}, sha256 {data.sha256[:12]})")

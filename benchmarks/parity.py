@@ -43,6 +43,12 @@ def configs() -> dict[str, object]:
         out["deberta-v2 (disentangled)"] = deberta(tf.DebertaV2Config(
             **SMALL, relative_attention=True, pos_att_type=["p2c", "c2p"], position_buckets=16, max_relative_positions=-1,
             norm_rel_ebd="layer_norm", share_att_key=True, position_biased_input=False))
+    modernbert = getattr(tf, "ModernBertForMaskedLM", None)
+    if modernbert is not None and _supports("modernbert"):  # global layers 1 and 4, local 2-3 (window ±4)
+        out["modernbert (rotary, local/global)"] = modernbert(tf.ModernBertConfig(
+            vocab_size=120, hidden_size=64, num_hidden_layers=4, num_attention_heads=4, intermediate_size=96,
+            local_attention=8, global_attn_every_n_layers=3, max_position_embeddings=200, pad_token_id=0,
+            bos_token_id=2, cls_token_id=2, eos_token_id=3, sep_token_id=3))
     return out
 
 
@@ -66,6 +72,8 @@ def differences(hf, length: int, seed: int) -> tuple[float, float, float]:
     n_layers = ours.config.num_hidden_layers
     ids = torch.randint(5, 120, (1, length), generator=torch.Generator().manual_seed(seed))  # (1, pos)
     names = [hook_name("embeddings")] + [hook_name("out", i) for i in range(n_layers)]
+    if getattr(ours.config, "rotary", False):  # transformers' last hidden state is after ModernBERT's final norm
+        names[-1] = hook_name("final_norm")
     patterns = [hook_name("pattern", i) for i in range(n_layers)]
     with torch.no_grad(), ours.hooks(capture=names + patterns) as run:
         out = ours(input_ids=ids)

@@ -18,14 +18,11 @@ from tokenizers import Tokenizer
 
 from .bert import DEFAULT_CHECKPOINT, BertConfig, BertLab, Edit, LoadedCheckpoint, layer_hook, load_model
 from .bert.captured import Captured
+from .bert.errors import InputError
 from .bert.families import BERT_SPECIALS
 from .bert.hook_table import every_layer
 from .bert.model import init_weights
 from .bert.source_registry import get_source
-
-
-class InputError(ValueError):
-    """The input cannot be analysed as given; the message tells a person what to change."""
 
 
 class InputTooLong(InputError):

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from .bert import layer_hook
-from .bert.hook_table import SCORE_TERMS, every_layer, hook_name
+from .bert.hook_table import SCORE_TERMS, every_layer, hook_name, score_query_key
 from .lab import Analysis, Encoded, InputError, Lab
 
 
@@ -57,7 +57,10 @@ def mlm_lens(lab: Lab, analysis: Analysis, top_k: int = 5) -> list[PositionLens]
     _, cache = lab.run(lab.batch_tensors([analysis.encoded()]), capture=names, compute_mlm=False)
     hidden = torch.stack([cache[name][0, positions] for name in names])  # (layers, positions, d_model)
     weights = lab.model.bert.embeddings.word_embeddings.weight
+    final_norm = getattr(lab.model.bert, "final_norm", None)  # ModernBERT normalises the last state before its head
     with torch.inference_mode():
+        if final_norm is not None:
+            hidden = final_norm(hidden)
         probs = torch.softmax(lab.model.cls.predictions(hidden, weights).float(), dim=-1)  # (layers, positions, vocab)
     top = torch.topk(probs, k=min(int(top_k), probs.shape[-1]), dim=-1)
     final_ids = probs[-1].argmax(-1)  # (positions,)
@@ -72,29 +75,32 @@ def mlm_lens(lab: Lab, analysis: Analysis, top_k: int = 5) -> list[PositionLens]
     return out
 
 
-def _stacked(cache: dict[str, torch.Tensor], layers: int) -> tuple[np.ndarray, np.ndarray]:
-    queries = torch.stack([cache[layer_hook(i, "q")][0] for i in range(layers)])  # (layers, heads, t, d)
-    keys = torch.stack([cache[layer_hook(i, "k")][0] for i in range(layers)])  # (layers, heads, t, d)
+def _stacked(model, cache: dict[str, torch.Tensor], layers: int) -> tuple[np.ndarray, np.ndarray]:
+    q, k = score_query_key(model.hook_names)
+    queries = torch.stack([cache[hook_name(q, i)][0] for i in range(layers)])  # (layers, heads, t, d)
+    keys = torch.stack([cache[hook_name(k, i)][0] for i in range(layers)])  # (layers, heads, t, d)
     return queries.float().cpu().numpy(), keys.float().cpu().numpy()
 
 
-def qk_hooks(layers: int) -> list[str]:
-    return [layer_hook(i, n) for i in range(layers) for n in ("q", "k")]
+def qk_hooks(model, layers: int) -> list[str]:
+    """The queries and keys whose product makes the scores: q and k, or ModernBERT's after the rotary turn."""
+    return [hook_name(n, i) for i in range(layers) for n in score_query_key(model.hook_names)]
 
 
 def queries_and_keys(lab: Lab, analysis: Analysis) -> tuple[np.ndarray, np.ndarray]:
     """(queries, keys), each (layers, heads, tokens, head_dim): the projected vectors with bias."""
-    _, cache = lab.run(lab.batch_tensors([analysis.encoded()]), capture=qk_hooks(lab.n_layers), compute_mlm=False)
-    return _stacked(cache, lab.n_layers)
+    _, cache = lab.run(lab.batch_tensors([analysis.encoded()]), capture=qk_hooks(lab.model, lab.n_layers),
+                       compute_mlm=False)
+    return _stacked(lab.model, cache, lab.n_layers)
 
 
 def queries_and_keys_of(model, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None
                         ) -> tuple[np.ndarray, np.ndarray]:
     """The same for a bare encoder and token ids (the drop-ins: a model object passed in, no Lab)."""
     layers = len(model.bert.encoder.layer)
-    with torch.inference_mode(), model.hooks(capture=qk_hooks(layers)) as run:
+    with torch.inference_mode(), model.hooks(capture=qk_hooks(model, layers)) as run:
         model(input_ids=input_ids, token_type_ids=token_type_ids, compute_mlm=False)
-    return _stacked(run.cache, layers)
+    return _stacked(model, run.cache, layers)
 
 
 def head_vectors(lab: Lab, texts: Sequence[str], layer: int, head: int, batch_size: int = 32
@@ -130,7 +136,7 @@ def head_vectors_encoded(lab: Lab, encoded: Sequence[Encoded], layer: int, head:
                          f"{lab.n_heads} heads (1-based)")
     if not encoded:
         raise InputError("no sentence to embed")
-    names = [layer_hook(layer, "q"), layer_hook(layer, "k"), layer_hook(layer, "v")]
+    names = [hook_name(n, layer) for n in (*score_query_key(lab.model.hook_names), "v")]
     found: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
     for rows, cache in lab.runs_by_length(encoded, names, batch_size):
         q, k, v = (cache[n][:, head].float().cpu() for n in names)  # each (batch, t, d)
@@ -192,7 +198,8 @@ def score_parts(lab: Lab, analysis: Analysis, layer: int) -> ScoreParts:
     i = layer - 1
     terms = [t for t in SCORE_TERMS if hook_name(t, i) in lab.model.hook_names]
     bias_hook = hook_name("position_bias") if hook_name("position_bias") in lab.model.hook_names else None
-    names = [hook_name(n, i) for n in ("q", "k", "scores", "pattern", *terms)] + ([bias_hook] if bias_hook else [])
+    q_name, k_name = score_query_key(lab.model.hook_names)
+    names = [hook_name(n, i) for n in (q_name, k_name, "scores", "pattern", *terms)] + ([bias_hook] if bias_hook else [])
     _, cache = lab.run(lab.batch_tensors([analysis.encoded()]), capture=names, compute_mlm=False)
     first = {name: cache[name][0].float() for name in names if name != bias_hook}  # (heads, query, key | d_head)
     attention = first[layer_hook(i, "pattern")].numpy()
@@ -200,9 +207,9 @@ def score_parts(lab: Lab, analysis: Analysis, layer: int) -> ScoreParts:
         parts = [first[hook_name(t, i)] for t in terms]
         labels = [TERM_LABELS[t] for t in terms]
     else:
-        content = torch.matmul(first[layer_hook(i, "q")], first[layer_hook(i, "k")].transpose(-1, -2)) \
+        content = torch.matmul(first[hook_name(q_name, i)], first[hook_name(k_name, i)].transpose(-1, -2)) \
             * content_scale(lab, i)  # (heads, query, key)
-        parts, labels = [content], ["content: q·k/√d"]
+        parts, labels = [content], ["content: rot(q)·rot(k)/√d" if q_name == "rot_q" else "content: q·k/√d"]
         if bias_hook:
             parts.append(cache[bias_hook][0].float())  # (heads, query, key): MPNet's bias, the same in every layer
             labels.append("relative-position bias")
@@ -217,10 +224,11 @@ def score_bias(lab: Lab, analysis: Analysis) -> tuple[list[float], np.ndarray | 
     and whatever the model adds to q·k·scale before the softmax (MPNet's relative bias, DeBERTa's position
     terms) as (layers, heads, query, key), or None when nothing is added (BERT and the absolute-position
     families), read as the scores hook minus the content score."""
-    names = [hook_name(n, i) for i in range(lab.n_layers) for n in ("q", "k", "scores")]
+    q_name, k_name = score_query_key(lab.model.hook_names)
+    names = [hook_name(n, i) for i in range(lab.n_layers) for n in (q_name, k_name, "scores")]
     _, cache = lab.run(lab.batch_tensors([analysis.encoded()]), capture=names, compute_mlm=False)
     scales = [content_scale(lab, i) for i in range(lab.n_layers)]
     bias = torch.stack([cache[hook_name("scores", i)][0].float() - scales[i] * torch.matmul(
-        cache[hook_name("q", i)][0].float(), cache[hook_name("k", i)][0].float().transpose(-1, -2))
+        cache[hook_name(q_name, i)][0].float(), cache[hook_name(k_name, i)][0].float().transpose(-1, -2))
         for i in range(lab.n_layers)])  # (layers, heads, query, key)
     return scales, (bias.numpy() if float(bias.abs().max()) > 1e-5 else None)

@@ -41,7 +41,7 @@ def main() -> int:
     if args.ship:
         SHIPPED.mkdir(exist_ok=True)
         for name in (HEAD_FILE, "config.json", "run.json"):
-            shutil.copy2(out / name, SHIPPED / name)
+            shutil.copyfile(out / name, SHIPPED / name)  # the files' contents, readable by all (not 0600)
         write_card(SHIPPED)
         print(f"shipped {out} -> {SHIPPED} (with MODEL_CARD.md)")
         return 0

@@ -23,9 +23,10 @@ from ..interventions import (
     position_similarity,
     relative_bias_table,
     relative_embedding_similarity,
+    rotary_bands,
 )
 from ..interventions.faithfulness import faithfulness
-from ..interventions.kinds import has_absolute_positions, has_relative_bias
+from ..interventions.kinds import has_absolute_positions, has_relative_bias, has_rotary_positions
 from ..interventions.resample import ResamplePool
 from ..interventions.sets import ablation_set, compare_set, directional_set, effects_table
 from ..interventions.sweeps import patching_sweep, position_controls, sample_mean_outputs
@@ -241,6 +242,14 @@ class InterventionHandlers:
         lab = self.lab_of(session)
         try:
             n = whole(n, "the number of positions", 2, lab.max_tokens)
+            if has_rotary_positions(lab.model):  # ModernBERT: positions turn q and k, band by band
+                bands = rotary_bands(lab)
+                found = (f"Rotary positions (no position table): each frequency band's wavelength in tokens, global layers "
+                         f"{', '.join(map(str, bands.global_layers))} and local layers (window ±{bands.half_window}); "
+                         f"bands under {n} tokens tell positions in a {n}-token input apart.")
+                return {ui.positions_message: title("Position embedding inspector", found, None, f"{n} tokens",
+                                                    lab.checkpoint_id),
+                        ui.positions_plot: plot(intervention_views.rotary_bands_figure(bands, n))}
             if not has_absolute_positions(lab.model):  # DeBERTa-v3: its positions are the relative table's rows
                 figure = intervention_views.relative_embedding_figure(relative_embedding_similarity(lab, n), n)
                 found = (f"Cosine similarity of the relative-position embeddings {n} tokens read (DeBERTa has no "

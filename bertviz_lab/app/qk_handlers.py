@@ -99,8 +99,12 @@ class QkHandlers:
         except InputError as error:
             return {ui.parts_message: f"⚠️ {error}"}
         fig = score_parts_figure(parts, session.analysis.tokens, head_n - 1, lab.name)
-        said = (f"Head {layer_n}-{head_n}: its scores are {' + '.join(parts.names)}, then the softmax."
-                if parts.has_parts else
-                f"Head {layer_n}-{head_n}: this model's scores have one part, q·k/√d (no position term is added "
-                "to them: its positions entered with the embeddings).")
+        if parts.has_parts:
+            said = f"Head {layer_n}-{head_n}: its scores are {' + '.join(parts.names)}, then the softmax."
+        elif "rot(q)" in parts.names[0]:
+            said = (f"Head {layer_n}-{head_n}: this model's scores have one part, q·k/√d after rotary positions turned "
+                    "q and k (nothing is added to them; a local layer also hides keys beyond its window).")
+        else:
+            said = (f"Head {layer_n}-{head_n}: this model's scores have one part, q·k/√d (no position term is added "
+                    "to them: its positions entered with the embeddings).")
         return {ui.parts_message: f"{said} Weights: {lab.name}.", ui.parts_plot: plot(fig)}

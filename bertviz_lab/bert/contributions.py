@@ -37,7 +37,7 @@ import numpy as np
 import torch
 
 from .captured import Captured
-from .norms import mapped_norms
+from .norms import mapped_norms, refuse_pre_norm
 
 QUERY_CHUNK = 64  # ALTI builds (queries, keys, d_model) vectors: 64 x 256 x 1024 floats at most at once
 
@@ -53,6 +53,7 @@ def _std(v: torch.Tensor, eps: float) -> torch.Tensor:
 def _layer_terms(captured: Captured, layer: int):
     """The attention pattern (heads, q, k), f_h(x_j) (heads, k, d), the layer input x (q, d), the first
     LayerNorm's input (q, d) and the block, in float32 on the CPU."""
+    refuse_pre_norm(captured.model, "GlobEnc / ALTI")
     block = captured.block(layer)
     pattern = captured.pattern(layer)  # (heads, query, key)
     f = captured.values(layer)  # (heads, key, d_model)

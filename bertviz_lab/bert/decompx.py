@@ -32,6 +32,7 @@ import torch
 
 from .budget import charge
 from .captured import Captured
+from .norms import refuse_pre_norm
 
 EPS = 1e-12  # the released code's guard in the bias weights and the activation slope
 ROW_CHUNK = 32  # receiving tokens per FFN step: (32, tokens, d_ff) parts at a time
@@ -95,6 +96,7 @@ def _ffn_and_ln2(block, attended_parts: torch.Tensor, attended: torch.Tensor) ->
 
 def decompose(captured: Captured) -> list[torch.Tensor]:
     """Each layer's output as parts per input token: a list of (i, k, d_model) tensors, float32."""
+    refuse_pre_norm(captured.model, "DecompX")
     out, previous = [], None
     n, layers = captured.n, captured.layers
     with torch.no_grad():

@@ -42,6 +42,19 @@ What differs, and where it is handled:
   size (``embedding_size``), a head size other than hidden / heads. A sequence classifier's
   ContextPooler (dense + ``pooler_hidden_act`` on [CLS]) and ``classifier`` are its
   ``classifier.dense`` / ``classifier.out_proj``. SentencePiece specials are [CLS] [SEP] [MASK] [PAD].
+- ModernBERT (Warner et al. 2024, arXiv:2412.13663; transformers' ``models/modernbert/modeling_modernbert.py``),
+  model_type "modernbert": a pre-LayerNorm encoder (``BertConfig.rotary``; the maths in bert/rotary.py) with no
+  position table and no segments: token embeddings + LayerNorm (``embeddings.tok_embeddings`` / ``norm``), layers of
+  ``attn_norm`` (absent in layer 0), a fused ``attn.Wqkv`` (split here into attention.self.{query,key,value}: its
+  rows are q, k, v in that order), queries and keys turned by rotary positions (Su et al. 2021), ``attn.Wo``
+  (attention.output.dense), ``mlp_norm`` and a GeGLU ``mlp.Wi``/``mlp.Wo``; ``final_norm`` after the last layer.
+  Every ``global_attn_every_n_layers``-th layer (or ``layer_types``) is global with ``global_rope_theta``, the others
+  see +-``local_attention // 2`` tokens with ``local_rope_theta``. ``norm_bias``, ``attention_bias``, ``mlp_bias``
+  and ``classifier_bias`` say which biases exist. The MLM head ``head.dense`` + ``classifier_activation`` +
+  ``head.norm``, then ``decoder`` tied to the token embeddings with its bias (cls.predictions.*). Refused by name:
+  scaled rotary (``rope_type`` other than default), a decoder without a bias. Task heads (``head`` + ``classifier``
+  of a sequence or token classifier) are set aside. Real checkpoints ship a BPE tokenizer.json whose specials are
+  [CLS] [SEP] [MASK] [PAD].
 Sequence classifiers (``*ForSequenceClassification``) of all five keep their heads, translated to
 ``classifier.dense`` / ``classifier.out_proj`` (bert/classifier.py); other task heads are set aside.
 Special tokens keep BERT's names in what users see ([CLS], [SEP], [MASK], [PAD]); ids are the model's.
@@ -57,8 +70,9 @@ import torch
 
 from .classifier import CLASSIFIER_ACT, classifier_names, is_sequence_classifier
 from .disentangled import position_terms
+from .rotary import GLOBAL, LOCAL, layer_types, rope_thetas
 
-FAMILIES = ("bert", "roberta", "distilbert", "electra", "albert", "mpnet", "deberta-v2")
+FAMILIES = ("bert", "roberta", "distilbert", "electra", "albert", "mpnet", "deberta-v2", "modernbert")
 BERT_SPECIALS = {"cls": "[CLS]", "sep": "[SEP]", "mask": "[MASK]", "pad": "[PAD]"}
 BPE_SPECIALS = {"cls": "<s>", "sep": "</s>", "mask": "<mask>", "pad": "<pad>"}
 ALBERT_SPECIALS = {"cls": "[CLS]", "sep": "[SEP]", "mask": "[MASK]", "pad": "<pad>"}  # SentencePiece's pad
@@ -116,6 +130,8 @@ def bert_config_dict(raw: dict[str, Any], family: Family) -> dict[str, Any]:
     out["classifier_act"] = CLASSIFIER_ACT.get(family.name)
     if family.name == "deberta-v2":
         out.update(deberta_config(out))
+    if family.name == "modernbert":
+        out.update(modernbert_config(out))
     out["model_type"] = family.name
     return out
 
@@ -146,6 +162,29 @@ def deberta_config(raw: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def modernbert_config(raw: dict[str, Any]) -> dict[str, Any]:
+    """ModernBERT's fields for BertConfig; its own (biases, window) stay in ``extra``, read by ``RotarySpec``, with the
+    layer types and thetas written out in one form whatever the config's transformers version."""
+    if not raw.get("decoder_bias", True):
+        raise ValueError("ModernBERT with decoder_bias false (an MLM decoder without a bias) is not supported")
+    layers = int(raw.get("num_hidden_layers", 22))
+    thetas = rope_thetas(raw)
+    hidden, heads = int(raw.get("hidden_size", 768)), int(raw.get("num_attention_heads", 12))
+    if hidden % heads or (hidden // heads) % 2:
+        raise ValueError(f"ModernBERT needs an even head size (hidden_size {hidden} / heads {heads}) to rotate pairs")
+    return {"rotary": True, "position_biased_input": False, "type_vocab_size": 0, "embedding_size": None,
+            "hidden_act": str(raw.get("hidden_activation", "gelu")),
+            "head_act": str(raw.get("classifier_activation", "gelu")),
+            "layer_norm_eps": float(raw.get("norm_eps", 1e-5)),
+            "hidden_dropout_prob": float(raw.get("mlp_dropout", 0.0) or 0.0),
+            "attention_probs_dropout_prob": float(raw.get("attention_dropout", 0.0) or 0.0),
+            "max_position_embeddings": int(raw.get("max_position_embeddings", 8192)),
+            "pad_token_id": int(raw.get("pad_token_id") if raw.get("pad_token_id") is not None else 50283),
+            "layer_types": layer_types(raw, layers), "rope_parameters": None, "rope_scaling": None,
+            "global_rope_theta": thetas[GLOBAL], "local_rope_theta": thetas[LOCAL],
+            "classifier_act": None}
+
+
 DISTILBERT_LAYER = [("attention.q_lin", "attention.self.query"), ("attention.k_lin", "attention.self.key"),
                     ("attention.v_lin", "attention.self.value"), ("attention.out_lin", "attention.output.dense"),
                     ("sa_layer_norm", "attention.output.LayerNorm"), ("ffn.lin1", "intermediate.dense"),
@@ -160,7 +199,7 @@ MPNET_LAYER = [("attention.attn.q", "attention.self.query"), ("attention.attn.k"
 DEBERTA_LAYER = [("attention.self.query_proj", "attention.self.query"), ("attention.self.key_proj", "attention.self.key"),
                  ("attention.self.value_proj", "attention.self.value")]
 ALBERT_SHARED = "encoder.albert_layer_groups.0.albert_layers.0."  # the one layer (loaded as layer 0's)
-PREFIX = {"deberta-v2": "deberta"}  # the base model's attribute where it is not the model_type
+PREFIX = {"deberta-v2": "deberta", "modernbert": "model"}  # the base model's attribute where it is not the model_type
 HEADS = {  # family -> (their MLM-head prefix -> ours); their tied decoder weight is checked, then dropped
     "roberta": {"lm_head.dense.": "cls.predictions.transform.dense.",
                 "lm_head.layer_norm.": "cls.predictions.transform.LayerNorm.", "lm_head.bias": "cls.predictions.bias",
@@ -183,6 +222,8 @@ HEADS = {  # family -> (their MLM-head prefix -> ours); their tied decoder weigh
                    "lm_predictions.lm_head.dense.": "cls.predictions.transform.dense.",
                    "lm_predictions.lm_head.LayerNorm.": "cls.predictions.transform.LayerNorm.",
                    "lm_predictions.lm_head.bias": "cls.predictions.bias"},
+    "modernbert": {"head.dense.": "cls.predictions.transform.dense.", "head.norm.": "cls.predictions.transform.LayerNorm.",
+                   "decoder.weight": "cls.predictions.decoder.weight", "decoder.bias": "cls.predictions.bias"},
     "albert": {"predictions.dense.": "cls.predictions.transform.dense.",
                "predictions.LayerNorm.": "cls.predictions.transform.LayerNorm.",
                "predictions.bias": "cls.predictions.bias",
@@ -201,9 +242,12 @@ def bert_names(state: dict[str, torch.Tensor], family: Family,
     or a sequence classifier). ``architectures``: the config's, which tells a BERT sequence
     classifier from a token classifier."""
     head: dict[str, torch.Tensor] = {}
+    if family.name == "modernbert":
+        state = _split_wqkv(state)
     if family.name == "deberta-v2":
         head, state = _deberta_heads(state, architectures)
-    elif is_sequence_classifier(state, family.name, architectures):
+    elif family.name != "modernbert" and is_sequence_classifier(state, family.name, architectures):
+        # (ModernBERT's task heads are set aside: its pooling and head are not bert/classifier.py's)
         head, state = classifier_names(state, family.name)
     if family.name == "bert":
         return {**state, **head}, []
@@ -223,8 +267,35 @@ def bert_names(state: dict[str, torch.Tensor], family: Family,
 
 
 def _set_aside(key: str, family: str) -> bool:
-    """A head this model does not run (DeBERTa's ContextPooler belongs to its task heads, not the encoder)."""
-    return bool(SET_ASIDE.match(key)) or (family == "deberta-v2" and key.startswith("pooler."))
+    """A head this model does not run (DeBERTa's ContextPooler belongs to its task heads, not the encoder; ModernBERT's
+    ``drop`` has no weights, its task heads' ``head`` is marked by the split, see ``_split_wqkv``)."""
+    return (bool(SET_ASIDE.match(key)) or (family == "deberta-v2" and key.startswith("pooler."))
+            or (family == "modernbert" and key.startswith("task_head.")))
+
+
+MODERNBERT_NAMES = [(r"^embeddings\.tok_embeddings\.", "embeddings.word_embeddings."),
+                    (r"^embeddings\.norm\.", "embeddings.LayerNorm."),
+                    (r"^layers\.(\d+)\.attn\.(query|key|value)\.", r"encoder.layer.\1.attention.self.\2."),
+                    (r"^layers\.(\d+)\.attn\.Wo\.", r"encoder.layer.\1.attention.output.dense."),
+                    (r"^layers\.(\d+)\.", r"encoder.layer.\1.")]
+
+
+def _split_wqkv(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """ModernBERT's fused ``attn.Wqkv`` as three projections (transformers views its output as (3, heads, d_head):
+    rows [0, d) are the queries', [d, 2d) the keys', [2d, 3d) the values'); a task model's ``head`` (no ``decoder``
+    beside it: it feeds ``classifier``, not the MLM decoder) renamed ``task_head`` so that it is set aside."""
+    out: dict[str, torch.Tensor] = {}
+    task = not any(k == "decoder.weight" or k == "decoder.bias" for k in state)
+    for key, value in state.items():
+        match = re.match(r"^(.*layers\.\d+\.attn\.)Wqkv\.(weight|bias)$", key)
+        if match:
+            for part, name in zip(value.chunk(3, dim=0), ("query", "key", "value")):
+                out[f"{match.group(1)}{name}.{match.group(2)}"] = part.contiguous()
+        elif task and key.startswith("head."):
+            out["task_" + key] = value
+        else:
+            out[key] = value
+    return out
 
 
 def _deberta_heads(state: dict[str, torch.Tensor],
@@ -258,6 +329,11 @@ def _encoder_name(body: str, family: str) -> str:
         return _renamed_layer(body, MPNET_LAYER)
     if family == "deberta-v2":
         return _renamed_layer(body, DEBERTA_LAYER)
+    if family == "modernbert":
+        for pattern, ours in MODERNBERT_NAMES:
+            if re.match(pattern, body):
+                return re.sub(pattern, ours, body)
+        return body
     if family != "distilbert":
         return body  # RoBERTa and ELECTRA encoders already use BERT's names (plus embeddings_project)
     match = re.match(r"^transformer\.layer\.(\d+)\.(.+)$", body)

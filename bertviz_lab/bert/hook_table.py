@@ -45,8 +45,10 @@ HOOK_TABLE: dict[str, HookSpot] = {
                         "segment embeddings"),
     "embeddings": HookSpot("bert.embeddings.hook_out", "BertEmbeddings", "(batch, pos, d_emb)",
                            "the embeddings' sum after LayerNorm (before ELECTRA's projection)"),
-    "q": HookSpot(f"{_SELF}.hook_q", "BertSelfAttention.query", "(batch, heads, query, d_head)", "queries"),
-    "k": HookSpot(f"{_SELF}.hook_k", "BertSelfAttention.key", "(batch, heads, key, d_head)", "keys"),
+    "q": HookSpot(f"{_SELF}.hook_q", "BertSelfAttention.query", "(batch, heads, query, d_head)",
+                   "queries (ModernBERT: before the rotary turn, rot_q after it)"),
+    "k": HookSpot(f"{_SELF}.hook_k", "BertSelfAttention.key", "(batch, heads, key, d_head)",
+                   "keys (ModernBERT: before the rotary turn, rot_k after it)"),
     "v": HookSpot(f"{_SELF}.hook_v", "BertSelfAttention.value", "(batch, heads, key, d_head)", "value vectors"),
     "scores": HookSpot(f"{_SELF}.hook_scores", "BertSelfAttention", "(batch, heads, query, key)",
                        "pre-softmax scores, mask added"),
@@ -55,9 +57,10 @@ HOOK_TABLE: dict[str, HookSpot] = {
     "context": HookSpot(f"{_SELF}.hook_context", "BertSelfAttention", "(batch, heads, query, d_head)",
                         "each head's context vectors"),
     "attn_out": HookSpot("bert.encoder.layer.{layer}.attention.output.hook_out", "BertSelfOutput",
-                         "(batch, pos, d_model)", "the attention block's output after LayerNorm"),
+                         "(batch, pos, d_model)", "the attention block's output after LayerNorm (ModernBERT, "
+                         "pre-norm: the residual stream plus the attention block, no LayerNorm)"),
     "out": HookSpot("bert.encoder.layer.{layer}.hook_out", "BertLayer", "(batch, pos, d_model)",
-                    "the layer's output (hidden state)"),
+                    "the layer's output (hidden state; ModernBERT's last one before final_norm)"),
     "logits": HookSpot("cls.predictions.hook_logits", "BertLMPredictionHead", "(..., vocab)", "MLM logits"),
     "nsp_logits": HookSpot("cls.hook_nsp_logits", "BertHeads.seq_relationship", "(batch, 2)",
                            "NSP logits: [is next, is random]"),
@@ -78,6 +81,16 @@ FAMILY_HOOKS: dict[str, HookSpot] = {
                     "DeBERTa: content-to-position term, query content . the key's relative position, scaled"),
     "p2c": HookSpot(f"{_SELF}.hook_p2c", "BertSelfAttention (DeBERTa)", "(batch, heads, query, key)",
                     "DeBERTa: position-to-content term, the query's relative position . key content, scaled"),
+    # ModernBERT (bert/rotary.py): "q" / "k" hold the projections before the rotary turn; these hold them after it,
+    # so that rot_q . rot_k / sqrt(d_head) + the mask (padding, and the window in local layers) is the "scores" spot.
+    "rot_q": HookSpot(f"{_SELF}.hook_rot_q", "BertSelfAttention (ModernBERT)", "(batch, heads, query, d_head)",
+                      "ModernBERT: queries after the rotary turn by their positions"),
+    "rot_k": HookSpot(f"{_SELF}.hook_rot_k", "BertSelfAttention (ModernBERT)", "(batch, heads, key, d_head)",
+                      "ModernBERT: keys after the rotary turn by their positions"),
+    "rotary_positions": HookSpot("bert.encoder.hook_rotary_positions", "BertEncoder (ModernBERT)", "(batch | 1, pos)",
+                                 "ModernBERT: the (float) positions every layer rotates queries and keys by"),
+    "final_norm": HookSpot("bert.hook_final", "BertModel.final_norm (ModernBERT)", "(batch, pos, d_model)",
+                           "ModernBERT: final_norm of the last layer's output, what the MLM head reads"),
 }
 
 # DeBERTa's score parts, in the order they are added (what a view showing them separately reads).
@@ -101,3 +114,9 @@ def every_layer(spot: str) -> str:
 def hidden_state_names(layers: int) -> list[str]:
     """The embeddings' output, then every layer's output: the states a structural probe or a corpus search reads."""
     return [hook_name("embeddings")] + [hook_name("out", layer) for layer in range(layers)]
+
+
+def score_query_key(hook_names: list[str] | set[str]) -> tuple[str, str]:
+    """The spots whose dot product (times the scale) is a layer's content score: ``("rot_q", "rot_k")`` for a model
+    with rotary positions (ModernBERT: q and k before the turn do not make the scores), else ``("q", "k")``."""
+    return ("rot_q", "rot_k") if hook_name("rot_q", 0) in hook_names else ("q", "k")

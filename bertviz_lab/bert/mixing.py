@@ -18,11 +18,14 @@ import torch
 from .budget import charge
 from .captured import Captured
 from .hook_table import hook_name
+from .norms import refuse_pre_norm
 
 
 def value_zeroing_layer(captured: Captured, layer: int) -> torch.Tensor:
     """(query, key) float64: row i holds how much i's layer output moves when each key's values are
     zeroed, normalised to sum to 1."""
+    # the layer rerun below is called the post-norm way (bias, DeBERTa positions): not ModernBERT's window and angles
+    refuse_pre_norm(captured.model, "value zeroing")
     block, n, layers = captured.block(layer), captured.n, captured.layers
     # n rows through one layer cost about n / layers full passes: charged to the request's budget
     # (caps on work and time), as every forward of the model is

@@ -10,6 +10,13 @@ Position schemes beyond BERT's learned table: MPNet's relative bias (bert/relati
 hook point added to every layer's scores) and DeBERTa's disentangled attention (bert/disentangled.py:
 the encoder's ``rel_embeddings`` table read by every layer, the scores' c2c / c2p / p2c parts each a
 hook point). A DeBERTa layer therefore takes a third argument, ``BertLab.disentangled_positions(n)``.
+
+ModernBERT (Warner et al. 2024; bert/rotary.py) is a pre-LayerNorm encoder on the same names where they mean the
+same thing (``attention.self.query/key/value`` are the rows of its fused ``Wqkv``, ``attention.output.dense`` its
+``Wo``, ``embeddings.LayerNorm`` its embedding norm, ``cls.predictions`` its MLM head), plus its own modules
+(``ModernBertLayer``: ``attn_norm``, ``mlp_norm``, the gated ``mlp.Wi``/``mlp.Wo``; ``bert.final_norm``). Its queries
+and keys are turned by rotary positions (hook points ``hook_rot_q``/``hook_rot_k`` after the turn, ``hook_q``/
+``hook_k`` before it) and its local layers see a window of keys: its layers take ``BertLab.rotary_positions``.
 """
 from __future__ import annotations
 
@@ -34,6 +41,8 @@ from .disentangled import (
 from .hook_table import HOOK_TABLE, hook_name
 from .hooks import Edit, HookPoint, active_run, hook_run, name_hook_points
 from .relative_positions import relative_bias
+from .rotary import RotaryPositions, RotarySpec, rotate
+from .rotary import positions_for as rotary_positions_for
 
 
 @dataclass
@@ -59,6 +68,7 @@ class BertConfig:
     relative_attention_num_buckets: int = 0  # MPNet: a learned score bias per head and offset bucket (0: none)
     position_biased_input: bool = True  # False: no absolute position table at all (DeBERTa-v3)
     disentangled: bool = False  # DeBERTa: content and position attention terms (bert/disentangled.py)
+    rotary: bool = False  # ModernBERT: pre-norm layers, rotary positions, local/global attention (bert/rotary.py)
     model_type: str = "bert"
     # Which parts the checkpoint carries; set by the loader from the weights it finds.
     has_pooler: bool = True
@@ -102,6 +112,16 @@ class BertConfig:
         return DisentangledSpec.from_config(self.extra, self.max_position_embeddings) if self.disentangled else None
 
     @property
+    def rotary_spec(self) -> RotarySpec | None:
+        """ModernBERT's layer types, thetas, window and biases, or None for every other family."""
+        return RotarySpec.from_config(self.extra, self.num_hidden_layers) if self.rotary else None
+
+    @property
+    def norm_bias(self) -> bool:
+        """Whether LayerNorms have a bias (ModernBERT's ``norm_bias``; every other family: yes)."""
+        return self.rotary_spec.norm_bias if self.rotary else True
+
+    @property
     def max_tokens(self) -> int:
         """Tokens one input may have: the position table's rows from the offset on."""
         return self.max_position_embeddings - self.position_offset
@@ -122,6 +142,11 @@ def activation(name: str):
         raise ValueError(f"hidden_act {name!r} is not supported ({sorted(_ACTIVATIONS)})") from None
 
 
+def layer_norm(cfg: BertConfig, d: int) -> nn.LayerNorm:
+    """The family's LayerNorm of width d (ModernBERT's may have no bias)."""
+    return nn.LayerNorm(d, eps=cfg.layer_norm_eps, bias=cfg.norm_bias)
+
+
 class BertEmbeddings(nn.Module):
     def __init__(self, cfg: BertConfig) -> None:
         super().__init__()
@@ -132,7 +157,7 @@ class BertEmbeddings(nn.Module):
         # DistilBERT has no segment embeddings (type_vocab_size 0): nothing is added for segments.
         self.token_type_embeddings = nn.Embedding(cfg.type_vocab_size, d) if cfg.type_vocab_size else None
         self.position_offset = cfg.position_offset
-        self.LayerNorm = nn.LayerNorm(d, eps=cfg.layer_norm_eps)
+        self.LayerNorm = layer_norm(cfg, d)
         self.dropout = nn.Dropout(cfg.hidden_dropout_prob)
         self.hook_token = HookPoint()  # (batch, pos, d_model)
         if self.position_embeddings is not None:  # no table, no hook point: capturing or editing it is an error
@@ -159,13 +184,18 @@ class BertSelfAttention(nn.Module):
         self.num_heads = cfg.num_attention_heads
         self.head_dim = cfg.head_dim
         self.scale = 1.0 / math.sqrt(self.head_dim)
-        self.query = nn.Linear(cfg.hidden_size, cfg.hidden_size)
-        self.key = nn.Linear(cfg.hidden_size, cfg.hidden_size)
-        self.value = nn.Linear(cfg.hidden_size, cfg.hidden_size)
+        bias = cfg.rotary_spec.attention_bias if cfg.rotary else True  # ModernBERT's Wqkv may have no bias
+        self.query = nn.Linear(cfg.hidden_size, cfg.hidden_size, bias=bias)
+        self.key = nn.Linear(cfg.hidden_size, cfg.hidden_size, bias=bias)
+        self.value = nn.Linear(cfg.hidden_size, cfg.hidden_size, bias=bias)
         self.dropout = nn.Dropout(cfg.attention_probs_dropout_prob)
-        self.hook_q = HookPoint()  # (batch, heads, query, d_head)
-        self.hook_k = HookPoint()  # (batch, heads, key, d_head)
+        self.hook_q = HookPoint()  # (batch, heads, query, d_head) before any rotation
+        self.hook_k = HookPoint()  # (batch, heads, key, d_head) before any rotation
         self.hook_v = HookPoint()  # (batch, heads, key, d_head) value vectors
+        self.rotary = cfg.rotary
+        if self.rotary:  # ModernBERT (bert/rotary.py): q and k after the rotary turn, what the scores are made of
+            self.hook_rot_q = HookPoint()  # (batch, heads, query, d_head)
+            self.hook_rot_k = HookPoint()  # (batch, heads, key, d_head)
         self.spec = cfg.disentangled_spec  # DeBERTa (bert/disentangled.py); None for the rest
         if self.spec is not None:
             self._init_disentangled(cfg, self.spec)
@@ -193,11 +223,18 @@ class BertSelfAttention(nn.Module):
         return x.view(b, t, self.num_heads, self.head_dim).transpose(1, 2)  # (batch, heads, pos, d_head)
 
     def forward(self, x: torch.Tensor, bias: torch.Tensor | None,
-                positions: DisentangledPositions | None = None) -> torch.Tensor:
+                positions: DisentangledPositions | tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
+        """``positions``: DeBERTa's relative positions, or a rotary layer's (cos, sin); None for the rest."""
         b, t, d = x.shape
         q = self.hook_q(self._split(self.query(x)))  # (batch, heads, query, d_head)
         k = self.hook_k(self._split(self.key(x)))  # (batch, heads, key, d_head)
         v = self.hook_v(self._split(self.value(x)))  # (batch, heads, key, d_head)
+        if self.rotary:
+            if positions is None:
+                raise ValueError("a ModernBERT layer needs its rotary angles: pass "
+                                 "model.rotary_positions(...).for_layer(...) to the layer")
+            q = self.hook_rot_q(rotate(q, *positions))  # (batch, heads, query, d_head)
+            k = self.hook_rot_k(rotate(k, *positions))  # (batch, heads, key, d_head)
         if self.spec is not None:
             context = self._disentangled(q, k, v, bias, positions)
         elif self._explicit("hook_scores", "hook_pattern"):
@@ -275,10 +312,10 @@ class BertSelfOutput(nn.Module):
 
 
 class BertAttention(nn.Module):
-    def __init__(self, cfg: BertConfig) -> None:
+    def __init__(self, cfg: BertConfig, output: nn.Module | None = None) -> None:
         super().__init__()
         self.self = BertSelfAttention(cfg)
-        self.output = BertSelfOutput(cfg)
+        self.output = output if output is not None else BertSelfOutput(cfg)
 
     def forward(self, x: torch.Tensor, bias: torch.Tensor | None,
                 positions: DisentangledPositions | None = None) -> torch.Tensor:
@@ -321,6 +358,61 @@ class BertLayer(nn.Module):
         return self.hook_out(self.output(self.intermediate(attended), attended))
 
 
+class PreNormAttentionOutput(nn.Module):
+    """ModernBERT's ``Wo`` (``dense``) added to the residual stream, no LayerNorm after it (pre-norm)."""
+
+    def __init__(self, cfg: BertConfig) -> None:
+        super().__init__()
+        self.dense = nn.Linear(cfg.hidden_size, cfg.hidden_size, bias=cfg.rotary_spec.attention_bias)
+        self.dropout = nn.Dropout(cfg.hidden_dropout_prob)
+        self.hook_out = HookPoint()  # (batch, pos, d_model) the residual stream after the attention block
+
+    def forward(self, context: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
+        return self.hook_out(residual + self.dropout(self.dense(context)))
+
+
+class GatedMLP(nn.Module):
+    """ModernBERT's GeGLU: ``Wi`` makes an input and a gate half, act(input) * gate, then ``Wo``."""
+
+    def __init__(self, cfg: BertConfig) -> None:
+        super().__init__()
+        bias = cfg.rotary_spec.mlp_bias
+        self.Wi = nn.Linear(cfg.hidden_size, 2 * cfg.intermediate_size, bias=bias)
+        self.act = activation(cfg.hidden_act)
+        self.Wo = nn.Linear(cfg.intermediate_size, cfg.hidden_size, bias=bias)
+        self.dropout = nn.Dropout(cfg.hidden_dropout_prob)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        given, gate = self.Wi(x).chunk(2, dim=-1)  # (batch, pos, d_ff) each
+        return self.Wo(self.dropout(self.act(given) * gate))  # (batch, pos, d_model)
+
+
+class ModernBertLayer(nn.Module):
+    """A pre-LayerNorm layer (transformers' ``ModernBertEncoderLayer``): x + attention(attn_norm(x)), then
+    + mlp(mlp_norm(.)); layer 0's ``attn_norm`` is the identity (the embeddings are normalised already).
+    Global layers see every token, local ones a window (bert/rotary.py)."""
+
+    def __init__(self, cfg: BertConfig, index: int) -> None:
+        super().__init__()
+        self.index = index
+        self.spec = cfg.rotary_spec
+        self.attn_norm = nn.Identity() if index == 0 else layer_norm(cfg, cfg.hidden_size)
+        self.attention = BertAttention(cfg, PreNormAttentionOutput(cfg))
+        self.mlp_norm = layer_norm(cfg, cfg.hidden_size)
+        self.mlp = GatedMLP(cfg)
+        self.hook_out = HookPoint()  # (batch, pos, d_model) hidden state after this layer (before final_norm)
+
+    def forward(self, x: torch.Tensor, bias: torch.Tensor | None,
+                positions: RotaryPositions | None = None) -> torch.Tensor:
+        """``bias``: the padding mask; ``positions``: ``BertLab.rotary_positions`` (angles and the local mask)."""
+        if positions is None:
+            raise ValueError("a ModernBERT layer needs its rotary positions: pass model.rotary_positions(...) "
+                             "as the layer's third argument")
+        angles, mask = positions.for_layer(self.spec, self.index, bias)
+        attended = self.attention.output(self.attention.self(self.attn_norm(x), mask, angles), x)
+        return self.hook_out(attended + self.mlp(self.mlp_norm(attended)))
+
+
 class BertEncoder(nn.Module):
     """The layers. With ``share_layers`` (ALBERT) every layer is its own module, with its own hook
     points, but holds the first layer's Linear and LayerNorm modules (the same objects): one set of
@@ -341,7 +433,11 @@ class BertEncoder(nn.Module):
         # (transformers makes it whenever norm_rel_ebd says so, unused without relative attention: so do we)
         self.LayerNorm = (nn.LayerNorm(cfg.hidden_size, eps=cfg.layer_norm_eps)
                           if spec is not None and spec.layer_norm else None)
-        self.layer = nn.ModuleList(BertLayer(cfg) for _ in range(cfg.num_hidden_layers))
+        if cfg.rotary:  # ModernBERT: pre-norm layers, and the rotary positions every layer turns q and k by
+            self.layer = nn.ModuleList(ModernBertLayer(cfg, i) for i in range(cfg.num_hidden_layers))
+            self.hook_rotary_positions = HookPoint()  # (batch | 1, pos) float: the positions rotated by
+        else:
+            self.layer = nn.ModuleList(BertLayer(cfg) for _ in range(cfg.num_hidden_layers))
         self.share_layers = cfg.share_layers
         if cfg.share_layers:
             for follower in self.layer[1:]:
@@ -397,14 +493,19 @@ class BertModel(nn.Module):
         self.embeddings_project = nn.Linear(cfg.embedding_size, cfg.hidden_size) if cfg.embedding_size else None
         self.encoder = BertEncoder(cfg)
         self.pooler = BertPooler(cfg) if cfg.has_pooler else None
+        # ModernBERT normalises the last layer's output (pre-norm layers leave it unnormalised)
+        self.final_norm = layer_norm(cfg, cfg.hidden_size) if cfg.rotary else None
+        if self.final_norm is not None:
+            self.hook_final = HookPoint()  # (batch, pos, d_model) final_norm(last layer's output)
 
 
 class BertPredictionHeadTransform(nn.Module):
     def __init__(self, cfg: BertConfig) -> None:
         super().__init__()
-        self.dense = nn.Linear(cfg.hidden_size, cfg.embedding_dim)  # back to the (tied) embedding size
+        bias = cfg.rotary_spec.classifier_bias if cfg.rotary else True  # ModernBERT's head.dense may have none
+        self.dense = nn.Linear(cfg.hidden_size, cfg.embedding_dim, bias=bias)  # back to the (tied) embedding size
         self.act = activation(cfg.head_act or cfg.hidden_act)
-        self.LayerNorm = nn.LayerNorm(cfg.embedding_dim, eps=cfg.layer_norm_eps)
+        self.LayerNorm = layer_norm(cfg, cfg.embedding_dim)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.LayerNorm(self.act(self.dense(x)))
@@ -510,6 +611,15 @@ class BertLab(nn.Module):
             table = encoder.LayerNorm(table)
         return positions_for(table, n, self.config.disentangled_spec)
 
+    def rotary_positions(self, position_ids: torch.Tensor, bias: torch.Tensor | None,
+                         dtype: torch.dtype) -> RotaryPositions | None:
+        """ModernBERT: the angles of the positions (through ``encoder.hook_rotary_positions``, where interventions
+        move them) for global and local layers, and the local layers' mask (window + ``bias``); None otherwise."""
+        if not self.config.rotary:
+            return None
+        positions = self.bert.encoder.hook_rotary_positions(position_ids.float())  # (batch | 1, pos)
+        return rotary_positions_for(positions, self.config.rotary_spec, self.config.head_dim, bias, dtype)
+
     def forward(
         self,
         input_ids: torch.Tensor,  # (batch, pos)
@@ -528,7 +638,7 @@ class BertLab(nn.Module):
             token_type_ids = torch.zeros_like(input_ids)
         if position_ids is None:
             position_ids = torch.arange(t, device=input_ids.device)[None]  # (1, pos)
-        elif self.bert.embeddings.position_embeddings is None:
+        elif self.bert.embeddings.position_embeddings is None and not self.config.rotary:
             raise ValueError("this model has no absolute positions (DeBERTa-v3: position_biased_input false), so "
                              "position ids would change nothing; its positions are the c2p and p2c score terms")
         dtype = self.bert.embeddings.word_embeddings.weight.dtype
@@ -536,9 +646,12 @@ class BertLab(nn.Module):
         hidden = self.bert.embeddings(input_ids, token_type_ids, position_ids)  # (batch, pos, d_emb)
         if self.bert.embeddings_project is not None:
             hidden = self.bert.embeddings_project(hidden)  # (batch, pos, d_model)
-        positions = self.disentangled_positions(t)
+        positions = self.disentangled_positions(t) if not self.config.rotary else \
+            self.rotary_positions(position_ids, bias, dtype)
         for layer in self.bert.encoder.layer:
             hidden = layer(hidden, bias, positions)
+        if self.bert.final_norm is not None:
+            hidden = self.bert.hook_final(self.bert.final_norm(hidden))  # (batch, pos, d_model)
         pooled = self.bert.pooler(hidden) if self.bert.pooler is not None else None
         mlm_logits = nsp_logits = None
         if self.cls is not None and self.config.has_mlm_head and compute_mlm:
@@ -575,7 +688,8 @@ def init_weights(model: BertLab, seed: int = 0) -> BertLab:
                     module.weight[module.padding_idx].zero_()
             elif isinstance(module, nn.LayerNorm):
                 module.weight.fill_(1.0)
-                module.bias.zero_()
+                if module.bias is not None:  # ModernBERT's norms may have none
+                    module.bias.zero_()
             elif isinstance(module, BertLMPredictionHead):
                 module.bias.zero_()
     return model

@@ -19,8 +19,27 @@ aware weight is ``||g_ij||`` (b_O and the LayerNorm bias belong to no token and 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import torch
+
+from .errors import InputError
+
+
+class PreNormError(InputError):
+    """A source that models BERT's post-LayerNorm layer was asked of a pre-LayerNorm model (ModernBERT)."""
+
+
+def refuse_pre_norm(model: Any, method: str) -> None:
+    """Raise when ``model``'s layers normalise before attention and MLP (ModernBERT): ``method`` splits BERT's
+    post-LayerNorm layer, LN(x + attention) then LN(. + FFN), and that is not what such a layer computes, so its
+    numbers would be wrong, not approximate. The plain norm of alpha f(x) (Kobayashi et al. 2020) holds for any
+    attention block and is not refused."""
+    if getattr(model.config, "rotary", False):
+        raise PreNormError(f"{method} is not available for ModernBERT: it decomposes BERT's post-LayerNorm layer "
+                           "(LayerNorm after each residual sum), and ModernBERT normalises before attention and MLP "
+                           "(pre-norm), so the decomposition would not be the model's; use attention, norm, rollout, "
+                           "gradients or erasure instead")
 
 
 def transformed_values(values: torch.Tensor, output_weight: torch.Tensor) -> torch.Tensor:

@@ -30,7 +30,7 @@ from .contributions import alti_layer, globenc_layer, globenc_rollout
 from .flow import attention_flow, rollout, row_normalised
 from .hook_table import every_layer
 from .mixing import value_zeroing_layer
-from .norms import head_norms, layer_norms
+from .norms import head_norms, layer_norms, refuse_pre_norm
 
 PATTERN_CAPTURES = (every_layer("pattern"),)
 Layers = Callable[[Captured], torch.Tensor]  # -> (layers, query, key)
@@ -100,6 +100,7 @@ def _norm_layer(c: Captured, layer: int) -> torch.Tensor:
 
 
 def _norm_residual_layer(c: Captured, layer: int) -> torch.Tensor:
+    refuse_pre_norm(c.model, "norm with residual and LayerNorm")
     out = c.block(layer).attention.output
     return layer_norms(c.pattern(layer), c.values(layer), residual=c.layer_input(layer).float().cpu(),
                        gamma=out.LayerNorm.weight.detach().float().cpu(), eps=out.LayerNorm.eps,

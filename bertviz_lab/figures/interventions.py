@@ -7,7 +7,7 @@ import pandas as pd
 
 from ..attention import attention_view
 from ..interventions import Comparison, DirectionalRow, RelativeBiasTable
-from ..interventions.sweeps import RelativeEmbeddingSimilarity
+from ..interventions.sweeps import RelativeEmbeddingSimilarity, RotaryBands
 from ..naming import head_labels, layer_head, layer_head_file, layer_name
 from .analysis import ViewOptions
 from .base import (
@@ -161,6 +161,29 @@ def relative_embedding_figure(similarity: RelativeEmbeddingSimilarity, n: int) -
     trace.update({"colorscale": DIVERGING, "zmin": -1, "zmax": 1, "zmid": 0})
     trace["colorbar"]["title"] = colorbar_title("cosine similarity (−1 to 1)", **GRID_BAR)
     return fig
+
+
+def rotary_bands_figure(bands: RotaryBands, n: int) -> Figure:
+    """The position inspector for rotary positions (ModernBERT): each frequency band's wavelength in tokens, global
+    and local layers (log scale), beside the input length n and the local window, so the bands that tell
+    positions apart over n tokens (wavelength below n) stand out from those that barely turn."""
+    pairs = list(range(1, len(bands.global_wavelengths) + 1))
+    data = [{"type": "scatter", "mode": "lines+markers", "x": pairs, "y": typed(wave), "name": name,
+             "hovertemplate": f"{name}<br>band %{{x}}: %{{y:.1f}} tokens per turn<extra></extra>"}
+            for name, wave in ((f"global layers {', '.join(map(str, bands.global_layers))} (θ = {bands.global_theta:g})",
+                                bands.global_wavelengths),
+                               (f"local layers {', '.join(map(str, bands.local_layers))} (θ = {bands.local_theta:g})",
+                                bands.local_wavelengths)) if len(wave)]
+    lines = [{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": y, "y1": y, "line": {"dash": dash, "width": 1}}
+             for y, dash in ((n, "dash"), (2 * bands.half_window + 1, "dot"))]
+    notes = [{"text": text, "xref": "paper", "x": 1.0, "y": float(np.log10(y)), "yref": "y", "showarrow": False,
+              "xanchor": "right", "yanchor": "bottom", "font": {"size": 10}}
+             for y, text in ((n, f"{n} tokens (this input length)"), (2 * bands.half_window + 1, "local window"))]
+    layout = {"title": {"text": "Rotary positions: how many tokens each frequency band takes to turn once"},
+              "height": 460, "shapes": lines, "annotations": notes, "legend": {"orientation": "h", "y": -0.2},
+              "xaxis": {"title": {"text": "frequency band (coordinate pair of each head)"}},
+              "yaxis": {"type": "log", "title": {"text": "wavelength (tokens, log scale)"}}}
+    return figure(data, layout, f"rotary-bands-{n}")
 
 
 def position_geometry_figure(learned: np.ndarray, table: RelativeBiasTable) -> Figure:

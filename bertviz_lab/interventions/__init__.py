@@ -19,9 +19,10 @@ from .sweeps import (
     position_similarity,
     relative_bias_table,
     relative_embedding_similarity,
+    rotary_bands,
 )
 
 __all__ = ["KINDS", "REGISTRY", "Comparison", "DirectionalRow", "Intervention", "InterventionError",
            "InterventionInputs", "PredictionChange", "ablation_sweep", "compare", "directional_sweep",
            "make_intervention", "option_names", "parse_heads", "position_similarity", "RelativeBiasTable",
-           "relative_bias_table", "relative_embedding_similarity"]
+           "relative_bias_table", "relative_embedding_similarity", "rotary_bands"]

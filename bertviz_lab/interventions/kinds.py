@@ -313,6 +313,9 @@ def has_absolute_positions(model: BertLab) -> bool:
 
 def need_absolute_positions(model: BertLab) -> None:
     if not has_absolute_positions(model):
+        if has_rotary_positions(model):
+            raise InterventionError("this model has no absolute position embeddings to change (ModernBERT's positions "
+                                    "are rotary, inside its attention): rotate or disable them instead")
         raise InterventionError("this model has no absolute position embeddings to change (DeBERTa-v3's positions are "
                                 "relative, inside its attention): zero its position terms instead")
 
@@ -563,6 +566,92 @@ class ZeroPositionTermsControl(ZeroPositionTerms):
         if not hooks:
             raise InterventionError(NO_POSITION_TERMS)
         return InterventionInputs(edits={name: remove_permuted_bias_edit(self.seed) for name in hooks})
+
+
+def has_rotary_positions(model: BertLab) -> bool:
+    """Whether the model turns its queries and keys by rotary positions (ModernBERT) at ``rotary_positions``."""
+    return bool(getattr(model.config, "rotary", False))
+
+
+NO_ROTARY = "this model has no rotary positions (of the loaded families only ModernBERT's attention has them)"
+
+
+def need_rotary_positions(model: BertLab) -> None:
+    if not has_rotary_positions(model):
+        raise InterventionError(NO_ROTARY)
+
+
+@register
+@dataclass
+class RotatePositions(Intervention):
+    """Every rotary position plus k (Su et al. 2021): a query at m and a key at n are turned by m + k and n + k, and
+    their dot product depends on (m + k) - (n + k) = m - n only, so attention must not change beyond float error.
+    A test of the rotary mechanism (and of the view's precision), not of the model's use of positions."""
+
+    family: ClassVar[str] = "positions"
+    kind: ClassVar[str] = "rotate-positions"
+    label: ClassVar[str] = "Rotate every rotary position by k (ModernBERT)"
+    explanation: ClassVar[str] = ("Adds k to every position the queries and keys are rotated by: rotary scores depend "
+                                  "only on offsets, so attention should stay the same up to float error.")
+    shift: int = 0
+
+    def describe(self) -> str:
+        return f"{self.kind} by {self.shift}"
+
+    def inputs(self, model: BertLab, tokens: Sequence[str]) -> InterventionInputs:
+        need_rotary_positions(model)
+        if not isinstance(self.shift, int) or not 0 <= self.shift <= model.config.max_tokens:
+            raise InterventionError(f"the offset must be a whole number from 0 to {model.config.max_tokens}")
+        shift = float(self.shift)
+        return InterventionInputs(edits={hook_name("rotary_positions"): lambda x, _: x + shift})
+
+
+@register
+@dataclass
+class DisableRotary(Intervention):
+    """Every rotary position set to 0, so cos = 1 and sin = 0: queries and keys are not turned at all and no layer's
+    scores see any order (the local layers' window still limits which keys a query sees)."""
+
+    family: ClassVar[str] = "positions"
+    kind: ClassVar[str] = "disable-rotary"
+    label: ClassVar[str] = "Disable the rotary positions (ModernBERT)"
+    explanation: ClassVar[str] = ("Queries and keys are not rotated in any layer: attention sees no token order "
+                                  "(the local layers' window stays).")
+
+    def inputs(self, model: BertLab, tokens: Sequence[str]) -> InterventionInputs:
+        need_rotary_positions(model)
+        return InterventionInputs(edits={hook_name("rotary_positions"): zero_edit})
+
+
+@register
+@dataclass
+class DisableRotaryControl(DisableRotary):
+    """The matched control of disable-rotary: tokens rotated by a seeded random permutation of the positions
+    0..n-1. Each query and key is turned by as much as some real position turns it (the same angles in the
+    input as a whole), but the offsets no longer follow the token order; the window stays. A larger change
+    under disable-rotary than under its control is then due to removing rotation, not to scrambling order."""
+
+    kind: ClassVar[str] = "disable-rotary-control"
+    label: ClassVar[str] = "Control: rotate by shuffled positions"
+    explanation: ClassVar[str] = ("Rotates queries and keys by a random permutation of the positions (the seed picks "
+                                  "it): as much rotation per vector, no order.")
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.seed, int) or not 0 <= self.seed < 2**32:
+            raise InterventionError(f"the shuffle seed must be a whole number from 0 to {2**32 - 1} (got {self.seed!r})")
+
+    def describe(self) -> str:
+        return f"{self.kind} (seed {self.seed})"
+
+    def inputs(self, model: BertLab, tokens: Sequence[str]) -> InterventionInputs:
+        need_rotary_positions(model)
+        perm = torch.randperm(len(tokens), generator=torch.Generator().manual_seed(self.seed))
+
+        def shuffled(positions: torch.Tensor, _name: str) -> torch.Tensor:  # (batch | 1, pos)
+            return positions[..., perm.to(positions.device)]
+
+        return InterventionInputs(edits={hook_name("rotary_positions"): shuffled})
 
 
 KINDS = tuple(REGISTRY)

@@ -14,6 +14,7 @@ from ..attention import cosine_matrix
 from ..bert import layer_hook
 from ..bert.hook_table import every_layer
 from ..bert.relative_positions import relative_position_bucket
+from ..bert.rotary import wavelengths
 from ..lab import Analysis, Encoded, ForwardChanges, InputError, Lab
 from ..treebank import sentence_texts
 from .compare import compare, probability_of
@@ -24,8 +25,10 @@ from .kinds import (
     InterventionError,
     has_absolute_positions,
     has_relative_bias,
+    has_rotary_positions,
     make_intervention,
     need_absolute_positions,
+    need_rotary_positions,
     position_term_hooks,
 )
 from .resample import ResamplePool, head_outputs, reference_for
@@ -245,13 +248,47 @@ def patching_sweep(lab: Lab, target: str, donor: str, correct: str, wrong: str) 
 POSITION_KINDS = ("zero-positions", "sinusoidal-positions", "random-positions", "shift-positions", "shuffle-positions")
 RELATIVE_BIAS_KINDS = ("zero-relative-bias", "zero-relative-bias-control")  # only where the model has the bias
 POSITION_TERM_KINDS = ("zero-position-terms", "zero-position-terms-control")  # DeBERTa's c2p and p2c
+ROTARY_KINDS = ("rotate-positions", "disable-rotary", "disable-rotary-control")  # ModernBERT's rotary positions
 
 
 def position_kinds(lab: Lab) -> tuple[str, ...]:
     """The positional interventions (each next to its control) that apply to this model's position scheme."""
     return ((POSITION_KINDS if has_absolute_positions(lab.model) else ())
             + (RELATIVE_BIAS_KINDS if has_relative_bias(lab.model) else ())
-            + (POSITION_TERM_KINDS if position_term_hooks(lab.model) else ()))
+            + (POSITION_TERM_KINDS if position_term_hooks(lab.model) else ())
+            + (ROTARY_KINDS if has_rotary_positions(lab.model) else ()))
+
+
+@dataclass(frozen=True)
+class RotaryBands:
+    """ModernBERT's rotary frequency bands: coordinate pair c (c and c + d_head / 2) of every head turns by
+    2 pi / wavelength per token, wavelength = 2 pi theta^(2c / d_head) tokens (Su et al. 2021), with the global
+    layers' theta and the local layers'. Short wavelengths tell neighbours apart; bands far longer than the input
+    (or, in a local layer, than its window) barely turn across it and act as position-free channels."""
+
+    global_theta: float
+    local_theta: float
+    half_window: int  # a local layer sees keys at most this many tokens away
+    global_layers: list[int]  # 1-based
+    local_layers: list[int]  # 1-based
+    global_wavelengths: np.ndarray  # (d_head / 2,) tokens per full turn of each pair
+    local_wavelengths: np.ndarray  # (d_head / 2,)
+
+    def rows(self) -> list[dict]:
+        """One row per band (1-based pair), the table the inspector shows."""
+        return [{"band": c + 1, "global wavelength (tokens)": float(g), "local wavelength (tokens)": float(lo)}
+                for c, (g, lo) in enumerate(zip(self.global_wavelengths, self.local_wavelengths))]
+
+
+def rotary_bands(lab: Lab) -> RotaryBands:
+    """The position inspector's rotary geometry: each frequency band's wavelength in tokens, for global and local
+    layers; refused (InterventionError) for a model without rotary positions."""
+    need_rotary_positions(lab.model)
+    spec, d_head = lab.model.config.rotary_spec, lab.model.config.head_dim
+    layers = range(len(spec.types))
+    return RotaryBands(spec.global_theta, spec.local_theta, spec.half_window,
+                       [i + 1 for i in layers if spec.is_global(i)], [i + 1 for i in layers if not spec.is_global(i)],
+                       wavelengths(spec.global_theta, d_head).numpy(), wavelengths(spec.local_theta, d_head).numpy())
 
 
 def position_controls(lab: Lab, text: str, pair: str | None = None, mask_positions: Sequence[int] = (),

@@ -1,0 +1,152 @@
+"""ModernBERT's rotary positions and local attention (Warner et al. 2024, "Smarter, Better, Faster, Longer: A Modern
+Bidirectional Encoder for Fast, Memory Efficient, and Long Context Finetuning and Inference", arXiv:2412.13663;
+rotary embeddings: Su et al. 2021, "RoFormer: Enhanced Transformer with Rotary Position Embedding",
+arXiv:2104.09864), as transformers computes them (``transformers/models/modernbert/modeling_modernbert.py``:
+``ModernBertRotaryEmbedding``, ``rotate_half``, ``apply_rotary_pos_emb``; the window from
+``masking_utils.sliding_window_bidirectional_overlay``).
+
+Why a module of its own: a rotary model has no position vectors to look at. Position m turns each pair of a
+query's (and key's) coordinates (c, c + d/2) by the angle m * w_c, with w_c = theta^(-2c/d) (transformers
+pairs the two halves of the head, not neighbours). A rotation by m then one by n leaves q . k depending on
+m - n only, so the pre-softmax score is
+
+    score_ij = rot(q_i, m_i) . rot(k_j, m_j) / sqrt(d_head)  (+ the mask)
+
+and adding a constant to every position changes nothing but float error. ModernBERT alternates layers:
+every ``global_attn_every_n_layers``-th layer (the first included) attends to all tokens with theta
+``global_rope_theta``; the others see keys at most ``local_attention // 2`` tokens away (a window of
+``local_attention`` in total) with theta ``local_rope_theta``. The positions that are rotated are the
+model's position ids (0..n-1 by default), which interventions may move (``encoder.hook_rotary_positions``).
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+GLOBAL, LOCAL = "full_attention", "sliding_attention"  # transformers' layer types
+DEFAULT_THETA = {GLOBAL: 160_000.0, LOCAL: 10_000.0}  # ModernBertConfig.default_theta
+
+
+def layer_types(raw: Mapping[str, Any], n_layers: int) -> list[str]:
+    """The config's ``layer_types``, or transformers' rule from ``global_attn_every_n_layers``: layer i is global
+    when i % n == 0."""
+    given = raw.get("layer_types")
+    if given:
+        types = [str(x) for x in given]
+        if len(types) != n_layers or set(types) - {GLOBAL, LOCAL}:
+            raise ValueError(f"layer_types {types} is not one of {GLOBAL!r} / {LOCAL!r} per layer ({n_layers})")
+        return types
+    every = int(raw.get("global_attn_every_n_layers", 3))
+    return [LOCAL if i % every else GLOBAL for i in range(n_layers)]
+
+
+def rope_thetas(raw: Mapping[str, Any]) -> dict[str, float]:
+    """theta of each layer type from ``rope_parameters`` (transformers 5) or ``global_rope_theta`` /
+    ``local_rope_theta`` (older configs); only the default rotary (no scaling) is supported."""
+    params = raw.get("rope_parameters") or {}
+    old = {GLOBAL: raw.get("global_rope_theta"), LOCAL: raw.get("local_rope_theta")}
+    out = {}
+    for kind in (GLOBAL, LOCAL):
+        own = params.get(kind) or {}
+        if own.get("rope_type", "default") != "default" or raw.get("rope_scaling"):
+            raise ValueError(f"rope_type {own.get('rope_type') or 'scaled'!r} is not supported (only the default rotary)")
+        out[kind] = float(own.get("rope_theta") or old[kind] or DEFAULT_THETA[kind])
+    return out
+
+
+@dataclass(frozen=True)
+class RotarySpec:
+    """The ModernBERT config fields the layers read."""
+
+    types: tuple[str, ...]  # per layer: GLOBAL or LOCAL
+    global_theta: float
+    local_theta: float
+    local_attention: int  # the local window's total width: keys within +-local_attention // 2
+    norm_bias: bool
+    attention_bias: bool
+    mlp_bias: bool
+    classifier_bias: bool
+
+    @classmethod
+    def from_config(cls, extra: Mapping[str, Any], n_layers: int) -> RotarySpec:
+        thetas = rope_thetas(extra)
+        return cls(types=tuple(layer_types(extra, n_layers)), global_theta=thetas[GLOBAL], local_theta=thetas[LOCAL],
+                   local_attention=int(extra.get("local_attention", 128)),
+                   norm_bias=bool(extra.get("norm_bias", False)), attention_bias=bool(extra.get("attention_bias", False)),
+                   mlp_bias=bool(extra.get("mlp_bias", False)), classifier_bias=bool(extra.get("classifier_bias", False)))
+
+    @property
+    def half_window(self) -> int:
+        """The farthest key a local layer's query sees, in tokens either side."""
+        return self.local_attention // 2
+
+    def is_global(self, layer: int) -> bool:
+        """Layer ``layer`` (0-based) attends to every token."""
+        return self.types[layer] == GLOBAL
+
+
+def inverse_frequencies(theta: float, d_head: int) -> torch.Tensor:
+    """(d_head / 2,) float32: w_c = 1 / theta^(2c / d_head), radians per position of coordinate pair c."""
+    return 1.0 / (theta ** (torch.arange(0, d_head, 2, dtype=torch.float) / d_head))
+
+
+def wavelengths(theta: float, d_head: int) -> torch.Tensor:
+    """(d_head / 2,) float64: tokens for one full turn of pair c, 2 pi theta^(2c / d_head)."""
+    return 2 * math.pi * theta ** (torch.arange(0, d_head, 2, dtype=torch.float64) / d_head)
+
+
+def cos_sin(positions: torch.Tensor, theta: float, d_head: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos and sin of every position's angles, each (batch | 1, pos, d_head), as transformers builds them (the
+    half-size frequencies repeated for both halves)."""
+    freqs = positions[..., None].float() * inverse_frequencies(theta, d_head).to(positions.device)  # (b|1, pos, d/2)
+    emb = torch.cat((freqs, freqs), dim=-1)  # (b|1, pos, d_head)
+    return emb.cos(), emb.sin()
+
+
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    """(x1, x2) -> (-x2, x1) on the last dimension's halves: the 90-degree turn of every pair."""
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """x (batch, heads, pos, d_head) turned by its positions' angles (cos / sin (batch | 1, pos, d_head)), in float32
+    as transformers does, back in x's dtype."""
+    cos, sin = cos[:, None], sin[:, None]  # (b|1, 1, pos, d_head)
+    return (x.float() * cos + rotate_half(x.float()) * sin).to(x.dtype)
+
+
+def window_bias(n: int, half_window: int, dtype: torch.dtype, device: torch.device | str = "cpu") -> torch.Tensor:
+    """(1, 1, query, key) additive: 0 where |i - j| <= half_window, the dtype's minimum elsewhere."""
+    index = torch.arange(n, device=device)
+    outside = (index[:, None] - index[None, :]).abs() > half_window  # (query, key)
+    return torch.where(outside, torch.finfo(dtype).min, 0.0).to(dtype)[None, None]
+
+
+@dataclass(frozen=True)
+class RotaryPositions:
+    """What every layer of one forward pass reads: the angles of each layer type and the local layers' mask."""
+
+    global_angles: tuple[torch.Tensor, torch.Tensor]  # cos, sin (batch | 1, pos, d_head)
+    local_angles: tuple[torch.Tensor, torch.Tensor]
+    local_bias: torch.Tensor  # (batch | 1, 1, query, key): the window plus the padding mask
+
+    def for_layer(self, spec: RotarySpec, layer: int, bias: torch.Tensor | None
+                  ) -> tuple[tuple[torch.Tensor, torch.Tensor], torch.Tensor | None]:
+        """The angles and additive mask layer ``layer`` uses (``bias``: the padding mask of the global layers)."""
+        return (self.global_angles, bias) if spec.is_global(layer) else (self.local_angles, self.local_bias)
+
+
+def positions_for(positions: torch.Tensor, spec: RotarySpec, d_head: int, bias: torch.Tensor | None,
+                  dtype: torch.dtype) -> RotaryPositions:
+    """The rotary angles of ``positions`` (batch | 1, pos) for both layer types, and the local mask (window +
+    ``bias``, clamped at the dtype's minimum)."""
+    n = positions.shape[-1]
+    window = window_bias(n, spec.half_window, dtype, positions.device)
+    local = window if bias is None else torch.clamp(window + bias, min=torch.finfo(dtype).min)
+    return RotaryPositions(cos_sin(positions, spec.global_theta, d_head), cos_sin(positions, spec.local_theta, d_head),
+                           local)
