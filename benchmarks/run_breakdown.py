@@ -41,12 +41,14 @@ import argparse
 import asyncio
 import functools
 import inspect
+import json
 import os
 import shutil
 import statistics
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from bench_browser import ARGS, CLICK_RUN, text_of
@@ -290,6 +292,13 @@ def resource(page: dict, name: str) -> dict:
     return need(next((r for r in reversed(page["resources"]) if r["name"] == name), None), name)
 
 
+def drawn_codes(page: dict, draw: dict) -> dict:
+    """The codes file the heatmap was drawn from: the last one fetched before the draw began (the open head's
+    own file where the page fetches it first, else every head's), or the last one fetched."""
+    before = [r for r in page["resources"] if r["name"] == "codes" and r["end"] <= draw["start"]]
+    return before[-1] if before else resource(page, "codes")
+
+
 def timeline(page: dict, spans: Sequence[Span], pixels_ms: float) -> list[tuple[str, float, float]]:
     """One Run's stages as (stage, start, end) in epoch ms, from the page's records (epoch ms) and the
     server's spans (epoch s), end to end from the click to the heatmap's pixels. A stage the page and the
@@ -310,7 +319,7 @@ def timeline(page: dict, spans: Sequence[Span], pixels_ms: float) -> list[tuple[
               need(ms.get("postprocess"), "postprocess")[1], queued, max(queued, stream["start"]),
               *need(ms.get("encode"), "encode"), stream["end"],
               min(page["sse"][-1]["end"], parse["start"]) if page["sse"] else parse["start"], parse["end"],
-              need(page["loads"][-1]["t"] if page["loads"] else None, "bvl.load"), resource(page, "codes")["end"],
+              need(page["loads"][-1]["t"] if page["loads"] else None, "bvl.load"), drawn_codes(page, draw)["end"],
               draw["start"], draw["end"], click + pixels_ms]
     out, previous = [], click
     for (stage, _), bound in zip(STAGES, bounds, strict=True):
@@ -350,13 +359,16 @@ def extras(page: dict, spans: Sequence[Span], pixels_ms: float) -> dict[str, flo
     """What stands beside the stages: bytes, long tasks between click and pixels, other JSON and storage work."""
     click = page["click"]
     inside = [t for t in page["long"] if click <= t["start"] <= click + pixels_ms]
-    codes = next((r for r in page["resources"] if r["name"] == "codes"), {"bytes": 0})
+    every = [r for r in page["resources"] if r["name"] == "codes"]
+    draw = heatmap_draw(page["plotly"])
+    codes = drawn_codes(page, draw) if every and draw else {"bytes": 0}
     encode = one(spans, "encode")
     other_json = defaultdict(float)
     for j in page["json"]:
         if j["kind"] != "run":
             other_json[f"JSON.{j['kind']} (other, >= 10k chars) ms"] += j["end"] - j["start"]
-    return {"response KB": (encode[3]["bytes"] if encode else 0) / 1e3, "codes KB": codes["bytes"] / 1e3,
+    return {"response KB": (encode[3]["bytes"] if encode else 0) / 1e3, "codes drawn from KB": codes["bytes"] / 1e3,
+            "all codes KB": sum(r["bytes"] for r in every) / 1e3,
             "long tasks": len(inside), "long tasks ms": sum(t["duration"] for t in inside),
             "localStorage ms": sum(s["end"] - s["start"] for s in page["store"]), **other_json}
 
@@ -463,6 +475,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--sizes", type=int, nargs="+", default=[32, 128, 512])
+    parser.add_argument("--save", type=Path, default=None, help="also write the stage medians per size as JSON")
+    parser.add_argument("--before", type=Path, default=None,
+                        help="a --save file of the same script run on the code before a change: printed beside these")
     args = parser.parse_args()
     lab = load("default", device="cpu")
     demo = build_demo(lab)
@@ -493,6 +508,23 @@ def main() -> None:
     print("|---|---|" + "---:|" * len(summary))
     for stage, where in (*STAGES, ("total click -> pixels", "")):
         print(f"| {stage} | {where} | " + " | ".join(f"{m[stage]:.0f}" for m in summary.values()) + " |")
+    if args.save is not None:
+        args.save.write_text(json.dumps({str(t): m for t, m in summary.items()}, indent=1))
+    if args.before is not None:
+        print_before_and_after(json.loads(args.before.read_text()), summary)
+
+
+def print_before_and_after(before: dict[str, dict[str, float]], after: dict[int, dict[str, float]]) -> None:
+    """The stages before the change (a --save file) beside these, per size: ms before, after and their ratio."""
+    sizes = [t for t in after if str(t) in before]
+    print("\n#### Before and after the change (median ms per stage)\n")
+    print("| stage | " + " | ".join(f"{t} tokens: before / after" for t in sizes) + " |")
+    print("|---|" + "---:|" * len(sizes))
+    for stage, _ in (*STAGES, ("total click -> pixels", "")):
+        cells = [f"{before[str(t)].get(stage, float('nan')):.0f} / {after[t][stage]:.0f}" for t in sizes]
+        print(f"| {stage} | " + " | ".join(cells) + " |")
+    print("| **ratio of totals (after / before)** | " + " | ".join(
+        f"{after[t]['total click -> pixels'] / before[str(t)]['total click -> pixels']:.2f}" for t in sizes) + " |")
 
 
 def _entry() -> None:

@@ -18,6 +18,14 @@ def write_vocab(folder: Path) -> None:
     (folder / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": True}))
 
 
+def token_ids(n: int, batch: int = 1, seed: int = 0) -> torch.Tensor:
+    """(batch, n) random word ids of VOCAB between [CLS] and [SEP], seeded."""
+    generator = torch.Generator().manual_seed(seed)
+    ids = torch.randint(5, len(VOCAB), (batch, n), generator=generator)
+    ids[:, 0], ids[:, -1] = 2, 3  # [CLS] ... [SEP]
+    return ids
+
+
 def hf_config(hidden=32, layers=2, heads=4, intermediate=64, max_pos=64, **extra):
     from transformers import BertConfig
 

@@ -52,10 +52,7 @@ def models():
 
 
 def ids_of(n: int, batch: int = 1, seed: int = 0) -> torch.Tensor:
-    generator = torch.Generator().manual_seed(seed)
-    ids = torch.randint(5, VOCAB, (batch, n), generator=generator)
-    ids[:, 0], ids[:, -1] = 2, 3  # [CLS] ... [SEP]
-    return ids
+    return builders.token_ids(n, batch, seed)
 
 
 def parity(ours, hf, ids, mask=None, segments=None):

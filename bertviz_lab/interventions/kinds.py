@@ -333,6 +333,11 @@ class ZeroPositions(Intervention):
         return InterventionInputs(edits={hook_name("position"): zero_edit})
 
 
+def check_shuffle_seed(seed: object) -> None:
+    if not isinstance(seed, int) or not 0 <= seed < 2**32:
+        raise InterventionError(f"the shuffle seed must be a whole number from 0 to {2**32 - 1} (got {seed!r})")
+
+
 @register
 @dataclass
 class ShufflePositions(Intervention):
@@ -343,8 +348,7 @@ class ShufflePositions(Intervention):
     seed: int = 0
 
     def __post_init__(self) -> None:
-        if not isinstance(self.seed, int) or not 0 <= self.seed < 2**32:
-            raise InterventionError(f"the shuffle seed must be a whole number from 0 to {2**32 - 1} (got {self.seed!r})")
+        check_shuffle_seed(self.seed)
 
     def describe(self) -> str:
         return f"{self.kind} (seed {self.seed})"
@@ -637,12 +641,8 @@ class DisableRotaryControl(DisableRotary):
                                   "it): as much rotation per vector, no order.")
     seed: int = 0
 
-    def __post_init__(self) -> None:
-        if not isinstance(self.seed, int) or not 0 <= self.seed < 2**32:
-            raise InterventionError(f"the shuffle seed must be a whole number from 0 to {2**32 - 1} (got {self.seed!r})")
-
-    def describe(self) -> str:
-        return f"{self.kind} (seed {self.seed})"
+    __post_init__ = ShufflePositions.__post_init__
+    describe = ShufflePositions.describe
 
     def inputs(self, model: BertLab, tokens: Sequence[str]) -> InterventionInputs:
         need_rotary_positions(model)

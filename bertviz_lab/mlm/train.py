@@ -200,6 +200,19 @@ class Progress:
     legs: list = field(default_factory=list)  # one entry per leg of a resumable chain (see ``end_leg``)
 
 
+def optimizer_step(loss: torch.Tensor, optimizer, scheduler, params: list, state: Progress) -> None:
+    """One step of every trainer here: gradients clipped to norm 1, the schedule advanced, the step counted and
+    the running loss (an exponential mean, 0.98) updated."""
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(params, 1.0)
+    optimizer.step()
+    scheduler.step()
+    state.step += 1
+    value = loss.item()
+    state.running = value if state.running is None else 0.98 * state.running + 0.02 * value
+
+
 def save_checkpoint(out: Path, model: BertLab, names: list[str], optimizer, scheduler, rng: random.Random,
                     generator: torch.Generator, state: Progress, settings: TrainSettings) -> None:
     """Weights being trained, optimizer, scheduler, every random state and the progress, written to a
@@ -353,14 +366,7 @@ def train(out: Path, settings: TrainSettings, progress: bool = True, resume: boo
                                      random_token_low=random_low)
         if not (labels != IGNORE).any():
             continue
-        loss = batch_loss(model, batch, inputs, labels, settings)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(params, 1.0)
-        optimizer.step()
-        scheduler.step()
-        state.step += 1
-        state.running = loss.item() if state.running is None else 0.98 * state.running + 0.02 * loss.item()
+        optimizer_step(batch_loss(model, batch, inputs, labels, settings), optimizer, scheduler, params, state)
         bar.set_postfix(loss=f"{state.running:.3f}")
         bar.update(1)
         if state.step % settings.eval_every == 0 or state.step == settings.steps:

@@ -26,7 +26,7 @@ from tqdm import tqdm
 
 from ..bert import BertLab
 from ..bert.checkpoints import read_checkpoint
-from ..mlm.train import CHECKPOINT, Progress, length_batches, load_checkpoint, make_optimizer, save_checkpoint
+from ..mlm.train import CHECKPOINT, Progress, length_batches, load_checkpoint, make_optimizer, optimizer_step, save_checkpoint
 from .data import LABELS, read_sst2
 
 HEAD_FILE = "head.safetensors"
@@ -161,14 +161,7 @@ def train(out: str | Path, settings: ClassifierSettings, resume: bool = False, m
         ids, mask = padded([rows[i] for i in batch])
         logits = model(ids, attention_mask=mask, compute_mlm=False).class_logits  # (batch, classes)
         loss = F.cross_entropy(logits, torch.tensor([train_data.labels[i] for i in batch]))
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(params, 1.0)
-        optimizer.step()
-        scheduler.step()
-        state.step += 1
-        value = loss.item()
-        state.running = value if state.running is None else 0.98 * state.running + 0.02 * value
+        optimizer_step(loss, optimizer, scheduler, params, state)
         if state.step % 100 == 0:
             state.history.append({"step": state.step, "loss": round(state.running, 5)})
         bar.update(1)
