@@ -509,15 +509,28 @@ def main() -> None:
     for stage, where in (*STAGES, ("total click -> pixels", "")):
         print(f"| {stage} | {where} | " + " | ".join(f"{m[stage]:.0f}" for m in summary.values()) + " |")
     if args.save is not None:
-        args.save.write_text(json.dumps({str(t): m for t, m in summary.items()}, indent=1))
+        args.save.write_text(json.dumps({"code": code_measured(), **{str(t): m for t, m in summary.items()}}, indent=1))
     if args.before is not None:
         print_before_and_after(json.loads(args.before.read_text()), summary)
 
 
-def print_before_and_after(before: dict[str, dict[str, float]], after: dict[int, dict[str, float]]) -> None:
+def code_measured() -> str:
+    """Which checkout of bertviz_lab this run measured (a change is measured against an earlier one put first
+    on PYTHONPATH): its folder and commit."""
+    import subprocess
+
+    import bertviz_lab
+
+    folder = Path(bertviz_lab.__file__).resolve().parent.parent
+    rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=folder, capture_output=True, text=True).stdout.strip()
+    return f"{folder} at {rev or 'unknown'}"
+
+
+def print_before_and_after(before: dict, after: dict[int, dict[str, float]]) -> None:
     """The stages before the change (a --save file) beside these, per size: ms before, after and their ratio."""
     sizes = [t for t in after if str(t) in before]
-    print("\n#### Before and after the change (median ms per stage)\n")
+    print(f"\n#### Before and after the change (median ms per stage; before: {before.get('code', '?')}, "
+          f"after: {code_measured()})\n")
     print("| stage | " + " | ".join(f"{t} tokens: before / after" for t in sizes) + " |")
     print("|---|" + "---:|" * len(sizes))
     for stage, _ in (*STAGES, ("total click -> pixels", "")):
