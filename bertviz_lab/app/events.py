@@ -3,12 +3,15 @@
 ``api_outputs`` tells API clients and tests which name each returned value has."""
 from __future__ import annotations
 
+import functools
+import inspect
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
 from .forms import event_function
 from .intervention_controls import CONTROLLED
+from .state import Session
 from .zerogpu import on_gpu
 
 SERVER_PLOTS = ("overview_plot", "aggregates_plot", "summary_plot", "classes_plot", "pred_plot", "lens_plot",
@@ -87,11 +90,14 @@ class Event:
 
 
 FAST = {"show_progress": "hidden", "trigger_mode": "always_last"}
+# A Run updates some 45 components; a progress overlay on each is page work before the request leaves and
+# after the answer lands (benchmarks/run_breakdown.py): the status line alone shows that the Run is under way.
+RUN_PROGRESS = {"show_progress_on": ("message",)}
 ONE_TREEBANK_AT_A_TIME = {"concurrency_id": "syntax", "concurrency_limit": 1}  # corpus-sized work, one at a time
 EVENTS = (
-    Event("run_btn", "click", "analyze", RUN_INPUTS, RUN_OUTPUTS, "analyze"),
-    Event("text", "submit", "analyze", RUN_INPUTS, RUN_OUTPUTS, "analyze_submit"),
-    Event("examples", "load_input_event.then", "analyze", RUN_INPUTS, RUN_OUTPUTS, "analyze_example"),
+    Event("run_btn", "click", "analyze", RUN_INPUTS, RUN_OUTPUTS, "analyze", RUN_PROGRESS),
+    Event("text", "submit", "analyze", RUN_INPUTS, RUN_OUTPUTS, "analyze_submit", RUN_PROGRESS),
+    Event("examples", "load_input_event.then", "analyze", RUN_INPUTS, RUN_OUTPUTS, "analyze_example", RUN_PROGRESS),
     Event("mask_btn", "click", "mask", ("text", "pair", "top_k", "picker", "session", "layer", "head", "hide", "word",
                                         "pair_filter", "scale"), RUN_OUTPUTS, "mask_tokens"),
     Event("sync_btn", "click", "sync_view", CONTROLS + ("view_tab", "scale"), TAB_OUTPUTS, "sync_view", FAST),
@@ -186,6 +192,45 @@ MODEL_HANDLERS = {"analyze", "mask", "run_intervention", "run_directional", "run
                   "select_tab", "explain", "neuron_view", "search_tokens", "qk_space", "qk_similarity", "score_parts"}
 
 
+CLEARS_ON_REQUEST = {"analyze", "mask", "from_url"}  # their answers clear the views drawn on request
+
+
+def marks_on_request(fn, components: set):
+    """``fn``, noting on the event's session when its answer fills a view drawn on request (so the next Run
+    clears it); generator handlers are followed through every update they yield."""
+    def mark(args: tuple, out: Any) -> Any:
+        if isinstance(out, dict) and any(component in out for component in components):
+            for arg in args:
+                if isinstance(arg, Session):
+                    arg.shown_on_request = True
+        return out
+
+    if inspect.isgeneratorfunction(inspect.unwrap(fn)):
+        @functools.wraps(fn)
+        def each(*args: Any, **kwargs: Any):
+            for out in fn(*args, **kwargs):
+                yield mark((*args, *kwargs.values()), out)
+        return each
+
+    @functools.wraps(fn)  # Gradio reads the handler's signature (progress, request) through __wrapped__
+    def once(*args: Any, **kwargs: Any):
+        return mark((*args, *kwargs.values()), fn(*args, **kwargs))
+    return once
+
+
+def mark_on_request(handlers: Any) -> None:
+    """Every handler of ``handlers`` whose answer can fill a view drawn on request notes it on its session (the
+    instance's methods are replaced, so a direct call, as tests and scripts make, notes it too)."""
+    for event in EVENTS:
+        if event.handler not in CLEARS_ON_REQUEST and set(event.outputs) & set(ON_REQUEST):
+            components = {getattr(handlers.ui, n) for n in ON_REQUEST}
+            method = getattr(handlers, event.handler)
+            if not getattr(method, "__bvl_marks__", False):
+                marked = marks_on_request(method, components)
+                marked.__bvl_marks__ = True
+                setattr(handlers, event.handler, marked)
+
+
 def handler_of(handlers: Any, name: str, gate: Any = None, outputs: tuple[str, ...] = (), inputs: tuple[str, ...] = ()):
     """The handler as an event runs it: one value per input (``forms.event_function`` gathers the handler's
     forms from them), through the gate (the server's limits; see ``gate.py``), and on a GPU on ZeroGPU if it
@@ -208,9 +253,12 @@ def wire(ui: SimpleNamespace, handlers: Any, gate: Any) -> None:
     """Attach every event of EVENTS to its component and handler (each through ``gate``), and
     CLIENT_EVENTS to the page's JS."""
     for event in EVENTS:
+        options = dict(event.options)
+        if "show_progress_on" in options:  # component names -> the components
+            options["show_progress_on"] = [getattr(ui, n) for n in options["show_progress_on"]]
         dependency = listener(ui, event.trigger, event.kind)(
             handler_of(handlers, event.handler, gate, event.outputs, event.inputs), [getattr(ui, n) for n in event.inputs],
-            [getattr(ui, n) for n in event.outputs], api_name=event.api_name, **event.options)
+            [getattr(ui, n) for n in event.outputs], api_name=event.api_name, **options)
         if event.client_then is not None:
             dependency.then(None, [getattr(ui, n) for n in event.client_then.inputs], None, js=event.client_then.js)
     for client in CLIENT_EVENTS:

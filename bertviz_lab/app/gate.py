@@ -54,6 +54,14 @@ class Gate:
             out[self.ui.views_box] = gr.update(elem_classes=STALE)
         return out
 
+    def refused(self, args: tuple, kwargs: dict, outputs: tuple[str, ...], message: str) -> Any:
+        """The refusal in the event's own message place; its session notes that a place drawn on request may now
+        hold it (so the next Run clears it)."""
+        for value in (*args, *kwargs.values()):
+            if isinstance(value, Session):
+                value.shown_on_request = True
+        return self.refusal(outputs, message)
+
     def wrap(self, fn: Callable, outputs: tuple[str, ...]) -> Callable:
         """``fn`` under the budget; Gradio still sees its signature (progress, request, event data)."""
 
@@ -65,9 +73,9 @@ class Gate:
             except BudgetExceeded as error:
                 shown = next((v for v in (*args, *kwargs.values()) if isinstance(v, Session)), None)
                 stale = shown.stale_note() if shown is not None and "payload" in outputs else ""
-                return self.refusal(outputs, str(error) + stale)
+                return self.refused(args, kwargs, outputs, str(error) + stale)
             except OSError as error:
-                return self.refusal(outputs, disk_message(error))
+                return self.refused(args, kwargs, outputs, disk_message(error))
             for value in (*args, *kwargs.values()):
                 if isinstance(value, Session) and value.holds_work():
                     self.slots.hold(value)

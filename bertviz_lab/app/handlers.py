@@ -32,7 +32,7 @@ from ..lab import Analysis, InputError, Lab
 from ..lens import mlm_lens, queries_and_keys, score_bias
 from ..mlm.model_card import quality_note
 from ..resources import DEFAULT_MLM_HEAD
-from .events import SERVER_PLOTS
+from .events import SERVER_PLOTS, mark_on_request
 from .forms import RunInput, ViewControls
 from .gate import STALE
 from .intervention_handlers import InterventionHandlers
@@ -83,7 +83,7 @@ def compact_reply(result, limit: int | None) -> dict[str, Any]:
     return reply
 
 
-FIRST_HEAD_FROM = 64 * 1024  # codes larger than this (about 32 heads at 32 tokens) send the open head first
+FIRST_HEAD_FROM = 256 * 1024  # codes larger than this (all 72 heads of MiniLM at 43 tokens) send the open head first
 CODES_ROUTE = "bvl-codes"  # where the page fetches an analysis's codes: by file name, no server path in the URL
 CODES_NAME = re.compile(r"[0-9a-f]{32}\.bin")
 
@@ -113,6 +113,7 @@ class Handlers(InterventionHandlers, SyntaxHandlers, SearchHandlers, QkHandlers)
         self.index_lock = threading.Lock()
         self.payloads = TempFolder("bertviz-lab-payloads-", limits.payload_age, limits.payloads,
                                    max_bytes=limits.payload_bytes, per_owner=limits.files_per_session)
+        mark_on_request(self)  # a handler that fills a view drawn on request says so on its session
 
     def lab_of(self, session: Session) -> Lab:
         return self.cache.get(session.model, session.device)
@@ -221,14 +222,19 @@ class Handlers(InterventionHandlers, SyntaxHandlers, SearchHandlers, QkHandlers)
             ui.pred_table: views.predictions_table(a), ui.nsp_md: self.prediction_notes(lab, a), ui.notes: "",
             ui.source: "attention", ui.source_about: source_about("attention"), ui.scale: session.scale,
             ui.views_box: gr.update(elem_classes=[]),
-            **self.tab_figures(session), **self.cleared_on_request(),
+            **self.tab_figures(session), **self.cleared_on_request(session),
         }
 
-    def cleared_on_request(self) -> Updates:
+    def cleared_on_request(self, session: Session | None = None) -> Updates:
         """The views drawn on request (neuron view, "Why this word?", interventions on this input), emptied:
         they showed the last input. An empty plot or table is hidden by the page (CSS ``bvl-on-use``); the
-        messages go back to their one-line hints."""
+        messages go back to their one-line hints. With ``session``: only if one may hold a result (else they
+        are left as they are, already empty: fewer updates for the page)."""
         ui = self.ui
+        if session is not None:
+            if not session.shown_on_request:
+                return {}
+            session.shown_on_request = False
         return {ui.neuron_html: "", ui.explain_message: EXPLAIN_HINT, ui.explain_table: EXPLAIN_EMPTY,
                 ui.explain_plot: None, ui.intervention_message: INTERVENTION_HINT, ui.intervention_plot: None,
                 ui.js_plot: None, ui.intervention_changes: pd.DataFrame(columns=intervention_views.CHANGE_COLUMNS),

@@ -279,6 +279,9 @@ class Session:
     tab: str = "single"  # the open view tab: only its figure is drawn
     scale: str = "fixed"  # attention maps' colour scale: "fixed" (0-1) or "per-head"
     work_tab: str = "interventions"  # the open tab of the lower group (interventions, syntax, export)
+    # whether a view drawn on request (events.ON_REQUEST) may hold a result: a Run clears them only then, so a
+    # plain Run sends ~20 fewer component updates (events.handler_of sets it when a handler fills one)
+    shown_on_request: bool = True
     generation: int = 0  # bumped by every new analysis or source, so drawn figures know they are out of date
     drawn: dict = field(default_factory=dict)  # tab -> what its figure was drawn from
     owner: str = ""  # a random key, given on first use (gr.State deep-copies the default, so not at creation)
