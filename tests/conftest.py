@@ -149,7 +149,8 @@ def call(client, api_name: str, *args) -> dict:
 SLOW_FIXTURES = {"browser", "tiny_app", "default_app", "public_app", "default_lab", "minilm_lab", "sharp_app",
                  "small_limit_app"}
 # whole files whose module fixtures build several transformers models (10-20 s of setup each)
-SLOW_FILES = {'test_deberta.py', 'test_modernbert.py', 'test_space.py', 'test_position_families.py', 'test_position_interventions.py', 'test_classifier.py'}
+SLOW_FILES = {'test_deberta.py', 'test_modernbert.py', 'test_space.py', 'test_position_families.py',
+              'test_position_interventions.py', 'test_classifier.py'}
 SLOW_TESTS = {
     'test_sentiment.py::test_a_leg_cut_short_resumes_to_the_weights_of_one_run_and_the_classifier_learns',
     'test_sentiment.py::test_resume_refuses_other_settings',

@@ -247,6 +247,12 @@ def test_the_page_names_the_classifier_and_its_predicted_class(classifiers):
     assert bars["y"] == [c.label for c in session.analysis.classes]
     assert bars["x"] == pytest.approx([c.probability for c in session.analysis.classes])
     assert fig["layout"]["title"]["text"].startswith(f"Predicted class: {top.label} (P = {top.probability:.3f})")
+    why = handlers.explain(session)  # nothing masked: "Why this word?" explains the predicted class
+    assert f"the logit of class '{top.label}'" in why[ui.explain_message]
+    drawn = json.loads(why[ui.explain_plot].plot)
+    assert drawn["layout"]["title"]["text"].startswith(f"Why class '{top.label}' (P = {top.probability:.3f})")
+    tokens = session.analysis.tokens  # RoBERTa's pieces: every one but <s> and </s> is scored
+    assert drawn["data"][0]["x"] == [f"{i} {t}" for i, t in enumerate(tokens)][1:-1] and "erasure" in drawn["data"][0]["y"]
 
 
 def test_the_notebook_draws_the_classes_most_probable_on_top(classifiers):

@@ -27,7 +27,7 @@ from ..figures.attention import classes_figure, explain_figure, lens_figure
 from ..figures.base import SCALES, empty_figure, resolve_scale
 from ..figures.neuron import NeuronStart, neuron_page, neuron_payload, with_score_bias
 from ..figures.payload import open_head_codes, view_payload
-from ..interventions.attribution import explain
+from ..interventions.attribution import explain, explain_class
 from ..lab import Analysis, InputError, Lab
 from ..lens import mlm_lens, queries_and_keys, score_bias
 from ..mlm.model_card import quality_note
@@ -445,8 +445,12 @@ class Handlers(InterventionHandlers, SyntaxHandlers, SearchHandlers, QkHandlers)
         ui = self.ui
         if session.analysis is None:
             return {ui.explain_message: "⚠️ press Run first, with a [MASK] in the sentence"}
+        a = session.analysis
         try:
-            [first, *_] = explain(self.lab_of(session), session.analysis)
+            if a.classes and not a.mlm:  # a sequence classifier with nothing masked: why its predicted class
+                first = explain_class(self.lab_of(session), a)
+            else:
+                [first, *_] = explain(self.lab_of(session), a)
         except (InputError, ValueError) as error:
             return {ui.explain_message: f"⚠️ {error}"}
         rho = EXPLAIN_EMPTY.columns[1]
@@ -455,9 +459,10 @@ class Handlers(InterventionHandlers, SyntaxHandlers, SearchHandlers, QkHandlers)
         on_input = pd.DataFrame.from_dict(first.perturbation, orient="index").round(3).rename(columns=EXPLAIN_COLUMNS)
         table = table.merge(on_input, left_on="ranking", right_index=True, how="left")
         table = table.sort_values(rho, ascending=False)
+        target = f"the logit of class '{first.label}'" if hasattr(first, "label") else f"log P('{first.target}')"
         return {ui.explain_message: (f"Erasure hides each token from every layer's attention and measures the drop "
-                                     f"in log P('{first.target}'); gradient x input and integrated gradients "
-                                     f"(Captum, 32 steps, [PAD] baseline) attribute the same log-probability."),
+                                     f"in {target}; gradient x input and integrated gradients "
+                                     f"(Captum, 32 steps, [PAD] baseline) attribute the same quantity."),
                 ui.explain_plot: plot(explain_figure(first, session.analysis.tokens)), ui.explain_table: table}
 
     def export_csv(self, session: Session) -> Updates:

@@ -48,7 +48,7 @@ ON_USE = ["bvl-on-use"]  # hidden by the page's CSS while empty: no blank frame 
 INTERVENTION_HINT = ("Results appear here: choose an intervention above and press *Run the intervention*; each sweep "
                      "writes its own titled result under this one.")
 EXPLAIN_HINT = ("*Why this word?* attributes the first masked word's prediction to the context tokens "
-                "(erasure, gradients, every source).")
+                "(erasure, gradients, every source); for a classifier with no word masked, its predicted class.")
 ARCS_INTRO = ("**One sentence:** its gold dependency arcs next to the arcs the head chosen with the Layer/Head "
               "sliders predicts.")
 SYNTAX_HINT = ("Choose a treebank and press **Score every head on the treebank**: the best head per relation with its "

@@ -250,11 +250,12 @@ def classes_figure(classes: Sequence[Any], model: str = "") -> Figure:
     data = [{"type": "bar", "orientation": "h", "x": probs, "y": [c.label for c in classes],
              "marker": {"color": "#2b6cb0"}, "text": [f"{v:.3f}" for v in probs], "textposition": "auto",
              "hovertemplate": "%{y}: %{x:.4f}<extra></extra>", "showlegend": False}]
-    top = classes[0]  # the weights' long name goes under the title, in small type, so the answer stays readable
-    title = f"Predicted class: {top.label} (P = {top.probability:.3f})" + (f"<br><sup>weights: {model}</sup>" if model else "")
-    layout = {"title": {"text": title},
+    top = classes[0]  # a short weights name goes under the title in small type; the page names long ones above
+    short = model if model and len(model) <= 70 else ""
+    title = f"Predicted class: {top.label} (P = {top.probability:.3f})" + (f"<br><sup>weights: {short}</sup>" if short else "")
+    layout = {"title": {"text": title}, "margin": {"t": 70 if short else 50, "l": 90},
               "xaxis": {"range": [0, 1], "title": {"text": "probability"}},
-              "yaxis": {"autorange": "reversed", "type": "category"}, "height": 140 + 34 * len(classes)}
+              "yaxis": {"autorange": "reversed", "type": "category"}, "height": 170 + 40 * len(classes)}
     return figure(data, layout, "classes")
 
 
@@ -296,9 +297,13 @@ def rank_sentence(lens: Any) -> str:
 
 
 def explain_figure(attribution: Any, tokens: Sequence[str]) -> Figure:
-    """Why the model predicted its word: one row per attribution method, one column per context
-    token; red raised P(word), blue lowered it. Each row is scaled to its own largest magnitude
-    (methods have different units); the hover shows the raw score."""
+    """Why the model predicted its word (``Attribution``) or its class (``ClassAttribution``): one row per
+    attribution method, one column per context token; red raised it, blue lowered it. Each row is scaled to
+    its own largest magnitude (methods have different units); the hover shows the raw score."""
+    is_class = hasattr(attribution, "label")
+    what = "the class logit" if is_class else "log P(word)"
+    title = (f"Why class '{attribution.label}' (P = {attribution.probability:.3f})" if is_class
+             else f"Why '{attribution.target}' at position {attribution.position}")
     methods = list(attribution.scores)
     raw = np.array([attribution.scores[m] for m in methods], dtype=float)  # (methods, context tokens)
     scale = np.abs(raw).max(axis=1, keepdims=True)
@@ -308,10 +313,9 @@ def explain_figure(attribution: Any, tokens: Sequence[str]) -> Figure:
              "colorscale": DIVERGING, "zmid": 0, "zmin": -1, "zmax": 1,
              "hovertemplate": "%{y}, %{x}: %{customdata:+.4f}<extra></extra>",
              "colorbar": {"thickness": 12, "len": 1.0,
-                          "title": colorbar_title("effect on log P(word), scaled per method (1 = its largest)"),
+                          "title": colorbar_title(f"effect on {what}, scaled per method (1 = its largest)"),
                           "tickvals": [-1, 0, 1], "ticktext": ["lowered", "0", "raised"]}}
-    layout = {"title": {"text": f"Why '{attribution.target}' at position {attribution.position}: each context "
-                                f"token's effect (red raised it, blue lowered it)"},
+    layout = {"title": {"text": f"{title}: each context token's effect (red raised it, blue lowered it)"},
               "height": 240 + 40 * len(methods), "xaxis": {"type": "category", "tickangle": -40},
               "yaxis": {"type": "category", "autorange": "reversed", "automargin": True}}
     return figure([trace], layout, "explain")
