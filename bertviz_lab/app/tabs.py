@@ -68,6 +68,11 @@ def source_about(name: str) -> str:
             f" — {html.escape(source.note)}</details>")
 AOPC_UNIT = "the mean drop in log P(word) when the top 1-5 tokens are hidden, in nats"
 ERASER_UNIT = "differences of the word's probability (from -1 to 1)"
+# the explain table also rates the rankings of a classifier's class (Why this word? with nothing masked)
+EXPLAIN_AOPC = "the mean drop in log P of the word (or class) when the top 1-5 tokens are hidden, in nats"
+EXPLAIN_ERASER = "differences of its probability (from -1 to 1)"
+EXPLAIN_TABLE_LABEL = (f"How faithful each ranking is on this input: rank agreement with erasure (Spearman ρ, -1 to 1); "
+                       f"AOPC, {EXPLAIN_AOPC}; ERASER comprehensiveness and sufficiency, {EXPLAIN_ERASER}")
 EXPLAIN_COLUMNS = {"aopc": "AOPC (nats)", "comprehensiveness": "comprehensiveness (Δp)",
                    "sufficiency": "sufficiency (Δp)"}
 EXPLAIN_WIDTHS = ["24%", "16%", "14%", "26%", "20%"]  # the whole table in the view column at 1024 px
@@ -193,10 +198,7 @@ def build_view_tabs(ui: SimpleNamespace) -> None:
                                        elem_id="explain-btn")
         ui.explain_message = gr.Markdown(EXPLAIN_HINT, elem_id="explain-message", elem_classes=["bvl-note"])
         ui.explain_plot = gr.Plot(label="Attribution", elem_id="explain-plot", elem_classes=ON_USE)
-        ui.explain_table = gr.Dataframe(EXPLAIN_EMPTY,
-                                        label=f"How faithful each ranking is on this input: rank agreement with "
-                                              f"erasure (Spearman ρ, -1 to 1); AOPC, {AOPC_UNIT}; ERASER "
-                                              f"comprehensiveness and sufficiency, {ERASER_UNIT}",
+        ui.explain_table = gr.Dataframe(EXPLAIN_EMPTY, label=EXPLAIN_TABLE_LABEL,
                                         interactive=False, wrap=True, column_widths=EXPLAIN_WIDTHS,
                                         elem_id="explain-table", elem_classes=ON_USE)
         ui.pred_table = gr.Dataframe(pd.DataFrame(columns=views.PREDICTION_COLUMNS), label="Top-k predictions",
