@@ -1,7 +1,10 @@
 """Where one Run's time goes (issue 45, item 1): the app on the embedded model, CPU, one Run at
-32, 128 and 512 tokens broken into the server's, the network's and the browser's parts, before any
-change. Medians over --repeat Runs of one sentence (the Runs of bench_browser.py: the same Chromium,
-arguments, sentences and "heatmap drawn" test).
+32, 128 and 512 tokens broken into the server's, the network's and the browser's parts. Medians over
+--repeat Runs of one sentence (the Runs of bench_browser.py: the same Chromium, arguments, sentences and
+"heatmap drawn" test). A change is measured against the code before it: run the script once with that
+code first on PYTHONPATH and --save FILE, then on the changed code with --before FILE, which prints every
+stage before and after side by side (the first table of the last section below is the breakdown before
+any change, in its "before" columns).
 
 1. In-process, no server and no browser: Gradio's own ``Blocks.process_api`` called directly on
    the Run event (its preprocess, the handler, its postprocess), then the completed message
@@ -33,7 +36,8 @@ bvl.load) | codes fetch | decode codes and build z | Plotly.react of the heatmap
 Beside them: the page's long tasks inside each stage, bytes of the response and of the codes, every
 Plotly call by component, and other large JSON/localStorage work (Gradio's run history).
 
-    python benchmarks/run_breakdown.py [--repeat 20] [--sizes 32 128 512]
+    PYTHONPATH=OLD_CHECKOUT python benchmarks/run_breakdown.py --save before.json     # the code before
+    python benchmarks/run_breakdown.py [--repeat 20] [--sizes 32 128 512] [--before before.json] [--write]
 """
 from __future__ import annotations
 
