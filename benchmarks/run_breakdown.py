@@ -3,8 +3,7 @@
 --repeat Runs of one sentence (the Runs of bench_browser.py: the same Chromium, arguments, sentences and
 "heatmap drawn" test). A change is measured against the code before it: run the script once with that
 code first on PYTHONPATH and --save FILE, then on the changed code with --before FILE, which prints every
-stage before and after side by side (the first table of the last section below is the breakdown before
-any change, in its "before" columns).
+stage before and after side by side: its "before" columns are the breakdown before any change.
 
 1. In-process, no server and no browser: Gradio's own ``Blocks.process_api`` called directly on
    the Run event (its preprocess, the handler, its postprocess), then the completed message
