@@ -21,6 +21,15 @@ def run(page, text, pair=None):
     page.click("#run")
 
 
+def run_and_wait(page, text, pair=None):
+    """Run, and wait until the heatmap is drawn again: the next step reads this Run's result, not the last one's
+    (a Run shows progress on its status line only, so the old views stay usable meanwhile)."""
+    before = int(page.get_attribute("#single-plot .bvl-heatmap", "data-draws") or 0)
+    run(page, text, pair)
+    page.wait_for_function(f"Number(document.querySelector('#single-plot .bvl-heatmap').dataset.draws) > {before}",
+                           timeout=60000)
+
+
 def y_labels(page, plot="#single-plot"):
     """Row labels as shown, in index order (the DOM lists them bottom-up)."""
     labels = page.locator(f"{plot} .yaxislayer-above .ytick text").all_text_contents()
@@ -115,6 +124,8 @@ def test_figure_toolbar_and_export_tab_download_svg_png_and_csv(browser, default
 def test_mask_from_token_picker_shows_predictions(browser, tiny_app, tiny_lab):
     page = open_app(browser, tiny_app)
     run(page, "the cat sat on the mat")
+    n = len(tiny_lab.analyze("the cat sat on the mat").tokens)  # the picker is this Run's (the opening example has a cat too)
+    page.wait_for_function(f"document.querySelector('#message').innerText.startsWith('{n} tokens')", timeout=30000)
     page.locator("#token-picker label", has_text="2 cat").click()
     page.click("#mask-btn")
     page.get_by_role("tab", name="Masked words").click()
@@ -151,8 +162,7 @@ def test_empty_input_message_and_two_tabs_see_their_own_result(browser, default_
 
 def test_intervention_shows_the_difference_heatmap(browser, sharp_app):
     page = open_app(browser, sharp_app)
-    run(page, "the big cat [MASK] on the red mat")
-    page.wait_for_selector("#single-plot .main-svg", timeout=60000)
+    run_and_wait(page, "the big cat [MASK] on the red mat")
     page.get_by_role("tab", name="Interventions").click()
     page.click("#intervention-btn")  # default intervention: left context only
     page.wait_for_function("document.querySelector('#intervention-plot') && "

@@ -181,6 +181,8 @@ def test_compared_panels_share_a_scale_with_a_per_panel_switch(browser, default_
 def test_predictions_show_probabilities_and_how_far_to_trust_them(browser, default_app):
     page = open_app(browser, default_app, width=1600, height=1000)
     run(page, MASK_TEXT, "It is a big city.")
+    page.wait_for_function("document.querySelector('#message').innerText.includes('Next-sentence prediction')",
+                           timeout=60000)  # this Run's result (the opening example has a [MASK] and bars too)
     page.get_by_role("tab", name="Masked words").click()
     page.wait_for_selector("#pred-plot .bartext", timeout=60000)
     bars = page.locator("#pred-plot .bartext").all_text_contents()
