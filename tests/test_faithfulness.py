@@ -55,6 +55,28 @@ def test_batched_perturbations_equal_one_hidden_set_at_a_time(sharp_lab):
         assert drops[s, 2] == pytest.approx(base - logp(order[:2]), abs=1e-4), name
 
 
+def test_leaving_hidden_tokens_out_equals_hiding_them_where_positions_are_absolute(sharp_lab):
+    """The shortened rows (hidden tokens left out, the rest at their own position ids) give what the
+    full-length rows with the hiding bias give; hiding the read position is refused."""
+    from bertviz_lab.interventions import hiding
+
+    enc, position, _ = masked_items(sharp_lab, LINES, seed=0, max_sentences=1)[0]
+    context = [i for i, t in enumerate(enc.tokens) if t not in ("[CLS]", "[SEP]") and i != position]
+    sets = [()] + [[j] for j in context] + [context[:2], context[1:], context[3:7]]
+
+    def read(out):
+        return torch.log_softmax(out.mlm_logits.float(), -1)
+
+    assert sharp_lab.model.config.absolute_positions_only
+    left_out = hiding._left_out(sharp_lab, enc, sets, read, position)
+    biased = hiding._biased(sharp_lab, enc, sets, read, position)
+    assert left_out.shape == (len(sets), sharp_lab.model.config.vocab_size)
+    assert (left_out - biased).abs().max() <= 1e-5 and (biased[1:] - biased[0]).abs().max() > 1e-4  # hiding moves it
+    assert torch.equal(hiding.outputs_with_hidden(sharp_lab, enc, sets[1:], read, position), left_out)
+    with pytest.raises(ValueError, match="cannot be hidden"):
+        hiding.outputs_with_hidden(sharp_lab, enc, [[position]], read, position)
+
+
 def test_cli_ranks_sources_with_intervals(tmp_path, tiny_folder):
     text = tmp_path / "lines.txt"
     text.write_text("\n".join(LINES * 3) + "\n")

@@ -424,3 +424,26 @@ def test_the_single_head_view_shows_mpnets_score_parts_and_they_make_its_attenti
     assert [t["hovertemplate"].split("<br>")[0] for t in fig["data"]] == [
         "content: q·k/√d", "relative-position bias", "attention"]
     assert fig["data"][1]["zmid"] == 0 and fig["data"][2]["zmin"] == 0
+
+
+def test_mpnet_hides_tokens_with_the_bias_because_leaving_them_out_moves_its_relative_positions(mpnet):
+    """Leaving hidden tokens out (the shortcut for absolute positions) would shorten the offsets MPNet's
+    relative bias reads, so its hidden rows must run at full length with the bias."""
+    from bertviz_lab.interventions import hiding
+
+    _, folder = mpnet["mlm"]
+    lab = load(str(folder), device="cpu")
+    a = lab.analyze("the cat [mask] on the red mat in the big house")
+    position = a.tokens.index("[MASK]")
+    sets = [[1], [4, 5], [6, 7, 8, 9]]
+
+    def read(out):
+        return torch.log_softmax(out.mlm_logits.float(), -1)
+
+    assert not lab.model.config.absolute_positions_only
+    used = hiding.outputs_with_hidden(lab, a.encoded(), sets, read, position)
+    biased = hiding._biased(lab, a.encoded(), [()] + sets, read, position)
+    left_out = hiding._left_out(lab, a.encoded(), [()] + sets, read, position)
+    assert torch.equal(used, biased)
+    assert (left_out[0] - biased[0]).abs().max() <= 1e-5  # nothing left out: the same pass
+    assert (left_out[1:] - biased[1:]).abs().max() > 1e-2  # the offsets moved: a different model

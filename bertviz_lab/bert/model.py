@@ -107,6 +107,15 @@ class BertConfig:
         return self.embedding_size or self.hidden_size
 
     @property
+    def absolute_positions_only(self) -> bool:
+        """Positions come from the position table alone (BERT, RoBERTa, ALBERT, ELECTRA, DistilBERT): no
+        relative bias, disentangled terms or rotary angles, so a token's output depends on the others only
+        through attention, and leaving a token out of the input (the rest keeping their position ids) equals
+        hiding it from every query on every layer."""
+        return (self.position_biased_input and not self.relative_attention_num_buckets and not self.disentangled
+                and not self.rotary)
+
+    @property
     def disentangled_spec(self) -> DisentangledSpec | None:
         """DeBERTa's attention settings (from the config's own fields), or None for every other family."""
         return DisentangledSpec.from_config(self.extra, self.max_position_embeddings) if self.disentangled else None

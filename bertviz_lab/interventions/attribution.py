@@ -41,6 +41,7 @@ from ..bert.captured import MIXING_CAPTURES, Captured
 from ..lab import Analysis, ClassProbability, Encoded, InputError, Lab
 from ..naming import SPECIAL_TOKENS
 from .faithfulness import ERASER_BINS, RANKINGS, MaskedSentence, bin_size, logp_with_hidden, rankings, sentence_scores
+from .hiding import outputs_with_hidden
 
 IG_STEPS = 32
 CLASS_RANKINGS = RANKINGS  # read at the [CLS] row; DecompX through the classifier head
@@ -193,14 +194,8 @@ class ClassAttribution:
 
 def class_logits_with_hidden(lab: Lab, enc: Encoded, hidden: Sequence[Sequence[int]]) -> np.ndarray:
     """Class logits with nothing hidden (row 0), then with each set of keys in ``hidden`` hidden from
-    every query on every layer: one batched forward, (1 + len(hidden), classes)."""
-    n = len(enc.ids)
-    bias = torch.zeros((len(hidden) + 1, 1, 1, n))  # (rows, 1, 1, key): row 0 hides nothing
-    for row, keys in enumerate(hidden, start=1):
-        bias[row, ..., list(keys)] = torch.finfo(torch.float32).min
-    out, _ = lab.run(lab.batch_tensors([enc] * (len(hidden) + 1)), capture=(), attention_bias=bias.to(lab.device),
-                     compute_mlm=False)
-    return out.class_logits.float().cpu().numpy()  # (rows, classes)
+    every query on every layer: batched forwards (``hiding.py``), (1 + len(hidden), classes)."""
+    return outputs_with_hidden(lab, enc, hidden, lambda out: out.class_logits).numpy()
 
 
 def class_erasure(lab: Lab, analysis: Analysis, index: int, context: Sequence[int]) -> np.ndarray:
@@ -243,7 +238,7 @@ def explain_class(lab: Lab, analysis: Analysis, label: str | int | None = None, 
     _, cache = lab.run(lab.batch_tensors([analysis.encoded()]), capture=MIXING_CAPTURES, compute_mlm=False)
     captured = Captured(lab.model, cache, 0, len(analysis.tokens))
     ranked = rankings(captured, 0, seed=0, names=[name for name in CLASS_RANKINGS if name != "decompx"])
-    ranked["decompx"] = class_logit_shares(lab.model, decompx.decompose(captured)[-1])[:, chosen.index].numpy()
+    ranked["decompx"] = class_logit_shares(lab.model, decompx.last_layer_rows(captured, [0]))[:, chosen.index].numpy()
     scores["decompx"] = ranked["decompx"][context]
     agreement = ranking_agreement(ranked, erased, context, CLASS_RANKINGS)
     for name in ("gradient x input", "integrated gradients"):

@@ -45,6 +45,7 @@ from ..bert.source_registry import get_source
 from ..lab import Encoded, InputError, Lab
 from ..naming import SPECIAL_TOKENS
 from ..sentences import masked_items, truncated_count
+from .hiding import outputs_with_hidden
 from .sets import Difference, mean_interval
 
 
@@ -184,7 +185,7 @@ def rankings(captured: Captured, position: int, seed: int, names: Sequence[str] 
              memo: dict | None = None) -> dict[str, np.ndarray]:
     """Each named ranking's score of every token as context for ``position``: {name: (tokens,)};
     only the per-layer sources the names need are computed. ``memo`` keeps what depends on the input
-    alone (the per-layer matrices, DecompX's last-layer parts) for the next masked position of it."""
+    alone (the per-layer matrices, DecompX's parts below the last layer) for the next masked position of it."""
     layers = {} if memo is None else memo
     chosen = [_BY_NAME[name] for name in names]
     for source in {r.needs for r in chosen} - {None} - set(layers):
@@ -194,9 +195,10 @@ def rankings(captured: Captured, position: int, seed: int, names: Sequence[str] 
         if ranking.source is None:
             out[ranking.name] = np.random.default_rng(seed).random(captured.n)
         elif ranking.source == "decompx":  # DecompX explains the model's own top word: each token's share of its logit
-            if "decompx parts" not in layers:
-                layers["decompx parts"] = decompx.decompose(captured)[-1]  # (i, k, d_model)
-            out[ranking.name] = decompx.top_word_shares(captured.model, layers["decompx parts"], position)[1].numpy()
+            if "decompx below" not in layers:  # every layer but the last: the last one runs the read row alone
+                layers["decompx below"] = decompx.decompose(captured, captured.layers - 1)
+            row = decompx.last_layer_rows(captured, [position], layers["decompx below"])  # (1, k, d_model)
+            out[ranking.name] = decompx.top_word_shares(captured.model, row, 0)[1].numpy()
         else:
             out[ranking.name] = _score(ranking, layers, position)
     return out
@@ -220,16 +222,8 @@ def bin_size(fraction: float, context: int) -> int:
 
 def log_probs_with_hidden(lab: Lab, enc: Encoded, position: int, hidden: Sequence[Sequence[int]]) -> torch.Tensor:
     """log P(every word) at ``position`` with nothing hidden (row 0), then with each set of keys in
-    ``hidden`` hidden from every query on every layer: one batched forward, (1 + len(hidden), vocab)."""
-    n = len(enc.ids)
-    bias = torch.zeros((len(hidden) + 1, 1, 1, n))  # (rows, 1, 1, key): row 0 hides nothing
-    for row, keys in enumerate(hidden, start=1):
-        bias[row, ..., list(keys)] = torch.finfo(torch.float32).min
-    batch = lab.batch_tensors([enc] * (len(hidden) + 1))
-    select = torch.zeros_like(batch["input_ids"], dtype=torch.bool)
-    select[:, position] = True
-    out, _ = lab.run(batch, capture=(), attention_bias=bias.to(lab.device), mlm_positions=select)
-    return torch.log_softmax(out.mlm_logits.float(), -1).cpu()  # (rows, vocab)
+    ``hidden`` hidden from every query on every layer: batched forwards (``hiding.py``), (1 + len(hidden), vocab)."""
+    return outputs_with_hidden(lab, enc, hidden, lambda out: torch.log_softmax(out.mlm_logits.float(), -1), position)
 
 
 def logp_with_hidden(lab: Lab, enc: Encoded, position: int, gold: int, hidden: Sequence[Sequence[int]]) -> np.ndarray:
