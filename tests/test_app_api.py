@@ -414,3 +414,28 @@ def test_event_function_gathers_a_handlers_forms_from_the_flat_values_in_the_api
                     "picked": [1], "session": "S"}
     with pytest.raises(TypeError, match="no parameter left for the input 'extra'"):
         event_function(handler, inputs + ("extra", "more"))
+
+
+def test_a_run_sends_control_properties_only_when_they_change(tiny_lab):
+    """Gradio rebuilds a component for every property update, so a Run sends the token choices, the slider
+    maxima and the views' un-greying only when the page holds something else."""
+    from bertviz_lab.app import build_demo
+    from bertviz_lab.app.forms import RunInput
+    from bertviz_lab.app.state import Session
+
+    handlers = build_demo(tiny_lab).bvl_handlers
+    ui = handlers.ui
+    session = Session(model=tiny_lab.checkpoint_id, device="cpu")
+    first = handlers.analyze(RunInput("the cat sat"), session)
+    assert [label for label, _ in first[ui.picker]["choices"]] == ["1 the", "2 cat", "3 sat"]
+    assert first[ui.layer] == {"__type__": "update", "maximum": tiny_lab.n_layers, "value": 1}
+    assert first[ui.views_box] == {"__type__": "update", "elem_classes": []}
+    again = handlers.analyze(RunInput("the cat sat"), session)  # the same tokens and model: plain values
+    assert again[ui.picker] == [] and again[ui.search_token] is None and again[ui.layer] == again[ui.head] == 1
+    assert ui.views_box not in again
+    other = handlers.analyze(RunInput("a dog ran"), session)  # new tokens: new choices, the same maxima
+    assert [label for label, _ in other[ui.picker]["choices"]] == ["1 a", "2 dog", "3 ran"]
+    assert other[ui.search_token]["choices"] == other[ui.picker]["choices"] and other[ui.layer] == 1
+    refused = handlers.analyze(RunInput("   "), session)
+    assert refused[ui.views_box] == {"__type__": "update", "elem_classes": ["bvl-stale"]}
+    assert handlers.analyze(RunInput("a dog ran"), session)[ui.views_box] == {"__type__": "update", "elem_classes": []}

@@ -60,6 +60,8 @@ class Gate:
         for value in (*args, *kwargs.values()):
             if isinstance(value, Session):
                 value.shown_on_request = True
+                if "views_box" in outputs:  # refusal() greys the views
+                    value.sent["greyed"] = True
         return self.refusal(outputs, message)
 
     def wrap(self, fn: Callable, outputs: tuple[str, ...]) -> Callable:

@@ -212,18 +212,32 @@ class Handlers(InterventionHandlers, SyntaxHandlers, SearchHandlers, QkHandlers)
     def run_outputs(self, session: Session, message: str) -> Updates:
         ui, a = self.ui, session.analysis
         lab = self.lab_of(session)
-        o = session.options = session.options.clamp(a)
+        session.options = session.options.clamp(a)
         return {
             ui.session: session, ui.message: message, ui.payload: {**self.payload(session), "scroll": True},
-            ui.picker: gr.update(choices=views.token_choices(a), value=list(a.masked_positions)),
-            ui.search_token: gr.update(choices=views.token_choices(a), value=None),
-            ui.layer: gr.update(maximum=lab.n_layers, value=o.layer + 1),
-            ui.head: gr.update(maximum=lab.n_heads, value=o.head + 1),
             ui.pred_table: views.predictions_table(a), ui.nsp_md: self.prediction_notes(lab, a), ui.notes: "",
             ui.source: "attention", ui.source_about: source_about("attention"), ui.scale: session.scale,
-            ui.views_box: gr.update(elem_classes=[]),
-            **self.tab_figures(session), **self.cleared_on_request(session),
+            **self.run_controls(session, lab), **self.tab_figures(session), **self.cleared_on_request(session),
         }
+
+    def run_controls(self, session: Session, lab: Lab) -> Updates:
+        """The token pickers, the layer and head sliders and the views' greying after a Run. A property (choices,
+        maximum, classes) is sent only when it differs from what this session's page was last sent, else the
+        plain value: Gradio rebuilds a component for every property update (~8 ms of server time each)."""
+        ui, a, o, sent = self.ui, session.analysis, session.options, session.sent
+        choices = views.token_choices(a)
+        out: Updates = {ui.picker: list(a.masked_positions), ui.search_token: None,
+                        ui.layer: o.layer + 1, ui.head: o.head + 1}
+        if sent.get("choices") != choices:
+            out[ui.picker] = gr.update(choices=choices, value=list(a.masked_positions))
+            out[ui.search_token] = gr.update(choices=choices, value=None)
+        if sent.get("maxima") != (lab.n_layers, lab.n_heads):
+            out[ui.layer] = gr.update(maximum=lab.n_layers, value=o.layer + 1)
+            out[ui.head] = gr.update(maximum=lab.n_heads, value=o.head + 1)
+        if sent.get("greyed", True):
+            out[ui.views_box] = gr.update(elem_classes=[])
+        sent.update(choices=choices, maxima=(lab.n_layers, lab.n_heads), greyed=False)
+        return out
 
     def cleared_on_request(self, session: Session | None = None) -> Updates:
         """The views drawn on request (neuron view, "Why this word?", interventions on this input), emptied:
@@ -275,6 +289,7 @@ class Handlers(InterventionHandlers, SyntaxHandlers, SearchHandlers, QkHandlers)
             self.read_options(session, view or ViewControls(), a)
         except (InputError, CheckpointError, DeviceError) as error:
             stale = {self.ui.views_box: gr.update(elem_classes=STALE)} if session.analysis is not None else {}
+            session.sent["greyed"] = bool(stale)
             said = str(error) if str(error).endswith((".", "?", "!")) else f"{error}."
             return {self.ui.message: f"⚠️ {said}{session.stale_note()}", **stale}
         if session.source != "attention":  # back to attention weights, and to their scale
@@ -391,6 +406,7 @@ class Handlers(InterventionHandlers, SyntaxHandlers, SearchHandlers, QkHandlers)
             return {ui.message: f"⚠️ Could not load the model: {error}"}
         session.model, session.device = lab.checkpoint_id, str(lab.device)
         session.analysis, session.comparison = None, None
+        session.sent.pop("choices", None)  # the pickers are emptied below
         self.new_view(session)
         empty = plot(empty_figure("Press Run to analyse with the new model"))
         return {ui.session: session, ui.message: f"Loaded {lab.name}. Press Run to analyse with it.",

@@ -282,6 +282,9 @@ class Session:
     # whether a view drawn on request (events.ON_REQUEST) may hold a result: a Run clears them only then, so a
     # plain Run sends ~20 fewer component updates (events.handler_of sets it when a handler fills one)
     shown_on_request: bool = True
+    # the Run-owned controls' properties as this session's page was last sent them (token choices, slider maxima,
+    # views greyed by a refused Run): a Run sends a property update only when one changes (Handlers.run_controls)
+    sent: dict = field(default_factory=dict)
     generation: int = 0  # bumped by every new analysis or source, so drawn figures know they are out of date
     drawn: dict = field(default_factory=dict)  # tab -> what its figure was drawn from
     owner: str = ""  # a random key, given on first use (gr.State deep-copies the default, so not at creation)
