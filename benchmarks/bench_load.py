@@ -9,6 +9,12 @@
 3. kill -9 in the middle of a request, restart, and a request that works.
 
     python benchmarks/bench_load.py [--seconds 120] [--requests 2000]
+
+With --against OLD_CHECKOUT (a git worktree of an earlier commit) part 1 runs first on a server of that code,
+then on this one, in the same run, and --load-only skips parts 2 and 3. The clients run on the same 2 cores as
+the server (a visitor's browser would not): the line gives both processes' CPU seconds per Run.
+
+    python benchmarks/bench_load.py --against /tmp/before --load-only [--seconds 120]
 """
 from __future__ import annotations
 
@@ -17,6 +23,7 @@ import importlib.util
 import json
 import os
 import random
+import resource
 import socket
 import statistics
 import subprocess
@@ -26,7 +33,7 @@ import time
 from pathlib import Path
 
 from gradio_client import Client
-from sections import run_recorded
+from sections import commit, run_recorded
 
 from bertviz_lab import load
 
@@ -47,10 +54,12 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start(port: int) -> subprocess.Popen:
+def start(port: int, code: Path = ROOT) -> subprocess.Popen:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "GRADIO_ANALYTICS_ENABLED": "False"}
-    server = subprocess.Popen([sys.executable, str(ROOT / "app.py"), "--public", "--port", str(port)], env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if code != ROOT:
+        env["PYTHONPATH"] = str(code)
+    server = subprocess.Popen([sys.executable, str(code / "app.py"), "--public", "--port", str(port)], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=code)
     deadline = time.time() + 120
     while time.time() < deadline:
         try:
@@ -72,9 +81,19 @@ def percentile(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(q * len(values)))]
 
 
+def cpu_seconds(pid: int | None = None) -> float:
+    """User + system CPU seconds of a process (default: this one, the clients)."""
+    if pid is None:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return usage.ru_utime + usage.ru_stime
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def load_test(url: str, clients: int, seconds: float, pid: int) -> None:
     text = " ".join(["word"] * 126)
     times, errors, start_time = [], [], time.time()
+    cpu_before = cpu_seconds(pid), cpu_seconds()
     stop = start_time + seconds
     memory: list[tuple[float, float]] = []  # (seconds since start, server RSS in MB)
 
@@ -100,8 +119,10 @@ def load_test(url: str, clients: int, seconds: float, pid: int) -> None:
         t.start()
     for t in threads:
         t.join()
+    server_cpu, client_cpu = cpu_seconds(pid) - cpu_before[0], cpu_seconds() - cpu_before[1]
     print(f"{clients} clients x {seconds:.0f} s at 128 tokens: {len(times)} Runs, {len(times) / seconds:.1f}/s, "
-          f"errors {len(errors)}, p50 {statistics.median(times):.2f} s, p95 {percentile(times, 0.95):.2f} s")
+          f"errors {len(errors)}, p50 {statistics.median(times):.2f} s, p95 {percentile(times, 0.95):.2f} s; CPU per "
+          f"Run: server {1e3 * server_cpu / len(times):.0f} ms, clients {1e3 * client_cpu / len(times):.0f} ms")
     minute = next((mb for t, mb in memory if t >= 60), memory[-1][1])
     end = memory[-1][1]
     print(f"server RSS: {memory[0][1]:.0f} MB at the start, {minute:.0f} MB after the first minute, {end:.0f} MB at "
@@ -180,7 +201,28 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=float, default=120)
     parser.add_argument("--requests", type=int, default=2000)
+    parser.add_argument("--against", type=Path, default=None, help="a checkout of the code before a change")
+    parser.add_argument("--load-only", action="store_true", help="part 1 only")
     args = parser.parse_args()
+    if args.against is not None:
+        old = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=args.against, capture_output=True,
+                             text=True).stdout.strip()
+        print(f"before: the code at {old}")
+        server = start(port := free_port(), args.against)
+        try:
+            load_test(f"http://127.0.0.1:{port}/", 16, args.seconds, server.pid)
+        finally:
+            server.kill()
+            server.wait()
+        print(f"after: {commit()}")
+    if args.load_only:
+        server = start(port := free_port())
+        try:
+            load_test(f"http://127.0.0.1:{port}/", 16, args.seconds, server.pid)
+        finally:
+            server.kill()
+            server.wait()
+        return
     tokenizer = load("default", device="cpu")
     port = free_port()
     server = start(port)

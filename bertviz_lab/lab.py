@@ -17,12 +17,14 @@ import torch
 from tokenizers import Tokenizer
 
 from .bert import DEFAULT_CHECKPOINT, BertConfig, BertLab, Edit, LoadedCheckpoint, layer_hook, load_model
+from .bert.batching import SharedPasses
+from .bert.budget import charge, exempt
 from .bert.captured import Captured
 from .bert.errors import InputError
 from .bert.families import BERT_SPECIALS
 from .bert.hook_table import every_layer
-from .bert.model import init_weights
-from .bert.source_registry import get_source
+from .bert.model import BertForwardOutput, init_weights
+from .bert.source_registry import PATTERN_CAPTURES, get_source
 
 
 class InputTooLong(InputError):
@@ -229,7 +231,8 @@ class ForwardChanges:
 
 
 class Lab:
-    """A loaded model and tokenizer; safe to share between threads (no per-call state here)."""
+    """A loaded model and tokenizer; safe to share between threads (no per-call state here; concurrent Runs
+    of one length wait for each other and share one batch, each getting its own rows back)."""
 
     def __init__(self, model: BertLab, checkpoint: LoadedCheckpoint, device: torch.device, checkpoint_id: str) -> None:
         self.model = model
@@ -237,6 +240,7 @@ class Lab:
         self.tokenizer = checkpoint.tokenizer
         self.device = device
         self.checkpoint_id = checkpoint_id  # what the user asked for: default, minilm-original, a folder or a hub id
+        self._shared = SharedPasses(self._shared_pass)  # concurrent Runs of one length share a batch
         self.name = checkpoint.name
         cfg = model.config
         self.n_layers, self.n_heads = cfg.num_hidden_layers, cfg.num_attention_heads
@@ -379,15 +383,44 @@ class Lab:
             masked_positions=sorted(originals), mlm_probabilities=kept, source=source, classes=classes)
 
     def _forward(self, enc: Encoded, predict: list[int], captures: Sequence[str], changes: ForwardChanges):
-        """One forward pass of one input with ``changes``, logits only at ``predict``."""
+        """One forward pass of one input with ``changes``, logits only at ``predict``. A plain pass that
+        captures attention alone (a Run) shares a batch with the plain passes of its length that other
+        requests start meanwhile (``bert/batching.py``), after being charged to its own budget."""
         select = torch.zeros((1, len(enc.ids)), dtype=torch.bool, device=self.device)  # (batch, pos)
         select[0, predict] = True
+        plain = not changes.edits and changes.attention_bias is None and changes.position_ids is None
+        if plain and tuple(captures) == PATTERN_CAPTURES:
+            tensors = self.batch_tensors([enc])
+            charge(tensors["input_ids"], tensors["attention_mask"], select, bool(predict) and self.model.has_mlm_head)
+            return self._shared.run(len(enc.ids), (enc, predict))
         kwargs: dict[str, Any] = {"mlm_positions": select, "compute_mlm": bool(predict)}
         if changes.attention_bias is not None:
             kwargs["attention_bias"] = changes.attention_bias.to(self.device)
         if changes.position_ids is not None:
             kwargs["position_ids"] = changes.position_ids.to(self.device)
         return self.run(self.batch_tensors([enc]), capture=captures, edits=changes.edits or None, **kwargs)
+
+    def _shared_pass(self, items: Sequence[tuple[Encoded, list[int]]]) -> list[tuple[BertForwardOutput, dict]]:
+        """One pass of inputs of one length (no padding), attention captured: each row's output and cache,
+        sliced out so that no request holds another's tensors."""
+        tensors = self.batch_tensors([enc for enc, _ in items])
+        select = torch.zeros(tensors["input_ids"].shape, dtype=torch.bool, device=self.device)  # (batch, pos)
+        for row, (_, predict) in enumerate(items):
+            select[row, predict] = True
+        compute_mlm = any(predict for _, predict in items)
+        with exempt():  # each request was charged for its own row before it joined
+            out, cache = self.run(tensors, capture=PATTERN_CAPTURES, mlm_positions=select, compute_mlm=compute_mlm)
+        logits = out.mlm_logits.split([len(p) for _, p in items]) if out.mlm_logits is not None else [None] * len(items)
+
+        def row_of(value: torch.Tensor | None, row: int) -> torch.Tensor | None:
+            return None if value is None else value[row:row + 1]
+
+        rows = []
+        for row in range(len(items)):
+            own = BertForwardOutput(row_of(out.last_hidden_state, row), row_of(out.pooled, row), logits[row],
+                                    row_of(out.nsp_logits, row), row_of(out.class_logits, row))
+            rows.append((own, {name: value[row:row + 1] for name, value in cache.items()}))  # (1, heads, query, key)
+        return rows
 
     def _nsp(self, out, enc: Encoded, pair: str | None) -> tuple[float | None, str | None]:
         """P(B follows A) for a pair (typed, or segment B in an encoded input), or why there is none."""

@@ -90,6 +90,17 @@ def spending(budget: Budget | None) -> Iterator[Spend | None]:
         _current.reset(token)
 
 
+@contextmanager
+def exempt() -> Iterator[None]:
+    """Passes inside are charged to no request: a batch shared by several requests, each of which was
+    charged for its own row before it joined (``bert/batching.py``)."""
+    token = _current.set(None)
+    try:
+        yield
+    finally:
+        _current.reset(token)
+
+
 def current() -> Spend | None:
     return _current.get()
 
