@@ -413,13 +413,19 @@ class Lab:
         logits = out.mlm_logits.split([len(p) for _, p in items]) if out.mlm_logits is not None else [None] * len(items)
 
         def row_of(value: torch.Tensor | None, row: int) -> torch.Tensor | None:
-            return None if value is None else value[row:row + 1]
+            """A copy of the row when the batch is shared: a view would keep every row's memory alive in a session."""
+            if value is None:
+                return None
+            return value[row:row + 1] if len(items) == 1 else value[row:row + 1].clone()
+
+        def own_logits(chunk: torch.Tensor | None) -> torch.Tensor | None:  # (this row's masks, vocab)
+            return chunk if chunk is None or len(items) == 1 else chunk.clone()
 
         rows = []
         for row in range(len(items)):
-            own = BertForwardOutput(row_of(out.last_hidden_state, row), row_of(out.pooled, row), logits[row],
+            own = BertForwardOutput(row_of(out.last_hidden_state, row), row_of(out.pooled, row), own_logits(logits[row]),
                                     row_of(out.nsp_logits, row), row_of(out.class_logits, row))
-            rows.append((own, {name: value[row:row + 1] for name, value in cache.items()}))  # (1, heads, query, key)
+            rows.append((own, {name: row_of(value, row) for name, value in cache.items()}))  # (1, heads, query, key)
         return rows
 
     def _nsp(self, out, enc: Encoded, pair: str | None) -> tuple[float | None, str | None]:

@@ -79,7 +79,7 @@ def test_a_failed_shared_batch_reruns_each_request_alone():
 
 
 def test_concurrent_runs_get_their_own_results_and_share_batches(tiny_lab):
-    texts = ["the cat sat on the [MASK] .", "a dog ran to the [MASK] .", "the [MASK] is red and big",
+    texts = ["the cat sat on the [MASK] .", "a dog ran to the [MASK] .", "the [MASK] sat on the [MASK] .",
              "the cat sat on the mat ."]
     alone = {t: tiny_lab.analyze(t) for t in texts}
     before = len(tiny_lab._shared.batch_sizes)
