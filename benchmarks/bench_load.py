@@ -30,6 +30,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from pathlib import Path
 
 from gradio_client import Client
@@ -90,7 +91,49 @@ def cpu_seconds(pid: int | None = None) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def load_test(url: str, clients: int, seconds: float, pid: int) -> None:
+class LightClient:
+    """A visitor as the page is one: Gradio's queue protocol over plain HTTP (POST queue/join, then read the
+    SSE stream queue/data until this event completes), one session per visitor. gradio_client does the same
+    with a job thread, a heartbeat and output processing per call, ~120 ms of CPU per Run here, on the server's
+    own two cores; a browser spends none of them."""
+
+    def __init__(self, url: str, api_name: str = "analyze") -> None:
+        import httpx
+
+        self.url = url.rstrip("/")
+        self.http = httpx.Client(timeout=httpx.Timeout(120.0))
+        config = self.http.get(f"{self.url}/config").json()
+        components = {c["id"]: c for c in config["components"]}
+        event = next(d for d in config["dependencies"] if d.get("api_name") == api_name)
+        self.fn_index, self.inputs = event["id"], event["inputs"]
+        self.state_inputs = {i for i, c in enumerate(self.inputs) if components[c].get("type") == "state"}
+        self.defaults = [components[c].get("props", {}).get("value") for c in self.inputs]  # as the page shows them
+        self.session = uuid.uuid4().hex
+
+    def predict(self, *values) -> list:
+        """The event's outputs, in order (a State output is None); the values fill its first non-State inputs in
+        order, the rest keep the values the page opens with."""
+        given = iter(values)
+        data = [None if i in self.state_inputs else next(given, default) for i, default in enumerate(self.defaults)]
+        joined = self.http.post(f"{self.url}/gradio_api/queue/join", json={
+            "data": data, "fn_index": self.fn_index, "session_hash": self.session, "event_data": None,
+            "trigger_id": None})
+        joined.raise_for_status()
+        event_id = joined.json()["event_id"]
+        with self.http.stream("GET", f"{self.url}/gradio_api/queue/data", params={"session_hash": self.session}) as reply:
+            for line in reply.iter_lines():
+                if not line.startswith("data:"):
+                    continue
+                message = json.loads(line[5:])
+                if message.get("event_id") != event_id or message.get("msg") != "process_completed":
+                    continue
+                if not message.get("success", True):
+                    raise RuntimeError(str(message.get("output", {}).get("error", "failed"))[:100])
+                return message["output"]["data"]
+        raise RuntimeError("the stream ended before the event completed")
+
+
+def load_test(url: str, clients: int, seconds: float, pid: int, light: bool = False) -> None:
     text = " ".join(["word"] * 126)
     times, errors, start_time = [], [], time.time()
     cpu_before = cpu_seconds(pid), cpu_seconds()
@@ -103,13 +146,13 @@ def load_test(url: str, clients: int, seconds: float, pid: int) -> None:
             time.sleep(2)
 
     def worker():
-        client = Client(url, verbose=False)
+        client = LightClient(url) if light else Client(url, verbose=False)
         while time.time() < stop:
             start = time.perf_counter()
             try:
-                out = client.predict(text, "", 5, api_name="/analyze")
-                if out[0] != "128 tokens.":
-                    errors.append(out[0])
+                out = client.predict(text, "", 5) if light else client.predict(text, "", 5, api_name="/analyze")
+                if "128 tokens." not in out:
+                    errors.append(str(out)[:100])
             except Exception as error:
                 errors.append(str(error)[:100])
             times.append(time.perf_counter() - start)
@@ -120,7 +163,8 @@ def load_test(url: str, clients: int, seconds: float, pid: int) -> None:
     for t in threads:
         t.join()
     server_cpu, client_cpu = cpu_seconds(pid) - cpu_before[0], cpu_seconds() - cpu_before[1]
-    print(f"{clients} clients x {seconds:.0f} s at 128 tokens: {len(times)} Runs, {len(times) / seconds:.1f}/s, "
+    kind = "light HTTP clients" if light else "gradio_client clients"
+    print(f"{clients} {kind} x {seconds:.0f} s at 128 tokens: {len(times)} Runs, {len(times) / seconds:.1f}/s, "
           f"errors {len(errors)}, p50 {statistics.median(times):.2f} s, p95 {percentile(times, 0.95):.2f} s; CPU per "
           f"Run: server {1e3 * server_cpu / len(times):.0f} ms, clients {1e3 * client_cpu / len(times):.0f} ms")
     minute = next((mb for t, mb in memory if t >= 60), memory[-1][1])
@@ -197,6 +241,17 @@ def _ignore(fn):
         pass
 
 
+def both_clients(code: Path, seconds: float) -> None:
+    """Part 1 on a server of ``code``: gradio_client visitors, then light HTTP ones (``LightClient``)."""
+    server = start(port := free_port(), code)
+    try:
+        for light in (False, True):
+            load_test(f"http://127.0.0.1:{port}/", 16, seconds, server.pid, light=light)
+    finally:
+        server.kill()
+        server.wait()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=float, default=120)
@@ -208,20 +263,10 @@ def main() -> None:
         old = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=args.against, capture_output=True,
                              text=True).stdout.strip()
         print(f"before: the code at {old}")
-        server = start(port := free_port(), args.against)
-        try:
-            load_test(f"http://127.0.0.1:{port}/", 16, args.seconds, server.pid)
-        finally:
-            server.kill()
-            server.wait()
+        both_clients(args.against, args.seconds)
         print(f"after: {commit()}")
     if args.load_only:
-        server = start(port := free_port())
-        try:
-            load_test(f"http://127.0.0.1:{port}/", 16, args.seconds, server.pid)
-        finally:
-            server.kill()
-            server.wait()
+        both_clients(ROOT, args.seconds)
         return
     tokenizer = load("default", device="cpu")
     port = free_port()

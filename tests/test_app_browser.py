@@ -64,6 +64,8 @@ def test_heatmap_has_a_row_per_token_and_switches_layer_and_head(browser, defaul
     tokens = default_lab.analyze(CHASE).tokens
     assert tokens.count("cat") == 2 and tokens.count("the") == 3
     wait_for_labels(page, [f"{i} {t}" for i, t in enumerate(tokens)])  # one row per token, repeated words not merged
+    # Gradio's run history is off: it re-serialised every past call into localStorage on each event
+    assert page.evaluate("Object.keys(localStorage).filter(k => k.startsWith('gradio:run-history:'))") == []
     assert len(page.locator("#single-plot .xaxislayer-above .xtick text").all_text_contents()) == len(tokens)
     assert title(page) == "Layer 1, head 1"
     set_slider(page, "layer", 4)

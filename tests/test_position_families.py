@@ -446,4 +446,4 @@ def test_mpnet_hides_tokens_with_the_bias_because_leaving_them_out_moves_its_rel
     left_out = hiding._left_out(lab, a.encoded(), [()] + sets, read, position)
     assert torch.equal(used, biased)
     assert (left_out[0] - biased[0]).abs().max() <= 1e-5  # nothing left out: the same pass
-    assert (left_out[1:] - biased[1:]).abs().max() > 1e-2  # the offsets moved: a different model
+    assert (left_out[1:] - biased[1:]).abs().max() > 1e-3  # the offsets moved: a different model (100x the rounding)

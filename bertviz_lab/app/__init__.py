@@ -111,6 +111,9 @@ def launch_kwargs(limits: Limits = LIMITS, demo: gr.Blocks | None = None, mcp: b
     head += f'<script src="gradio_api/file={PLOTLY_JS}" defer></script>'  # views.js draws with it
     kwargs = {"css": CSS + (STATIC / "viewer.css").read_text(), "head": head, "theme": gr.themes.Soft(),
               "state_session_capacity": limits.light_sessions, "max_file_size": limits.upload_bytes, "show_error": True,
+              # Gradio's run history re-serialises up to 100 past calls, outputs included, into localStorage on every
+              # event: ~200 ms of the page's main thread per Run at 128 tokens (benchmarks/run_breakdown.py)
+              "run_history": False,
               "app_kwargs": {"routes": [codes_route(demo.bvl_handlers.payloads)]} if demo is not None else {}}
     if mcp and demo is not None:
         kwargs["mcp_server"] = True
