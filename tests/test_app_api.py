@@ -439,3 +439,33 @@ def test_a_run_sends_control_properties_only_when_they_change(tiny_lab):
     refused = handlers.analyze(RunInput("   "), session)
     assert refused[ui.views_box] == {"__type__": "update", "elem_classes": ["bvl-stale"]}
     assert handlers.analyze(RunInput("a dog ran"), session)[ui.views_box] == {"__type__": "update", "elem_classes": []}
+    # greyed, then a model switch (no analysis) and a second refusal that greys nothing: the page is still grey,
+    # so the next Run that succeeds un-greys it
+    handlers.analyze(RunInput("   "), session)
+    handlers.switch_model(tiny_lab.checkpoint_id, "cpu", session, progress=lambda *a, **k: None)
+    assert ui.views_box not in handlers.analyze(RunInput("   "), session)
+    back = handlers.analyze(RunInput("a dog ran"), session)
+    assert back[ui.views_box] == {"__type__": "update", "elem_classes": []} and "choices" in back[ui.picker]
+    # a refusal by the gate may come after a handler noted controls as sent (e.g. the lens pass over the budget):
+    # the session forgets them, so the next Run sends every property again
+    demo = build_demo(tiny_lab)
+    gate, session = demo.bvl_gate, Session(model=tiny_lab.checkpoint_id, device="cpu")
+    handlers.analyze(RunInput("a dog ran"), session)
+    gate.refused((session,), {}, ("message", "views_box"), "over the budget")
+    again = handlers.analyze(RunInput("a dog ran"), session)
+    assert again[ui.layer]["maximum"] == tiny_lab.n_layers and again[ui.views_box]["elem_classes"] == []
+
+
+def test_only_the_page_opening_knows_the_views_drawn_on_request_are_empty(tiny_lab):
+    """A new session may replace one that expired while its page still shows results, so its first Run clears
+    them; the page's opening (from_url) knows they are empty and sends no such updates."""
+    from bertviz_lab.app import build_demo
+    from bertviz_lab.app.forms import RunInput
+    from bertviz_lab.app.state import Session
+
+    handlers = build_demo(tiny_lab).bvl_handlers
+    ui = handlers.ui
+    first = handlers.analyze(RunInput("the cat sat"), Session(model=tiny_lab.checkpoint_id, device="cpu"))
+    assert first[ui.explain_plot] is None and ui.neuron_html in first
+    opened = handlers.from_url(Session(model=tiny_lab.checkpoint_id, device="cpu"), None)
+    assert ui.payload in opened and ui.explain_plot not in opened and ui.neuron_html not in opened

@@ -75,6 +75,10 @@ def test_leaving_hidden_tokens_out_equals_hiding_them_where_positions_are_absolu
     assert torch.equal(hiding.outputs_with_hidden(sharp_lab, enc, sets[1:], read, position), left_out)
     with pytest.raises(ValueError, match="cannot be hidden"):
         hiding.outputs_with_hidden(sharp_lab, enc, [[position]], read, position)
+    with pytest.raises(ValueError, match="position 0 is read"):  # a classifier reads the first token
+        hiding.outputs_with_hidden(sharp_lab, enc, [[0, 1]], lambda out: out.last_hidden_state[:, 0], None)
+    with pytest.raises(ValueError, match="outside the input"):
+        hiding.outputs_with_hidden(sharp_lab, enc, [[len(enc.ids)]], read, position)
 
 
 def test_cli_ranks_sources_with_intervals(tmp_path, tiny_folder):

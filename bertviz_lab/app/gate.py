@@ -60,8 +60,8 @@ class Gate:
         for value in (*args, *kwargs.values()):
             if isinstance(value, Session):
                 value.shown_on_request = True
-                if "views_box" in outputs:  # refusal() greys the views
-                    value.sent["greyed"] = True
+                value.sent.clear()  # the refused reply may have carried none of the controls it noted as sent
+                value.sent["greyed"] = "views_box" in outputs  # refusal() greys the views
         return self.refusal(outputs, message)
 
     def wrap(self, fn: Callable, outputs: tuple[str, ...]) -> Callable:

@@ -217,7 +217,9 @@ class Handlers(InterventionHandlers, SyntaxHandlers, SearchHandlers, QkHandlers)
             ui.session: session, ui.message: message, ui.payload: {**self.payload(session), "scroll": True},
             ui.pred_table: views.predictions_table(a), ui.nsp_md: self.prediction_notes(lab, a), ui.notes: "",
             ui.source: "attention", ui.source_about: source_about("attention"), ui.scale: session.scale,
-            **self.run_controls(session, lab), **self.tab_figures(session), **self.cleared_on_request(session),
+            # the controls last: what the session notes as sent must be what this reply carries (a refusal
+            # inside tab_figures, e.g. the lens pass over the budget, returns without them)
+            **self.tab_figures(session), **self.cleared_on_request(session), **self.run_controls(session, lab),
         }
 
     def run_controls(self, session: Session, lab: Lab) -> Updates:
@@ -289,7 +291,8 @@ class Handlers(InterventionHandlers, SyntaxHandlers, SearchHandlers, QkHandlers)
             self.read_options(session, view or ViewControls(), a)
         except (InputError, CheckpointError, DeviceError) as error:
             stale = {self.ui.views_box: gr.update(elem_classes=STALE)} if session.analysis is not None else {}
-            session.sent["greyed"] = bool(stale)
+            if stale:
+                session.sent["greyed"] = True
             said = str(error) if str(error).endswith((".", "?", "!")) else f"{error}."
             return {self.ui.message: f"⚠️ {said}{session.stale_note()}", **stale}
         if session.source != "attention":  # back to attention weights, and to their scale
@@ -311,6 +314,7 @@ class Handlers(InterventionHandlers, SyntaxHandlers, SearchHandlers, QkHandlers)
         """The page opens analysed: the first example, or a shareable link's
         ``?text=...&pair=...&layer=2&head=5`` (input and view restored)."""
         params = dict(request.query_params) if request is not None else {}
+        session.shown_on_request = False  # the page just opened: its views drawn on request are empty
         text = params.get("text", "")
         if not text.strip():
             text, pair = EXAMPLES[0]

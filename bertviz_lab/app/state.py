@@ -281,7 +281,9 @@ class Session:
     work_tab: str = "interventions"  # the open tab of the lower group (interventions, syntax, export)
     # whether a view drawn on request (events.ON_REQUEST) may hold a result: a Run clears them only then, so a
     # plain Run sends ~20 fewer component updates (events.handler_of sets it when a handler fills one)
-    shown_on_request: bool = False  # a new session's page opens with them empty
+    # (True for a new session: it may replace one that expired while its page still shows results; from_url, the
+    # page opening, sets False)
+    shown_on_request: bool = True
     # the Run-owned controls' properties as this session's page was last sent them (token choices, slider maxima,
     # views greyed by a refused Run): a Run sends a property update only when one changes (Handlers.run_controls)
     sent: dict = field(default_factory=dict)

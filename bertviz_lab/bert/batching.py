@@ -6,7 +6,12 @@ another runs waits for it, and then every waiting pass with the same key (same l
 runs as one batch: no timer, so a lone visitor waits for nothing, and under load the batches grow by
 themselves. Each request gets back its own row only (its own tensors, never another's), and is charged
 to its own budget before it joins (``budget.charge``), as if it ran alone. If a batch fails, every
-request in it runs again alone, so one request's error stays its own.
+request in it runs again alone, so one request's error stays its own. The oldest waiting request leads
+the next batch, so no length waits behind others forever.
+
+A shared pass computes each row as a pass of its own would, up to float rounding (batched matrix
+products may sum in another order: ~1e-6 in float32), so two Runs of one input may differ in the last
+digits, and predictions tied to that precision may swap places.
 """
 from __future__ import annotations
 
@@ -42,7 +47,8 @@ class SharedPasses:
         ticket = _Ticket(key, item)
         with self._ready:
             self._waiting.append(ticket)
-            while self._running and not ticket.finished:
+            self._ready.notify_all()  # the oldest waiting request may lead now
+            while not ticket.finished and (self._running or self._waiting[0] is not ticket):
                 self._ready.wait()
             if not ticket.finished:  # nobody runs: this thread runs the batch of its key
                 batch = [ticket] + [t for t in self._waiting if t.key == key and t is not ticket][:self.max_rows - 1]
@@ -58,6 +64,8 @@ class SharedPasses:
         results = None
         try:
             results = self.run_batch([t.item for t in batch])
+            if len(results) != len(batch):
+                raise RuntimeError(f"a shared pass gave {len(results)} results for {len(batch)} requests")
         except Exception:
             if len(batch) == 1:
                 raise  # its own error

@@ -115,9 +115,10 @@ def layer_parts(captured: Captured, layer: int, previous: torch.Tensor | None,
     k, d_model), for a reader of the last layer that needs those rows alone (the FFN is most of the cost)."""
     n = captured.n
     block = captured.block(layer)
-    # n parts of n tokens through one layer cost about n / layers full passes: charged to the
-    # request's budget (caps on work and time) before the layer, as value zeroing does
-    charge(torch.empty((-(-n // captured.layers), n), dtype=torch.long), None, None, False)
+    receiving = n if rows is None else len(rows)
+    # parts of n tokens for r receiving tokens through one layer cost about r / layers full passes: charged
+    # to the request's budget (caps on work and time) before the layer, as value zeroing does
+    charge(torch.empty((-(-receiving // captured.layers), n), dtype=torch.long), None, None, False)
     device = next(block.parameters()).device
     with torch.no_grad():
         pattern = captured.pattern(layer).to(device)  # (heads, i, k)
@@ -144,7 +145,8 @@ def decompose(captured: Captured, layers: int | None = None) -> list[torch.Tenso
 
 
 def last_layer_rows(captured: Captured, rows: Sequence[int], below: list[torch.Tensor] | None = None) -> torch.Tensor:
-    """The last layer's parts of the receiving tokens ``rows`` only: (len(rows), k, d_model). ``below``:
+    """The last layer's parts of the receiving tokens ``rows`` only: (len(rows), k, d_model). ``below``: the list
+    (or its last element alone, in a list) of
     ``decompose(captured, captured.layers - 1)`` when the caller has it (to read several rows in turn)."""
     refuse_pre_norm(captured.model, "DecompX")
     below = decompose(captured, captured.layers - 1) if below is None else below

@@ -196,7 +196,7 @@ def rankings(captured: Captured, position: int, seed: int, names: Sequence[str] 
             out[ranking.name] = np.random.default_rng(seed).random(captured.n)
         elif ranking.source == "decompx":  # DecompX explains the model's own top word: each token's share of its logit
             if "decompx below" not in layers:  # every layer but the last: the last one runs the read row alone
-                layers["decompx below"] = decompx.decompose(captured, captured.layers - 1)
+                layers["decompx below"] = decompx.decompose(captured, captured.layers - 1)[-1:]  # the layer it reads
             row = decompx.last_layer_rows(captured, [position], layers["decompx below"])  # (1, k, d_model)
             out[ranking.name] = decompx.top_word_shares(captured.model, row, 0)[1].numpy()
         else:

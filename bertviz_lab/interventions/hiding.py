@@ -32,8 +32,12 @@ def outputs_with_hidden(lab: Lab, enc: Encoded, hidden: Sequence[Sequence[int]],
     ``hidden`` hidden: (1 + len(hidden), ...), float32 on the CPU. ``position``: the one token whose MLM
     logits the pass computes (None: no MLM head)."""
     sets = [()] + [sorted(set(keys)) for keys in hidden]
-    if position is not None and any(position in keys for keys in sets):
-        raise ValueError(f"position {position} is read, so it cannot be hidden")
+    n = len(enc.ids)
+    read_at = 0 if position is None else position  # a classifier and the pooler read the first token
+    if any(read_at in keys for keys in sets):
+        raise ValueError(f"position {read_at} is read, so it cannot be hidden")
+    if any(not 0 <= k < n for keys in sets for k in keys):
+        raise ValueError(f"a hidden position is outside the input's 0..{n - 1}")
     if lab.model.config.absolute_positions_only:
         return _left_out(lab, enc, sets, read, position)
     return _biased(lab, enc, sets, read, position)
