@@ -390,8 +390,8 @@ class Lab:
         select[0, predict] = True
         plain = not changes.edits and changes.attention_bias is None and changes.position_ids is None
         if plain and tuple(captures) == PATTERN_CAPTURES:
-            tensors = self.batch_tensors([enc])
-            charge(tensors["input_ids"], tensors["attention_mask"], select, bool(predict) and self.model.has_mlm_head)
+            # this row alone, as the model would charge it (one unpadded row: its length is its real tokens)
+            charge(torch.empty((1, len(enc.ids)), dtype=torch.long), None, select, bool(predict) and self.model.has_mlm_head)
             return self._shared.run(len(enc.ids), (enc, predict))
         kwargs: dict[str, Any] = {"mlm_positions": select, "compute_mlm": bool(predict)}
         if changes.attention_bias is not None:

@@ -59,7 +59,8 @@ def _left_out(lab: Lab, enc: Encoded, sets: list, read: Readout, position: int |
     """Each row without its hidden tokens, the rest at their own position ids; rows sorted by length and
     run ROWS_PER_PASS at a time, so a pass pads little."""
     n = len(enc.ids)
-    kept = [[i for i in range(n) if i not in set(keys)] for keys in sets]
+    kept = [sorted(set(range(n)) - set(keys)) for keys in sets]
+    all_ids, all_segments = torch.tensor(enc.ids), torch.tensor(enc.segment_ids)  # (pos,)
     order = sorted(range(len(sets)), key=lambda r: len(kept[r]))
     results: list[torch.Tensor | None] = [None] * len(sets)
     for start in range(0, len(order), ROWS_PER_PASS):
@@ -71,8 +72,8 @@ def _left_out(lab: Lab, enc: Encoded, sets: list, read: Readout, position: int |
         mask = torch.zeros_like(ids)
         for row, r in enumerate(chunk):
             keep = torch.tensor(kept[r])
-            ids[row, :len(keep)] = torch.tensor(enc.ids)[keep]
-            segments[row, :len(keep)] = torch.tensor(enc.segment_ids)[keep]
+            ids[row, :len(keep)] = all_ids[keep]
+            segments[row, :len(keep)] = all_segments[keep]
             positions[row, :len(keep)] = keep
             mask[row, :len(keep)] = 1
         batch = {"input_ids": ids.to(lab.device), "token_type_ids": segments.to(lab.device),
