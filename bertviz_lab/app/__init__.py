@@ -18,6 +18,7 @@ from ..lab import Lab, load
 from ..resources import STATIC
 from . import tabs
 from .agent_tools import AgentTools, only_agent_tools, register
+from .blocks import LabBlocks
 from .events import URL_OUTPUTS, handler_of, wire
 from .gate import Gate
 from .handlers import Handlers, codes_route
@@ -58,7 +59,7 @@ gr.set_static_paths([str(PLOTLY_JS)])
 
 
 def build_demo(lab: Lab | None = None, allowed_models: list[str] | None = None, allow_any_model: bool = False,
-               device: str | None = None, limits: Limits = LIMITS) -> gr.Blocks:
+               device: str | None = None, limits: Limits = LIMITS) -> LabBlocks:
     """The whole page on one loaded model; users may switch among ``allowed_models``."""
     remove_stale_folders()  # of servers of this app that died without cleaning up (kill -9, a crash)
     gradio_cache_folder()  # Gradio's copies of uploads in a folder of ours, so a restart reclaims it
@@ -70,7 +71,7 @@ def build_demo(lab: Lab | None = None, allowed_models: list[str] | None = None, 
     ui = SimpleNamespace()
     # Gradio's own copies of uploads are deleted after limits.gradio_cache[1] s; exports and payloads are
     # served from our folders (static paths), never copied.
-    with gr.Blocks(title="bertviz-lab", fill_width=True, delete_cache=limits.gradio_cache) as demo:
+    with LabBlocks(title="bertviz-lab", fill_width=True, delete_cache=limits.gradio_cache) as demo:
         tabs.build_header(ui, lab, cache.allowed, limits.session_ttl)
         with gr.Row(equal_height=False):
             with gr.Column(scale=2, min_width=340, elem_id="controls"):

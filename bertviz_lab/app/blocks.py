@@ -1,0 +1,57 @@
+"""The page's ``gr.Blocks``, less one of Gradio's costs: an output a reply leaves out is not rebuilt.
+
+A handler that returns ``{component: value}`` leaves every other output of its event as ``gr.skip()``.
+Gradio (5 and 6, ``Blocks.postprocess_data``) handles a skip as a property update with no properties: it
+constructs a new component from the old one's arguments and renders its config, JSON schema included,
+twice. The Run event has 44 outputs, and a Run after the first leaves about 30 of them out (the views
+drawn on request are already empty): ~25 ms of the server's Python per Run at 128 tokens, under the GIL,
+for a reply the page treats as "no change" either way. Here the outputs given go through Gradio's own
+postprocessing and the skipped ones are answered with the skip itself, which is what the page receives
+today for them.
+"""
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import gradio as gr
+from gradio.blocks import Block
+
+
+def is_skip(value: Any) -> bool:
+    """``gr.skip()``: an update that changes nothing."""
+    return isinstance(value, dict) and value == gr.skip()
+
+
+def given_outputs(outputs: list, predictions: Any) -> list[int] | None:
+    """The indices of ``outputs`` that a reply keyed by component gives a value other than a skip, or None when
+    Gradio's own path should take the reply as it is (not keyed by component, a key that is not an output
+    of the event, a single output, or nothing skipped)."""
+    if not isinstance(predictions, dict) or not predictions or len(outputs) < 2:
+        return None
+    if not all(isinstance(key, Block) for key in predictions):
+        return None
+    by_id = {key._id: value for key, value in predictions.items()}
+    ids = [block._id for block in outputs]
+    if not set(by_id) <= set(ids):
+        return None
+    given = [i for i, block_id in enumerate(ids) if block_id in by_id and not is_skip(by_id[block_id])]
+    return given if 1 < len(given) < len(outputs) else None
+
+
+class LabBlocks(gr.Blocks):
+    """``gr.Blocks`` whose replies skip the outputs they leave out without rebuilding them (see the module)."""
+
+    async def postprocess_data(self, block_fn: Any, predictions: list | dict, state: Any) -> list[Any]:
+        outputs = list(block_fn.outputs)
+        given = given_outputs(outputs, predictions)
+        if given is None:
+            return await super().postprocess_data(block_fn, predictions, state)
+        by_id = {key._id: value for key, value in predictions.items()}
+        part = copy.copy(block_fn)  # the same event with only the outputs given
+        part.outputs = [outputs[i] for i in given]
+        values = await super().postprocess_data(part, [by_id[block._id] for block in part.outputs], state)
+        reply: list[Any] = [gr.skip() for _ in outputs]
+        for i, value in zip(given, values, strict=True):
+            reply[i] = value
+        return reply
