@@ -31,7 +31,7 @@ process_api's tail, run history, message queued | wait for the page's SSE reques
 /queue/data only after the join reply; 0 when it was open before the message) | the SSE task wakes,
 model_dump | orjson | response transfer (encoded -> the stream's responseEnd in Resource Timing) |
 until the page's fetch reader has it | JSON.parse | Gradio's update of the other components (parse ->
-bvl.load) | codes fetch | decode codes and build z | Plotly.react of the heatmap | paint (two frames).
+bvl.load) | codes fetch (0 when the open head's codes came inside the reply) | decode codes and build z | Plotly.react of the heatmap | paint (two frames).
 Beside them: the page's long tasks inside each stage, bytes of the response and of the codes, every
 Plotly call by component, and other large JSON/localStorage work (Gradio's run history).
 
@@ -295,11 +295,12 @@ def resource(page: dict, name: str) -> dict:
     return need(next((r for r in reversed(page["resources"]) if r["name"] == name), None), name)
 
 
-def drawn_codes(page: dict, draw: dict) -> dict:
+def drawn_codes(page: dict, draw: dict) -> dict | None:
     """The codes file the heatmap was drawn from: the last one fetched before the draw began (the open head's
-    own file where the page fetches it first, else every head's), or the last one fetched."""
+    own file where the page fetches it first, else every head's), or None: the open head's codes came inside
+    the reply (up to INLINE_HEAD_MAX), and every head's are fetched after the draw."""
     before = [r for r in page["resources"] if r["name"] == "codes" and r["end"] <= draw["start"]]
-    return before[-1] if before else resource(page, "codes")
+    return before[-1] if before else None
 
 
 def timeline(page: dict, spans: Sequence[Span], pixels_ms: float) -> list[tuple[str, float, float]]:
@@ -317,12 +318,14 @@ def timeline(page: dict, spans: Sequence[Span], pixels_ms: float) -> list[tuple[
     inside = [total_ms(spans, name) for name in ("forward", "payload", "figures")]
     queued = need(ms.get("queued"), "queued")[1]
     stream = resource(page, "stream")
+    loaded = need(page["loads"][-1]["t"] if page["loads"] else None, "bvl.load")
+    fetched = drawn_codes(page, draw)  # None: drawn from the codes inside the reply, no fetch before the pixels
     bounds = [need(ms.get("join"), "join")[0], need(ms.get("process_api"), "process_api")[0], handler_start,
               handler_start + inside[0], handler_start + sum(inside[:2]), handler_start + sum(inside), handler_end,
               need(ms.get("postprocess"), "postprocess")[1], queued, max(queued, stream["start"]),
               *need(ms.get("encode"), "encode"), stream["end"],
               min(page["sse"][-1]["end"], parse["start"]) if page["sse"] else parse["start"], parse["end"],
-              need(page["loads"][-1]["t"] if page["loads"] else None, "bvl.load"), drawn_codes(page, draw)["end"],
+              loaded, fetched["end"] if fetched else loaded,
               draw["start"], draw["end"], click + pixels_ms]
     out, previous = [], click
     for (stage, _), bound in zip(STAGES, bounds, strict=True):
@@ -364,13 +367,13 @@ def extras(page: dict, spans: Sequence[Span], pixels_ms: float) -> dict[str, flo
     inside = [t for t in page["long"] if click <= t["start"] <= click + pixels_ms]
     every = [r for r in page["resources"] if r["name"] == "codes"]
     draw = heatmap_draw(page["plotly"])
-    codes = drawn_codes(page, draw) if every and draw else {"bytes": 0}
+    codes = (drawn_codes(page, draw) if every and draw else None) or {"bytes": 0}
     encode = one(spans, "encode")
     other_json = defaultdict(float)
     for j in page["json"]:
         if j["kind"] != "run":
             other_json[f"JSON.{j['kind']} (other, >= 10k chars) ms"] += j["end"] - j["start"]
-    return {"response KB": (encode[3]["bytes"] if encode else 0) / 1e3, "codes drawn from KB": codes["bytes"] / 1e3,
+    return {"response KB": (encode[3]["bytes"] if encode else 0) / 1e3, "codes fetched before the draw KB": codes["bytes"] / 1e3,
             "all codes KB": sum(r["bytes"] for r in every) / 1e3,
             "long tasks": len(inside), "long tasks ms": sum(t["duration"] for t in inside),
             "localStorage ms": sum(s["end"] - s["start"] for s in page["store"]), **other_json}

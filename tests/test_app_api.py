@@ -469,3 +469,30 @@ def test_only_the_page_opening_knows_the_views_drawn_on_request_are_empty(tiny_l
     assert first[ui.explain_plot] is None and ui.neuron_html in first
     opened = handlers.from_url(Session(model=tiny_lab.checkpoint_id, device="cpu"), None)
     assert ui.payload in opened and ui.explain_plot not in opened and ui.neuron_html not in opened
+
+
+def test_the_open_heads_codes_travel_inside_the_reply_up_to_64_kb_then_in_a_file_of_their_own(default_lab):
+    """Up to INLINE_HEAD_MAX the page draws the open head from the reply itself (no second request before the
+    first pixels); above it the open head comes as a small file before every head's."""
+    import base64
+
+    from bertviz_lab.app import build_demo
+    from bertviz_lab.app.forms import RunInput
+    from bertviz_lab.app.handlers import INLINE_HEAD_MAX
+    from bertviz_lab.app.state import Session
+
+    handlers = build_demo(default_lab).bvl_handlers
+    ui = handlers.ui
+    for words, inline in ((12, True), (200, False)):
+        session = Session(model=default_lab.checkpoint_id, device="cpu")
+        p = handlers.analyze(RunInput(" ".join(["cat"] * words), top_k=1), session)[ui.payload]
+        n = len(p["labels"])
+        size = n * n * 2  # 16-bit codes, one head
+        assert p["head_bytes"] == size and (size <= INLINE_HEAD_MAX) is inline
+        if inline:
+            assert "head_url" not in p
+            first = np.frombuffer(base64.b64decode(p["head_codes"]), dtype="<u2").reshape(n, n)
+            weights = session.analysis.attention[0, 0]  # the open head: layer 1, head 1
+            np.testing.assert_allclose(first * p["scales"][0][0] / 65535, weights, atol=1e-4)
+        else:
+            assert "head_codes" not in p and p["head_url"].startswith("bvl-codes/")

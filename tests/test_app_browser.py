@@ -4,6 +4,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 
 
 def open_app(browser, url, width=1400, height=1600):
@@ -351,24 +352,31 @@ def test_interventions_use_the_last_analysed_input_and_follow_the_sliders(browse
     page.close()
 
 
-def test_the_open_head_is_drawn_from_its_own_codes_before_every_heads_arrive(browser, default_app, default_lab):
-    """Issue 45: the page draws the open head from its small file first. Holding back every head's codes
-    leaves the heatmap drawn (right values) and the other heads waiting; releasing them, a head switch works."""
+RIVER = ("The river bank was steep, so the children sat on the grass and watched the boats go by all day long. "
+         "Their parents read books under the old trees while the dogs ran along the water and barked at the ducks "
+         "that swam past the little wooden bridge near the mill.")  # 56 tokens
+
+
+@pytest.mark.parametrize("repeats, requests", [(1, 1), (4, 2)], ids=["inside-the-reply", "in-a-file"])
+def test_the_open_head_is_drawn_from_its_own_codes_before_every_heads_arrive(browser, default_app, default_lab,
+                                                                             repeats, requests):
+    """Issue 45: the page draws the open head from its own codes first: inside the reply up to INLINE_HEAD_MAX
+    (56 tokens: the Run's one request is every head's codes), else from a small file (4 x 56 tokens: two
+    requests). Holding back every head's codes leaves the heatmap drawn (right values) and the other heads
+    waiting; releasing them, a head switch works."""
     page = open_app(browser, default_app)
     page.wait_for_function("() => window.bvl.state.codes !== null")  # the opening example is wholly loaded
     seen, held = [], []
 
-    def second_held(route):  # after a Run the page asks for the open head's codes, then for every head's
+    def every_heads_held(route):  # every head's codes are the Run's last request
         seen.append(route.request.url)
-        if len(seen) == 2:
+        if len(seen) == requests:
             held.append(route)
         else:
             route.continue_()
 
-    page.route("**/bvl-codes/*", second_held)
-    text = ("The river bank was steep, so the children sat on the grass and watched the boats go by all day long. "
-            "Their parents read books under the old trees while the dogs ran along the water and barked at the ducks "
-            "that swam past the little wooden bridge near the mill.")  # 56 tokens: 0.45 MB of codes, over FIRST_HEAD_FROM
+    page.route("**/bvl-codes/*", every_heads_held)
+    text = " ".join([RIVER] * repeats)
     run(page, text)
     tokens = default_lab.analyze(text).tokens
     page.wait_for_function(f"() => {{ const g = document.querySelector('#single-plot .js-plotly-plot');"
@@ -379,7 +387,7 @@ def test_the_open_head_is_drawn_from_its_own_codes_before_every_heads_arrive(bro
     np.testing.assert_allclose(np.array(shown), default_lab.analyze(text).attention[0, 0, :2], atol=1e-4)
     set_slider(page, "head", 5)  # its codes are not here yet: the map keeps the open head until they are
     page.wait_for_function("() => window.bvl.state.head === 4")
-    assert title(page) == "Layer 1, head 1" and len(held) == 1
+    assert title(page) == "Layer 1, head 1" and len(held) == 1 and len(seen) == requests
     held[0].continue_()
     page.wait_for_function("document.querySelector('#single-plot .gtitle').textContent === 'Layer 1, head 5'",
                            timeout=20000)

@@ -84,3 +84,29 @@ def test_a_runs_reply_equals_gradios_and_rebuilds_no_skipped_output(tiny_lab, co
     # the session's copy of a component updated with properties is Gradio's: its new choices
     assert ours[ui.picker._id].choices == gradios[ui.picker._id].choices
     assert [label for label, _ in ours[ui.picker._id].choices] == ["1 a", "2 dog", "3 ran", "4 on"]
+
+
+def test_the_queue_summarises_its_events_every_thousand_not_after_each(monkeypatch):
+    """Gradio's queue rebuilds a DataFrame of up to 10,000 past events after each one for its monitoring page;
+    the app's refreshes it every ANALYTICS_EVERY events (or as GRADIO_ANALYTICS_CACHE_FREQUENCY says)."""
+    from bertviz_lab.app.blocks import ANALYTICS_EVERY
+
+    records = [{"function": "analyze", "status": "success", "process_time": 0.1 * i} for i in range(1, 4)]
+    monkeypatch.delenv("GRADIO_ANALYTICS_CACHE_FREQUENCY", raising=False)
+    with LabBlocks() as demo:
+        gr.Textbox()
+    queue = demo.queue()._queue
+    assert queue.ANAYLTICS_CACHE_FREQUENCY == ANALYTICS_EVERY == 1000
+    queue.events_recorded = 1  # one event since the last summary: the cached one (empty) stands
+    assert queue.compute_analytics_summary(records) == {"functions": {}}
+    queue.events_recorded = ANALYTICS_EVERY
+    summary = queue.compute_analytics_summary(records)
+    assert summary["functions"]["analyze"]["process_time_percentiles"]["50th"] == pytest.approx(0.2)
+    monkeypatch.setenv("GRADIO_ANALYTICS_CACHE_FREQUENCY", "1")  # a person who wants Gradio's monitoring page
+    with LabBlocks() as monitored:
+        gr.Textbox()
+    assert monitored.queue()._queue.ANAYLTICS_CACHE_FREQUENCY == 1
+    with gr.Blocks() as plain:  # Gradio's own: after every event (what this works around)
+        gr.Textbox()
+    monkeypatch.delenv("GRADIO_ANALYTICS_CACHE_FREQUENCY")
+    assert plain.queue()._queue.ANAYLTICS_CACHE_FREQUENCY == 1

@@ -83,6 +83,9 @@ def compact_reply(result, limit: int | None) -> dict[str, Any]:
     return reply
 
 
+# The open head's codes, up to this size (181 tokens at 16 bits), travel inside the reply as base64 (a third
+# more bytes): the page draws it without waiting for a second request (~20 ms at 128 tokens), then fetches the rest.
+INLINE_HEAD_MAX = 64 * 1024
 FIRST_HEAD_FROM = 256 * 1024  # codes larger than this (all 72 heads of MiniLM at 43 tokens) send the open head first
 CODES_ROUTE = "bvl-codes"  # where the page fetches an analysis's codes: by file name, no server path in the URL
 CODES_NAME = re.compile(r"[0-9a-f]{32}\.bin")
@@ -146,8 +149,10 @@ class Handlers(InterventionHandlers, SyntaxHandlers, SearchHandlers, QkHandlers)
         view_notes = [] if chosen.name == "attention" else [f"{chosen.name}: {chosen.note} ({chosen.citation})"]
         meta, codes = view_payload(a, o, extra_notes=view_notes, source_label=views.source_label(a), scale=session.scale)
         meta["codes_url"] = f"{CODES_ROUTE}/{self.payloads.write(codes, '.bin', session.key()).name}"  # relative to the page
-        if len(codes) > FIRST_HEAD_FROM:  # the open head first, in a file of its own: drawn before the rest arrives
-            head = open_head_codes(meta, codes)
+        head = open_head_codes(meta, codes)
+        if len(head) <= INLINE_HEAD_MAX:  # the open head inside the reply: drawn with no second request
+            meta["head_codes"], meta["head_bytes"] = base64.b64encode(head).decode("ascii"), len(head)
+        elif len(codes) > FIRST_HEAD_FROM:  # the open head first, in a file of its own: drawn before the rest arrives
             meta["head_url"] = f"{CODES_ROUTE}/{self.payloads.write(head, '.bin', session.key()).name}"
             meta["head_bytes"] = len(head)
         return meta

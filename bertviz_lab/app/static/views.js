@@ -1,6 +1,6 @@
-// The app page's views (viewer.js draws them): after a Run the server sends one payload and the URLs
-// of its codes, the open head's alone and every head's; the page draws the open head as soon as its
-// codes arrive, fetches every head's once as bytes, and the Layer and Head sliders and the
+// The app page's views (viewer.js draws them): after a Run the server sends one payload with the open
+// head's codes inside it (or, above 64 KB, the URL of a file of them) and the URL of every head's; the page
+// draws the open head at once, fetches every head's once as bytes, and the Layer and Head sliders and the
 // sentence-pair filter then re-draw the single-head heatmap and the head view with no server
 // round trip. Only a visible view draws; a hidden one draws when its tab is opened.
 (function () {
@@ -68,11 +68,17 @@
           views.scrollIntoView({ block: 'start' });
         }
       }
-      if (p.head_url) {  // the open head first (a small file): drawn while every head's codes are on their way
+      function showFirst(codes) {  // the open head alone: drawn while every head's codes are on their way
+        if (loading !== p.id || full || codes.byteLength !== p.head_bytes) { return; }
+        viewer.showFirst(p, codes);
+        scroll();
+      }
+      if (p.head_codes) {  // inside the reply (base64): drawn once Gradio's update of the page is done
+        var inline = window.BvlViewer.fromBase64(p, p.head_codes);
+        Promise.resolve().then(function () { showFirst(inline); });
+      } else if (p.head_url) {  // a small file of its own
         bytes(p.head_url, p.head_bytes).then(function (buffer) {
-          if (loading !== p.id || full) { return; }
-          viewer.showFirst(p, window.BvlViewer.codesOf(p, buffer));
-          scroll();
+          showFirst(window.BvlViewer.codesOf(p, buffer));
         }).catch(function () { /* the full codes still come */ });
       }
       bytes(p.codes_url, p.codes_bytes).then(function (buffer) {
