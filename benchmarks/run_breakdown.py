@@ -31,7 +31,8 @@ process_api's tail, run history, message queued | wait for the page's SSE reques
 /queue/data only after the join reply; 0 when it was open before the message) | the SSE task wakes,
 model_dump | orjson | response transfer (encoded -> the stream's responseEnd in Resource Timing) |
 until the page's fetch reader has it | JSON.parse | Gradio's update of the other components (parse ->
-bvl.load) | codes fetch (0 when the open head's codes came inside the reply) | decode codes and build z | Plotly.react of the heatmap | paint (two frames).
+bvl.load) | codes fetch (0 when the open head's codes came inside the reply) | decode codes and build z |
+Plotly.react of the heatmap | paint (two frames).
 Beside them: the page's long tasks inside each stage, bytes of the response and of the codes, every
 Plotly call by component, and other large JSON/localStorage work (Gradio's run history).
 
