@@ -37,7 +37,7 @@ Beside them: the page's long tasks inside each stage, bytes of the response and 
 Plotly call by component, and other large JSON/localStorage work (Gradio's run history).
 
     PYTHONPATH=OLD_CHECKOUT python benchmarks/run_breakdown.py --save before.json     # the code before
-    python benchmarks/run_breakdown.py [--repeat 20] [--sizes 32 128 512] [--before before.json] [--write]
+    python benchmarks/run_breakdown.py [--repeat 20] [--sizes 32 128 512] [--before before.json ...] [--write]
 """
 from __future__ import annotations
 
@@ -483,8 +483,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--sizes", type=int, nargs="+", default=[32, 128, 512])
     parser.add_argument("--save", type=Path, default=None, help="also write the stage medians per size as JSON")
-    parser.add_argument("--before", type=Path, default=None,
-                        help="a --save file of the same script run on the code before a change: printed beside these")
+    parser.add_argument("--before", type=Path, nargs="+", default=[],
+                        help="--save files of the same script run on the code before changes: each printed beside these")
     args = parser.parse_args()
     lab = load("default", device="cpu")
     demo = build_demo(lab)
@@ -517,8 +517,8 @@ def main() -> None:
         print(f"| {stage} | {where} | " + " | ".join(f"{m[stage]:.0f}" for m in summary.values()) + " |")
     if args.save is not None:
         args.save.write_text(json.dumps({"code": code_measured(), **{str(t): m for t, m in summary.items()}}, indent=1))
-    if args.before is not None:
-        print_before_and_after(json.loads(args.before.read_text()), summary)
+    for before in args.before:
+        print_before_and_after(json.loads(before.read_text()), summary)
 
 
 def code_measured() -> str:
