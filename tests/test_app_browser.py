@@ -380,7 +380,8 @@ def test_the_open_head_is_drawn_from_its_own_codes_before_every_heads_arrive(bro
     run(page, text)
     tokens = default_lab.analyze(text).tokens
     page.wait_for_function(f"() => {{ const g = document.querySelector('#single-plot .js-plotly-plot');"
-                           f" return g && g.data && g.data[0].y.length === {len(tokens)}; }}")  # the open head alone
+                           f" return g && g.data && g.data[0].y.length === {len(tokens)}; }}",
+                           timeout=60000)  # the open head alone
     assert page.evaluate("() => window.bvl.state.first !== null && window.bvl.state.codes === null")
     shown = page.evaluate("document.querySelector('#single-plot .js-plotly-plot').calcdata[0][0].z.slice(0, 2)"
                           ".map(r => Array.from(r))")

@@ -329,6 +329,9 @@
     }
 
     function onHeadViewEvent(ev, root) {
+      // Between a Run's reply and every head's codes the page holds the open head's alone, and the head view
+      // on screen is the last analysis's (drawHeadView waits for every head): its events wait too.
+      if (!S.codes) { return; }
       var t = ev.target;
       if (ev.type === 'click' && t.classList.contains('bvl-hv-head')) {
         var h = Number(t.getAttribute('data-head'));

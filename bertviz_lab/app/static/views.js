@@ -74,8 +74,9 @@
         scroll();
       }
       if (p.head_codes) {  // inside the reply (base64): drawn once Gradio's update of the page is done
-        var inline = window.BvlViewer.fromBase64(p, p.head_codes);
-        Promise.resolve().then(function () { showFirst(inline); });
+        Promise.resolve().then(function () {
+          showFirst(window.BvlViewer.fromBase64(p, p.head_codes));
+        }).catch(function () { /* the full codes still come */ });
       } else if (p.head_url) {  // a small file of its own
         bytes(p.head_url, p.head_bytes).then(function (buffer) {
           showFirst(window.BvlViewer.codesOf(p, buffer));
