@@ -106,3 +106,28 @@ def test_the_queue_summarises_its_events_every_thousand_not_after_each(monkeypat
     with LabBlocks() as monitored:
         gr.Textbox()
     assert monitored.queue()._queue.ANAYLTICS_CACHE_FREQUENCY == 1
+
+
+# A component that keeps a loading status is copied leaf by leaf by Gradio's page on every status change:
+# none of these may be a progress target (bertviz_lab/app/events.py, NO_PROGRESS).
+NEVER_PROGRESS_TYPES = {"json", "state", "column", "row", "tabs", "tabitem", "group", "accordion"}
+
+
+def test_no_event_puts_its_progress_on_the_payload_the_session_or_a_container(tiny_lab):
+    """Every dependency of the page (events, the page-load event, client follow-ups) keeps its loading status on
+    messages and drawn outputs only; Run-like events (45 outputs) on the status line alone."""
+    from bertviz_lab.app import build_demo
+
+    config = build_demo(tiny_lab).get_config_file()
+    kinds = {c["id"]: (c["type"], c["props"].get("elem_id")) for c in config["components"]}
+    checked = 0
+    for dep in config["dependencies"]:
+        targets = dep.get("show_progress_on") or dep["outputs"]  # the page's own rule (progress_targets getter)
+        bad = [kinds[t] for t in targets if kinds[t][0] in NEVER_PROGRESS_TYPES]
+        assert not bad, f"{dep.get('api_name')}: progress on {bad}"
+        checked += 1
+        if dep.get("api_name") in ("analyze", "analyze_submit", "analyze_example", "mask_tokens", "from_url"):
+            assert [kinds[t] for t in targets] == [("markdown", "message")], dep.get("api_name")
+        if dep.get("api_name") == "load_model":
+            assert sorted(kinds[t][1] for t in targets) == ["message", "status"]
+    assert checked > 30

@@ -19,7 +19,7 @@ from ..resources import STATIC
 from . import tabs
 from .agent_tools import AgentTools, only_agent_tools, register
 from .blocks import LabBlocks
-from .events import URL_OUTPUTS, handler_of, wire
+from .events import RUN_PROGRESS, URL_OUTPUTS, handler_of, progress_targets, wire
 from .gate import Gate
 from .handlers import Handlers, codes_route
 from .state import LabCache, Limits, gradio_cache_folder, remove_stale_folders
@@ -91,7 +91,8 @@ def build_demo(lab: Lab | None = None, allowed_models: list[str] | None = None, 
         gate = Gate(ui, limits)
         wire(ui, handlers, gate)
         demo.load(handler_of(handlers, "from_url", gate, URL_OUTPUTS), [ui.session],
-                  [getattr(ui, n) for n in URL_OUTPUTS], api_name="from_url")
+                  [getattr(ui, n) for n in URL_OUTPUTS], api_name="from_url",
+                  show_progress_on=[getattr(ui, n) for n in progress_targets(URL_OUTPUTS, RUN_PROGRESS)])
         gr.api(gate.wrap(handlers.attention_api, ()), api_name="attention")
         register(AgentTools(lab, cache, limits), lambda tool: gate.wrap(tool, ()))  # the MCP tools, same gate
     demo.bvl_gate, demo.bvl_handlers = gate, handlers  # for tests and benchmarks

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
@@ -93,13 +94,29 @@ FAST = {"show_progress": "hidden", "trigger_mode": "always_last"}
 # A Run updates some 45 components; a progress overlay on each is page work before the request leaves and
 # after the answer lands (benchmarks/run_breakdown.py): the status line alone shows that the Run is under way.
 RUN_PROGRESS = {"show_progress_on": ("message",)}
+# Gradio's page keeps a loading status for every component that was ever an event's progress target (by
+# default each of its outputs) for the rest of the visit, and on every status change of any event (3-4 per
+# Run) copies the value of each such component with Svelte's $state.snapshot: one structuredClone per number
+# or string of the hidden payload (thousands at 128 tokens), and every component inside a column. These
+# never show an overlay, so they are never progress targets; nor are the tab sets (containers too).
+NO_PROGRESS = ("payload", "session", "tabs", "work_tabs") + LAYOUT
+
+
+def progress_targets(outputs: Sequence[str], options: dict[str, Any]) -> tuple[str, ...]:
+    """The components an event's progress overlay goes on: those its options name, else its outputs but
+    the hidden payload, the session and the containers (NO_PROGRESS)."""
+    if "show_progress_on" in options:
+        return tuple(options["show_progress_on"])
+    return tuple(name for name in outputs if name not in NO_PROGRESS)
+
+
 ONE_TREEBANK_AT_A_TIME = {"concurrency_id": "syntax", "concurrency_limit": 1}  # corpus-sized work, one at a time
 EVENTS = (
     Event("run_btn", "click", "analyze", RUN_INPUTS, RUN_OUTPUTS, "analyze", RUN_PROGRESS),
     Event("text", "submit", "analyze", RUN_INPUTS, RUN_OUTPUTS, "analyze_submit", RUN_PROGRESS),
     Event("examples", "load_input_event.then", "analyze", RUN_INPUTS, RUN_OUTPUTS, "analyze_example", RUN_PROGRESS),
     Event("mask_btn", "click", "mask", ("text", "pair", "top_k", "picker", "session", "layer", "head", "hide", "word",
-                                        "pair_filter", "scale"), RUN_OUTPUTS, "mask_tokens"),
+                                        "pair_filter", "scale"), RUN_OUTPUTS, "mask_tokens", RUN_PROGRESS),
     Event("sync_btn", "click", "sync_view", CONTROLS + ("view_tab", "scale"), TAB_OUTPUTS, "sync_view", FAST),
     Event("tabs", "select", "select_tab", CONTROLS + ("scale",), TAB_OUTPUTS, "select_tab"),
     Event("work_tabs", "select", "select_tab", CONTROLS + ("scale",), TAB_OUTPUTS, "select_work_tab"),
@@ -122,7 +139,8 @@ EVENTS = (
           ("qk_message", "qk_plot"), "qk_space", ONE_TREEBANK_AT_A_TIME),
     Event("qk_sim_btn", "click", "qk_similarity", ("session", "qk_set"), ("qk_message", "qk_sim_plot"),
           "head_similarity", ONE_TREEBANK_AT_A_TIME),
-    Event("load_btn", "click", "switch_model", ("model_box", "device_box", "session"), MODEL_OUTPUTS, "load_model"),
+    Event("load_btn", "click", "switch_model", ("model_box", "device_box", "session"), MODEL_OUTPUTS, "load_model",
+          {"show_progress_on": ("message", "status")}),
     Event("csv_btn", "click", "export_csv", STATE, ("export_file", "message"), "export_csv"),
     Event("npz_btn", "click", "export_npz", STATE, ("export_file", "message"), "export_npz"),
     Event("intervention_kind", "change", "intervention_controls", ("intervention_kind",),
@@ -254,8 +272,7 @@ def wire(ui: SimpleNamespace, handlers: Any, gate: Any) -> None:
     CLIENT_EVENTS to the page's JS."""
     for event in EVENTS:
         options = dict(event.options)
-        if "show_progress_on" in options:  # component names -> the components
-            options["show_progress_on"] = [getattr(ui, n) for n in options["show_progress_on"]]
+        options["show_progress_on"] = [getattr(ui, n) for n in progress_targets(event.outputs, options)]
         dependency = listener(ui, event.trigger, event.kind)(
             handler_of(handlers, event.handler, gate, event.outputs, event.inputs), [getattr(ui, n) for n in event.inputs],
             [getattr(ui, n) for n in event.outputs], api_name=event.api_name, **options)
