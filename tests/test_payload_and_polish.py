@@ -143,3 +143,20 @@ def test_the_open_heads_codes_are_its_slice_of_every_heads(tiny_lab):
     first = np.frombuffer(open_head_codes(meta, codes), dtype="<u2").reshape(len(a.tokens), len(a.tokens))
     np.testing.assert_allclose(first * meta["scales"][1][2] / 65535, a.attention[1, 2], atol=1e-4)
     assert not np.allclose(first * meta["scales"][0][0] / 65535, a.attention[0, 0], atol=1e-3)
+
+
+@pytest.mark.parametrize("bits, n", [(16, 7), (8, CODE16_MAX_TOKENS + 3)])
+def test_codes_are_each_weight_times_its_heads_factor_rounded(bits, n):
+    """The head-by-head quantiser gives, byte for byte, the whole-array formula: rint(w * (2**bits - 1) / the
+    head's largest weight), a head of zeros scaled by 1 (all codes 0), little-endian."""
+    rng = np.random.default_rng(1)
+    weights = rng.random((2, 3, n, n)).astype(np.float32)  # (layers, heads, query, key)
+    weights[1, 2] = 0.0
+    codes, scales = quantise(weights, bits)
+    top = 2 ** bits - 1
+    tops = weights.max(axis=(-1, -2))
+    tops[tops <= 0] = 1.0
+    expected = np.rint(weights * (top / tops)[..., None, None]).astype("<u2" if bits == 16 else np.uint8)
+    assert codes == expected.tobytes()
+    assert scales.dtype == np.float64 and scales[1, 2] == 1.0 and scales[0, 0] == tops[0, 0]
+    assert max(codes[-(n * n * (bits // 8)):]) == 0  # the zero head

@@ -56,13 +56,23 @@ ROWS_ABOUT = {
 
 
 def quantise(weights: np.ndarray, bits: int) -> tuple[bytes, np.ndarray]:  # little-endian, as the page reads
-    """Codes of ``weights`` (layers, heads, q, k) scaled per head to [0, 2**bits - 1], and the scales."""
+    """Codes of ``weights`` (layers, heads, q, k) scaled per head to [0, 2**bits - 1], and the scales.
+
+    Head by head through one temporary the size of a head, which stays in the CPU's cache: the whole
+    (layers, heads, q, k) float temporary went to memory and back three times (38 ms at 512 tokens on 6 x 12
+    heads against 25 ms here; issue 45). The codes are the same, float32 product for float32 product."""
+    weights = np.asarray(weights, dtype=np.float32)
     top = 2 ** bits - 1
-    scales = weights.max(axis=(-1, -2)).astype(np.float32)  # (layers, heads)
+    scales = weights.max(axis=(-1, -2))  # (layers, heads) float32
     scales[scales <= 0] = 1.0
-    scaled = weights * (top / scales)[..., None, None]  # (layers, heads, q, k): one float32 temporary
-    np.rint(scaled, out=scaled)
-    return scaled.astype("<u2" if bits == 16 else np.uint8).tobytes(), scales.astype(np.float64)
+    factors = top / scales  # (layers, heads) float32
+    codes = np.empty(weights.shape, dtype="<u2" if bits == 16 else np.uint8)  # (layers, heads, q, k)
+    scaled = np.empty(weights.shape[2:], dtype=np.float32)  # (q, k): one head
+    for layer, head in np.ndindex(*weights.shape[:2]):
+        np.multiply(weights[layer, head], factors[layer, head], out=scaled)
+        np.rint(scaled, out=scaled)
+        codes[layer, head] = scaled
+    return codes.tobytes(), scales.astype(np.float64)
 
 
 LIGHT_LEVELS = 127  # the drop-in's codes: 7 bits, deflated (a weight to within 0.4 % of its head's largest)
