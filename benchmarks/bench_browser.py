@@ -31,6 +31,7 @@ from sections import run_recorded
 
 from bertviz_lab import load
 from bertviz_lab.app import build_demo, launch_kwargs, queue_kwargs
+from bertviz_lab.bert.allocator import keep_freed_memory
 
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", "--no-first-run", "--disable-quic"]
@@ -166,6 +167,7 @@ def main() -> None:
     parser.add_argument("--bertviz-max", type=int, default=128, help="largest size given to BertViz (its page "
                         "embeds every weight as JSON text: ~200 MB at 512 tokens)")
     args = parser.parse_args()
+    keep_freed_memory()  # the process setting python app.py gives the server (bertviz_lab/launcher.py)
     lab = load("default", device="cpu")
     demo = build_demo(lab)
     demo.queue(**queue_kwargs())

@@ -12,7 +12,8 @@ stage before and after side by side: its "before" columns are the breakdown befo
    (``Lab.analyze``), the payload of the page's views (``Handlers.payload``: ``view_payload`` and
    writing the codes file), the server-drawn figures (``Handlers.tab_figures``) and the rest
    (token choices, predictions table, notes, cleared views).
-2. End to end, a real server (``build_demo``, ``queue_kwargs``, ``launch_kwargs``) and Chromium:
+2. End to end, a real server (``build_demo``, ``queue_kwargs``, ``launch_kwargs``, in a process with the
+   allocator setting ``python app.py`` gives it: ``keep_freed_memory``) and Chromium:
    the same wrappers in the server process, plus Gradio's queue (``Queue.push`` = the join
    request arriving, ``Queue.send_message`` of the completed message, and the SSE route's orjson
    call); in the page (an init script): the click on Run, each chunk of the SSE
@@ -478,6 +479,7 @@ def main() -> None:
 
     from bertviz_lab import load
     from bertviz_lab.app import build_demo, launch_kwargs, queue_kwargs
+    from bertviz_lab.bert.allocator import keep_freed_memory
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=20)
@@ -486,6 +488,7 @@ def main() -> None:
     parser.add_argument("--before", type=Path, nargs="+", default=[],
                         help="--save files of the same script run on the code before changes: each printed beside these")
     args = parser.parse_args()
+    keep_freed_memory()  # the process setting python app.py gives the server (bertviz_lab/launcher.py)
     lab = load("default", device="cpu")
     demo = build_demo(lab)
     probes = Probes()
