@@ -160,3 +160,21 @@ def test_codes_are_each_weight_times_its_heads_factor_rounded(bits, n):
     assert codes == expected.tobytes()
     assert scales.dtype == np.float64 and scales[1, 2] == 1.0 and scales[0, 0] == tops[0, 0]
     assert max(codes[-(n * n * (bits // 8)):]) == 0  # the zero head
+
+
+def test_the_drop_ins_codes_are_each_weight_times_127_over_its_heads_largest_rounded():
+    """light_codes (the BertViz drop-in's deflated 7-bit codes) shares the head-by-head quantiser: byte for byte
+    rint(w * 127 / the head's largest weight), a head of zeros scaled by 1."""
+    import zlib
+
+    from bertviz_lab.figures.payload import LIGHT_LEVELS, light_codes
+
+    rng = np.random.default_rng(2)
+    weights = rng.random((2, 3, 9, 9)).astype(np.float32)  # (layers, heads, query, key)
+    weights[0, 1] = 0.0
+    deflated, scales = light_codes(weights)
+    tops = weights.max(axis=(-1, -2))
+    tops[tops <= 0] = 1.0
+    expected = np.rint(weights * (LIGHT_LEVELS / tops)[..., None, None]).astype(np.uint8)
+    assert zlib.decompress(deflated) == expected.tobytes()
+    assert scales[0, 1] == 1.0 and scales[1, 0] == tops[1, 0]
