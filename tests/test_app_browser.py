@@ -6,12 +6,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
+LOADED_MACHINE_MS = 120_000  # how long a page may take to open when other work loads both cores
+
 
 def open_app(browser, url, width=1400, height=1600):
     page = browser.new_page(viewport={"width": width, "height": height}, accept_downloads=True)
-    page.goto(url)
-    page.wait_for_selector("#text-a textarea", timeout=30000)
-    page.wait_for_selector("#single-plot .bvl-heatmap[data-draws]", state="attached", timeout=30000)  # opening example
+    page.goto(url, timeout=LOADED_MACHINE_MS)
+    page.wait_for_selector("#text-a textarea", timeout=LOADED_MACHINE_MS)
+    page.wait_for_selector("#single-plot .bvl-heatmap[data-draws]", state="attached",
+                           timeout=LOADED_MACHINE_MS)  # opening example
     return page
 
 

@@ -81,7 +81,7 @@ def export_and_draw(browser, nb, tmp_path) -> tuple[list[dict], str, list[str]]:
         return route.abort()
 
     page.route("**/*", offline)
-    page.goto(exported.as_uri())
+    page.goto(exported.as_uri(), timeout=120_000)  # plotly.js inside: slow to parse on a loaded machine
     wanted = figure_cells(nb)
     done = f"""() => {{ const cells = ({DRAWN})(); return {json.dumps(wanted)}.every(
         i => cells[i].plotted + cells[i].lines > 0 && cells[i].plotted === cells[i].plots

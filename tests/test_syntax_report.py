@@ -25,8 +25,8 @@ def test_report_renders_offline_and_escapes_treebank_text(browser, sharp_lab, tm
         route.abort()
 
     page.route("http*://**/*", block)  # no network at all
-    page.goto(files["report"].as_uri())
-    page.wait_for_selector("#stats .main-svg", timeout=20000)
+    page.goto(files["report"].as_uri(), timeout=120_000)  # a page with plotly.js inside: slow to parse on a loaded machine
+    page.wait_for_selector("#stats .main-svg", timeout=120_000)
     assert page.locator("#rel-0 .hm").count() >= 1 or page.locator("#rel-0 .heatmaplayer image").count() >= 1
     assert "dep->head" in page.locator("#rel-0").inner_text()
     assert page.locator("#best .errorbar").count() >= 1  # intervals drawn as error bars
@@ -63,8 +63,8 @@ def test_report_fits_1024_px_and_best_heads_csv_is_one_row_per_relation_and_meas
 
     page = browser.new_page(viewport={"width": 1024, "height": 900})
     page.route("http*://**/*", lambda route: route.abort())
-    page.goto(files["report"].as_uri())
-    page.wait_for_selector("#stats .main-svg", timeout=20000)
+    page.goto(files["report"].as_uri(), timeout=120_000)  # a page with plotly.js inside: slow to parse on a loaded machine
+    page.wait_for_selector("#stats .main-svg", timeout=120_000)
     widest = page.evaluate("Math.max(...Array.from(document.querySelectorAll('table')).map(t => t.rows[0].cells.length))")
     assert widest <= 8
     assert page.evaluate("document.documentElement.scrollWidth") <= 1024
