@@ -1,6 +1,6 @@
 """Where one Run's time goes (issue 45, item 1): the app on the embedded model, CPU, one Run at
 32, 128 and 512 tokens broken into the server's, the network's and the browser's parts. Medians over
---repeat Runs of one sentence (the Runs of bench_browser.py: the same Chromium, arguments, sentences and
+--repeat Runs that alternate between two sentences of that length (the Runs of bench_browser.py: the same Chromium, arguments, sentences and
 "heatmap drawn" test). A change is measured against the code before it: run the script once with that
 code first on PYTHONPATH and --save FILE, then on the changed code with --before FILE, which prints every
 stage before and after side by side: its "before" columns are the breakdown before any change.
@@ -56,7 +56,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench_browser import ARGS, CLICK_RUN, text_of
+from bench_browser import ARGS, CLICK_RUN, texts_of
 from sections import run_recorded
 
 RUN_API = "analyze"  # the Run button's event
@@ -386,7 +386,7 @@ def medians(rows: Sequence[dict[str, float]]) -> dict[str, float]:
     return {k: statistics.median(row.get(k, 0.0) for row in rows) for k in keys}
 
 
-def in_process(demo: Any, probes: Probes, text: str, repeat: int) -> dict[str, float]:
+def in_process(demo: Any, probes: Probes, texts: tuple[str, str], repeat: int) -> dict[str, float]:
     """Medians (ms, KB) of the Run event through Gradio's process_api in this process, and its encoding."""
     import orjson
     from gradio.server_messages import ProcessCompletedMessage
@@ -396,9 +396,9 @@ def in_process(demo: Any, probes: Probes, text: str, repeat: int) -> dict[str, f
 
     block_fn = next(fn for fn in demo.fns.values() if fn.api_name == RUN_API)
     ui = demo.bvl_handlers.ui
-    inputs = [text if name == "text" else getattr(ui, name).value for name in RUN_INPUTS]
     rows = []
     for i in range(repeat + 1):  # the first: warm-up
+        inputs = [texts[i % 2] if name == "text" else getattr(ui, name).value for name in RUN_INPUTS]
         probes.take()
         output = asyncio.run(demo.process_api(block_fn, list(inputs), state=SessionState(demo)))
         output.pop("iterator", None)
@@ -418,14 +418,14 @@ def in_process(demo: Any, probes: Probes, text: str, repeat: int) -> dict[str, f
     return medians(rows)
 
 
-def through_browser(page: Any, url: str, text: str, repeat: int, probes: Probes) -> tuple[list, list, list, list]:
+def through_browser(page: Any, url: str, texts: tuple[str, str], repeat: int, probes: Probes) -> tuple[list, list, list, list]:
     """Runs in the page; per Run: its stages' lengths, the long tasks in each, its extras and its Plotly calls."""
     page.goto(url)
     page.wait_for_selector("#single-plot .bvl-heatmap[data-draws]", timeout=60000)  # the opening example
     page.wait_for_function("window.__bvlBench.wrap()", timeout=20000)
-    page.fill("#text-a textarea", text)
     stages, busy, extra, calls = [], [], [], []
     for i in range(repeat + 1):  # the first: warm-up
+        page.fill("#text-a textarea", texts[i % 2])  # a new sentence each Run, as bench_browser's Runs
         page.evaluate("window.__bvlBench.reset()")
         probes.take()
         pixels_ms = page.evaluate(CLICK_RUN)
@@ -493,7 +493,7 @@ def main() -> None:
     demo = build_demo(lab)
     probes = Probes()
     instrument(demo, lab, probes, server=False)
-    texts = {n: text_of(lab, n) for n in args.sizes}
+    texts = {n: texts_of(lab, n) for n in args.sizes}
     here = {n: in_process(demo, probes, texts[n], args.repeat) for n in args.sizes}
     probes.restore()
     demo.queue(**queue_kwargs())
@@ -507,7 +507,7 @@ def main() -> None:
             page = browser.new_page(viewport={"width": 1600, "height": 1000})
             page.add_init_script(INSTRUMENT)
             for n in args.sizes:
-                tokens = len(lab.encode(texts[n]).ids)
+                tokens = len(lab.encode(texts[n][0]).ids)
                 summary[tokens] = report(tokens, here[n], *through_browser(page, url, texts[n], args.repeat, probes))
             browser.close()
     finally:

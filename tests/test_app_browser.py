@@ -397,3 +397,29 @@ def test_the_open_head_is_drawn_from_its_own_codes_before_every_heads_arrive(bro
                            timeout=20000)
     assert page.evaluate("() => window.bvl.state.codes !== null && window.bvl.state.first === null")
     page.close()
+
+
+RUNNING = "() => getComputedStyle(document.querySelector('#message'), '::before').content"
+
+
+def test_a_run_under_way_says_running_on_the_status_line_without_gradios_timer(browser, tiny_app):
+    """Issue 45: while a Run is pending the status line says a still "Running…" (page CSS on Gradio's pending
+    status), not Gradio's timer that the page redrew every frame; the token count is back, alone, once the
+    views are drawn. The Run's join request is held, so the pending state lasts as long as the test needs."""
+    page = open_app(browser, tiny_app)
+    held = []
+    page.route("**/queue/join*", lambda route: held.append(route))
+    before = int(page.get_attribute("#single-plot .bvl-heatmap", "data-draws") or 0)
+    with page.expect_request("**/queue/join*"):
+        run(page, "the cat sat on the mat")
+    page.wait_for_function(f"() => {RUNNING}() === '\"Running…\"'", timeout=30000)
+    assert not page.locator("#message .progress-text").is_visible()  # Gradio's own timer stays hidden
+    deadline = time.time() + 30
+    while not held and time.time() < deadline:  # the route handler runs while Playwright waits
+        page.wait_for_timeout(50)
+    held[0].continue_()
+    page.wait_for_function(f"Number(document.querySelector('#single-plot .bvl-heatmap').dataset.draws) > {before}",
+                           timeout=60000)
+    page.wait_for_function(f"() => {RUNNING}() === 'none'", timeout=30000)
+    assert page.locator("#message").inner_text().strip().endswith("tokens.")
+    page.close()

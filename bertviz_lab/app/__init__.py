@@ -30,6 +30,12 @@ CSS = """
 #status {font-size: 0.85em; color: #444}
 #status p {margin: 0}
 #message p {margin: 0.2em 0}
+/* a Run or Mask under way (events.RUN_PROGRESS): Gradio's pending status on the status line, shown still;
+   Gradio's own indicator (a timer it rewrites every frame) is not laid out at all */
+#message [data-testid="status-tracker"] {display: none !important}
+#message:has([data-testid="status-tracker"] .progress-text) .md {opacity: 0.45}
+#message:has([data-testid="status-tracker"] .progress-text)::before {content: "Running…"; float: right; color: #555;
+  font-size: 0.9em}
 .bvl-note {color: #555; font-size: 0.9em}
 .bvl-caption {min-height: 1.2em; padding: 0 8px}
 .bvl-on-use:has(.empty[aria-label="Empty value"]), .bvl-on-use:has(.table-container.no-rows) {display: none !important}
