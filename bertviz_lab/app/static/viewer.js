@@ -8,7 +8,13 @@
   'use strict';
   if (window.BvlViewer) { return; }
 
-  function visible(el) { return !!(el && el.offsetParent !== null && el.getClientRects().length); }
+  // Whether el is shown (not inside a closed tab). checkVisibility needs the page's style only; offsetParent
+  // would lay the whole page out first, just after Gradio changed it (a forced layout on every Run).
+  function visible(el) {
+    if (!el) { return false; }
+    if (el.checkVisibility) { return el.checkVisibility(); }
+    return el.offsetParent !== null && el.getClientRects().length > 0;
+  }
   function range(n) { var out = new Array(n); for (var i = 0; i < n; i++) { out[i] = i; } return out; }
   function pick(idx, arr) { return idx.map(function (i) { return arr[i]; }); }
 

@@ -8,7 +8,13 @@
   var SYNCED = ['#aggregates-plot', '#intervention-plot'];  // server-drawn views that follow the sliders
   var pending = false, loading = null;
 
-  function visible(el) { return !!(el && el.offsetParent !== null && el.getClientRects().length); }
+  // Whether el is shown (not inside a closed tab). checkVisibility needs the page's style only; offsetParent
+  // would lay the whole page out first, just after Gradio changed it (a forced layout on every Run).
+  function visible(el) {
+    if (!el) { return false; }
+    if (el.checkVisibility) { return el.checkVisibility(); }
+    return el.offsetParent !== null && el.getClientRects().length > 0;
+  }
   function later(ms) {
     if (pending) { return; }
     pending = true;
@@ -60,13 +66,15 @@
           return buffer;
         });
       }
-      function scroll() {
+      function scroll() {  // in the next frame, where the page is laid out anyway: not a layout of its own
         if (scrolled) { return; }
         scrolled = true;
-        var views = document.querySelector('#views');
-        if (p.scroll && views && views.getBoundingClientRect().top < 0) {  // e.g. an example clicked further down
-          views.scrollIntoView({ block: 'start' });
-        }
+        requestAnimationFrame(function () {
+          var views = document.querySelector('#views');
+          if (p.scroll && views && views.getBoundingClientRect().top < 0) {  // e.g. an example clicked further down
+            views.scrollIntoView({ block: 'start' });
+          }
+        });
       }
       function showFirst(codes) {  // the open head alone: drawn while every head's codes are on their way
         if (loading !== p.id || full || codes.byteLength !== p.head_bytes) { return; }
