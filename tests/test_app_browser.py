@@ -423,3 +423,32 @@ def test_a_run_under_way_says_running_on_the_status_line_without_gradios_timer(b
     page.wait_for_function(f"() => {RUNNING}() === 'none'", timeout=30000)
     assert page.locator("#message").inner_text().strip().endswith("tokens.")
     page.close()
+
+
+INSIDE = """() => {
+  const gd = document.querySelector('#single-plot .js-plotly-plot'), box = gd.getBoundingClientRect();
+  const parts = [...gd.querySelectorAll('.xtick text, .ytick text, .g-xtitle text, .g-ytitle text')];
+  return {count: parts.length, outside: parts.map(t => [t.textContent, t.getBoundingClientRect()])
+    .filter(([, r]) => r.left < box.left - 0.5 || r.bottom > box.bottom + 0.5 || r.top < box.top - 0.5)
+    .map(([text]) => text)};
+}"""
+
+
+def test_the_heatmaps_margins_hold_its_longest_labels_and_axis_titles(browser, default_app, default_lab):
+    """Issue 45: the page sets the heatmap's margins from a measurement of its labels (no Plotly automargin,
+    which drew the figure twice): every tick label and both axis titles lie inside the figure, for 18-character
+    labels (the longest shown: word level joins the pieces of long words) and for short ones after them."""
+    page = open_app(browser, default_app)
+    page.check("#word input[type=checkbox]")
+    text = "Internationalization counterrevolutionaries electroencephalographically."
+    run_and_wait(page, text)
+    page.wait_for_function("() => [...document.querySelectorAll('#single-plot .ytick text')]"
+                           ".some(t => t.textContent.endsWith('…'))", timeout=30000)
+    shown = page.evaluate(INSIDE)
+    assert shown["count"] > 8 and shown["outside"] == []
+    page.uncheck("#word input[type=checkbox]")
+    run(page, "a b c")
+    wait_for_labels(page, ["0 [CLS]", "1 a", "2 b", "3 c", "4 [SEP]"])
+    shown = page.evaluate(INSIDE)
+    assert shown["count"] == 2 * 5 + 2 and shown["outside"] == []
+    page.close()
