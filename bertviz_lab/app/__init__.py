@@ -98,6 +98,7 @@ def build_demo(lab: Lab | None = None, allowed_models: list[str] | None = None, 
         wire(ui, handlers, gate)
         demo.load(handler_of(handlers, "from_url", gate, URL_OUTPUTS), [ui.session],
                   [getattr(ui, n) for n in URL_OUTPUTS], api_name="from_url",
+                  show_progress=RUN_PROGRESS["show_progress"],
                   show_progress_on=[getattr(ui, n) for n in progress_targets(URL_OUTPUTS, RUN_PROGRESS)])
         gr.api(gate.wrap(handlers.attention_api, ()), api_name="attention")
         register(AgentTools(lab, cache, limits), lambda tool: gate.wrap(tool, ()))  # the MCP tools, same gate
