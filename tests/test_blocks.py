@@ -128,6 +128,8 @@ def test_no_event_puts_its_progress_on_the_payload_the_session_or_a_container(ti
         checked += 1
         if dep.get("api_name") in ("analyze", "analyze_submit", "analyze_example", "mask_tokens", "from_url"):
             assert [kinds[t] for t in targets] == [("markdown", "message")], dep.get("api_name")
+            # no Gradio timer redrawn every frame while the model runs: the page's CSS says "Running…"
+            assert dep["show_progress"] == "hidden", dep.get("api_name")
         if dep.get("api_name") == "load_model":
             assert sorted(kinds[t][1] for t in targets) == ["message", "status"]
     assert checked > 30
