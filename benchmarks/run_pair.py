@@ -1,0 +1,121 @@
+"""Run -> pixels of two checkouts, paired (issue 45): on a VM whose speed drifts by tens of percent from
+minute to minute, two runs of run_breakdown.py one after the other can differ by more than a change does.
+Here each checkout serves the app on the embedded model in its own process (``PYTHONPATH`` = the checkout,
+``keep_freed_memory`` as ``python app.py``), one Chromium opens both, and the Runs alternate between them
+(ABBA order), each Run on one of two sentences of the same length in turn (bench_browser.texts_of), so each
+"after" Run has a "before" Run next to it in time. Printed: each side's median click -> heatmap pixels (the
+same test as bench_browser.py) and the median of the paired differences with its quartiles. Both servers
+stay up throughout, so both medians include the idle one's background work (Gradio's queue polls).
+
+    python benchmarks/run_pair.py BEFORE_CHECKOUT AFTER_CHECKOUT [--sizes 128 512] [--rounds 24]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from bench_browser import ARGS, CLICK_RUN, texts_of
+from sections import run_recorded
+
+SERVE = """
+import sys, time
+from bertviz_lab import load
+from bertviz_lab.app import build_demo, launch_kwargs, queue_kwargs
+from bertviz_lab.bert.allocator import keep_freed_memory
+keep_freed_memory()
+demo = build_demo(load("default", device="cpu"))
+demo.queue(**queue_kwargs())
+kwargs = launch_kwargs(demo=demo)
+kwargs.pop("server_port", None)
+_, url, _ = demo.launch(server_name="127.0.0.1", server_port=int(sys.argv[1]), prevent_thread_lock=True, quiet=True, **kwargs)
+print("URL", url, flush=True)
+while True:
+    time.sleep(3600)
+"""
+
+
+def start(checkout: Path, port: int) -> tuple[subprocess.Popen, str]:
+    env = dict(os.environ, PYTHONPATH=str(checkout))
+    proc = subprocess.Popen([sys.executable, "-c", SERVE, str(port)], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True)
+    for line in proc.stdout:
+        if line.startswith("URL"):
+            return proc, line.split()[1]
+    raise RuntimeError(f"the server of {checkout} did not start")
+
+
+def quartiles(values: list[float]) -> tuple[float, float, float]:
+    q = statistics.quantiles(values, n=4)
+    return q[0], statistics.median(values), q[2]
+
+
+def main() -> None:
+    from playwright.sync_api import sync_playwright
+
+    from bertviz_lab import load
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("before", type=Path)
+    parser.add_argument("after", type=Path)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[128, 512])
+    parser.add_argument("--rounds", type=int, default=24, help="Runs per side and size")
+    args = parser.parse_args()
+    lab = load("default", device="cpu")
+    sides = {"before": args.before.resolve(), "after": args.after.resolve()}
+    servers = {name: start(path, 7870 + i) for i, (name, path) in enumerate(sides.items())}
+    chromium = os.environ.get("CHROMIUM", shutil.which("chromium") or "/usr/bin/chromium")
+    rows = []
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=chromium, headless=True, args=ARGS)
+            pages = {}
+            for name, (_, url) in servers.items():
+                pages[name] = page = browser.new_page(viewport={"width": 1600, "height": 1000})
+                page.goto(url)
+                page.wait_for_selector("#single-plot .bvl-heatmap[data-draws]", timeout=120000)
+            for n in args.sizes:
+                texts = texts_of(lab, n)
+                for page in pages.values():  # warm-up: both sentences once
+                    for text in texts:
+                        page.fill("#text-a textarea", text)
+                        page.evaluate(CLICK_RUN)
+                times: dict[str, list[float]] = {name: [] for name in sides}
+                for i in range(args.rounds):
+                    for name in (("before", "after") if i % 2 else ("after", "before")):
+                        pages[name].fill("#text-a textarea", texts[i % 2])
+                        times[name].append(pages[name].evaluate(CLICK_RUN))
+                        time.sleep(0.1)
+                change = [a - b for a, b in zip(times["after"], times["before"])]
+                rows.append((len(lab.encode(texts[0]).ids), statistics.median(times["before"]),
+                             statistics.median(times["after"]), *quartiles(change)))
+            browser.close()
+    finally:
+        for proc, _ in servers.values():
+            proc.kill()
+    print(f"before: {sides['before']} ({commit_of(sides['before'])}), after: {sides['after']} "
+          f"({commit_of(sides['after'])}), {args.rounds} Runs each per size\n")
+    print("| tokens | before: median Run -> pixels | after | after - before, paired: median (quartiles) |")
+    print("|---:|---:|---:|---:|")
+    for tokens, before, after, low, mid, high in rows:
+        print(f"| {tokens} | {before:.0f} ms | {after:.0f} ms | {mid:+.0f} ms ({low:+.0f} .. {high:+.0f}) |")
+
+
+def commit_of(folder: Path) -> str:
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=folder, capture_output=True, text=True)
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=folder, capture_output=True,
+                           text=True)
+    return head.stdout.strip() + ("+changes" if dirty.stdout.strip() else "")
+
+
+def _entry() -> None:
+    main()
+
+
+if __name__ == "__main__":
+    run_recorded("run-pair", "Run -> pixels of two checkouts, paired", __doc__, _entry)
