@@ -34,6 +34,8 @@ demo.queue(**queue_kwargs())
 kwargs = launch_kwargs(demo=demo)
 kwargs.pop("server_port", None)
 _, url, _ = demo.launch(server_name="127.0.0.1", server_port=int(sys.argv[1]), prevent_thread_lock=True, quiet=True, **kwargs)
+import bertviz_lab
+print("FROM", bertviz_lab.__file__, flush=True)
 print("URL", url, flush=True)
 while True:
     time.sleep(3600)
@@ -42,11 +44,14 @@ while True:
 
 def start(checkout: Path, port: int) -> tuple[subprocess.Popen, str]:
     env = dict(os.environ, PYTHONPATH=str(checkout))
-    proc = subprocess.Popen([sys.executable, "-c", SERVE, str(port)], env=env, stdout=subprocess.PIPE,
+    # in the checkout's folder: ``python -c`` puts the working folder first on sys.path, before PYTHONPATH
+    proc = subprocess.Popen([sys.executable, "-c", SERVE, str(port)], env=env, cwd=checkout, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True)
     for line in proc.stdout:
         if line.startswith("URL"):
             return proc, line.split()[1]
+        if line.startswith("FROM"):
+            print(f"{checkout}: bertviz_lab from {line.split()[1]}")
     raise RuntimeError(f"the server of {checkout} did not start")
 
 
