@@ -96,7 +96,7 @@ FAST = {"show_progress": "hidden", "trigger_mode": "always_last"}
 # Gradio's own indicator there is a timer the page redraws every animation frame: with the server on the same
 # machine (python app.py), that drawing takes ~100 ms of CPU from the forward pass during a 512-token Run. So
 # its overlay stays hidden and the page's CSS shows a still "Running…" on the status line while the Run's
-# status is pending (RUNNING_CSS in app/__init__.py).
+# status is pending (the CSS of app/__init__.py).
 RUN_PROGRESS = {"show_progress": "hidden", "show_progress_on": ("message",)}
 # Gradio's page keeps a loading status for every component that was ever an event's progress target (by
 # default each of its outputs) for the rest of the visit, and on every status change of any event (3-4 per
