@@ -479,6 +479,7 @@
   });
 
   // Decode base64 codes (notebook outputs carry them inline) into the typed array the viewer reads.
+  BvlViewer.visible = visible;
   BvlViewer.codesOf = function (p, buffer) { return p.bits === 16 ? new Uint16Array(buffer) : new Uint8Array(buffer); };
   BvlViewer.fromBase64 = function (p, text) {
     var bin = atob(text), bytes = new Uint8Array(bin.length);

@@ -8,13 +8,7 @@
   var SYNCED = ['#aggregates-plot', '#intervention-plot'];  // server-drawn views that follow the sliders
   var pending = false, loading = null;
 
-  // Whether el is shown (not inside a closed tab). checkVisibility needs the page's style only; offsetParent
-  // would lay the whole page out first, just after Gradio changed it (a forced layout on every Run).
-  function visible(el) {
-    if (!el) { return false; }
-    if (el.checkVisibility) { return el.checkVisibility(); }
-    return el.offsetParent !== null && el.getClientRects().length > 0;
-  }
+  var visible = window.BvlViewer.visible;  // viewer.js's own test: whether an element is shown
   function later(ms) {
     if (pending) { return; }
     pending = true;
