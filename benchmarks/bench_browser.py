@@ -32,7 +32,6 @@ from sections import run_recorded
 
 from bertviz_lab import load
 from bertviz_lab.app import build_demo, launch_kwargs, queue_kwargs
-from bertviz_lab.bert.allocator import keep_freed_memory
 
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", "--no-first-run", "--disable-quic"]
@@ -70,6 +69,19 @@ BERTVIZ_SWITCH = """async (layer) => {
   if (!document.querySelectorAll('#vis svg line').length) throw new Error('no lines');
   return performance.now() - t0;
 }"""
+
+
+def server_lab():
+    """The embedded model, loaded as python app.py loads it in its process (bertviz_lab/launcher.py:
+    ``serving_lab``), or as the launcher of a checkout from before serving_lab did (freed memory kept)."""
+    try:
+        from bertviz_lab.launcher import serving_lab
+    except ImportError:
+        from bertviz_lab.bert.allocator import keep_freed_memory
+
+        keep_freed_memory()
+        return load("default", device="cpu")
+    return serving_lab("default", "cpu")
 
 
 def text_of(lab, n_tokens: int, start: int = 0) -> str:
@@ -176,8 +188,7 @@ def main() -> None:
     parser.add_argument("--bertviz-max", type=int, default=128, help="largest size given to BertViz (its page "
                         "embeds every weight as JSON text: ~200 MB at 512 tokens)")
     args = parser.parse_args()
-    keep_freed_memory()  # the process setting python app.py gives the server (bertviz_lab/launcher.py)
-    lab = load("default", device="cpu")
+    lab = server_lab()
     demo = build_demo(lab)
     demo.queue(**queue_kwargs())
     _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True, **launch_kwargs(demo=demo))

@@ -56,7 +56,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench_browser import ARGS, CLICK_RUN, texts_of
+from bench_browser import ARGS, CLICK_RUN, server_lab, texts_of
 from sections import run_recorded
 
 RUN_API = "analyze"  # the Run button's event
@@ -477,9 +477,7 @@ def report(tokens: int, here: dict[str, float], stage_rows: list, busy_rows: lis
 def main() -> None:
     from playwright.sync_api import sync_playwright
 
-    from bertviz_lab import load
     from bertviz_lab.app import build_demo, launch_kwargs, queue_kwargs
-    from bertviz_lab.bert.allocator import keep_freed_memory
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=20)
@@ -488,8 +486,7 @@ def main() -> None:
     parser.add_argument("--before", type=Path, nargs="+", default=[],
                         help="--save files of the same script run on the code before changes: each printed beside these")
     args = parser.parse_args()
-    keep_freed_memory()  # the process setting python app.py gives the server (bertviz_lab/launcher.py)
-    lab = load("default", device="cpu")
+    lab = server_lab()  # as python app.py loads it (bertviz_lab/launcher.py)
     demo = build_demo(lab)
     probes = Probes()
     instrument(demo, lab, probes, server=False)

@@ -27,9 +27,13 @@ SERVE = """
 import sys, time
 from bertviz_lab import load
 from bertviz_lab.app import build_demo, launch_kwargs, queue_kwargs
-from bertviz_lab.bert.allocator import keep_freed_memory
-keep_freed_memory()
-demo = build_demo(load("default", device="cpu"))
+try:  # as python app.py starts its process (bertviz_lab/launcher.py)
+    from bertviz_lab.launcher import serving_lab
+except ImportError:  # a checkout from before serving_lab: what its launcher did
+    from bertviz_lab.bert.allocator import keep_freed_memory
+    keep_freed_memory()
+    serving_lab = lambda checkpoint, device: load(checkpoint, device=device)
+demo = build_demo(serving_lab("default", "cpu"))
 demo.queue(**queue_kwargs())
 kwargs = launch_kwargs(demo=demo)
 kwargs.pop("server_port", None)

@@ -24,6 +24,7 @@ from .bert.errors import InputError
 from .bert.families import BERT_SPECIALS
 from .bert.hook_table import every_layer
 from .bert.model import BertForwardOutput, init_weights
+from .bert.model_thread import on_model_thread
 from .bert.source_registry import PATTERN_CAPTURES, get_source
 
 
@@ -240,7 +241,8 @@ class Lab:
         self.tokenizer = checkpoint.tokenizer
         self.device = device
         self.checkpoint_id = checkpoint_id  # what the user asked for: default, minilm-original, a folder or a hub id
-        self._shared = SharedPasses(self._shared_pass)  # concurrent Runs of one length share a batch
+        # concurrent Runs of one length share a batch, run on the app's model thread (bert/model_thread.py)
+        self._shared = SharedPasses(lambda items: on_model_thread(self._shared_pass, items))
         self.name = checkpoint.name
         cfg = model.config
         self.n_layers, self.n_heads = cfg.num_hidden_layers, cfg.num_attention_heads
@@ -368,13 +370,16 @@ class Lab:
                 raise InputError(f"no position {p}: the input has positions 0..{n - 1}")
         predict = sorted({i for i, t in enumerate(enc.ids) if t == self.mask_id} | {int(p) for p in predict_at})
         out, cache = self._forward(enc, predict, chosen.captures, changes or ForwardChanges())
-        if source == "attention":
-            attention = self.attention_of(cache)[0].float().cpu().numpy()  # (layers, heads, query, key)
-        else:
-            attention = chosen.weights(Captured(self.model, cache, 0, n))  # (layers, heads, query, key)
-        mlm, mlm_note, kept = self._predictions(out, enc, predict, originals, int(top_k), keep_probabilities)
-        nsp, nsp_note = self._nsp(out, enc, pair)
-        classes = self._classes(out)
+
+        def read() -> tuple:  # tensor work too: on the model thread, where the pass ran (bert/model_thread.py)
+            if source == "attention":
+                weights = self.attention_of(cache)[0].float().cpu().numpy()  # (layers, heads, query, key)
+            else:
+                weights = chosen.weights(Captured(self.model, cache, 0, n))  # (layers, heads, query, key)
+            return (weights, self._predictions(out, enc, predict, originals, int(top_k), keep_probabilities),
+                    self._nsp(out, enc, pair), self._classes(out))
+
+        attention, (mlm, mlm_note, kept), (nsp, nsp_note), classes = on_model_thread(read)
         return Analysis(
             model=self.name, device=str(self.device), text=text, pair=pair if pair and str(pair).strip() else None,
             tokens=list(enc.tokens), token_ids=list(enc.ids), segment_ids=list(enc.segment_ids), word_ids=list(enc.word_ids),
@@ -398,7 +403,8 @@ class Lab:
             kwargs["attention_bias"] = changes.attention_bias.to(self.device)
         if changes.position_ids is not None:
             kwargs["position_ids"] = changes.position_ids.to(self.device)
-        return self.run(self.batch_tensors([enc]), capture=captures, edits=changes.edits or None, **kwargs)
+        return on_model_thread(self.run, self.batch_tensors([enc]), capture=captures, edits=changes.edits or None,
+                               **kwargs)
 
     def _shared_pass(self, items: Sequence[tuple[Encoded, list[int]]]) -> list[tuple[BertForwardOutput, dict]]:
         """One pass of inputs of one length (no padding), attention captured: each row's output and cache,

@@ -62,21 +62,30 @@ def check_mcp(wanted: bool) -> None:
     warnings.filterwarnings("ignore", message="This MCP server includes a tool that has a gr.State input")
 
 
+def serving_lab(checkpoint: str, device: str, keep_memory: bool = True):
+    """The model loaded as a server process runs it: freed memory kept (``bert/allocator.py``; process-wide,
+    so only the app, a process of its own, opts in) and every request's tensor work on one thread, the
+    load's included (``bert/model_thread.py``). Benchmarks start their servers with it too."""
+    from bertviz_lab.bert.model_thread import on_model_thread, use_model_thread
+    from bertviz_lab.lab import load
+
+    if keep_memory:
+        from bertviz_lab.bert.allocator import keep_freed_memory
+
+        keep_freed_memory()
+    use_model_thread()
+    return on_model_thread(load, checkpoint, device=device)
+
+
 def main(argv=None) -> None:
     from tqdm import tqdm
 
     from bertviz_lab.bert import CheckpointError, DeviceError
-    from bertviz_lab.lab import load
-
     args = parse_args(argv)
     check_mcp(args.mcp)
-    if not args.no_keep_freed_memory:
-        from bertviz_lab.bert.allocator import keep_freed_memory
-
-        keep_freed_memory()  # process-wide, so only the app (a process of its own) opts in
     with tqdm(total=1, desc=f"loading model {args.model}", unit="model") as bar:
         try:
-            lab = load(args.model, device=args.device)
+            lab = serving_lab(args.model, args.device, keep_memory=not args.no_keep_freed_memory)
         except (CheckpointError, DeviceError) as error:
             sys.exit(f"error: {error}")
         bar.update(1)

@@ -19,6 +19,7 @@ from typing import Any
 from gradio.components.plot import PlotData
 
 from ..bert import DEFAULT_CHECKPOINT, Budget, CheckpointError
+from ..bert.model_thread import on_passing_thread
 from ..figures.analysis import ViewOptions
 from ..figures.base import Figure, to_json
 from ..lab import Analysis, Lab, load
@@ -49,7 +50,8 @@ class LabCache:
         key = (checkpoint, device)
         with self._lock:
             if key not in self._labs:
-                self._labs[key] = load(checkpoint, device=device)
+                # on a thread of its own: its tensor copies leave no thread pool behind (bert/model_thread.py)
+                self._labs[key] = on_passing_thread(load, checkpoint, device=device)
                 evictable = [k for k in self._labs if k not in (key, self._pinned)]
                 while len(self._labs) > self.capacity and evictable:
                     del self._labs[evictable.pop(0)]

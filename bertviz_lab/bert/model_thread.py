@@ -1,0 +1,91 @@
+"""Where a server's tensor work runs: on one thread of its own (issue 45), opted into by the app.
+
+PyTorch's CPU kernels run on OpenMP, and libgomp (GCC's OpenMP, which PyTorch's Linux wheels use)
+gives every thread that starts a parallel region a thread pool of its own. Once the pools' threads
+outnumber the cores, libgomp lets an idle pool thread spin only 100 times instead of 300,000 before it
+sleeps (GOMP_SPINCOUNT in the libgomp manual), so each of a forward pass's hundreds of parallel regions
+waits for its threads to be woken. A web server answers requests on many worker threads, and the
+model was loaded on yet another; on the 2-core test machine a 128-token analysis took 23-25 ms when one
+thread had done all tensor work and 30-35 ms once a second thread had run one (the experiment behind
+this module: load on one thread, run on another; see BENCHMARKS.md, "One thread for tensor work").
+
+``use_model_thread()`` starts one long-lived thread; from then on ``on_model_thread(fn, ...)`` runs fn
+there and waits for it, with the caller's context variables (so a request's budget, ``bert.budget``,
+is charged as before). The app's launcher turns it on before it loads the model, so the load's pool
+and every Run's pool are the same one. Without it (scripts, notebooks, tests: already one thread),
+``on_model_thread`` simply calls fn. ``on_passing_thread`` is for long work that must not hold the model
+thread up (another checkpoint's load). Work is not parallel across requests either way: a pass uses
+every core, and concurrent Runs share batches (``bert/batching.py``).
+"""
+from __future__ import annotations
+
+import contextvars
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+THREAD_NAME = "bvl-model"
+
+_starting = threading.Lock()
+_executor: ThreadPoolExecutor | None = None
+_here = threading.local()  # .model is True on the model thread
+
+
+def _mark() -> None:
+    _here.model = True
+
+
+def use_model_thread() -> None:
+    """From now on, ``on_model_thread`` runs its work on one thread kept for it (process-wide; idempotent)."""
+    global _executor
+    with _starting:
+        if _executor is None:
+            _executor = ThreadPoolExecutor(1, thread_name_prefix=THREAD_NAME, initializer=_mark)
+
+
+def uses_model_thread() -> bool:
+    return _executor is not None
+
+
+def stop_model_thread() -> None:
+    """Back to running work on the caller's thread (tests; a process that stops serving). Waits for the work
+    already handed over."""
+    global _executor
+    with _starting:
+        executor, _executor = _executor, None
+    if executor is not None:
+        executor.shutdown(wait=True)
+
+
+def on_model_thread(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    """fn(*args, **kwargs) on the model thread when there is one (else here), with this context's variables;
+    its exception is raised here. Called on the model thread itself, it runs at once (no deadlock)."""
+    executor = _executor
+    if executor is None or getattr(_here, "model", False):
+        return fn(*args, **kwargs)
+    context = contextvars.copy_context()
+    return executor.submit(context.run, fn, *args, **kwargs).result()
+
+
+def on_passing_thread(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    """fn(*args, **kwargs) on a new thread that ends with it, when the model thread is in use (else here).
+    For long tensor work that must not hold up the model thread (loading another checkpoint, which may
+    download it): the OpenMP pool it starts ends with its thread, so no third pool stays behind."""
+    if _executor is None:
+        return fn(*args, **kwargs)
+    context, result = contextvars.copy_context(), {}
+
+    def work() -> None:
+        try:
+            result["value"] = context.run(fn, *args, **kwargs)
+        except BaseException as error:  # raised again on the caller's thread
+            result["error"] = error
+
+    thread = threading.Thread(target=work, name=f"{THREAD_NAME}-passing", daemon=True)
+    thread.start()
+    thread.join()
+    if "error" in result:
+        raise result["error"]
+    return result["value"]
