@@ -471,28 +471,33 @@ def test_only_the_page_opening_knows_the_views_drawn_on_request_are_empty(tiny_l
     assert ui.payload in opened and ui.explain_plot not in opened and ui.neuron_html not in opened
 
 
-def test_the_open_heads_codes_travel_inside_the_reply_up_to_64_kb_then_in_a_file_of_their_own(default_lab):
+def test_the_open_heads_codes_travel_inside_the_reply_up_to_the_limit_then_in_a_file_of_their_own(default_lab,
+                                                                                                monkeypatch):
     """Up to INLINE_HEAD_MAX the page draws the open head from the reply itself (no second request before the
-    first pixels); above it the open head comes as a small file before every head's."""
+    first pixels): every input a BERT takes, 512 tokens at 8 bits included; above it (a long-context model's
+    input; here a lowered limit) the open head comes as a small file before every head's."""
     import base64
 
     from bertviz_lab.app import build_demo
+    from bertviz_lab.app import handlers as handlers_module
     from bertviz_lab.app.forms import RunInput
-    from bertviz_lab.app.handlers import INLINE_HEAD_MAX
     from bertviz_lab.app.state import Session
 
     handlers = build_demo(default_lab).bvl_handlers
     ui = handlers.ui
-    for words, inline in ((12, True), (200, False)):
+    for words, limit, bits, inline in ((12, None, 16, True), (600, None, 8, True), (200, 64 * 1024, 16, False)):
+        if limit is not None:
+            monkeypatch.setattr(handlers_module, "INLINE_HEAD_MAX", limit)
         session = Session(model=default_lab.checkpoint_id, device="cpu")
         p = handlers.analyze(RunInput(" ".join(["cat"] * words), top_k=1), session)[ui.payload]
         n = len(p["labels"])
-        size = n * n * 2  # 16-bit codes, one head
-        assert p["head_bytes"] == size and (size <= INLINE_HEAD_MAX) is inline
+        size = n * n * bits // 8  # one head's codes
+        assert p["bits"] == bits and p["head_bytes"] == size and (size <= handlers_module.INLINE_HEAD_MAX) is inline
         if inline:
             assert "head_url" not in p
-            first = np.frombuffer(base64.b64decode(p["head_codes"]), dtype="<u2").reshape(n, n)
+            first = np.frombuffer(base64.b64decode(p["head_codes"]), dtype="<u2" if bits == 16 else np.uint8)
             weights = session.analysis.attention[0, 0]  # the open head: layer 1, head 1
-            np.testing.assert_allclose(first * p["scales"][0][0] / 65535, weights, atol=1e-4)
+            np.testing.assert_allclose(first.reshape(n, n) * p["scales"][0][0] / (2 ** bits - 1), weights,
+                                       atol=1e-4 if bits == 16 else 2e-3)
         else:
             assert "head_codes" not in p and p["head_url"].startswith("bvl-codes/")

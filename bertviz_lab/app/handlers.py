@@ -83,9 +83,11 @@ def compact_reply(result, limit: int | None) -> dict[str, Any]:
     return reply
 
 
-# The open head's codes, up to this size (181 tokens at 16 bits), travel inside the reply as base64 (a third
-# more bytes): the page draws it without waiting for a second request (~20 ms at 128 tokens), then fetches the rest.
-INLINE_HEAD_MAX = 64 * 1024
+# The open head's codes, up to this size (512 tokens at 8 bits: any input a BERT takes), travel inside the reply as
+# base64 (a third more bytes): the page draws it without waiting for a second request, then fetches the rest. A
+# second request cost ~20 ms at 128 tokens and, at 512, 48 ms in a paired run (run_pair.py, issue 45); 256 KB
+# of codes add ~1 ms to the reply's transfer and JSON.parse. Longer inputs (long-context models) send a file.
+INLINE_HEAD_MAX = 256 * 1024
 FIRST_HEAD_FROM = 256 * 1024  # codes larger than this (all 72 heads of MiniLM at 43 tokens) send the open head first
 CODES_ROUTE = "bvl-codes"  # where the page fetches an analysis's codes: by file name, no server path in the URL
 CODES_NAME = re.compile(r"[0-9a-f]{32}\.bin")

@@ -1,5 +1,5 @@
 // The app page's views (viewer.js draws them): after a Run the server sends one payload with the open
-// head's codes inside it (or, above 64 KB, the URL of a file of them) and the URL of every head's; the page
+// head's codes inside it (or, above 256 KB, the URL of a file of them) and the URL of every head's; the page
 // draws the open head at once, fetches every head's once as bytes, and the Layer and Head sliders and the
 // sentence-pair filter then re-draw the single-head heatmap and the head view with no server
 // round trip. Only a visible view draws; a hidden one draws when its tab is opened.
