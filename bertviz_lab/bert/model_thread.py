@@ -17,6 +17,12 @@ and every Run's pool are the same one. Without it (scripts, notebooks, tests: al
 ``on_model_thread`` simply calls fn. ``on_passing_thread`` is for long work that must not hold the model
 thread up (another checkpoint's load). Work is not parallel across requests either way: a pass uses
 every core, and concurrent Runs share batches (``bert/batching.py``).
+
+The price: with one pool, its idle thread spins (libgomp's default, up to 300,000 times) before it sleeps,
+CPU that other programs on the same cores no longer get. Sixteen gradio_client visitors running on the
+server's own 2 cores got 18 % fewer Runs per second (p95 1.48 -> 1.87 s); sixteen light HTTP visitors, whose
+clients cost the server's cores little (as browsers elsewhere), got 23 % more (BENCHMARKS.md, 16 visitors).
+A lower GOMP_SPINCOUNT, set before PyTorch loads, gave back most of the first loss and all of a single Run's gain.
 """
 from __future__ import annotations
 
