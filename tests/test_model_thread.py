@@ -2,6 +2,8 @@
 the one thread kept for it, with the caller's context (a request's budget), its errors raised to the caller, and
 an analysis identical to one made on the caller's thread."""
 import contextvars
+import multiprocessing
+import os
 import threading
 
 import numpy as np
@@ -63,6 +65,27 @@ def test_the_model_thread_sees_the_callers_context_and_raises_its_errors_there(m
     with pytest.raises(KeyError, match="missing"):
         on_model_thread(lambda: {}["missing"])
     assert on_model_thread(lambda: on_model_thread(here)).startswith(THREAD_NAME)  # nested: runs at once
+
+
+def _child_runs(conn):
+    conn.send(on_model_thread(here))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_forked_child_runs_model_thread_work_on_its_own_thread(model_thread):
+    """ZeroGPU runs a Space's GPU handlers in a forked child, which has no copy of the model thread."""
+    assert on_model_thread(here).startswith(THREAD_NAME)  # the parent's thread is running
+    ctx = multiprocessing.get_context("fork")
+    parent, child = ctx.Pipe()
+    proc = ctx.Process(target=_child_runs, args=(child,), daemon=True)
+    proc.start()
+    try:
+        assert parent.poll(60), "the child's work never ran"
+        assert parent.recv() == "MainThread"
+    finally:
+        proc.join(30)
+        if proc.is_alive():
+            proc.kill()
 
 
 def test_passing_work_runs_on_a_thread_that_ends_with_it(model_thread):

@@ -27,6 +27,7 @@ A lower GOMP_SPINCOUNT, set before PyTorch loads, gave back most of the first lo
 from __future__ import annotations
 
 import contextvars
+import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -42,6 +43,17 @@ _here = threading.local()  # .model is True on the model thread
 
 def _mark() -> None:
     _here.model = True
+
+
+def _forget_in_child() -> None:
+    """A forked child (ZeroGPU runs a Space's GPU handlers in one) has no model thread: a fork copies only the
+    thread that forked, so work handed to the parent's would never run. The child works on its own threads."""
+    global _executor, _starting
+    _executor, _starting = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_in_child)
 
 
 def use_model_thread() -> None:
