@@ -8,7 +8,6 @@ one with glibc's defaults and one with keep_freed_memory(), side by side in one 
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 
 from sections import run_recorded
@@ -35,16 +34,9 @@ def main() -> None:
     if len(sys.argv) == 3 and sys.argv[1] == "--measure":
         print(json.dumps(measure(sys.argv[2] == "keep")))
         return
-    results = {}
-    for mode in ("default", "keep", "default", "keep"):  # interleaved fresh processes
-        run = subprocess.run([sys.executable, __file__, "--measure", mode], capture_output=True, text=True, check=True)
-        row = json.loads(run.stdout.strip().splitlines()[-1])
-        results.setdefault(mode, []).append(row)
-    print(f"{'tokens':>6} {'glibc defaults ms':>18} {'keep freed memory ms':>21} {'ratio':>6}")
-    for n in LENGTHS:
-        base = min(r[str(n)] for r in results["default"]) * 1e3
-        keep = min(r[str(n)] for r in results["keep"]) * 1e3
-        print(f"{n:>6} {base:>18.1f} {keep:>21.1f} {keep / base:>6.2f}")
+    from common import fresh_process_table
+
+    fresh_process_table(__file__, ("default", "keep"), ("glibc defaults ms", "keep freed memory ms"), LENGTHS)
 
 
 def _entry() -> None:

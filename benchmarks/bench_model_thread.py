@@ -13,7 +13,6 @@ each way's two medians is printed, with the ratio.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
@@ -47,16 +46,10 @@ def main() -> None:
     if len(sys.argv) == 3 and sys.argv[1] == "--measure":
         print(json.dumps(measure(sys.argv[2])))
         return
-    results: dict[str, list[dict]] = {}
-    for mode in ("main-thread load", "model-thread", "main-thread load", "model-thread"):  # fresh processes
-        run = subprocess.run([sys.executable, __file__, "--measure", mode], capture_output=True, text=True, check=True)
-        results.setdefault(mode, []).append(json.loads(run.stdout.strip().splitlines()[-1]))
+    from common import fresh_process_table
+
     print("Runs from a worker thread; model loaded on the main thread (before) or on the model thread (after)")
-    print(f"{'tokens':>6} {'before ms':>10} {'model thread ms':>16} {'ratio':>6}")
-    for n in LENGTHS:
-        before = min(r[str(n)] for r in results["main-thread load"]) * 1e3
-        after = min(r[str(n)] for r in results["model-thread"]) * 1e3
-        print(f"{n:>6} {before:>10.1f} {after:>16.1f} {after / before:>6.2f}")
+    fresh_process_table(__file__, ("main-thread load", "model-thread"), ("before ms", "model thread ms"), LENGTHS)
 
 
 def _entry() -> None:

@@ -1,9 +1,12 @@
 """Small timing and memory helpers shared by the benchmark scripts."""
 from __future__ import annotations
 
+import json
 import statistics
+import subprocess
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 
@@ -48,3 +51,20 @@ def peak_rss_increase_mib(fn: Callable[[], object]) -> float:
     before = _status_kib("VmRSS")
     fn()
     return (_status_kib("VmHWM") - before) / 1024
+
+
+def fresh_process_table(script: str, modes: tuple[str, str], labels: tuple[str, str], sizes: Sequence[int],
+                        rounds: int = 2) -> None:
+    """A setting that changes a whole process, measured before and after: ``script --measure MODE`` in fresh
+    processes, the two modes alternating ``rounds`` times (its last stdout line: JSON of seconds per size);
+    prints per size the better of each mode's medians and their ratio (after / before)."""
+    results: dict[str, list[dict]] = {}
+    for _ in range(rounds):
+        for mode in modes:
+            run = subprocess.run([sys.executable, script, "--measure", mode], capture_output=True, text=True, check=True)
+            results.setdefault(mode, []).append(json.loads(run.stdout.strip().splitlines()[-1]))
+    widths = [max(len(label), 9) + 1 for label in labels]
+    print(f"{'tokens':>6} {labels[0]:>{widths[0]}} {labels[1]:>{widths[1]}} {'ratio':>6}")
+    for n in sizes:
+        before, after = (min(r[str(n)] for r in results[mode]) * 1e3 for mode in modes)
+        print(f"{n:>6} {before:>{widths[0]}.1f} {after:>{widths[1]}.1f} {after / before:>6.2f}")
