@@ -25,15 +25,10 @@ from sections import run_recorded
 
 SERVE = """
 import sys, time
-from bertviz_lab import load
+sys.path.append(sys.argv[2])  # this script's folder, after the checkout: its bertviz_lab comes first
+from bench_browser import server_lab
 from bertviz_lab.app import build_demo, launch_kwargs, queue_kwargs
-try:  # as python app.py starts its process (bertviz_lab/launcher.py)
-    from bertviz_lab.launcher import serving_lab
-except ImportError:  # a checkout from before serving_lab: what its launcher did
-    from bertviz_lab.bert.allocator import keep_freed_memory
-    keep_freed_memory()
-    serving_lab = lambda checkpoint, device: load(checkpoint, device=device)
-demo = build_demo(serving_lab("default", "cpu"))
+demo = build_demo(server_lab())  # as python app.py loads it (or as the checkout's own launcher did)
 demo.queue(**queue_kwargs())
 kwargs = launch_kwargs(demo=demo)
 kwargs.pop("server_port", None)
@@ -49,7 +44,8 @@ while True:
 def start(checkout: Path, port: int) -> tuple[subprocess.Popen, str]:
     env = dict(os.environ, PYTHONPATH=str(checkout))
     # in the checkout's folder: ``python -c`` puts the working folder first on sys.path, before PYTHONPATH
-    proc = subprocess.Popen([sys.executable, "-c", SERVE, str(port)], env=env, cwd=checkout, stdout=subprocess.PIPE,
+    here = str(Path(__file__).resolve().parent)  # SERVE takes server_lab from bench_browser.py
+    proc = subprocess.Popen([sys.executable, "-c", SERVE, str(port), here], env=env, cwd=checkout, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True)
     for line in proc.stdout:
         if line.startswith("URL"):

@@ -91,7 +91,7 @@ def test_a_forked_child_runs_model_thread_work_on_its_own_thread(model_thread):
 def test_passing_work_runs_on_a_thread_that_ends_with_it(model_thread):
     WHO.set("loader")
     seen = on_passing_thread(lambda: (threading.current_thread(), WHO.get()))
-    assert seen[0].name == f"{THREAD_NAME}-passing" and seen[1] == "loader"
+    assert seen[0].name == f"{THREAD_NAME}-passing_0" and seen[1] == "loader"
     seen[0].join(5)
     assert not seen[0].is_alive()
     with pytest.raises(ValueError, match="bad"):

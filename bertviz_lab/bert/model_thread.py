@@ -4,8 +4,7 @@ PyTorch's CPU kernels run on OpenMP, and libgomp (GCC's OpenMP, which PyTorch's 
 gives every thread that starts a parallel region a thread pool of its own. Once the pools' threads
 outnumber the cores, libgomp lets an idle pool thread spin only 100 times instead of 300,000 before it
 sleeps (GOMP_SPINCOUNT, https://gcc.gnu.org/onlinedocs/libgomp/GOMP_005fSPINCOUNT.html), so each of a
-forward pass's hundreds of parallel regions
-waits for its threads to be woken. A web server answers requests on many worker threads, and the
+forward pass's hundreds of parallel regions waits for its threads to be woken. A web server answers requests on many worker threads, and the
 model was loaded on yet another; on the 2-core test machine a 128-token analysis took 23-25 ms when one
 thread had done all tensor work and 30-35 ms once a second thread had run one
 (benchmarks/bench_model_thread.py: the model loaded on the main thread and Runs on a worker, as a server did).
@@ -22,7 +21,8 @@ The price: with one pool, its idle thread spins (libgomp's default, up to 300,00
 CPU that other programs on the same cores no longer get. Sixteen gradio_client visitors running on the
 server's own 2 cores got 18 % fewer Runs per second (p95 1.48 -> 1.87 s); sixteen light HTTP visitors, whose
 clients cost the server's cores little (as browsers elsewhere), got 23 % more (BENCHMARKS.md, 16 visitors).
-A lower GOMP_SPINCOUNT, set before PyTorch loads, gave back most of the first loss and all of a single Run's gain.
+A lower GOMP_SPINCOUNT (10,000, set before PyTorch loads) won back most of that loss but also lost all of a
+single Run's gain, so the app leaves libgomp's default.
 """
 from __future__ import annotations
 
@@ -94,17 +94,5 @@ def on_passing_thread(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
     download it): the OpenMP pool it starts ends with its thread, so no third pool stays behind."""
     if _executor is None:
         return fn(*args, **kwargs)
-    context, result = contextvars.copy_context(), {}
-
-    def work() -> None:
-        try:
-            result["value"] = context.run(fn, *args, **kwargs)
-        except BaseException as error:  # raised again on the caller's thread
-            result["error"] = error
-
-    thread = threading.Thread(target=work, name=f"{THREAD_NAME}-passing", daemon=True)
-    thread.start()
-    thread.join()
-    if "error" in result:
-        raise result["error"]
-    return result["value"]
+    with ThreadPoolExecutor(1, thread_name_prefix=f"{THREAD_NAME}-passing") as once:  # its thread ends on leaving
+        return once.submit(contextvars.copy_context().run, fn, *args, **kwargs).result()
