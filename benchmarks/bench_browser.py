@@ -3,7 +3,8 @@ BertViz 1.4.1's head view on the same attention, in the same browser.
 
 Ours, medians over --repeat actions at 32, 128 and 512 tokens:
 - Run -> heatmap drawn: from the click on Run to the single-head heatmap re-drawn (two animation
-  frames after Plotly returns, i.e. pixels on screen); Runs alternate between two sentences of the same
+  frames after Plotly returns, i.e. pixels on screen; the per-size line also gives the Run clocked one frame
+  later, as this script did before 2026-12-04: see DRAWN); Runs alternate between two sentences of the same
   length (texts_of), so each Run shows new tokens as a person's does;
 - head switch and layer switch -> heatmap drawn: from the Enter key in the slider's box to the new
   heatmap drawn (no server round trip: the page switches by itself);
@@ -43,22 +44,40 @@ CDN = {  # the URL BertViz asks for -> (npm package, file in its tarball)
 WORDS = ("the quick brown fox jumps over the lazy dog while a small bird sings in the old oak tree near the "
          "river and children play football in the park").split()
 
-# In the page: wait until an element's data-draws counter passes `before`, then two frames (pixels drawn).
-WAIT_DRAWN = """async ([selector, before, t0]) => {
-  const el = document.querySelector(selector);
-  while (Number(el.getAttribute('data-draws') || 0) <= before) { await new Promise(r => requestAnimationFrame(r)); }
-  await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
-  return performance.now() - (t0 === null ? window.__bvlKey : t0);
-}"""
-CLICK_RUN = """async () => {
+# In the page: resolves once an element's data-draws counter has passed `before` and two animation frames have
+# begun since: the frame that paints the new drawing, then the next one, which begins once that paint is done
+# (the new pixels on screen). A MutationObserver notices the counter as the task that drew ends. Until
+# 2026-12-04 this clock polled the counter once per frame instead, so it noticed a draw only at the next frame
+# and stopped one frame later than it needed to; that later stop is returned too, so figures taken both ways
+# can be set side by side in one run: [pixels, one frame later] (performance.now() values).
+DRAWN = """(el, before) => new Promise(resolve => {
+  const count = () => Number(el.getAttribute('data-draws') || 0);
+  const frames = () => requestAnimationFrame(() => requestAnimationFrame(() => {
+    const pixels = performance.now();
+    requestAnimationFrame(() => resolve([pixels, performance.now()]));
+  }));
+  if (count() > before) { frames(); return; }
+  const watch = new MutationObserver(() => { if (count() > before) { watch.disconnect(); frames(); } });
+  watch.observe(el, {attributes: true, attributeFilter: ['data-draws']});
+})"""
+# From t0 (or the Enter key, KEY_CLOCK) to the element's new drawing on screen.
+WAIT_DRAWN = f"""async ([selector, before, t0]) => {{
+  const [pixels] = await ({DRAWN})(document.querySelector(selector), before);
+  return pixels - (t0 === null ? window.__bvlKey : t0);
+}}"""
+# A click on Run to the single-head heatmap's new pixels: [ms, ms as clocked before 2026-12-04].
+CLICK_RUN = f"""async () => {{
   const el = document.querySelector('#single-plot .bvl-heatmap');
   const before = Number(el.getAttribute('data-draws') || 0);
   const t0 = performance.now();
+  const drawn = ({DRAWN})(el, before);
   document.querySelector('#run').click();
-  while (Number(el.getAttribute('data-draws') || 0) <= before) { await new Promise(r => requestAnimationFrame(r)); }
-  await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
-  return performance.now() - t0;
-}"""
+  const [pixels, later] = await drawn;
+  return [pixels - t0, later - t0];
+}}"""
+# The page holds every head's codes: the Run is over (its download of them too), and the next may start
+# (true at once for a checkout older than the page's state, which run_pair.py may measure).
+EVERY_HEAD = "!(window.bvl && window.bvl.state) || window.bvl.state.codes !== null"
 KEY_CLOCK = "document.addEventListener('keydown', e => { if (e.key === 'Enter') window.__bvlKey = performance.now(); }, true)"
 BERTVIZ_SWITCH = """async (layer) => {
   const select = document.querySelector('#layer');
@@ -120,12 +139,12 @@ def ours(page, url: str, texts: tuple[str, str], repeat: int, lab) -> dict[str, 
     page.goto(url)
     page.wait_for_selector("#single-plot .bvl-heatmap[data-draws]", timeout=60000)  # the opening example
     page.evaluate(KEY_CLOCK)
-    times: dict[str, list[float]] = {"run": [], "head": [], "layer": [], "headview layer": []}
+    times: dict[str, list[float]] = {"run": [], "run, one frame later": [], "head": [], "layer": [], "headview layer": []}
     for i in range(repeat + 1):  # the first: warm-up
-        page.fill("#text-a textarea", texts[i % 2])  # a new sentence each Run
-        run_ms = page.evaluate(CLICK_RUN)
+        run_ms, later_ms = run(page, texts[i % 2])  # a new sentence each Run
         if i:
             times["run"].append(run_ms)
+            times["run, one frame later"].append(later_ms)
     for i in range(repeat):
         for name, slider, value in (("head", "head", i % lab.n_heads + 1), ("layer", "layer", i % lab.n_layers + 1)):
             times[name].append(switch(page, "#single-plot .bvl-heatmap", slider, value))
@@ -135,6 +154,15 @@ def ours(page, url: str, texts: tuple[str, str], repeat: int, lab) -> dict[str, 
         times["headview layer"].append(switch(page, "#headview-plot .bvl-headview", "layer", i % lab.n_layers + 1))
     page.get_by_role("tab", name="Single head").click()
     return times
+
+
+def run(page, text: str) -> tuple[float, float]:
+    """Type ``text``, click Run: ms to the heatmap's new pixels, and as clocked before 2026-12-04 (DRAWN).
+    Returns once the page holds every head's codes, so a next Run does not start under this one's download."""
+    page.fill("#text-a textarea", text)
+    pixels_ms, later_ms = page.evaluate(CLICK_RUN)
+    page.wait_for_function(EVERY_HEAD, timeout=60000)
+    return pixels_ms, later_ms
 
 
 def switch(page, selector: str, slider: str, value: int) -> float:

@@ -21,7 +21,8 @@ stage before and after side by side: its "before" columns are the breakdown befo
    ``JSON.parse`` of the completed message, ``window.bvl.load`` (the payload reaching views.js),
    the codes fetch (Resource Timing of ``bvl-codes/...``), every ``Plotly.newPlot``/``Plotly.react``
    (duration and the element id it draws in) and long tasks (PerformanceObserver 'longtask'); the
-   heatmap's pixels are two animation frames after its ``Plotly.react`` returns. Server and page
+   heatmap's pixels are two animation frames after its ``Plotly.react`` returns (bench_browser.DRAWN; the
+   last row gives each size's total as this clock gave it before 2026-12-04, one frame later). Server and page
    stamp times on one clock (the epoch: ``time.time()`` and ``performance.timeOrigin + now()``), so
    the stages below follow each other: they add up to click -> pixels for each Run (their medians
    only roughly to the median total).
@@ -56,7 +57,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench_browser import ARGS, CLICK_RUN, server_lab, texts_of
+from bench_browser import ARGS, CLICK_RUN, EVERY_HEAD, server_lab, texts_of
 from sections import run_recorded
 
 RUN_API = "analyze"  # the Run button's event
@@ -281,6 +282,10 @@ STAGES = (  # (stage, where): in order, each from the previous boundary to its o
 )
 
 
+LATER = "click -> pixels, clocked one frame later as before 2026-12-04"  # bench_browser.DRAWN
+TOTALS = (("total click -> pixels", ""), (LATER, ""))
+
+
 def heatmap_draw(calls: Sequence[dict]) -> dict | None:
     """The top-level Plotly call that drew the single-head heatmap (the last one in #single-plot)."""
     found = [c for c in calls if c["target"] == "single-plot" and not c.get("nested")]
@@ -428,9 +433,10 @@ def through_browser(page: Any, url: str, texts: tuple[str, str], repeat: int, pr
         page.fill("#text-a textarea", texts[i % 2])  # a new sentence each Run, as bench_browser's Runs
         page.evaluate("window.__bvlBench.reset()")
         probes.take()
-        pixels_ms = page.evaluate(CLICK_RUN)
+        pixels_ms, later_ms = page.evaluate(CLICK_RUN)
         page.wait_for_function("(() => { const el = document.querySelector('#single-plot .bvl-heatmap');"
                                " return el.dataset.bvlPending === '0'; })()", timeout=20000)
+        page.wait_for_function(EVERY_HEAD, timeout=60000)  # as bench_browser.run: the Run is over
         recorded = page.evaluate("window.__bvlBench.collect()")
         spans = probes.take()
         if not i:
@@ -440,7 +446,7 @@ def through_browser(page: Any, url: str, texts: tuple[str, str], repeat: int, pr
         except KeyError as missing:
             print(f"  Run {i}: no {missing.args[0]} recorded; left out", flush=True)
             continue
-        stages.append(stage_ms(run))
+        stages.append({**stage_ms(run), LATER: later_ms})
         busy.append(busy_ms(run, recorded["long"]))
         extra.append(extras(recorded, spans, pixels_ms))
         calls.append(plotly_by_component(recorded["plotly"]))
@@ -467,6 +473,7 @@ def report(tokens: int, here: dict[str, float], stage_rows: list, busy_rows: lis
         print(f"| {stage} | {where} | {staged[stage]:.1f} | {staged[stage] / total:.0%} | {busy[stage]:.0f} |")
     print(f"| sum of the medians | | {sum(staged[s] for s, _ in STAGES):.1f} | | |")
     print(f"| **click -> heatmap pixels** | | **{total:.1f}** | 100% | {sum(busy.values()):.0f} |")
+    print(f"| {LATER} | | {staged[LATER]:.1f} | | |")
     print("\n| Plotly call | calls per Run | ms per Run |\n|---|---:|---:|")
     for key, (n, ms) in plotly_medians(calls).items():
         print(f"| {key} | {n:.0f} | {ms:.1f} |")
@@ -513,7 +520,7 @@ def main() -> None:
     print("\n#### Across sizes (median ms per stage)\n")
     print("| stage | where | " + " | ".join(f"{t} tokens" for t in summary) + " |")
     print("|---|---|" + "---:|" * len(summary))
-    for stage, where in (*STAGES, ("total click -> pixels", "")):
+    for stage, where in (*STAGES, *TOTALS):
         print(f"| {stage} | {where} | " + " | ".join(f"{m[stage]:.0f}" for m in summary.values()) + " |")
     if args.save is not None:
         args.save.write_text(json.dumps({"code": code_measured(), **{str(t): m for t, m in summary.items()}}, indent=1))
@@ -540,7 +547,7 @@ def print_before_and_after(before: dict, after: dict[int, dict[str, float]]) -> 
           f"after: {code_measured()})\n")
     print("| stage | " + " | ".join(f"{t} tokens: before / after" for t in sizes) + " |")
     print("|---|" + "---:|" * len(sizes))
-    for stage, _ in (*STAGES, ("total click -> pixels", "")):
+    for stage, _ in (*STAGES, *TOTALS):
         cells = [f"{before[str(t)].get(stage, float('nan')):.0f} / {after[t][stage]:.0f}" for t in sizes]
         print(f"| {stage} | " + " | ".join(cells) + " |")
     print("| **ratio of totals (after / before)** | " + " | ".join(

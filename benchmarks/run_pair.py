@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench_browser import ARGS, CLICK_RUN, texts_of
+from bench_browser import ARGS, run, texts_of
 from sections import run_recorded
 
 SERVE = """
@@ -88,13 +88,11 @@ def main() -> None:
                 texts = texts_of(lab, n)
                 for page in pages.values():  # warm-up: both sentences once
                     for text in texts:
-                        page.fill("#text-a textarea", text)
-                        page.evaluate(CLICK_RUN)
+                        run(page, text)
                 times: dict[str, list[float]] = {name: [] for name in sides}
                 for i in range(args.rounds):
                     for name in (("before", "after") if i % 2 else ("after", "before")):
-                        pages[name].fill("#text-a textarea", texts[i % 2])
-                        times[name].append(pages[name].evaluate(CLICK_RUN))
+                        times[name].append(run(pages[name], texts[i % 2])[0])
                         time.sleep(0.1)
                 change = [a - b for a, b in zip(times["after"], times["before"])]
                 rows.append((len(lab.encode(texts[0]).ids), statistics.median(times["before"]),
