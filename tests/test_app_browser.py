@@ -152,6 +152,21 @@ def test_mask_from_token_picker_shows_predictions(browser, tiny_app, tiny_lab):
     page.close()
 
 
+def test_the_token_picker_is_laid_out_only_once_scrolled_near(browser, tiny_app):
+    """Below the views, off screen, the picker's checkboxes are skipped (CSS content-visibility): a Run's new
+    tokens cost no layout before the heatmap's first paint. Scrolled to, they are laid out and can be picked."""
+    page = open_app(browser, tiny_app, height=800)
+    run(page, "the cat sat on the mat")
+    page.wait_for_function("document.querySelector('#token-picker').textContent.includes('2 cat')", timeout=30000)
+    laid_out = "document.querySelector('#token-picker label').checkVisibility({contentVisibilityAuto: true})"
+    assert page.evaluate(laid_out) is False
+    page.locator("#token-picker").scroll_into_view_if_needed()
+    page.wait_for_function(laid_out, timeout=10000)
+    page.locator("#token-picker label", has_text="2 cat").click()
+    assert page.locator("#token-picker input[type=checkbox]:checked").count() == 1
+    page.close()
+
+
 def test_empty_input_message_and_two_tabs_see_their_own_result(browser, default_app, default_lab):
     one, two = open_app(browser, default_app), open_app(browser, default_app)
     run(one, "   ")
