@@ -167,6 +167,32 @@ def test_the_token_picker_is_laid_out_only_once_scrolled_near(browser, tiny_app)
     page.close()
 
 
+@pytest.mark.parametrize("worker", [True, False], ids=["in-a-worker", "no-worker"])
+def test_every_heads_codes_are_read_off_the_main_thread_or_by_the_page_without_a_worker(browser, tiny_app, tiny_lab,
+                                                                                       worker):
+    """Every head's codes are fetched by a worker (none of the page's own resource entries is their file), or,
+    where no worker can start, by the page; either way the page then holds them all, exact to 16 bits."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    if not worker:
+        page.add_init_script("window.Worker = undefined")
+    page.goto(tiny_app, timeout=LOADED_MACHINE_MS)
+    page.wait_for_selector("#single-plot .bvl-heatmap[data-draws]", state="attached", timeout=LOADED_MACHINE_MS)
+    run(page, "the cat sat on the mat")
+    n = len(tiny_lab.analyze("the cat sat on the mat").tokens)
+    page.wait_for_function(f"() => window.bvl.state.codes !== null && window.bvl.state.p.labels.length === {n}",
+                           timeout=30000)
+    read_here = page.evaluate("() => performance.getEntriesByType('resource')"
+                              ".some(e => e.name === new URL(window.bvl.state.p.codes_url, document.baseURI).href)")
+    assert read_here is not worker
+    last = (tiny_lab.n_layers - 1, tiny_lab.n_heads - 1)  # the end of the buffer: every byte arrived in order
+    held = page.evaluate("([l, h]) => { const S = window.bvl.state, p = S.p, n = p.labels.length;"
+                         " const base = (l * p.heads + h) * n * n, k = p.scales[l][h] / 65535;"
+                         " return Array.from({length: n}, (_, q) => Array.from({length: n},"
+                         " (_, c) => S.codes[base + q * n + c] * k)); }", list(last))
+    np.testing.assert_allclose(np.array(held), tiny_lab.analyze("the cat sat on the mat").attention[last], atol=1e-4)
+    page.close()
+
+
 def test_empty_input_message_and_two_tabs_see_their_own_result(browser, default_app, default_lab):
     one, two = open_app(browser, default_app), open_app(browser, default_app)
     run(one, "   ")

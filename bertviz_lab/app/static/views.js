@@ -1,12 +1,61 @@
 // The app page's views (viewer.js draws them): after a Run the server sends one payload with the open
 // head's codes inside it (or, above 256 KB, the URL of a file of them) and the URL of every head's; the page
-// draws the open head at once, fetches every head's once as bytes, and the Layer and Head sliders and the
-// sentence-pair filter then re-draw the single-head heatmap and the head view with no server
+// draws the open head at once, fetches every head's once as bytes (in a worker), and the Layer and Head
+// sliders and the sentence-pair filter then re-draw the single-head heatmap and the head view with no server
 // round trip. Only a visible view draws; a hidden one draws when its tab is opened.
 (function () {
   'use strict';
   var SYNCED = ['#aggregates-plot', '#intervention-plot'];  // server-drawn views that follow the sliders
   var pending = false, loading = null;
+
+  // A file of codes as an ArrayBuffer, read by the page itself.
+  function readHere(url) {
+    return fetch(url).then(function (r) {
+      if (!r.ok) { throw new Error('HTTP ' + r.status); }
+      return r.arrayBuffer();
+    });
+  }
+  // Every head's codes (19 MB at 512 tokens) are read by a worker, which hands the buffer over without a copy:
+  // read by the page, their body took ~95 ms of its main thread's CPU at 512 tokens, just after the heatmap's
+  // first paint, while a person starts to point at it. Where no worker starts (or one fails), the page reads them.
+  var WORKER = 'onmessage = function (e) { var m = e.data; fetch(m.url).then(function (r) {' +
+    " if (!r.ok) { throw new Error('HTTP ' + r.status); } return r.arrayBuffer(); }).then(function (b) {" +
+    ' postMessage({ id: m.id, buffer: b }, [b]); }, function (error) {' +
+    ' postMessage({ id: m.id, error: String((error && error.message) || error) }); }); };';
+  var reader = null, asked = 0, waiting = {};
+  function readerOf() {
+    if (reader !== null) { return reader; }
+    try {
+      reader = new Worker(URL.createObjectURL(new Blob([WORKER], { type: 'text/javascript' })));
+    } catch (error) {
+      reader = false;
+      return reader;
+    }
+    reader.onmessage = function (e) {
+      var ask = waiting[e.data.id];
+      delete waiting[e.data.id];
+      if (!ask) { return; }
+      if (e.data.error) { ask.reject(new Error(e.data.error)); } else { ask.resolve(e.data.buffer); }
+    };
+    reader.onerror = function () {  // the worker itself failed (e.g. a page policy forbids it): the page reads
+      reader = false;
+      Object.keys(waiting).forEach(function (id) {
+        var ask = waiting[id];
+        delete waiting[id];
+        readHere(ask.url).then(ask.resolve, ask.reject);
+      });
+    };
+    return reader;
+  }
+  function readOffThread(url) {
+    var worker = readerOf();
+    if (!worker) { return readHere(url); }
+    return new Promise(function (resolve, reject) {
+      var id = ++asked, absolute = new URL(url, document.baseURI).href;  // a worker's own base is its blob: URL
+      waiting[id] = { url: absolute, resolve: resolve, reject: reject };
+      worker.postMessage({ id: id, url: absolute });
+    });
+  }
 
   var visible = window.BvlViewer.visible;  // viewer.js's own test: whether an element is shown
   function later(ms) {
@@ -51,11 +100,8 @@
       }
       loading = p.id;
       var full = false, scrolled = false;
-      function bytes(url, expected) {  // the weights' codes travel as raw bytes, not inside JSON
-        return fetch(url).then(function (r) {
-          if (!r.ok) { throw new Error('HTTP ' + r.status); }
-          return r.arrayBuffer();
-        }).then(function (buffer) {
+      function bytes(url, expected, read) {  // the weights' codes travel as raw bytes, not inside JSON
+        return read(url).then(function (buffer) {
           if (buffer.byteLength !== expected) { throw new Error(buffer.byteLength + ' bytes'); }
           return buffer;
         });
@@ -80,11 +126,11 @@
           showFirst(window.BvlViewer.fromBase64(p, p.head_codes));
         }).catch(function () { /* the full codes still come */ });
       } else if (p.head_url) {  // a small file of its own
-        bytes(p.head_url, p.head_bytes).then(function (buffer) {
+        bytes(p.head_url, p.head_bytes, readHere).then(function (buffer) {
           showFirst(window.BvlViewer.codesOf(p, buffer));
         }).catch(function () { /* the full codes still come */ });
       }
-      bytes(p.codes_url, p.codes_bytes).then(function (buffer) {
+      bytes(p.codes_url, p.codes_bytes, readOffThread).then(function (buffer) {
         if (loading !== p.id) { return; }  // a newer analysis arrived meanwhile
         full = true;
         viewer.complete(p, window.BvlViewer.codesOf(p, buffer));
