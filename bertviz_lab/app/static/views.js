@@ -130,12 +130,23 @@
           showFirst(window.BvlViewer.codesOf(p, buffer));
         }).catch(function () { /* the full codes still come */ });
       }
-      bytes(p.codes_url, p.codes_bytes, readOffThread).then(function (buffer) {
-        if (loading !== p.id) { return; }  // a newer analysis arrived meanwhile
-        full = true;
-        viewer.complete(p, window.BvlViewer.codesOf(p, buffer));
-        scroll();
-      }).catch(function (error) { caption('⚠️ could not load this analysis (' + error.message + '): press Run again'); });
+      var asked = false;
+      function everyHead() {
+        if (asked || loading !== p.id) { return; }
+        asked = true;
+        bytes(p.codes_url, p.codes_bytes, readOffThread).then(function (buffer) {
+          if (loading !== p.id) { return; }  // a newer analysis arrived meanwhile
+          full = true;
+          viewer.complete(p, window.BvlViewer.codesOf(p, buffer));
+          scroll();
+        }).catch(function (error) { caption('⚠️ could not load this analysis (' + error.message + '): press Run again'); });
+      }
+      if (p.head_codes) {  // every head's codes once the open head is painted: read meanwhile, they slowed its draw
+        requestAnimationFrame(function () { setTimeout(everyHead, 0); });
+        setTimeout(everyHead, 500);  // a page in the background paints no frame
+      } else {
+        everyHead();
+      }
       return [];
     },
     select: function (layer, head) { viewer.select(layer, head); syncServerViews(); return []; },
