@@ -128,7 +128,7 @@
       } else if (p.head_url) {  // a small file of its own
         bytes(p.head_url, p.head_bytes, readHere).then(function (buffer) {
           showFirst(window.BvlViewer.codesOf(p, buffer));
-        }).catch(function () { /* the full codes still come */ });
+        }).catch(function () { /* the full codes still come */ }).then(afterPaint);
       }
       var asked = false;
       function everyHead() {
@@ -141,12 +141,12 @@
           scroll();
         }).catch(function (error) { caption('⚠️ could not load this analysis (' + error.message + '): press Run again'); });
       }
-      if (p.head_codes) {  // every head's codes once the open head is painted: read meanwhile, they slowed its draw
+      // Every head's codes once the open head is painted: read meanwhile, they slowed its draw.
+      function afterPaint() {
         requestAnimationFrame(function () { setTimeout(everyHead, 0); });
         setTimeout(everyHead, 500);  // a page in the background paints no frame
-      } else {
-        everyHead();
       }
+      if (p.head_codes) { afterPaint(); } else if (!p.head_url) { everyHead(); }
       return [];
     },
     select: function (layer, head) { viewer.select(layer, head); syncServerViews(); return []; },
