@@ -1,9 +1,10 @@
 """Reading every head's codes after a Run (issue 45): by the page's main thread, as views.js did until
-2026-12-04, beside by a worker that hands the buffer over without a copy, as it does now. The app serves the
-embedded model; after one Run at each size, Chromium reads that Run's codes file --repeat times each way,
-alternating, under a trace. Printed per size: the file's size, the wall time per read, and the CPU the page's
-main thread spent per read (the sum of its tasks' thread time in the trace, divided by the reads): the time
-during which, just after the heatmap's first paint, the page could not answer a person.
+2026-12-04, beside by its worker that hands the buffer over without a copy, as it does now (both through
+views.js's own ``bvl.readCodes``). The app serves the embedded model; after one Run at each size, Chromium
+reads that Run's codes file --repeat times each way, alternating, under a trace. Printed per size: the
+file's size, the wall time per read, and the CPU the page's main thread spent per read (the sum of its
+tasks' thread time in the trace, divided by the reads): the time during which, just after the heatmap's
+first paint, the page could not answer a person.
 
     python benchmarks/bench_codes_read.py [--repeat 10] [--sizes 32 128 512]
 """
@@ -20,17 +21,9 @@ from pathlib import Path
 from bench_browser import ARGS, run, server_lab, texts_of
 from sections import run_recorded
 
-# In the page: read the file at `url` ([kind, url]) the old way ("page") or through a worker like views.js's.
+# In the page: read the file at `url` ([kind, url]) as views.js reads it, by the page or by its worker.
 READ = r"""async ([kind, url]) => {
-  const absolute = new URL(url, document.baseURI).href;
-  const read = kind === 'page' ? fetch(absolute).then(r => r.arrayBuffer()) : new Promise(resolve => {
-    const source = "onmessage = e => fetch(e.data).then(r => r.arrayBuffer()).then(b => postMessage(b, [b]))";
-    const worker = window.__benchReader || (window.__benchReader =
-      new Worker(URL.createObjectURL(new Blob([source], {type: 'text/javascript'}))));
-    worker.onmessage = e => resolve(e.data);
-    worker.postMessage(absolute);
-  });
-  const start = performance.now(), buffer = await read;
+  const start = performance.now(), buffer = await window.bvl.readCodes(url, kind === 'worker');
   return [performance.now() - start, buffer.byteLength];
 }"""
 

@@ -4,10 +4,11 @@ PyTorch's CPU kernels run on OpenMP, and libgomp (GCC's OpenMP, which PyTorch's 
 gives every thread that starts a parallel region a thread pool of its own. Once the pools' threads
 outnumber the cores, libgomp lets an idle pool thread spin only 100 times instead of 300,000 before it
 sleeps (GOMP_SPINCOUNT, https://gcc.gnu.org/onlinedocs/libgomp/GOMP_005fSPINCOUNT.html), so each of a
-forward pass's hundreds of parallel regions waits for its threads to be woken. A web server answers requests on many worker threads, and the
-model was loaded on yet another; on the 2-core test machine a 128-token analysis took 23-25 ms when one
-thread had done all tensor work and 30-35 ms once a second thread had run one
-(benchmarks/bench_model_thread.py: the model loaded on the main thread and Runs on a worker, as a server did).
+forward pass's hundreds of parallel regions waits for its threads to be woken. A web server answers
+requests on many worker threads, and the model was loaded on yet another; on the 2-core test machine a
+128-token analysis took 23-25 ms when one thread had done all tensor work and 30-35 ms once a second
+thread had run one (benchmarks/bench_model_thread.py: the model loaded on the main thread and Runs on a
+worker, as a server did).
 
 ``use_model_thread()`` starts one long-lived thread; from then on ``on_model_thread(fn, ...)`` runs fn
 there and waits for it, with the caller's context variables (so a request's budget, ``bert.budget``,

@@ -18,11 +18,10 @@
   // Every head's codes (19 MB at 512 tokens) are read by a worker, which hands the buffer over without a copy:
   // read by the page, their body took ~95 ms of its main thread's CPU at 512 tokens, just after the heatmap's
   // first paint, while a person starts to point at it. Where no worker starts (or one fails), the page reads them.
-  var WORKER = 'onmessage = function (e) { var m = e.data; fetch(m.url).then(function (r) {' +
-    " if (!r.ok) { throw new Error('HTTP ' + r.status); } return r.arrayBuffer(); }).then(function (b) {" +
-    ' postMessage({ id: m.id, buffer: b }, [b]); }, function (error) {' +
+  var WORKER = 'var readHere = ' + readHere + ';\nonmessage = function (e) { var m = e.data;' +
+    ' readHere(m.url).then(function (b) { postMessage({ id: m.id, buffer: b }, [b]); }, function (error) {' +
     ' postMessage({ id: m.id, error: String((error && error.message) || error) }); }); };';
-  var reader = null, asked = 0, waiting = {};
+  var reader = null, lastId = 0, waiting = {};
   function readerOf() {
     if (reader !== null) { return reader; }
     try {
@@ -51,7 +50,7 @@
     var worker = readerOf();
     if (!worker) { return readHere(url); }
     return new Promise(function (resolve, reject) {
-      var id = ++asked, absolute = new URL(url, document.baseURI).href;  // a worker's own base is its blob: URL
+      var id = ++lastId, absolute = new URL(url, document.baseURI).href;  // a worker's own base is its blob: URL
       waiting[id] = { url: absolute, resolve: resolve, reject: reject };
       worker.postMessage({ id: id, url: absolute });
     });
@@ -130,10 +129,10 @@
           showFirst(window.BvlViewer.codesOf(p, buffer));
         }).catch(function () { /* the full codes still come */ }).then(afterPaint);
       }
-      var asked = false;
+      var started = false;
       function everyHead() {
-        if (asked || loading !== p.id) { return; }
-        asked = true;
+        if (started || loading !== p.id) { return; }
+        started = true;
         bytes(p.codes_url, p.codes_bytes, readOffThread).then(function (buffer) {
           if (loading !== p.id) { return; }  // a newer analysis arrived meanwhile
           full = true;
@@ -149,6 +148,8 @@
       if (p.head_codes) { afterPaint(); } else if (!p.head_url) { everyHead(); }
       return [];
     },
+    // A file of codes as the page reads it: by the worker (every head's) or by the page (benchmarks/bench_codes_read.py).
+    readCodes: function (url, inWorker) { return inWorker ? readOffThread(url) : readHere(url); },
     select: function (layer, head) { viewer.select(layer, head); syncServerViews(); return []; },
     filter: function (value) { viewer.filter(value); syncServerViews(); return []; },
     // The page-wide colour scale of attention maps ('fixed' or 'per-head'): the JS views redraw at once; the
