@@ -9,6 +9,9 @@ Ours, medians over --repeat actions at 32, 128 and 512 tokens:
 - head switch and layer switch -> heatmap drawn: from the Enter key in the slider's box to the new
   heatmap drawn (no server round trip: the page switches by itself);
 - head-view layer switch: the same with the Head view tab open (lines of the chosen heads).
+Beside them, the machine's speed at the time (machine_check): the forward pass alone, in this process, at
+128 tokens, before and after the browser's Runs. This VM's speed drifts by tens of percent within an hour, and
+a figure read in a slow phase says little about the code: the check tells which phase a run was in.
 The peer, BertViz's head view (html_action="return", all 12 heads shown as it defaults):
 - first render: from navigation start to its attention lines drawn;
 - layer switch: from the layer <select>'s change event to the new lines drawn.
@@ -27,6 +30,7 @@ import statistics
 import subprocess
 import tarfile
 import tempfile
+import time
 from pathlib import Path
 
 from sections import run_recorded
@@ -131,6 +135,28 @@ def cdn_files(cache: Path) -> dict[str, bytes]:
     return out
 
 
+def machine_check(lab, n_tokens: int = 128, repeat: int = 30) -> float:
+    """The forward pass alone (``Lab.analyze``, no server, no browser) at ``n_tokens``: median ms of ``repeat``
+    after one warm-up. It measures the machine, not a change: printed beside the browser's figures, it tells
+    whether they were taken in one of this VM's slow phases, in which the same code's pass takes longer too.
+    Compare a script's checks with its own: bench_browser times the server's lab (its model thread),
+    run_pair.py a lab of its own; on 2026-12-04 both gave 23-25 ms in a quiet phase. A check spans ~1 s, so a
+    burst of the VM's neighbours can still lift one of the two."""
+    text = text_of(lab, n_tokens)
+    lab.analyze(text, truncate=True)
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        lab.analyze(text, truncate=True)
+        times.append((time.perf_counter() - start) * 1000)
+    return statistics.median(times)
+
+
+def machine_line(before_ms: float, after_ms: float, n_tokens: int = 128) -> str:
+    return (f"machine check (machine_check): forward pass alone at {n_tokens} tokens {before_ms:.1f} ms before the "
+            f"browser's Runs, {after_ms:.1f} ms after")
+
+
 def median_ms(values: list[float]) -> str:
     return f"{statistics.median(values):.0f} ms"
 
@@ -224,6 +250,7 @@ def main() -> None:
     files = cdn_files(Path(os.environ.get("BVL_NPM_CACHE", Path.home() / ".cache" / "bertviz-lab-npm")))
     chromium = os.environ.get("CHROMIUM", shutil.which("chromium") or "/usr/bin/chromium")
     rows = []
+    machine_before = machine_check(lab)
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=chromium, headless=True, args=ARGS)
@@ -238,9 +265,11 @@ def main() -> None:
                 rows.append((tokens, {k: statistics.median(v) for k, v in times.items()}))
                 print(f"{tokens} tokens: " + ", ".join(f"{k} {median_ms(v)}" for k, v in times.items()), flush=True)
             browser.close()
+        machine_after = machine_check(lab)
     finally:
         demo.close()
         shutil.rmtree(folder, ignore_errors=True)
+    print(machine_line(machine_before, machine_after))
     print("\n| tokens | Run -> heatmap | head switch | layer switch | head-view layer switch | BertViz first render "
           "| BertViz layer switch | BertViz layer / our layer |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|")

@@ -5,7 +5,9 @@ Here each checkout serves the app on the embedded model in its own process (``PY
 (ABBA order), each Run on one of two sentences of the same length in turn (bench_browser.texts_of), so each
 "after" Run has a "before" Run next to it in time. Printed: each side's median click -> heatmap pixels (the
 same test as bench_browser.py) and the median of the paired differences with its quartiles. Both servers
-stay up throughout, so both medians include the idle one's background work (Gradio's queue polls).
+stay up throughout, so both medians include the idle one's background work (Gradio's queue polls). The
+machine's speed before and after (bench_browser.machine_check: the forward pass alone at 128 tokens) tells
+which of the VM's phases the run was in.
 
     python benchmarks/run_pair.py BEFORE_CHECKOUT AFTER_CHECKOUT [--sizes 128 512] [--rounds 24]
 """
@@ -20,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench_browser import ARGS, run, texts_of
+from bench_browser import ARGS, machine_check, machine_line, run, texts_of
 from sections import run_recorded
 
 SERVE = """
@@ -72,6 +74,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=24, help="Runs per side and size")
     args = parser.parse_args()
     lab = load("default", device="cpu")
+    machine_before = machine_check(lab)
     sides = {"before": args.before.resolve(), "after": args.after.resolve()}
     servers = {name: start(path, 7870 + i) for i, (name, path) in enumerate(sides.items())}
     chromium = os.environ.get("CHROMIUM", shutil.which("chromium") or "/usr/bin/chromium")
@@ -101,8 +104,10 @@ def main() -> None:
     finally:
         for proc, _ in servers.values():
             proc.kill()
+    machine_after = machine_check(lab)  # the servers gone: the same conditions as before
     print(f"before: {sides['before']} ({commit_of(sides['before'])}), after: {sides['after']} "
-          f"({commit_of(sides['after'])}), {args.rounds} Runs each per size\n")
+          f"({commit_of(sides['after'])}), {args.rounds} Runs each per size")
+    print(machine_line(machine_before, machine_after) + "\n")
     print("| tokens | before: median Run -> pixels | after | after - before, paired: median (quartiles) |")
     print("|---:|---:|---:|---:|")
     for tokens, before, after, low, mid, high in rows:
