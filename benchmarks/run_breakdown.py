@@ -57,7 +57,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench_browser import ARGS, CLICK_RUN, EVERY_HEAD, server_lab, texts_of
+from bench_browser import ARGS, CLICK_RUN, EVERY_HEAD, machine_check, machine_line, server_lab, texts_of
 from sections import run_recorded
 
 RUN_API = "analyze"  # the Run button's event
@@ -495,6 +495,7 @@ def main() -> None:
                         help="--save files of the same script run on the code before changes: each printed beside these")
     args = parser.parse_args()
     lab = server_lab()  # as python app.py loads it (bertviz_lab/launcher.py)
+    machine_before = machine_check(lab)  # the VM's speed at the time (bench_browser.machine_check)
     demo = build_demo(lab)
     probes = Probes()
     instrument(demo, lab, probes, server=False)
@@ -515,16 +516,19 @@ def main() -> None:
                 tokens = len(lab.encode(texts[n][0]).ids)
                 summary[tokens] = report(tokens, here[n], *through_browser(page, url, texts[n], args.repeat, probes))
             browser.close()
+        machine_after = machine_check(lab)
     finally:
         probes.restore()
         demo.close()
+    machine = machine_line(machine_before, machine_after)
+    print(f"\n{machine}")
     print("\n#### Across sizes (median ms per stage)\n")
     print("| stage | where | " + " | ".join(f"{t} tokens" for t in summary) + " |")
     print("|---|---|" + "---:|" * len(summary))
     for stage, where in (*STAGES, *TOTALS):
         print(f"| {stage} | {where} | " + " | ".join(f"{m[stage]:.0f}" for m in summary.values()) + " |")
     if args.save is not None:
-        args.save.write_text(json.dumps({"code": code_measured(), **{str(t): m for t, m in summary.items()}}, indent=1))
+        args.save.write_text(json.dumps({"code": code_measured(), "machine": machine, **{str(t): m for t, m in summary.items()}}, indent=1))
     for before in args.before:
         print_before_and_after(json.loads(before.read_text()), summary)
 
@@ -553,6 +557,8 @@ def print_before_and_after(before: dict, after: dict[int, dict[str, float]]) -> 
         print(f"| {stage} | " + " | ".join(cells) + " |")
     print("| **ratio of totals (after / before)** | " + " | ".join(
         f"{after[t]['total click -> pixels'] / before[str(t)]['total click -> pixels']:.2f}" for t in sizes) + " |")
+    # the two runs follow each other, on a VM whose speed drifts: each run's machine check tells their phases
+    print(f"\nbefore's {before.get('machine', 'machine check: not recorded')}")
 
 
 def _entry() -> None:
