@@ -48,22 +48,27 @@ CDN = {  # the URL BertViz asks for -> (npm package, file in its tarball)
 WORDS = ("the quick brown fox jumps over the lazy dog while a small bird sings in the old oak tree near the "
          "river and children play football in the park").split()
 
-# In the page: resolves once an element's data-draws counter has passed `before` and two animation frames have
-# begun since: the frame that paints the new drawing, then the next one, which begins once that paint is done
-# (the new pixels on screen). A MutationObserver notices the counter as the task that drew ends. Until
-# 2026-12-04 this clock polled the counter once per frame instead, so it noticed a draw only at the next frame
-# and stopped one frame later than it needed to; that later stop is returned too, so figures taken both ways
-# can be set side by side in one run: [pixels, one frame later] (performance.now() values).
-DRAWN = """(el, before) => new Promise(resolve => {
-  const count = () => Number(el.getAttribute('data-draws') || 0);
+# In the page: resolves once an element's draw counter (an attribute: data-draws, or the neuron view's
+# data-renders) has passed `before` and two animation frames have begun since: the frame that paints the new
+# drawing, then the next one, which begins once that paint is done (the new pixels on screen). A
+# MutationObserver notices the counter as the task that drew ends. Until 2026-12-04 the benchmarks polled the
+# counter once per frame instead, so they noticed a draw only at the next frame and stopped one frame later
+# than they needed to; that later stop is returned too, so figures taken both ways can be set side by side in
+# one run: [pixels, one frame later] (performance.now() values).
+def drawn_by(counter: str) -> str:
+    return """(el, before) => new Promise(resolve => {
+  const count = () => Number(el.getAttribute('COUNTER') || 0);
   const frames = () => requestAnimationFrame(() => requestAnimationFrame(() => {
     const pixels = performance.now();
     requestAnimationFrame(() => resolve([pixels, performance.now()]));
   }));
   if (count() > before) { frames(); return; }
   const watch = new MutationObserver(() => { if (count() > before) { watch.disconnect(); frames(); } });
-  watch.observe(el, {attributes: true, attributeFilter: ['data-draws']});
-})"""
+  watch.observe(el, {attributes: true, attributeFilter: ['COUNTER']});
+})""".replace("COUNTER", counter)
+
+
+DRAWN = drawn_by("data-draws")
 # From t0 (or the Enter key, KEY_CLOCK) to the element's new drawing on screen.
 WAIT_DRAWN = f"""async ([selector, before, t0]) => {{
   const [pixels] = await ({DRAWN})(document.querySelector(selector), before);

@@ -19,21 +19,24 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from bench_browser import ARGS, BERTVIZ_SWITCH, WORDS, cdn_files
+from bench_browser import ARGS, BERTVIZ_SWITCH, DRAWN, WORDS, cdn_files
 from sections import run_recorded
 
 from bertviz_lab import head_view, load, model_view
 
-OUR_SWITCH = """async (layer) => {
+# Our layer switch to its lines on screen (bench_browser.DRAWN; until 2026-12-04 this script polled the draw
+# counter once per frame, which stopped a frame late). BertViz draws inside the change event, so its clock
+# (BERTVIZ_SWITCH) waits the same two frames after the event returns.
+OUR_SWITCH = f"""async (layer) => {{
   const root = document.querySelector('.bvl-headview'), before = Number(root.getAttribute('data-draws') || 0);
   const slider = document.querySelector('.bvl-nb-layer');
+  const drawn = ({DRAWN})(root, before);
   const t0 = performance.now();
   slider.value = String(layer + 1);
-  slider.dispatchEvent(new Event('input', {bubbles: true}));
-  while (Number(root.getAttribute('data-draws') || 0) <= before) { await new Promise(r => requestAnimationFrame(r)); }
-  await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
-  return performance.now() - t0;
-}"""
+  slider.dispatchEvent(new Event('input', {{bubbles: true}}));
+  const [pixels] = await drawn;
+  return pixels - t0;
+}}"""
 FIRST_PAINT = "new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(performance.now()))))"
 
 
