@@ -61,7 +61,8 @@ def main() -> None:
             page.goto(url)
             page.wait_for_selector("#single-plot .bvl-heatmap[data-draws]", timeout=60000)
             for n in args.sizes:
-                run(page, texts_of(lab, n)[0])
+                text = texts_of(lab, n)[0]
+                run(page, text)
                 codes_url, size = page.evaluate("[window.bvl.state.p.codes_url, window.bvl.state.p.codes_bytes]")
                 wall: dict[str, list[float]] = {"page": [], "worker": []}
                 cpu: dict[str, list[float]] = {"page": [], "worker": []}
@@ -76,7 +77,7 @@ def main() -> None:
                         if i:
                             wall[kind].append(ms)
                             cpu[kind].append(main_thread_cpu_ms(trace))
-                rows.append((len(lab.encode(texts_of(lab, n)[0]).ids), size, wall, cpu))
+                rows.append((len(lab.encode(text).ids), size, wall, cpu))
             browser.close()
     finally:
         demo.close()

@@ -15,14 +15,12 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from bench_browser import drawn_by
+from bench_browser import WORDS, drawn_by
 from sections import run_recorded
 
 from bertviz_lab import load, show
 
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
-WORDS = ("the quick brown fox jumps over the lazy dog while a small bird sings in the old oak tree near the "
-         "river and children play football in the park").split()
 # From the key press or the change to the rows on screen (bench_browser.drawn_by: until 2026-12-04 this script
 # polled the render counter once per frame, which stopped a frame late).
 TIMED = f"""async ([action]) => {{

@@ -178,7 +178,8 @@ def test_every_heads_codes_are_read_off_the_main_thread_or_by_the_page_without_a
     page.goto(tiny_app, timeout=LOADED_MACHINE_MS)
     page.wait_for_selector("#single-plot .bvl-heatmap[data-draws]", state="attached", timeout=LOADED_MACHINE_MS)
     run(page, "the cat sat on the mat")
-    n = len(tiny_lab.analyze("the cat sat on the mat").tokens)
+    expected = tiny_lab.analyze("the cat sat on the mat")
+    n = len(expected.tokens)
     page.wait_for_function(f"() => window.bvl.state.codes !== null && window.bvl.state.p.labels.length === {n}",
                            timeout=30000)
     read_here = page.evaluate("() => performance.getEntriesByType('resource')"
@@ -189,7 +190,7 @@ def test_every_heads_codes_are_read_off_the_main_thread_or_by_the_page_without_a
                          " const base = (l * p.heads + h) * n * n, k = p.scales[l][h] / 65535;"
                          " return Array.from({length: n}, (_, q) => Array.from({length: n},"
                          " (_, c) => S.codes[base + q * n + c] * k)); }", list(last))
-    np.testing.assert_allclose(np.array(held), tiny_lab.analyze("the cat sat on the mat").attention[last], atol=1e-4)
+    np.testing.assert_allclose(np.array(held), expected.attention[last], atol=1e-4)
     page.close()
 
 
