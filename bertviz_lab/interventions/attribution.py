@@ -8,8 +8,9 @@ For the model's top prediction w at a masked position, per context token j:
 - **DecompX** (Modarressi et al. 2023; ``bert/decompx.py``): the token's share of w's logit, its
   decomposition carried through every layer and the MLM head;
 - **gradient x input** and **integrated gradients** (Sundararajan et al. 2017; Captum's
-  ``LayerGradientXActivation`` / ``LayerIntegratedGradients`` on the embedding layer's output,
-  summed over its dimensions; IG from a baseline that replaces every word token by [PAD], 32 steps);
+  ``InputXGradient`` / ``IntegratedGradients`` on the embedding layer's output, which is what its
+  ``LayerGradientXActivation`` / ``LayerIntegratedGradients`` compute, without hooks on the shared
+  model; summed over its dimensions; IG from a baseline that replaces every word token by [PAD], 32 steps);
 - the agreement of each attention-based ranking (those of the faithfulness check) with erasure as
   Spearman's rho over the context tokens.
 
@@ -38,6 +39,7 @@ from scipy.stats import spearmanr
 
 from ..bert import decompx
 from ..bert.captured import MIXING_CAPTURES, Captured
+from ..bert.hook_table import HOOK_TABLE
 from ..lab import Analysis, ClassProbability, Encoded, InputError, Lab
 from ..naming import SPECIAL_TOKENS
 from .faithfulness import ERASER_BINS, RANKINGS, MaskedSentence, bin_size, logp_with_hidden, rankings, sentence_scores
@@ -92,23 +94,55 @@ def gradient_methods(lab: Lab, analysis: Analysis, position: int, target: int,
     return captum_scores(lab, analysis, _log_prob_of(lab, position, target), context, steps)
 
 
+def embedding_output(lab: Lab, ids: torch.Tensor, segments: torch.Tensor) -> torch.Tensor:
+    """The embedding layer's output for ``ids`` (what Captum's layer methods attribute to): (1, pos, d_emb).
+    A plain call of the module's forward: nothing is registered on the shared model."""
+    positions = torch.arange(ids.shape[1], device=ids.device)[None]  # (1, pos), as the model's forward makes them
+    with torch.no_grad():
+        return lab.model.bert.embeddings(ids, segments, positions).detach()  # (1, pos, d_emb)
+
+
+def _from_embeddings(model, forward):
+    """forward(input_ids, token_type_ids, attention_mask) -> its value with the embedding layer's output
+    replaced by ``embedded``: an edit at the embeddings hook point, bound to this call's own hook run (a
+    ContextVar, ``bert/hooks.py``), so another request running the same model never sees it."""
+    def forward_from(embedded, input_ids, token_type_ids, attention_mask):
+        def replace(x: torch.Tensor, name: str) -> torch.Tensor:
+            if x.shape != embedded.shape:
+                raise RuntimeError(f"embeddings of shape {tuple(embedded.shape)} for a pass of {tuple(x.shape)}")
+            return embedded  # (rows, pos, d_emb), the tensor gradients are taken with respect to
+        with model.hooks(edits={HOOK_TABLE["embeddings"].name(): replace}):
+            return forward(input_ids, token_type_ids, attention_mask)
+    return forward_from
+
+
 def captum_scores(lab: Lab, analysis: Analysis, forward, context: Sequence[int], steps: int = IG_STEPS) -> dict[str, np.ndarray]:
     """Gradient x input and integrated gradients of ``forward(input_ids, token_type_ids,
     attention_mask) -> (rows,)`` per context token, on the embedding layer's output summed over its
-    dimensions; IG from every word token replaced by [PAD] ([CLS], [SEP] and [MASK] kept)."""
-    from captum.attr import LayerGradientXActivation, LayerIntegratedGradients
+    dimensions; IG from every word token replaced by [PAD] ([CLS], [SEP] and [MASK] kept).
+
+    Captum's ``InputXGradient`` and ``IntegratedGradients`` (Sundararajan et al. 2017; Captum 0.7+) on the
+    embedding layer's output as their input: the same quantities as its ``LayerGradientXActivation`` and
+    ``LayerIntegratedGradients`` on ``bert.embeddings``, which take the layer's output for the input and the
+    baseline and run IG between them (``layer_integrated_gradients.py``), but without their module hooks:
+    those are registered on the one model every request shares, so while one explanation ran, other
+    visitors' passes through the layer received its rows (issue 56). Here the layer's output enters each
+    pass through this request's own hook run, and nothing is registered on a shared module."""
+    from captum.attr import InputXGradient, IntegratedGradients
 
     tensors = lab.batch_tensors([analysis.encoded()])
     ids, segments, mask = tensors["input_ids"], tensors["token_type_ids"], tensors["attention_mask"]
-    layer = lab.model.bert.embeddings
     baseline = ids.clone()
     words = torch.tensor([t not in SPECIAL_TOKENS and i != lab.mask_id for t, i in zip(analysis.tokens, analysis.token_ids)],
                          device=ids.device)
     baseline[0, words] = lab.pad_id  # every word token -> [PAD]; [CLS], [SEP] and [MASK] kept
+    embedded, embedded_baseline = embedding_output(lab, ids, segments), embedding_output(lab, baseline, segments)
+    from_embeddings = _from_embeddings(lab.model, forward)
     with torch.enable_grad():
-        gxi = LayerGradientXActivation(forward, layer).attribute(ids, additional_forward_args=(segments, mask))
-        ig = LayerIntegratedGradients(forward, layer).attribute(
-            ids, baselines=baseline, additional_forward_args=(segments, mask), n_steps=steps,
+        gxi = InputXGradient(from_embeddings).attribute(embedded.clone().requires_grad_(),
+                                                        additional_forward_args=(ids, segments, mask))
+        ig = IntegratedGradients(from_embeddings).attribute(
+            embedded, baselines=embedded_baseline, additional_forward_args=(ids, segments, mask), n_steps=steps,
             internal_batch_size=steps)
     pick = list(context)
     return {"gradient x input": gxi[0].sum(-1).detach().float().cpu().numpy()[pick],

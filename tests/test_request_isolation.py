@@ -1,0 +1,159 @@
+"""No request sees another's tensors (issue 56): explanations ("Why this word?") and Runs from 16 threads at
+once on one shared model, every reply compared with the same request made alone.
+
+Before issue 56 the gradient explanations put Captum's module hooks on the shared model's embedding layer,
+so concurrent Runs failed on its 32 rows and concurrent explanations came back computed between two
+visitors' sentences; ``test_a_module_hook_on_the_shared_model_would_fail_this_check`` shows that this check
+catches exactly that.
+"""
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+import torch
+
+from bertviz_lab.bert import Budget, spending
+from bertviz_lab.interventions.attribution import explain
+
+WORDS = ["cat", "dog", "bird", "man", "woman", "child", "king", "horse"]
+# different lengths, so some Runs share a batch (same length) and some do not
+SENTENCES = [f"the {w} sat on the [MASK] {'near the big red door ' * (i % 3)}today" for i, w in enumerate(WORDS)]
+THREADS, ROUNDS = 16, 15  # 16 sentences' worth of requests x 15 rounds = 240 replies
+BUDGET = Budget(tokens=256, masks=20, token_passes=400_000, seconds=600)  # the public gate's caps, time aside
+
+
+def explanation(lab, text: str) -> dict:
+    with spending(BUDGET):
+        [first] = explain(lab, lab.analyze(text), steps=16)
+    return first.to_json()
+
+
+def run(lab, text: str):
+    with spending(BUDGET):
+        return lab.analyze(text)
+
+
+def same_explanation(a: dict, b: dict) -> bool:
+    """Byte for byte: every score, rho and faithfulness figure as the same float."""
+    return repr(a) == repr(b)
+
+
+def same_run(a, b) -> bool:
+    """Tokens and predictions exactly; attention byte for byte unless the Run shared a batch, whose rows may
+    differ from a pass of their own in float rounding only (``bert/batching.py``: ~1e-6)."""
+    same_words = a.tokens == b.tokens and [[p.token for p in m.predictions] for m in a.mlm] == \
+        [[p.token for p in m.predictions] for m in b.mlm]
+    return same_words and a.attention.shape == b.attention.shape and \
+        np.allclose(a.attention, b.attention, rtol=0, atol=1e-5)
+
+
+def concurrent_replies(lab) -> tuple[list, list]:
+    """(explanations, runs) made by 16 threads at once, each as (text, reply), in random interleaving."""
+    jobs = [("explain", t) for t in SENTENCES] + [("run", t) for t in SENTENCES]
+    jobs = jobs * ROUNDS
+    order = np.random.default_rng(0).permutation(len(jobs))
+
+    def do(job):
+        kind, text = job
+        try:
+            return kind, text, explanation(lab, text) if kind == "explain" else run(lab, text)
+        except Exception as error:  # a leak shows as another request's shapes: count it, do not stop the others
+            return kind, text, error
+
+    with ThreadPoolExecutor(THREADS) as pool:
+        replies = list(pool.map(do, [jobs[i] for i in order]))
+    return ([(t, r) for k, t, r in replies if k == "explain"], [(t, r) for k, t, r in replies if k == "run"])
+
+
+def mismatches(lab) -> tuple[int, int, int]:
+    alone_explained = {t: explanation(lab, t) for t in SENTENCES}
+    alone_run = {t: run(lab, t) for t in SENTENCES}
+    explained, runs = concurrent_replies(lab)
+    bad_explained = sum(isinstance(r, Exception) or not same_explanation(r, alone_explained[t]) for t, r in explained)
+    bad_runs = sum(isinstance(r, Exception) or not same_run(r, alone_run[t]) for t, r in runs)
+    return bad_explained, bad_runs, len(explained) + len(runs)
+
+
+def test_explanations_and_runs_from_16_threads_equal_the_same_requests_alone(sharp_lab):
+    bad_explained, bad_runs, n = mismatches(sharp_lab)
+    assert n >= 200
+    assert (bad_explained, bad_runs) == (0, 0)
+    assert max(sharp_lab._shared.batch_sizes) > 1  # some Runs did share a pass
+
+
+def test_the_explanation_registers_nothing_on_the_shared_model(sharp_lab):
+    """Not one forward or backward hook on any module of the model while an explanation runs."""
+    seen = []
+    original = torch.nn.Module.register_forward_hook
+
+    def spy(module, *args, **kwargs):
+        seen.append(type(module).__name__)
+        return original(module, *args, **kwargs)
+
+    torch.nn.Module.register_forward_hook = spy
+    try:
+        explanation(sharp_lab, SENTENCES[0])
+    finally:
+        torch.nn.Module.register_forward_hook = original
+    assert seen == []
+    assert all(not m._forward_hooks and not m._forward_pre_hooks and not m._backward_hooks
+               for m in sharp_lab.model.modules())
+
+
+def test_a_module_hook_on_the_shared_model_would_fail_this_check(sharp_lab, monkeypatch):
+    """The check is not one that cannot fail: the old way (Captum's layer methods, hooks on the shared
+    embedding layer) breaks concurrent replies."""
+    from captum.attr import LayerGradientXActivation, LayerIntegratedGradients
+
+    from bertviz_lab.interventions import attribution
+    from bertviz_lab.naming import SPECIAL_TOKENS
+
+    def hooked(lab, analysis, forward, context, steps=attribution.IG_STEPS):
+        tensors = lab.batch_tensors([analysis.encoded()])
+        ids, segments, mask = tensors["input_ids"], tensors["token_type_ids"], tensors["attention_mask"]
+        baseline = ids.clone()
+        baseline[0, torch.tensor([t not in SPECIAL_TOKENS and i != lab.mask_id
+                                  for t, i in zip(analysis.tokens, analysis.token_ids)])] = lab.pad_id
+        layer = lab.model.bert.embeddings
+        with torch.enable_grad():
+            gxi = LayerGradientXActivation(forward, layer).attribute(ids, additional_forward_args=(segments, mask))
+            ig = LayerIntegratedGradients(forward, layer).attribute(
+                ids, baselines=baseline, additional_forward_args=(segments, mask), n_steps=steps,
+                internal_batch_size=steps)
+        return {"gradient x input": gxi[0].sum(-1).detach().numpy()[list(context)],
+                "integrated gradients": ig[0].sum(-1).detach().numpy()[list(context)]}
+
+    alone = explanation(sharp_lab, SENTENCES[0])
+    monkeypatch.setattr(attribution, "captum_scores", hooked)
+    assert repr(explanation(sharp_lab, SENTENCES[0])) == repr(alone)  # alone, the two ways agree exactly
+    bad_explained, bad_runs, _ = mismatches(sharp_lab)
+    assert bad_explained + bad_runs > 0
+
+
+@pytest.mark.parametrize("steps", [8])
+def test_hook_free_gradients_equal_captums_layer_methods(sharp_lab, steps):
+    """The same numbers as Captum's LayerGradientXActivation / LayerIntegratedGradients on bert.embeddings,
+    bit for bit, on one request alone."""
+    from captum.attr import LayerGradientXActivation, LayerIntegratedGradients
+
+    from bertviz_lab.interventions.attribution import _log_prob_of, context_positions, gradient_methods
+
+    lab = sharp_lab
+    a = lab.analyze(SENTENCES[1])
+    position = a.mlm[0].position
+    target = lab.tokenizer.token_to_id(a.mlm[0].predictions[0].token)
+    context = context_positions(a, position)
+    ours = gradient_methods(lab, a, position, target, context, steps=steps)
+    tensors = lab.batch_tensors([a.encoded()])
+    ids, segments, mask = tensors["input_ids"], tensors["token_type_ids"], tensors["attention_mask"]
+    baseline = ids.clone()
+    baseline[0, [i for i in context]] = lab.pad_id  # the [MASK] and the specials kept
+    forward = _log_prob_of(lab, position, target)
+    with torch.enable_grad():
+        gxi = LayerGradientXActivation(forward, lab.model.bert.embeddings).attribute(
+            ids, additional_forward_args=(segments, mask))
+        ig = LayerIntegratedGradients(forward, lab.model.bert.embeddings).attribute(
+            ids, baselines=baseline, additional_forward_args=(segments, mask), n_steps=steps,
+            internal_batch_size=steps)
+    assert np.array_equal(ours["gradient x input"], gxi[0].sum(-1).detach().numpy()[context])
+    assert np.array_equal(ours["integrated gradients"], ig[0].sum(-1).detach().numpy()[context])
