@@ -157,3 +157,107 @@ def test_hook_free_gradients_equal_captums_layer_methods(sharp_lab, steps):
             internal_batch_size=steps)
     assert np.array_equal(ours["gradient x input"], gxi[0].sum(-1).detach().numpy()[context])
     assert np.array_equal(ours["integrated gradients"], ig[0].sum(-1).detach().numpy()[context])
+
+
+# ---- handlers bound to the input they were asked about ------------------------------------------------------
+@pytest.fixture(scope="module")
+def sharp_handlers(sharp_lab):
+    from bertviz_lab.app import build_demo
+
+    demo = build_demo(sharp_lab)
+    yield demo.bvl_handlers
+    demo.close()
+
+
+def test_a_run_landing_during_why_this_word_leaves_the_answer_titled_with_its_own_input(sharp_handlers, monkeypatch):
+    from bertviz_lab.app import handlers as handlers_module
+    from bertviz_lab.app.forms import RunInput
+    from bertviz_lab.app.state import Session
+
+    h, session = sharp_handlers, Session()
+    h.analyze(RunInput(SENTENCES[0]), session)
+    asked = session.analysis
+    real_explain = handlers_module.explain
+
+    def explain_while_a_run_lands(lab, analysis, *args, **kwargs):
+        result = real_explain(lab, analysis, *args, **kwargs)
+        h.analyze(RunInput("a completely different [MASK] sentence with more words in it"), session)
+        return result
+
+    monkeypatch.setattr(handlers_module, "explain", explain_while_a_run_lands)
+    out = h.explain(session)
+    figure = out[h.ui.explain_plot].plot
+    assert session.analysis is not asked  # the Run did land
+    assert "before your last Run" in out[h.ui.explain_message]
+    assert f"{len(asked.tokens)} tokens" in out[h.ui.explain_message]
+    drawn = __import__("json").loads(figure)
+    shown = [str(t) for t in drawn["data"][0]["y"]] + [str(t) for t in drawn["data"][0].get("x", [])]
+    assert "sentence" not in " ".join(shown)  # no token of the new input in the drawn answer
+    assert any("cat" in t for t in shown)
+
+
+def test_a_model_switch_landing_mid_request_is_one_sentence_not_another_models_answer(sharp_handlers, tiny_lab,
+                                                                                       monkeypatch):
+    """The window a switch can land in: the session names the new model while its analysis is the old one's."""
+    from bertviz_lab.app.forms import RunInput
+    from bertviz_lab.app.state import Session
+
+    h, session = sharp_handlers, Session()
+    h.analyze(RunInput(SENTENCES[0]), session)
+    monkeypatch.setattr(h.cache, "allowed", [*h.cache.allowed, "tiny"])
+    monkeypatch.setitem(h.cache._labs, ("tiny", session.device), tiny_lab)  # the switch's model, loaded
+    session.model = "tiny"
+    said = "⚠️ the model was switched while this ran; press Run with the new model, then ask again"
+    assert h.explain(session) == {h.ui.explain_message: said}
+    assert h.run_directional("", "", [], session) == {h.ui.direction_message: said}
+    assert h.score_parts(session, 1, 1) == {h.ui.parts_message: said}
+
+
+def test_a_slow_model_load_holds_up_only_the_requests_for_that_model(sharp_lab, monkeypatch):
+    """One visitor's load of a large checkpoint must not freeze every other visitor's Run (issue 56: 123 s)."""
+    import threading
+
+    from bertviz_lab.app import state
+    from bertviz_lab.app.state import LabCache
+
+    cache = LabCache([sharp_lab.checkpoint_id, "slow"], allow_any=False)
+    cache.pin(sharp_lab, "cpu")
+    started, release = threading.Event(), threading.Event()
+    loads = []
+
+    def slow_load(checkpoint, device):
+        loads.append(checkpoint)
+        started.set()
+        assert release.wait(60)
+        return sharp_lab
+
+    monkeypatch.setattr(state, "load", slow_load)
+    with ThreadPoolExecutor(3) as pool:
+        first, second = pool.submit(cache.get, "slow", "cpu"), pool.submit(cache.get, "slow", "cpu")
+        try:
+            assert started.wait(60)
+            assert cache.get(sharp_lab.checkpoint_id, "cpu") is sharp_lab  # answered while the load is under way
+            assert not first.done()
+        finally:
+            release.set()
+        assert first.result(60) is sharp_lab and second.result(60) is sharp_lab
+    assert loads == ["slow"]  # two requests, one load
+
+
+def test_a_failed_load_is_each_waiters_error_and_is_not_kept(sharp_lab, monkeypatch):
+    from bertviz_lab.app import state
+    from bertviz_lab.app.state import LabCache
+    from bertviz_lab.bert import CheckpointError
+
+    cache = LabCache(["broken"], allow_any=False)
+    calls = []
+
+    def failing(checkpoint, device):
+        calls.append(checkpoint)
+        raise CheckpointError("no such checkpoint")
+
+    monkeypatch.setattr(state, "load", failing)
+    for _ in range(2):
+        with pytest.raises(CheckpointError, match="no such checkpoint"):
+            cache.get("broken", "cpu")
+    assert calls == ["broken", "broken"] and not cache._loading

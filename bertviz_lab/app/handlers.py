@@ -35,7 +35,7 @@ from ..resources import DEFAULT_MLM_HEAD
 from .events import SERVER_PLOTS, mark_on_request
 from .forms import RunInput, ViewControls
 from .gate import STALE
-from .intervention_handlers import InterventionHandlers
+from .intervention_handlers import InterventionHandlers, quoted
 from .qk_handlers import PARTS_HINT, QK_HINT, QkHandlers
 from .search_handlers import SEARCH_COLUMNS, SEARCH_HINT, SearchHandlers
 from .state import LabCache, Limits, Session, TempFolder, plot, status_line, weights_note
@@ -126,13 +126,18 @@ class Handlers(InterventionHandlers, SyntaxHandlers, SearchHandlers, QkHandlers)
     # ---- analysis ------------------------------------------------------------------------
     def shown(self, session: Session):
         """(the analysis in the chosen source, its per-layer matrices or None), computed once per source."""
-        if session.source == "attention":
-            return session.analysis, None
-        if session.source not in session.by_source:
+        snap = session.snapshot()
+        if snap.source == "attention":
+            return snap.analysis, None
+        by_source = session.by_source
+        if snap.source not in by_source:
             lab = self.lab_of(session)
-            session.by_source[session.source] = (with_source(lab, session.analysis, session.source),
-                                                 layer_matrices(lab, session.analysis, session.source))
-        return session.by_source[session.source]
+            a = snap.bound_to(lab)
+            shown = (with_source(lab, a, snap.source), layer_matrices(lab, a, snap.source))
+            if session.generation != snap.generation:  # a Run landed meanwhile: its views are not this input's
+                return shown
+            by_source[snap.source] = shown
+        return by_source[snap.source]
 
     def lens_of(self, session: Session) -> list:
         """The MLM lens of the session's masked positions (empty without a mask or an MLM head)."""
@@ -455,8 +460,12 @@ class Handlers(InterventionHandlers, SyntaxHandlers, SearchHandlers, QkHandlers)
         token then switch in the page with no request."""
         if session.analysis is None:
             return {self.ui.neuron_html: "<p>⚠️ press Run first: the neuron view shows the last analysed input</p>"}
+        snap = session.snapshot()
         lab = self.lab_of(session)
-        a = session.analysis
+        try:
+            a = snap.bound_to(lab)
+        except InputError as error:
+            return {self.ui.neuron_html: f"<p>⚠️ {html.escape(str(error))}</p>"}
         queries, keys = queries_and_keys(lab, a)
         start = NeuronStart(min(max(int(layer), 1), lab.n_layers) - 1, min(max(int(head), 1), lab.n_heads) - 1,
                             clicked_token(token, len(a.tokens)))
@@ -468,17 +477,21 @@ class Handlers(InterventionHandlers, SyntaxHandlers, SearchHandlers, QkHandlers)
                                      f'sandbox="allow-scripts allow-downloads" style="width:100%;height:{height}px;border:0"></iframe>'}
 
     def explain(self, session: Session) -> Updates:
-        """Attribute the first masked prediction of the last analysis to its context tokens."""
+        """Attribute the first masked prediction of the last analysis to its context tokens. Computed and drawn
+        from one snapshot of the session: a Run that lands meanwhile leaves this answer titled with its own
+        input, and a model switch makes it one sentence (issue 56)."""
         ui = self.ui
-        if session.analysis is None:
+        snap = session.snapshot()
+        if snap.analysis is None:
             return {ui.explain_message: "⚠️ press Run first, with a [MASK] in the sentence"}
-        a = session.analysis
         try:
+            lab = self.cache.get(snap.model, snap.device)
+            a = snap.bound_to(lab)
             if a.classes and not a.mlm:  # a sequence classifier with nothing masked: why its predicted class
-                first = explain_class(self.lab_of(session), a)
+                first = explain_class(lab, a)
             else:
-                [first, *_] = explain(self.lab_of(session), a)
-        except (InputError, ValueError) as error:
+                [first, *_] = explain(lab, a)
+        except (InputError, ValueError, CheckpointError) as error:
             return {ui.explain_message: f"⚠️ {error}"}
         rho = EXPLAIN_EMPTY.columns[1]
         table = pd.DataFrame({"ranking": list(first.agreement),
@@ -487,10 +500,14 @@ class Handlers(InterventionHandlers, SyntaxHandlers, SearchHandlers, QkHandlers)
         table = table.merge(on_input, left_on="ranking", right_index=True, how="left")
         table = table.sort_values(rho, ascending=False)
         target = f"the logit of class '{first.label}'" if hasattr(first, "label") else f"log P('{first.target}')"
-        return {ui.explain_message: (f"Erasure hides each token from every layer's attention and measures the drop "
-                                     f"in {target}; gradient x input and integrated gradients "
-                                     f"(Captum, 32 steps, [PAD] baseline) attribute the same quantity."),
-                ui.explain_plot: plot(explain_figure(first, session.analysis.tokens)), ui.explain_table: table}
+        message = (f"Erasure hides each token from every layer's attention and measures the drop in {target}; "
+                   f"gradient x input and integrated gradients (Captum, 32 steps, [PAD] baseline) attribute the "
+                   f"same quantity.")
+        if session.generation != snap.generation:  # a Run landed meanwhile: say which input this answers
+            message = (f"⚠️ This answers the input analysed before your last Run ({len(a.tokens)} tokens: "
+                       f"{quoted(a.text)}). {message}")
+        return {ui.explain_message: message, ui.explain_plot: plot(explain_figure(first, a.tokens)),
+                ui.explain_table: table}
 
     def export_csv(self, session: Session) -> Updates:
         return self.export("csv", session)

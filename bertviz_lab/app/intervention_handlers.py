@@ -36,7 +36,7 @@ from ..sentences import heldout_lines, read_lines, truncation_note
 from ..treebank import sentence_texts
 from .forms import InterventionChoice, RunInput
 from .intervention_controls import explanation, visible_controls
-from .state import Session, plot
+from .state import Session, Snapshot, plot
 from .tabs import AOPC_UNIT, ERASER_UNIT, EXPLAIN_COLUMNS
 from .validation import positions, whole
 
@@ -119,13 +119,17 @@ class InterventionHandlers:
     def lab_of(self, session: Session) -> Lab:
         raise NotImplementedError
 
-    @staticmethod
-    def analysed(session: Session, text: str, pair: str | None) -> tuple[str, str | None]:
-        """Interventions run on the last analysed input (what the views show), not on whatever the
-        textbox holds now; an API caller that never ran an analysis gets the text it sent."""
-        if session.analysis is not None:
-            return session.analysis.text, session.analysis.pair
-        return text, pair or None
+    def analysed(self, session: Session, text: str, pair: str | None) -> tuple[Lab, str, str | None, Snapshot]:
+        """The model, the input and the snapshot an intervention works on, read once (issue 56). Interventions run
+        on the last analysed input (what the views show), not on whatever the textbox holds now; an API caller
+        that never ran an analysis gets the text it sent. A model switch that lands between reading the model and
+        the input is one sentence, never the new model's answer about the old input."""
+        snap = session.snapshot()
+        lab = self.lab_of(session)
+        if snap.analysis is None:
+            return lab, text, pair or None, snap
+        a = snap.bound_to(lab)
+        return lab, a.text, a.pair, snap
 
     def reference(self, lab: Lab, ablation: str):
         """Mean head outputs over the sample treebank for mean ablation, a pool of its sentences for
@@ -159,23 +163,23 @@ class InterventionHandlers:
         """Baseline and intervened runs of the last analysed input, in the views' source."""
         ui = self.ui
         try:
-            lab = self.lab_of(session)
+            lab, text, pair, snap = self.analysed(session, run.text, run.pair)
             picked = positions(picked)
             targets = REGISTRY[choice.kind].targets_picked_tokens if choice.kind in REGISTRY else False
             intervention = self.intervention_of(lab, choice, picked if targets else [])
-            text, pair = self.analysed(session, run.text, run.pair)
             c = compare(lab, text, intervention, pair=pair, mask_positions=[] if targets else picked,
-                        top_k=whole(run.top_k, "top-k", 1, 50), source=session.source)
+                        top_k=whole(run.top_k, "top-k", 1, 50), source=snap.source)
         except (InputError, InterventionError, CheckpointError) as error:
             return {ui.intervention_message: warning(error)}
-        session.comparison = c
+        if session.generation == snap.generation:  # else a Run landed meanwhile: this result is titled, not kept
+            session.comparison = c
         o = session.options.clamp(c.baseline)
-        source = "" if session.source == "attention" else f" Comparing {session.source} (rows renormalised for JS)."
+        source = "" if snap.source == "attention" else f" Comparing {snap.source} (rows renormalised for JS)."
         found = f"Mean JS divergence over heads {float(c.js.mean()):.4f} nats.{source}"
         if c.note:
             found += f" ({c.note})"
         message = title(f"Intervention: {intervention.describe()}", found, (text, pair),
-                        f"source: {session.source}", lab.checkpoint_id)
+                        f"source: {snap.source}", lab.checkpoint_id)
         return {ui.session: session, ui.intervention_message: message,
                 ui.intervention_plot: plot(intervention_views.comparison_figure(c, o, scale=session.scale)),
                 ui.js_plot: plot(intervention_views.js_figure(c)),
@@ -186,24 +190,22 @@ class InterventionHandlers:
                         sinks: str = "symmetric") -> Updates:
         ui = self.ui
         try:
-            text, pair = self.analysed(session, text, pair)
-            rows = directional_sweep(self.lab_of(session), text, pair=pair, mask_positions=positions(picked),
+            lab, text, pair, _ = self.analysed(session, text, pair)
+            rows = directional_sweep(lab, text, pair=pair, mask_positions=positions(picked),
                                      sinks=sinks if sinks in ("symmetric", "strict") else "symmetric")
         except (InputError, InterventionError) as error:
             return {ui.direction_message: warning(error)}
         kind = "symmetric sinks: every query sees [CLS]/[SEP]" if sinks != "strict" else "strict masks"
         found = (f"Directional sweep over {len(rows)} masked position(s) ({kind}); the controls hide as many random "
                  "keys as the directional masks.")
-        return {ui.direction_message: title("Directional sweep", found, (text, pair), kind,
-                                                  self.lab_of(session).checkpoint_id),
+        return {ui.direction_message: title("Directional sweep", found, (text, pair), kind, lab.checkpoint_id),
                 ui.direction_table: intervention_views.directional_table(rows)}
 
     def run_ablation(self, text: str, pair: str, picked: list[int], session: Session, ablation: str = "zero",
                      progress=gr.Progress()) -> Updates:
         ui = self.ui
         try:
-            lab = self.lab_of(session)
-            text, pair = self.analysed(session, text, pair)
+            lab, text, pair, _ = self.analysed(session, text, pair)
             importance = ablation_sweep(lab, text, pair=pair, mask_positions=positions(picked), chunk=24,
                                         reference=self.reference(lab, ablation),
                                         progress=lambda f, d: progress(f, desc=d))
@@ -274,8 +276,7 @@ class InterventionHandlers:
                               ) -> Updates:
         ui = self.ui
         try:
-            lab = self.lab_of(session)
-            text, pair = self.analysed(session, text, pair)
+            lab, text, pair, _ = self.analysed(session, text, pair)
             rows = position_controls(lab, text, pair=pair, mask_positions=positions(picked),
                                      shift=whole(shift or 0, "shift k", 0, lab.max_tokens))
         except (InputError, InterventionError) as error:
@@ -379,8 +380,8 @@ class InterventionHandlers:
         """Activation patching: each head's output (and the residual stream at the [MASK]) taken from the donor."""
         ui = self.ui
         try:
-            text, _ = self.analysed(session, text, None)
-            result = patching_sweep(self.lab_of(session), text, donor, str(correct).strip(), str(wrong).strip())
+            lab, text, _, _ = self.analysed(session, text, None)
+            result = patching_sweep(lab, text, donor, str(correct).strip(), str(wrong).strip())
         except (InputError, InterventionError) as error:
             return {ui.patch_message: warning(error)}
         residual = ", ".join(f"{layer_name(i)} {v:+.2f}" for i, v in enumerate(result.residual))
@@ -388,5 +389,5 @@ class InterventionHandlers:
         found = (f"Logit difference {correct} - {wrong}: target {result.baseline:+.2f}, donor {result.donor:+.2f}. "
                  f"Patching the residual stream at the [MASK]: {residual}.")
         return {ui.patch_message: title("Activation patching", found, (text, None), "donor " + quoted(donor),
-                                        self.lab_of(session).checkpoint_id),
+                                        lab.checkpoint_id),
                 ui.patch_plot: plot(figure)}

@@ -15,7 +15,7 @@ from ..lens import head_vectors, head_vectors_encoded, head_vectors_of_sentences
 from ..resources import SAMPLE_TREEBANK
 from ..sentences import heldout_lines
 from ..treebank import read_conllu
-from .state import Session, plot
+from .state import Session, Snapshot, plot
 from .validation import whole
 
 QK_SETS = {"input": "this input", "sample": "the sample treebank (66 sentences)",
@@ -39,11 +39,11 @@ class QkHandlers:
     def lab_of(self, session: Session) -> Lab:
         raise NotImplementedError
 
-    def qk_points(self, lab: Lab, session: Session, which: str, layer: int, head: int):
+    def qk_points(self, lab: Lab, snap: Snapshot, which: str, layer: int, head: int):
         if which == "input":
-            if session.analysis is None:
+            if snap.analysis is None:
                 raise InputError("press Run first, or choose a sentence set")
-            return head_vectors_encoded(lab, [session.analysis.encoded()], layer, head)
+            return head_vectors_encoded(lab, [snap.bound_to(lab).encoded()], layer, head)
         if which == "sample":
             return head_vectors_of_sentences(lab, read_conllu(SAMPLE_TREEBANK), layer, head)
         return head_vectors(lab, heldout_lines()[:200], layer, head)
@@ -52,12 +52,13 @@ class QkHandlers:
                  color_by: str = "position", method: str = "pca") -> dict:
         ui = self.ui
         try:
+            snap = session.snapshot()
             lab = self.lab_of(session)
             layer_i, head_i = whole(layer, "layer", 1, lab.n_layers) - 1, whole(head, "head", 1, lab.n_heads) - 1
             which = which if which in QK_SETS else "input"
             if color_by == "upos" and which != "sample":
                 raise InputError("part of speech comes from a treebank: choose the sample treebank")
-            queries, keys, points = self.qk_points(lab, session, which, layer_i, head_i)
+            queries, keys, points = self.qk_points(lab, snap, which, layer_i, head_i)
             method = "umap" if method == "umap" else "pca"  # umap needs umap-learn: joint_embedding says so
             fig = qk_figure(joint_embedding(queries, keys, method), points, layer_i, head_i, method,
                             color_by=color_by if color_by in COLOURINGS else "position")
@@ -71,12 +72,13 @@ class QkHandlers:
     def qk_similarity(self, session: Session, which: str = "input") -> dict:
         ui = self.ui
         try:
+            snap = session.snapshot()
             lab = self.lab_of(session)
             which = which if which in QK_SETS else "input"
             if which == "input":
-                if session.analysis is None:
+                if snap.analysis is None:
                     raise InputError("press Run first, or choose a sentence set")
-                attentions = [session.analysis.attention]
+                attentions = [snap.bound_to(lab).attention]
             else:
                 texts = ([s.text for s in read_conllu(SAMPLE_TREEBANK)] if which == "sample"
                          else heldout_lines()[:200])
@@ -91,14 +93,16 @@ class QkHandlers:
         """The chosen head's score parts on the last analysis, side by side, and the attention they make."""
         ui = self.ui
         try:
+            snap = session.snapshot()
             lab = self.lab_of(session)
-            if session.analysis is None:
+            if snap.analysis is None:
                 raise InputError("press Run first: the parts are of the last analysed input")
+            a = snap.bound_to(lab)
             layer_n, head_n = whole(layer, "layer", 1, lab.n_layers), whole(head, "head", 1, lab.n_heads)
-            parts = score_parts(lab, session.analysis, layer_n)
+            parts = score_parts(lab, a, layer_n)
         except InputError as error:
             return {ui.parts_message: f"⚠️ {error}"}
-        fig = score_parts_figure(parts, session.analysis.tokens, head_n - 1, lab.name)
+        fig = score_parts_figure(parts, a.tokens, head_n - 1, lab.name)
         if parts.has_parts:
             said = f"Head {layer_n}-{head_n}: its scores are {' + '.join(parts.names)}, then the softmax."
         elif "rot(q)" in parts.names[0]:

@@ -41,7 +41,8 @@ class SearchHandlers:
     def search_tokens(self, session: Session, position: Any, layer: float, head: float, kind: str = "embeddings",
                       heads: str = "all heads") -> dict:
         ui = self.ui
-        a = session.analysis
+        snap = session.snapshot()
+        a = snap.analysis
         if a is None:
             return {ui.search_message: "⚠️ Press Run first: the search starts from a token of the analysed input."}
         try:
@@ -52,6 +53,7 @@ class SearchHandlers:
                 raise InputError("choose a word piece, not [CLS] or [SEP] (they are not indexed)")
             kind = kind if kind in KINDS else "embeddings"
             lab = self.lab_of(session)
+            snap.bound_to(lab)  # the model was not switched after the analysis was read
             layer_number = whole(layer, "layer", 1, lab.n_layers)
             chosen = None if kind == "embeddings" or heads != "the chosen head" else [whole(head, "head", 1, lab.n_heads) - 1]
             index = self.corpus_index(lab, kind)

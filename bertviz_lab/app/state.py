@@ -12,6 +12,7 @@ import time
 import uuid
 import weakref
 from collections import OrderedDict
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from ..bert import DEFAULT_CHECKPOINT, Budget, CheckpointError
 from ..bert.model_thread import on_passing_thread
 from ..figures.analysis import ViewOptions
 from ..figures.base import Figure, to_json
-from ..lab import Analysis, Lab, load
+from ..lab import Analysis, InputError, Lab, load
 
 
 class LabCache:
@@ -35,28 +36,54 @@ class LabCache:
         self.capacity = max(1, capacity)
         self._labs: OrderedDict[tuple[str, str], Lab] = OrderedDict()
         self._pinned: tuple[str, str] | None = None
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the table's, never held during a load
+        self._loading: dict[tuple[str, str], Future] = {}  # loads under way, each shared by its waiters
 
     def pin(self, lab: Lab, device: str) -> None:
         self._pinned = (lab.checkpoint_id, device)
         self._labs[self._pinned] = lab
 
     def get(self, checkpoint: str, device: str) -> Lab:
-        """The loaded checkpoint (``default``, ``minilm-original``, a folder or a hub id this server allows)."""
+        """The loaded checkpoint (``default``, ``minilm-original``, a folder or a hub id this server allows).
+
+        The lock guards the table only, never a load: a slow load (a large hub checkpoint) makes only the
+        requests for that same checkpoint wait, and every other session's Runs go on (issue 56: one
+        visitor's load had held every other visitor's Run for 123 s). Concurrent requests for one
+        checkpoint share one load; a load that fails is not kept, and each waiting request gets its error."""
         checkpoint = (checkpoint or DEFAULT_CHECKPOINT).strip()
         if not self.allow_any and checkpoint not in self.allowed:
             raise CheckpointError(f"model {checkpoint!r} is not enabled on this server; "
                                   f"choose one of: {', '.join(self.allowed)}")
         key = (checkpoint, device)
         with self._lock:
-            if key not in self._labs:
-                # on a thread of its own: its tensor copies leave no thread pool behind (bert/model_thread.py)
-                self._labs[key] = on_passing_thread(load, checkpoint, device=device)
-                evictable = [k for k in self._labs if k not in (key, self._pinned)]
-                while len(self._labs) > self.capacity and evictable:
-                    del self._labs[evictable.pop(0)]
-            self._labs.move_to_end(key)
-            return self._labs[key]
+            if key in self._labs:
+                self._labs.move_to_end(key)
+                return self._labs[key]
+            loading = self._loading.get(key)
+            leads = loading is None
+            if leads:
+                loading = self._loading[key] = Future()
+        if leads:
+            self._load(key, loading)
+        return loading.result()
+
+    def _load(self, key: tuple[str, str], loading: Future) -> None:
+        """Load ``key`` outside the lock and hand the result (or the error) to every request waiting on it."""
+        try:
+            # on a thread of its own: its tensor copies leave no thread pool behind (bert/model_thread.py)
+            lab = on_passing_thread(load, key[0], device=key[1])
+        except BaseException as error:  # every waiter gets it; nothing is kept
+            with self._lock:
+                del self._loading[key]
+            loading.set_exception(error)
+            return
+        with self._lock:
+            del self._loading[key]
+            self._labs[key] = lab
+            evictable = [k for k in self._labs if k not in (key, self._pinned)]
+            while len(self._labs) > self.capacity and evictable:
+                del self._labs[evictable.pop(0)]
+        loading.set_result(lab)
 
 
 @dataclass(frozen=True)
@@ -266,6 +293,27 @@ class SessionSlots:
         return sum(ref() is not None and ref().holds_work() for ref in self._held.values())
 
 
+@dataclass(frozen=True)
+class Snapshot:
+    """One analysis with the weights and source it came from, and the session's generation when it was read."""
+
+    analysis: Analysis | None
+    model: str
+    device: str
+    source: str
+    generation: int
+
+    def bound_to(self, lab: Lab) -> Analysis:
+        """The analysis, checked to come from ``lab``'s weights: a model switch that landed between reading the
+        session's model and its analysis is one sentence, never another model's answer about this input."""
+        a = self.analysis
+        if a is None:
+            raise InputError("press Run first: there is no analysed input to work on")
+        if a.model != lab.name or a.device != str(lab.device):
+            raise InputError("the model was switched while this ran; press Run with the new model, then ask again")
+        return a
+
+
 @dataclass
 class Session:
     model: str = DEFAULT_CHECKPOINT  # the checkpoint the session's views come from
@@ -292,6 +340,11 @@ class Session:
     generation: int = 0  # bumped by every new analysis or source, so drawn figures know they are out of date
     drawn: dict = field(default_factory=dict)  # tab -> what its figure was drawn from
     owner: str = ""  # a random key, given on first use (gr.State deep-copies the default, so not at creation)
+
+    def snapshot(self) -> Snapshot:
+        """What a handler works on, read once: a Run or a model switch that lands while it works changes the
+        session, not the snapshot, so its result is computed and titled from one input (issue 56)."""
+        return Snapshot(self.analysis, self.model, self.device, self.source, self.generation)
 
     def key(self) -> str:
         if not self.owner:
