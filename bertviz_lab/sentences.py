@@ -22,9 +22,10 @@ def heldout_lines() -> list[str]:
 
 
 def read_lines(text_file: str | Path) -> list[str]:
-    """The lines of a UTF-8 text file (one sentence per line), or an InputError saying why not."""
+    """The lines of a UTF-8 text file (one sentence per line; a byte-order mark is read as none), or an InputError
+    saying why not."""
     try:
-        return Path(text_file).read_text(encoding="utf-8").splitlines()
+        return Path(text_file).read_text(encoding="utf-8-sig").splitlines()
     except UnicodeDecodeError as error:
         raise InputError(f"{text_file} is not UTF-8 text (byte {error.start})") from None
 

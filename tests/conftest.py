@@ -152,6 +152,7 @@ SLOW_FIXTURES = {"browser", "tiny_app", "default_app", "public_app", "default_la
 SLOW_FILES = {'test_deberta.py', 'test_modernbert.py', 'test_space.py', 'test_position_families.py',
               'test_position_interventions.py', 'test_classifier.py'}
 SLOW_TESTS = {
+    'test_naopc_hostile.py::test_python_m_refuses_an_oversize_field_with_exit_2_not_a_traceback',
     'test_request_isolation.py::test_explanations_and_runs_from_16_threads_equal_the_same_requests_alone',
     'test_request_isolation.py::test_a_module_hook_on_the_shared_model_would_fail_this_check',
     'test_sentiment.py::test_a_leg_cut_short_resumes_to_the_weights_of_one_run_and_the_classifier_learns',

@@ -10,12 +10,15 @@ import torch
 from builders import run_cli
 
 from bertviz_lab.interventions.naopc import (
+    MAX_TOKENS,
+    MAX_WORDS,
     NAOPC_RANKINGS,
     bpe_word_map,
     comprehensiveness,
     exact_bounds,
     naopc,
     normalised,
+    out_of_bounds,
     read_labelled,
     subset_probabilities,
     sufficiency,
@@ -123,6 +126,37 @@ def test_the_protocol_scores_erasure_at_the_upper_bound(decisive_lab):
     assert row["sufficiency"] == pytest.approx(d / 3, abs=1e-5)
     assert row["naopc_comprehensiveness"] == pytest.approx(1.0, abs=1e-4)
     assert row["naopc_sufficiency"] == pytest.approx(0.0, abs=1e-4)
+
+
+def pieces(tokens: int) -> str:
+    """"the cat play" and "s"s: [CLS] the cat play ##s ... [SEP], 3 words of ``tokens`` tokens in all."""
+    return "the cat play" + "s" * (tokens - 5)
+
+
+def test_few_words_of_many_pieces_are_skipped_by_tokens_and_long_sentences_by_words(decisive_lab):
+    """3 words of 33 pieces are out of the token bound (the cost of each of the 2^n rows), 32 are in;
+    11 short words are still the paper's word skip, and a sentence over both counts as that one."""
+    assert (MAX_WORDS, MAX_TOKENS) == (10, 32)
+    for tokens, reason in ((32, ""), (33, "tokens")):
+        enc = decisive_lab.encode(pieces(tokens))
+        groups = word_groups(decisive_lab, enc)
+        assert (len(enc.ids), len(groups)) == (tokens, 3)
+        assert out_of_bounds(enc, groups, MAX_WORDS, MAX_TOKENS) == reason
+    eleven = "the dog saw the cat in the park and slept quickly"
+    both = eleven + " play" + "s" * 30
+    result = naopc(decisive_lab, ["the cat sat", pieces(32), pieces(33), eleven, both], names=["random"])
+    out = result.to_json(resamples=20)
+    assert (out["skipped_long"], out["skipped_tokens"], out["rankings"][0]["n"]) == (2, 1, 2)
+    assert (out["max_words"], out["max_tokens"]) == (10, 32)
+    from bertviz_lab.cli.explanation_commands import naopc_summary
+
+    summary = list(naopc_summary(out))
+    assert "2 sentences skipped: more than 10 words (exact bounds need 2^n forward passes)" in summary
+    assert any(line.startswith("1 sentences skipped: more than 32 tokens with [CLS] and [SEP]") for line in summary)
+    from bertviz_lab import InputError
+
+    with pytest.raises(InputError, match="1 broke the word bound, 1 the token bound"):
+        naopc(decisive_lab, [pieces(33), eleven], names=["random"])
 
 
 def test_bounds_are_the_best_and_worst_of_every_ordering():

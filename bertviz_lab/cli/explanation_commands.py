@@ -105,21 +105,29 @@ SST2_CHECKPOINT = SST2_CHECKPOINTS[0]  # the protocol's weights when none are na
 
 
 def run_naopc(args: argparse.Namespace) -> int:
-    """Edin et al.'s protocol on the positive rows of --sentences (or every line of --text-file)."""
-    from ..interventions.naopc import MAX_WORDS, check_names, naopc, read_labelled
+    """Edin et al.'s protocol on the positive rows of --sentences (or every line of --text-file). The file
+    is read before the model loads, so whatever is wrong with it is one sentence at once (naopc.read_text)."""
+    from ..interventions.naopc import (
+        MAX_TOKENS,
+        MAX_WORDS,
+        check_names,
+        naopc,
+        read_labelled,
+        read_sentence_lines,
+    )
     from ..resources import NAOPC_SHORT_SET
-    from ..sentences import read_lines
 
     if args.sentences is None and args.text_file is None:
         args.sentences = NAOPC_SHORT_SET
-    lines = read_labelled(args.sentences, args.label_column) if args.sentences else read_lines(args.text_file)
+    lines = (read_labelled(args.sentences, args.label_column) if args.sentences
+             else read_sentence_lines(args.text_file))
     lines = [line for line in lines if line.strip()][:args.max_sentences]
     names = check_names(args.rankings)
     lab = lab_from_args(args, args.model or SST2_CHECKPOINT)
 
     def describe(sentences: int) -> str:
-        return (f"{sentences:,} sentences x up to 2^{MAX_WORDS} masked inputs each (every subset of the words, "
-                f"for the exact bounds) + {len(names)} rankings' explanations")
+        return (f"{sentences:,} sentences x up to 2^{MAX_WORDS} masked inputs of up to {MAX_TOKENS} tokens each "
+                f"(every subset of the words, for the exact bounds) + {len(names)} rankings' explanations")
     with WorkBar("faithfulness", "sentence", describe, "the first sentence") as bar:
         result = naopc(lab, lines, names, seed=args.seed, progress=bar)
     out = {"sentences_file": str(args.sentences or args.text_file), **result.to_json(args.resamples, args.seed)}
@@ -142,4 +150,8 @@ def naopc_summary(out: dict) -> Iterator[str]:
            f"{out['above_half']} of {out['rankings'][0]['n']} sentences have P(class 1) > 0.5 (the paper's tables "
            "keep only those)")
     if out["skipped_long"]:
-        yield f"{out['skipped_long']} sentences skipped: more than 10 words (exact bounds need 2^n forward passes)"
+        yield (f"{out['skipped_long']} sentences skipped: more than {out['max_words']} words (exact bounds need 2^n "
+               "forward passes)")
+    if out["skipped_tokens"]:
+        yield (f"{out['skipped_tokens']} sentences skipped: more than {out['max_tokens']} tokens with [CLS] and [SEP] "
+               "(each of the 2^n masked inputs costs in proportion to its tokens; the short set needs at most 18)")

@@ -35,6 +35,16 @@ the same way:
   validation sentences labelled positive with at most 10 words, ``src/utils/create_datasets.py``:
   ``word_length <= 12`` counting [CLS] and [SEP]), so longer sentences are skipped and counted.
   (Their beam-search bounds for long inputs, ``naopc_beam``, are not reproduced.)
+- **Tokens too** (ours, not the paper's): a sentence of at most 10 words is still skipped, and counted
+  apart, when it has more than ``MAX_TOKENS`` word pieces with [CLS] and [SEP]. The work of one
+  sentence is 2^n masked rows x its tokens, and words bound only the first factor: 8 words of ~25
+  pieces each cost 96 CPU-seconds (issue 56). The short set needs no more than 16 tokens with this
+  lab's uncased WordPiece vocabulary (its ``token_length`` column says 18 at most), so a cap of 32
+  keeps every sentence of it and bounds a sentence's masked inputs at 2^10 rows x 32 tokens = 32,768
+  token-rows, twice the short set's worst (2^10 x 16): on one thread with the shipped classifier its
+  2^10 rows take 3.4 CPU-seconds, and 10 words of 32 tokens 6.7. On a public server every one of
+  those passes is also charged to the request's budget (``bert/budget.py``); the caps bound the
+  command line, which has none.
 
 The published means over those 66 sentences (``results/aopc_scores_short/sst2_bert-base-uncased-SST-2.csv``,
 all sentences) are DecompX comprehensiveness 0.339, attention 0.165, random 0.122. The paper's NAOPC
@@ -47,7 +57,9 @@ take the L2 norm over embedding dimensions and IG starts from [MASK]; ours are s
 """
 from __future__ import annotations
 
+import codecs
 import csv
+import io
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -57,13 +69,14 @@ import numpy as np
 import torch
 
 from ..bert.captured import MIXING_CAPTURES, Captured
-from ..lab import Encoded, InputError, Lab
+from ..lab import MAX_TEXT_CHARACTERS, Encoded, InputError, Lab
 from .faithfulness import CONTROL, RANKINGS, rankings
 from .sets import mean_interval
 
 PROTOCOL = "naopc-sst2"
 TARGET_CLASS = 1  # the code explains and scores P(class 1) (positive) for every sentence
 MAX_WORDS = 10  # the short set: word_length <= 12 with [CLS] and [SEP]
+MAX_TOKENS = 32  # with [CLS] and [SEP]; the short set has at most 16 (18 by its token_length column)
 EXPLAINED = ("erasure", "gradient x input", "integrated gradients", "decompx")  # from explain_class
 NAOPC_RANKINGS = tuple(dict.fromkeys(RANKINGS[:-1] + EXPLAINED[:-1] + (CONTROL,)))
 _ALNUM = re.compile(r"^[a-zA-Z0-9]*$")
@@ -235,7 +248,10 @@ class NaopcResult:
     lower: np.ndarray  # (sentences,)
     probability: np.ndarray  # (sentences,) P(class 1) of the unmasked input
     model: str
-    skipped_long: int = 0  # sentences over MAX_WORDS words (exact bounds out of reach)
+    skipped_long: int = 0  # sentences over max_words words (exact bounds out of reach)
+    skipped_tokens: int = 0  # sentences within max_words but over max_tokens word pieces (too costly per row)
+    max_words: int = MAX_WORDS
+    max_tokens: int = MAX_TOKENS
 
     def normalised(self, values: np.ndarray) -> np.ndarray:  # (sentences, rankings)
         span = (self.upper - self.lower)[:, None]
@@ -259,7 +275,8 @@ class NaopcResult:
         return {"protocol": PROTOCOL, "model": self.model, "target_class": TARGET_CLASS,
                 "rankings": self.table(resamples, seed), "upper_bound_mean": float(self.upper.mean()),
                 "lower_bound_mean": float(self.lower.mean()),
-                "above_half": int((self.probability > 0.5).sum()), "skipped_long": self.skipped_long}
+                "above_half": int((self.probability > 0.5).sum()), "skipped_long": self.skipped_long,
+                "skipped_tokens": self.skipped_tokens, "max_words": self.max_words, "max_tokens": self.max_tokens}
 
 
 def check_names(names: Sequence[str] | None) -> tuple[str, ...]:
@@ -271,22 +288,36 @@ def check_names(names: Sequence[str] | None) -> tuple[str, ...]:
     return tuple(name for name in NAOPC_RANKINGS if name in chosen | {CONTROL})
 
 
+def out_of_bounds(enc: Encoded, groups: Sequence[Sequence[int]], max_words: int, max_tokens: int) -> str:
+    """Which bound the sentence breaks: "words" (none, or more than ``max_words``: 2^n rows), "tokens" (more
+    than ``max_tokens`` pieces with [CLS] and [SEP], counted before any truncation: the cost of each row), or
+    "" when it is scored. Words are checked first, so a sentence over both counts as the paper's skip."""
+    if not 0 < len(groups) <= max_words:
+        return "words"
+    return "tokens" if enc.n_tokens_before_truncation > max_tokens else ""
+
+
 def naopc(lab: Lab, lines: Sequence[str], names: Sequence[str] | None = None, seed: int = 0,
-          progress: Callable[[int, int], None] | None = None, max_words: int = MAX_WORDS) -> NaopcResult:
+          progress: Callable[[int, int], None] | None = None, max_words: int = MAX_WORDS,
+          max_tokens: int = MAX_TOKENS) -> NaopcResult:
     """The protocol over ``lines`` (each a sentence): every ranking's comprehensiveness and sufficiency,
-    and the exact bounds, per sentence of at most ``max_words`` words."""
+    and the exact bounds, per sentence of at most ``max_words`` words and ``max_tokens`` tokens (the
+    others are counted, by the bound they break, and not run: see ``out_of_bounds``)."""
     chosen = check_names(names)
     if not lab.model.class_labels or len(lab.model.class_labels) <= TARGET_CLASS:
         raise InputError("this checkpoint has no sequence classifier with a class 1, so the naopc-sst2 protocol "
                          "cannot score it: load a *ForSequenceClassification checkpoint")
     lines = [line for line in lines if line.strip()]
-    comp, suff, upper, lower, prob, skipped = [], [], [], [], [], 0
+    comp, suff, upper, lower, prob = [], [], [], [], []
+    skipped = {"words": 0, "tokens": 0}
     if progress is not None:
         progress(0, len(lines))
     for done, line in enumerate(lines, start=1):
-        groups = word_groups(lab, lab.encode(line, truncate=True))
-        if not 0 < len(groups) <= max_words:
-            skipped += 1
+        enc = lab.encode(line, truncate=True)
+        groups = word_groups(lab, enc)
+        reason = out_of_bounds(enc, groups, max_words, max_tokens)
+        if reason:
+            skipped[reason] += 1
         else:
             enc, scores = token_scores(lab, line, chosen, seed + done)
             p = subset_probabilities(lab, enc, groups)
@@ -298,29 +329,84 @@ def naopc(lab: Lab, lines: Sequence[str], names: Sequence[str] | None = None, se
         if progress is not None:
             progress(done, len(lines))
     if not upper:
-        raise InputError(f"no sentence has between 1 and {max_words} words (the protocol's short set)")
+        raise InputError(f"no sentence has between 1 and {max_words} words and at most {max_tokens} tokens (the "
+                         f"protocol's short set): {skipped['words']} broke the word bound, {skipped['tokens']} the token bound")
     return NaopcResult(chosen, np.array(comp), np.array(suff), np.array(upper), np.array(lower), np.array(prob),
-                       lab.checkpoint_info().describe(), skipped)
+                       lab.checkpoint_info().describe(), skipped["words"], skipped["tokens"], max_words, max_tokens)
+
+
+def read_text(path: str | Path) -> str:
+    """The file as UTF-8 text without its byte-order mark (Notepad and Excel write one; left in, it would
+    be part of the first column's name), or an InputError naming the line and byte that are not UTF-8.
+    The bytes are decoded at once so that the byte reported is the file's, not a read buffer's."""
+    raw = Path(path).read_bytes()
+    start = len(codecs.BOM_UTF8) if raw.startswith(codecs.BOM_UTF8) else 0
+    try:
+        return raw[start:].decode("utf-8")
+    except UnicodeDecodeError as error:
+        at = start + error.start
+        line = raw[:at].count(b"\n") + 1
+        raise InputError(f"{path} is not UTF-8 text: line {line}, byte {at} cannot be decoded (save it as UTF-8)") from None
+
+
+def too_long(path: str | Path, line: int, what: str = "a field") -> InputError:
+    """The refusal of a field or line over the lab's limit for one text (``lab.MAX_TEXT_CHARACTERS``, which
+    the tokenizer would enforce anyway, but without the file or line), named by file and line."""
+    return InputError(f"{path}, line {line}: {what} is longer than {MAX_TEXT_CHARACTERS:,} characters, the most one "
+                      "sentence may have")
+
+
+def table_rows(path: str | Path, text: str, comma: bool) -> list[list[str]]:
+    """The rows of a CSV (quoted) or TSV (unquoted, as GLUE writes it) text. A field over the lab's text limit
+    is refused here by line, not later by the tokenizer without one, and the csv module's own field limit
+    (131,072 characters, which it raises as ``csv.Error``) becomes the same sentence."""
+    dialect = {"delimiter": ","} if comma else {"delimiter": "\t", "quoting": csv.QUOTE_NONE}
+    reader = csv.reader(io.StringIO(text, newline=""), **dialect)
+    rows = []
+    try:
+        for row in reader:
+            if any(len(field) > MAX_TEXT_CHARACTERS for field in row):
+                raise too_long(path, reader.line_num)
+            rows.append(row)
+    except csv.Error as error:
+        if "field limit" in str(error):
+            raise too_long(path, reader.line_num) from None
+        kind = "CSV" if comma else "tab-separated"
+        raise InputError(f"{path}, line {reader.line_num}: not readable as {kind} text ({error})") from None
+    return rows
 
 
 def read_labelled(path: str | Path, label_column: str = "label", keep: str = str(TARGET_CLASS)) -> list[str]:
     """The sentences of a tab-separated file with a header (GLUE's SST-2 layout: ``sentence``, ``label``;
     a ``text`` column also works) whose label is ``keep``: the protocol's set is the positive sentences.
     A ``.csv`` file is read as quoted CSV, so the released short set (``data/sst2_test_short.csv``:
-    ``word_length,token_length,label,id,text``) is read as it comes."""
-    comma = Path(path).suffix.lower() == ".csv"
-    dialect = {"delimiter": ","} if comma else {"delimiter": "\t", "quoting": csv.QUOTE_NONE}
-    try:
-        with open(path, encoding="utf-8", newline="") as handle:
-            rows = list(csv.reader(handle, **dialect))
-    except UnicodeDecodeError as error:
-        raise InputError(f"{path} is not UTF-8 text (byte {error.start})") from None
+    ``word_length,token_length,label,id,text``) is read as it comes. Whatever is wrong with the file
+    (not UTF-8, empty, a field too long, a column missing, no row to keep) is an InputError of one
+    sentence that names it."""
+    rows = table_rows(path, read_text(path), Path(path).suffix.lower() == ".csv")
+    rows = [row for row in rows if any(cell.strip() for cell in row)]  # blank lines hold no sentence
     if not rows:
         raise InputError(f"{path} is empty: give a header line and one sentence per line")
-    header = rows[0]
+    header = [cell.strip() for cell in rows[0]]
     text = next((c for c in ("sentence", "text") if c in header), None)
     if text is None or label_column not in header:
         raise InputError(f"{path} needs a header with a 'sentence' (or 'text') column and a {label_column!r} "
                          f"column; it has {', '.join(map(repr, header))}")
     t, lab_col = header.index(text), header.index(label_column)
-    return [row[t] for row in rows[1:] if len(row) > max(t, lab_col) and row[lab_col].strip() == keep]
+    kept = [row[t] for row in rows[1:] if len(row) > max(t, lab_col) and row[lab_col].strip() == keep]
+    if not kept:
+        raise InputError(f"{path} has no row whose {label_column!r} is {keep} (the protocol scores those sentences)")
+    return kept
+
+
+def read_sentence_lines(path: str | Path) -> list[str]:
+    """The lines of a text file, one sentence each, read as ``read_labelled`` reads a table: a byte-order
+    mark dropped, and an undecodable byte, an empty file or a line over the lab's text limit refused in
+    one sentence that names the file (and the line)."""
+    lines = read_text(path).splitlines()
+    for number, line in enumerate(lines, start=1):
+        if len(line) > MAX_TEXT_CHARACTERS:
+            raise too_long(path, number, "the line")
+    if not any(line.strip() for line in lines):
+        raise InputError(f"{path} is empty: give one sentence per line")
+    return lines

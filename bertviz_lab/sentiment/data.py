@@ -23,7 +23,7 @@ class Labelled:
 def read_sst2(path: str | Path) -> Labelled:
     """Every (sentence, label) row of ``path``; an error names the first row that is neither."""
     raw = Path(path).read_bytes()
-    rows = list(csv.reader(raw.decode("utf-8").splitlines(), delimiter="\t", quoting=csv.QUOTE_NONE))
+    rows = list(csv.reader(raw.decode("utf-8-sig").splitlines(), delimiter="\t", quoting=csv.QUOTE_NONE))
     if not rows:
         raise ValueError(f"{path} is empty")
     header = [c.strip().lower() for c in rows[0]]
