@@ -106,7 +106,7 @@ def build_demo(lab: Lab | None = None, allowed_models: list[str] | None = None, 
                   show_progress=RUN_PROGRESS["show_progress"],
                   show_progress_on=[getattr(ui, n) for n in progress_targets(URL_OUTPUTS, RUN_PROGRESS)])
         gr.api(gate.wrap(handlers.attention_api, ()), api_name="attention")
-        register(AgentTools(lab, cache, limits), lambda tool: gate.wrap(tool, ()))  # the MCP tools, same gate
+        register(AgentTools(lab, cache, limits), lambda tool, corpus: gate.wrap(tool, (), corpus=corpus))  # the MCP tools, same gate
     demo.bvl_gate, demo.bvl_handlers = gate, handlers  # for tests and benchmarks
     return demo
 

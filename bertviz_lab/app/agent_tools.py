@@ -29,6 +29,7 @@ from ..interventions.attribution import explain as attribute
 from ..lab import Analysis, InputError, Lab, load
 from ..syntax.run import best_heads_long, published_checkpoint, run_syntax
 from ..treebank import SAMPLE_TREEBANK, TreebankError
+from .events import ONE_TREEBANK_AT_A_TIME
 from .state import LabCache, Limits
 from .syntax_handlers import APP_SETTINGS, read_treebank
 from .validation import whole
@@ -214,11 +215,16 @@ def as_json_text(tool: Callable[..., dict]) -> Callable[..., str]:
     return reply
 
 
-def register(tools: AgentTools, wrap: Callable[[Callable], Callable]) -> None:
-    """Each tool as an API endpoint (``/agent_<name>``, answering JSON text) through ``wrap`` (the gate);
-    inside a Blocks context."""
+CORPUS_TOOLS = ("score_heads",)  # a treebank through the model: the page's one corpus slot (gate.py)
+
+
+def register(tools: AgentTools, wrap: Callable[[Callable, bool], Callable]) -> None:
+    """Each tool as an API endpoint (``/agent_<name>``, answering JSON text) through ``wrap(tool, corpus)`` (the
+    gate); inside a Blocks context. Corpus-sized tools share the page's one-at-a-time slot."""
     for name in TOOLS:
-        gr.api(wrap(as_json_text(getattr(tools, name))), api_name=API_PREFIX + name)
+        corpus = name in CORPUS_TOOLS
+        gr.api(wrap(as_json_text(getattr(tools, name)), corpus), api_name=API_PREFIX + name,
+               **(ONE_TREEBANK_AT_A_TIME if corpus else {}))
 
 
 def only_agent_tools(demo: gr.Blocks) -> Callable:

@@ -114,7 +114,9 @@ def progress_targets(outputs: Sequence[str], options: dict[str, Any]) -> tuple[s
     return tuple(name for name in outputs if name not in NO_PROGRESS)
 
 
-ONE_TREEBANK_AT_A_TIME = {"concurrency_id": "syntax", "concurrency_limit": 1}  # corpus-sized work, one at a time
+CORPUS_SLOT = "syntax"
+# corpus-sized work, one at a time: Gradio's queue, and the gate's slot that the API and MCP doors share (gate.py)
+ONE_TREEBANK_AT_A_TIME = {"concurrency_id": CORPUS_SLOT, "concurrency_limit": 1}
 EVENTS = (
     Event("run_btn", "click", "analyze", RUN_INPUTS, RUN_OUTPUTS, "analyze", RUN_PROGRESS),
     Event("text", "submit", "analyze", RUN_INPUTS, RUN_OUTPUTS, "analyze_submit", RUN_PROGRESS),
@@ -253,13 +255,14 @@ def mark_on_request(handlers: Any) -> None:
                 setattr(handlers, event.handler, marked)
 
 
-def handler_of(handlers: Any, name: str, gate: Any = None, outputs: tuple[str, ...] = (), inputs: tuple[str, ...] = ()):
+def handler_of(handlers: Any, name: str, gate: Any = None, outputs: tuple[str, ...] = (), inputs: tuple[str, ...] = (),
+               corpus: bool = False):
     """The handler as an event runs it: one value per input (``forms.event_function`` gathers the handler's
     forms from them), through the gate (the server's limits; see ``gate.py``), and on a GPU on ZeroGPU if it
     runs the model (inside the gate, so the budget is set where the model runs)."""
     fn = event_function(getattr(handlers, name), inputs) if inputs else getattr(handlers, name)
     if gate is not None:
-        fn = gate.wrap(fn, outputs)
+        fn = gate.wrap(fn, outputs, corpus=corpus)
     return on_gpu(fn) if name in MODEL_HANDLERS else fn
 
 
@@ -278,7 +281,9 @@ def wire(ui: SimpleNamespace, handlers: Any, gate: Any) -> None:
         options = dict(event.options)
         options["show_progress_on"] = [getattr(ui, n) for n in progress_targets(event.outputs, options)]
         dependency = listener(ui, event.trigger, event.kind)(
-            handler_of(handlers, event.handler, gate, event.outputs, event.inputs), [getattr(ui, n) for n in event.inputs],
+            handler_of(handlers, event.handler, gate, event.outputs, event.inputs,
+                       corpus=event.options.get("concurrency_id") == CORPUS_SLOT),
+            [getattr(ui, n) for n in event.inputs],
             [getattr(ui, n) for n in event.outputs], api_name=event.api_name, **options)
         if event.client_then is not None:
             dependency.then(None, [getattr(ui, n) for n in event.client_then.inputs], None, js=event.client_then.js)

@@ -5,18 +5,31 @@
   endpoint, present or future, runs over-cap input or holds a worker past the time limit;
 - a refused request, or a disk that is full, answers one sentence in the event's own message
   box (never a server path or a traceback);
-- a session that now holds an analysis takes one of the server's bounded slots.
+- a session that now holds an analysis takes one of the server's bounded slots;
+- on a server with a time limit, the worker stops waiting for the event at the limit plus ``GRACE`` seconds and
+  answers that it was stopped: the event runs on a thread of the gate's own, and stops itself at its next
+  check of the budget (the encoder checks before every layer, long loops on every round: ``bert/budget.py``),
+  so what cannot check (one SciPy or NumPy call) holds no worker past the limit;
+- corpus-sized work (a treebank, a sentence set) runs one request at a time across every door: the page's
+  events, the API and the MCP tools take the same slot.
 """
 from __future__ import annotations
 
+import contextvars
 import errno
 import functools
+import inspect
+import os
+import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as WaitedTooLong
 from typing import Any
 
 import gradio as gr
 
 from ..bert import BudgetExceeded, spending
+from ..bert.budget import time_message
 from .state import Limits, Session, SessionSlots
 
 # Where each event says what went wrong: the first of these among its outputs.
@@ -24,6 +37,8 @@ MESSAGE_OUTPUTS = ("message", "intervention_message", "syntax_message", "syntax_
 STALE = ["bvl-stale"]  # the views' class after a refused Run: they show the previous input, greyed
 DISK_FULL = "the server's disk is full right now; nothing was saved. Try again in a few minutes."
 DISK_ERROR = "the server could not write a file; nothing was saved. Try again in a few minutes."
+GRACE = 0.5  # seconds past the time limit a worker waits for an event before it answers for it
+REQUEST_THREADS = 32  # events running at once on the gate's threads (Gradio runs 4; the rest are stopping)
 
 
 def message_output(outputs: tuple[str, ...]) -> str | None:
@@ -44,6 +59,8 @@ class Gate:
         self.ui, self.limits = ui, limits
         self.budget = limits.budget()
         self.slots = SessionSlots(limits.sessions)
+        self._corpus = threading.Lock()  # corpus-sized work: one request at a time, whichever door it came through
+        self._threads: tuple[int, ThreadPoolExecutor] | None = None  # (the process it belongs to, the pool)
 
     def refusal(self, outputs: tuple[str, ...], text: str) -> dict:
         name = message_output(outputs)
@@ -64,14 +81,14 @@ class Gate:
                 value.sent["greyed"] = "views_box" in outputs  # refusal() greys the views
         return self.refusal(outputs, message)
 
-    def wrap(self, fn: Callable, outputs: tuple[str, ...]) -> Callable:
-        """``fn`` under the budget; Gradio still sees its signature (progress, request, event data)."""
+    def wrap(self, fn: Callable, outputs: tuple[str, ...], corpus: bool = False) -> Callable:
+        """``fn`` under the budget (and, with ``corpus``, in the one corpus slot); Gradio still sees its signature
+        (progress, request, event data)."""
 
         @functools.wraps(fn)
         def gated(*args: Any, **kwargs: Any) -> Any:
             try:
-                with spending(self.budget):
-                    result = fn(*args, **kwargs)
+                result = self.run(fn, args, kwargs, corpus)
             except BudgetExceeded as error:
                 shown = next((v for v in (*args, *kwargs.values()) if isinstance(v, Session)), None)
                 stale = shown.stale_note() if shown is not None and "payload" in outputs else ""
@@ -84,3 +101,57 @@ class Gate:
             return result
 
         return gated
+
+    def run(self, fn: Callable, args: tuple, kwargs: dict, corpus: bool) -> Any:
+        """``fn(*args, **kwargs)`` charged to a fresh budget; where the budget has a time limit, on one of the gate's
+        threads, waited for until the limit plus GRACE (then BudgetExceeded, and the event stops itself at its next
+        check). Generator handlers run here, checked only cooperatively."""
+        seconds = self.budget.seconds if self.budget else None
+        if seconds is None or inspect.isgeneratorfunction(inspect.unwrap(fn)):
+            with spending(self.budget), self.corpus_slot(corpus, None):
+                return fn(*args, **kwargs)
+
+        def charged() -> Any:
+            with spending(self.budget), self.corpus_slot(corpus, seconds):
+                return fn(*args, **kwargs)
+
+        running = self.threads().submit(contextvars.copy_context().run, charged)
+        try:
+            return running.result(timeout=seconds + GRACE)
+        except WaitedTooLong:
+            raise BudgetExceeded(time_message(seconds)) from None
+
+    def threads(self) -> ThreadPoolExecutor:
+        """The gate's threads, made anew in a forked child (ZeroGPU runs GPU handlers in one), which inherits the
+        parent's pool but none of its threads."""
+        if self._threads is None or self._threads[0] != os.getpid():
+            self._threads = (os.getpid(), ThreadPoolExecutor(REQUEST_THREADS, thread_name_prefix="bvl-request"))
+        return self._threads[1]
+
+    def corpus_slot(self, corpus: bool, seconds: float | None):
+        """The one slot of corpus-sized work, taken for the request's time at most (then BudgetExceeded)."""
+        return _Slot(self._corpus, seconds) if corpus else _NO_SLOT
+
+
+class _Slot:
+    def __init__(self, lock: threading.Lock, seconds: float | None) -> None:
+        self.lock, self.seconds = lock, seconds
+
+    def __enter__(self) -> None:
+        if not self.lock.acquire(timeout=-1 if self.seconds is None else self.seconds):
+            raise BudgetExceeded("the server is busy with another treebank or sentence-set request; try again in a "
+                                 "minute")
+
+    def __exit__(self, *exc: Any) -> None:
+        self.lock.release()
+
+
+class _NoSlot:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+
+_NO_SLOT = _NoSlot()

@@ -1,4 +1,4 @@
-"""What one request may spend, checked before every forward pass of the encoder.
+"""What one request may spend, checked before every forward pass of the encoder and inside long work.
 
 A public server must bound every request that runs the model, including endpoints added
 later. Checking inputs in each handler leaves that to memory; checking here does not: whatever
@@ -6,6 +6,13 @@ path a request takes (an analysis, a sweep, a sentence set, a treebank, a null m
 forward pass of :class:`~bertviz_lab.bert.model.BertLab` calls :func:`charge`, and inside
 :func:`spending` the pass is refused once it would exceed the budget. Outside ``spending``
 (the command line, training, notebooks) nothing is checked.
+
+Time is checked more often than passes start (issue 56: a structural probe answered after 121 s, flow
+after 37 s, sweeps after 55 s, each "stopped after 15 s" only once a next pass was due): the encoder
+checks it before every layer, and loops that run without the encoder (probe training, attention flow,
+syntax scoring and decoding) call :func:`check_time` on each round. What cannot check (one SciPy or
+NumPy call) is bounded by the app's gate, which stops waiting for a request at its limit plus a
+second and answers for it (``app/gate.py``).
 
 The budget lives in a ``ContextVar``, so concurrent requests (threads) each see their own.
 """
@@ -40,6 +47,11 @@ class Budget:
 LOCAL_HINT = "run bertviz-lab on your own machine for larger requests"
 
 
+def time_message(seconds: float) -> str:
+    return (f"this request was stopped after {seconds:.0f} s, the most this server gives one request (choose fewer "
+            f"sentences or a shorter input, or {LOCAL_HINT})")
+
+
 class Spend:
     """What the current request has spent so far."""
 
@@ -52,6 +64,13 @@ class Spend:
     def elapsed(self) -> float:
         return time.monotonic() - self.start
 
+    def over_time(self) -> bool:
+        return self.budget.seconds is not None and self.elapsed() > self.budget.seconds
+
+    def stop_if_over_time(self) -> None:
+        if self.over_time():
+            raise BudgetExceeded(time_message(self.budget.seconds))
+
     def charge(self, tokens: int, rows: int, masks: int) -> None:
         """Refuse the next pass if it breaks a cap; else count it."""
         b = self.budget
@@ -61,9 +80,7 @@ class Spend:
         if b.masks is not None and masks > b.masks:
             raise BudgetExceeded(f"this server predicts up to {b.masks} masked words per input; this request asks "
                                  f"for {masks} (mask fewer tokens, or {LOCAL_HINT})")
-        if b.seconds is not None and self.elapsed() > b.seconds:
-            raise BudgetExceeded(f"this request was stopped after {b.seconds:.0f} s, the most this server gives one "
-                                 f"request (choose fewer sentences or a shorter input, or {LOCAL_HINT})")
+        self.stop_if_over_time()
         work = rows * tokens
         if b.token_passes is not None and self.token_passes + work > b.token_passes:
             raise BudgetExceeded(f"this request needs more model work than this server gives one request "
@@ -103,6 +120,14 @@ def exempt() -> Iterator[None]:
 
 def current() -> Spend | None:
     return _current.get()
+
+
+def check_time() -> None:
+    """A cooperative stop for long work: raise BudgetExceeded once the current request is past its time (nothing
+    outside ``spending``; costs a ContextVar read and a clock read)."""
+    spend = _current.get()
+    if spend is not None:
+        spend.stop_if_over_time()
 
 
 def charge(input_ids: torch.Tensor, attention_mask: torch.Tensor | None, mlm_positions: torch.Tensor | None,

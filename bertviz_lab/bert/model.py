@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .budget import charge
+from .budget import charge, check_time
 from .classifier import SequenceClassifier, class_labels
 from .disentangled import (
     DisentangledPositions,
@@ -658,6 +658,7 @@ class BertLab(nn.Module):
         positions = self.disentangled_positions(t) if not self.config.rotary else \
             self.rotary_positions(position_ids, bias, dtype)
         for layer in self.bert.encoder.layer:
+            check_time()  # a request past its time stops here, not after the whole pass (bert/budget.py)
             hidden = layer(hidden, bias, positions)
         if self.bert.final_norm is not None:
             hidden = self.bert.hook_final(self.bert.final_norm(hidden))  # (batch, pos, d_model)

@@ -298,11 +298,12 @@ def out_of_bounds(enc: Encoded, groups: Sequence[Sequence[int]], max_words: int,
 
 
 def naopc(lab: Lab, lines: Sequence[str], names: Sequence[str] | None = None, seed: int = 0,
-          progress: Callable[[int, int], None] | None = None, max_words: int = MAX_WORDS,
-          max_tokens: int = MAX_TOKENS) -> NaopcResult:
+          progress: Callable[[int, int], None] | None = None, bounds: tuple[int, int] = (MAX_WORDS, MAX_TOKENS)
+          ) -> NaopcResult:
     """The protocol over ``lines`` (each a sentence): every ranking's comprehensiveness and sufficiency,
-    and the exact bounds, per sentence of at most ``max_words`` words and ``max_tokens`` tokens (the
+    and the exact bounds, per sentence of at most ``bounds`` = (max_words, max_tokens) words and tokens (the
     others are counted, by the bound they break, and not run: see ``out_of_bounds``)."""
+    max_words, max_tokens = bounds
     chosen = check_names(names)
     if not lab.model.class_labels or len(lab.model.class_labels) <= TARGET_CLASS:
         raise InputError("this checkpoint has no sequence classifier with a class 1, so the naopc-sst2 protocol "

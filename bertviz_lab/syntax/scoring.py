@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..attention import batch_head_statistics, to_word_level, word_groups
+from ..bert.budget import check_time
 from ..bert.captured import Captured
 from ..bert.source_registry import get_source
 from ..lab import CheckpointInfo, Encoded, InputError, Lab
@@ -244,6 +245,7 @@ def score_batch(lab: Lab, batch: Sequence[tuple[int, Sentence, Encoded]], source
     attention = attention_t.cpu().numpy()
     rows = []
     for row, (index, sentence, enc) in enumerate(batch):
+        check_time()  # a request past its time stops between sentences (bert/budget.py)
         n = len(enc.ids)
         weights = attention[row, :, :, :n, :n] if source == "attention" else \
             chosen.weights(Captured(lab.model, cache, row, n))  # (layers, heads, query, key)

@@ -1,0 +1,140 @@
+"""One budget bounds all the work of a request (issue 56), not only the start of its forward passes:
+the encoder checks the time before every layer, long loops without the encoder check it on every round,
+the gate answers for what cannot check at the limit plus half a second, and corpus-sized work takes one
+slot whichever door it came through.
+
+Time is faked where a test needs a request to be "past its time" (``Spend.elapsed``), so nothing here waits
+for the clock but the gate's own deadline, which is what it tests."""
+import threading
+
+import numpy as np
+import pytest
+import torch
+
+from bertviz_lab.bert import Budget, BudgetExceeded, spending
+from bertviz_lab.bert import budget as budget_module
+
+
+def Clock(after: int):
+    """A ``Spend.elapsed`` that reads 0 s for the first ``after`` calls, then 1,000 s."""
+    calls = []
+
+    def elapsed(spend) -> float:
+        calls.append(1)
+        return 0.0 if len(calls) <= after else 1000.0
+    return elapsed
+
+
+def test_the_encoder_stops_between_layers_once_the_request_is_past_its_time(tiny_lab, monkeypatch):
+    """The pass starts in time (its charge reads the clock once) and stops before its second layer."""
+    from bertviz_lab.bert.hook_table import every_layer
+
+    tensors = tiny_lab.batch_tensors([tiny_lab.encode("the cat sat on the mat")])
+    monkeypatch.setattr(budget_module.Spend, "elapsed", Clock(after=2))  # the charge, then layer 1's check
+    with spending(Budget(seconds=15)), torch.inference_mode(), tiny_lab.model.hooks(capture=[every_layer("out")]) as run:
+        with pytest.raises(BudgetExceeded, match="stopped after 15 s"):
+            tiny_lab.model(**tensors)
+    assert "bert.encoder.layer.0.hook_out" in run.cache  # layer 1 ran
+    assert not [name for name in run.cache if name.startswith("bert.encoder.layer.1.")]  # layer 2 did not
+
+
+def test_attention_flow_stops_between_rows(monkeypatch):
+    from bertviz_lab.bert.flow import attention_flow
+
+    rng = np.random.default_rng(0)
+    layers = rng.random((2, 12, 12))
+    monkeypatch.setattr(budget_module.Spend, "elapsed", Clock(after=3))
+    with spending(Budget(seconds=15)), pytest.raises(BudgetExceeded):
+        attention_flow(layers)
+    with spending(Budget(seconds=15)):  # within its time, flow runs to the end as before
+        monkeypatch.setattr(budget_module.Spend, "elapsed", Clock(after=10**9))
+        assert attention_flow(layers).shape == (12, 12)
+    assert attention_flow(layers).shape == (12, 12)  # outside a request nothing is checked
+
+
+def test_probe_training_and_ensemble_decoding_stop_between_rounds(tiny_lab, monkeypatch):
+    from bertviz_lab.syntax import structural_probe
+    from bertviz_lab.syntax.scoring import score_treebank
+    from bertviz_lab.treebank import SAMPLE_TREEBANK, read_conllu
+
+    sentences = read_conllu(SAMPLE_TREEBANK)[:8]
+    data = structural_probe.word_features(tiny_lab, sentences)
+    monkeypatch.setattr(budget_module.Spend, "elapsed", Clock(after=1))
+    with spending(Budget(seconds=15)), pytest.raises(BudgetExceeded):
+        structural_probe.train_probes(data, data, [0])
+    monkeypatch.setattr(budget_module.Spend, "elapsed", Clock(after=3))
+    with spending(Budget(seconds=15)), pytest.raises(BudgetExceeded):
+        score_treebank(tiny_lab, sentences, batch_size=32)
+
+
+# ---- the gate: a hard stop for what cannot check, and one corpus slot ----------------------------------------
+@pytest.fixture
+def gate():
+    from bertviz_lab.app.gate import Gate
+    from bertviz_lab.app.state import Limits
+
+    return Gate(None, Limits(seconds=0.3))
+
+
+def test_the_gate_answers_for_work_that_cannot_check_at_its_limit(gate):
+    """One call that never checks the budget (a SciPy max-flow, a UMAP): the worker is answered at the limit plus
+    the grace, with the budget's sentence, and the work is left to end on its own."""
+    release = threading.Event()
+    wrapped = gate.wrap(lambda: release.wait(60), ())
+    try:
+        with pytest.raises(Exception, match="stopped after 0 s"):  # no message box: Gradio shows the sentence
+            wrapped()
+    finally:
+        release.set()
+
+
+def test_the_gate_runs_each_request_in_its_own_context(gate):
+    """The budget is the request's own, also on the gate's threads; results and errors come back as they were."""
+    seen = []
+
+    def work(x):
+        seen.append(budget_module.current())
+        return x * 2
+
+    assert gate.wrap(work, ())(21) == 42
+    assert seen[0] is not None and seen[0].budget.seconds == 0.3
+    assert budget_module.current() is None  # nothing left bound on the caller's thread
+    with pytest.raises(ZeroDivisionError):
+        gate.wrap(lambda: 1 / 0, ())()
+
+
+def test_corpus_work_takes_one_slot_whichever_door_it_came_through(gate):
+    """A treebank request from the MCP door holds the slot: the page's treebank request waits for it, and past its
+    time is told the server is busy."""
+    holding, release = threading.Event(), threading.Event()
+
+    def mcp_score_heads():
+        holding.set()
+        release.wait(60)
+        return "scored"
+
+    mcp = gate.wrap(mcp_score_heads, (), corpus=True)
+    page = gate.wrap(lambda: "page scored", (), corpus=True)
+    other = gate.wrap(lambda: "a Run", ())
+    result = []
+    thread = threading.Thread(target=lambda: result.append(mcp()))
+    thread.start()
+    try:
+        assert holding.wait(60)
+        assert other() == "a Run"  # work that is not corpus-sized does not wait for the slot
+        with pytest.raises(Exception, match="busy with another treebank"):
+            page()
+    finally:
+        release.set()
+        thread.join(60)
+    assert result == ["scored"]
+    assert page() == "page scored"  # the slot is free again
+
+
+def test_without_a_time_limit_the_gate_runs_on_the_callers_thread(tiny_lab):
+    from bertviz_lab.app.gate import Gate
+    from bertviz_lab.app.state import Limits
+
+    gate = Gate(None, Limits())
+    assert gate.wrap(lambda: threading.current_thread().name, ())() == threading.current_thread().name
+    assert torch.is_grad_enabled()
