@@ -37,6 +37,7 @@ from sections import run_recorded
 
 from bertviz_lab import load
 from bertviz_lab.app import build_demo, launch_kwargs, queue_kwargs
+from bertviz_lab.app.ports import free_port
 
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", "--no-first-run", "--disable-quic"]
@@ -250,7 +251,8 @@ def main() -> None:
     lab = server_lab()
     demo = build_demo(lab)
     demo.queue(**queue_kwargs())
-    _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True, **launch_kwargs(demo=demo))
+    _, url, _ = demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
+                            **launch_kwargs(demo=demo))
     folder = Path(tempfile.mkdtemp(prefix="bench-browser-"))
     files = cdn_files(Path(os.environ.get("BVL_NPM_CACHE", Path.home() / ".cache" / "bertviz-lab-npm")))
     chromium = os.environ.get("CHROMIUM", shutil.which("chromium") or "/usr/bin/chromium")

@@ -21,6 +21,8 @@ from pathlib import Path
 from bench_browser import ARGS, run, server_lab, texts_of
 from sections import run_recorded
 
+from bertviz_lab.app.ports import free_port
+
 # In the page: read the file at `url` ([kind, url]) as views.js reads it, by the page or by its worker.
 READ = r"""async ([kind, url]) => {
   const start = performance.now(), buffer = await window.bvl.readCodes(url, kind === 'worker');
@@ -50,7 +52,8 @@ def main() -> None:
     lab = server_lab()
     demo = build_demo(lab)
     demo.queue(**queue_kwargs())
-    _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True, **launch_kwargs(demo=demo))
+    _, url, _ = demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
+                            **launch_kwargs(demo=demo))
     chromium = os.environ.get("CHROMIUM", shutil.which("chromium") or "/usr/bin/chromium")
     folder = Path(tempfile.mkdtemp(prefix="bench-codes-"))
     rows = []

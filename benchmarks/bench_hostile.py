@@ -27,6 +27,7 @@ from sections import run_recorded
 from bertviz_lab import load
 from bertviz_lab.app import LIMITS, build_demo, launch_kwargs, queue_kwargs
 from bertviz_lab.app.events import api_outputs
+from bertviz_lab.app.ports import free_port
 from bertviz_lab.app.state import Limits
 from bertviz_lab.resources import SAMPLE_TREEBANK
 
@@ -62,7 +63,8 @@ def treebank_with(payload: str, folder: Path, copies: int = 1) -> Path:
 def issue18() -> None:
     demo = build_demo(load("default", device="cpu"))
     demo.queue(**queue_kwargs())
-    _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True, **launch_kwargs(demo=demo))
+    _, url, _ = demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
+                            **launch_kwargs(demo=demo))
     client = Client(url, verbose=False)
     folder = Path(tempfile.mkdtemp())
     unescaped, longest = 0, ("", 0.0)
@@ -282,7 +284,7 @@ def issue26(soak_seconds: float) -> None:
     limits = Limits.public()
     demo = build_demo(load("default", device="cpu"), limits=limits)
     demo.queue(**queue_kwargs(limits))
-    _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True,
+    _, url, _ = demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
                             **launch_kwargs(limits, demo))
     folder = Path(tempfile.mkdtemp())
     handlers = demo.bvl_handlers

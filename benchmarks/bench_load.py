@@ -24,7 +24,6 @@ import json
 import os
 import random
 import resource
-import socket
 import statistics
 import subprocess
 import sys
@@ -37,6 +36,7 @@ from gradio_client import Client
 from sections import commit, run_recorded
 
 from bertviz_lab import load
+from bertviz_lab.app.ports import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 WORDS = "the cat dog sat ran on under a red big small mat park house tree near quickly slowly".split()
@@ -47,12 +47,6 @@ def bad_inputs() -> list:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.BAD_INPUTS
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def start(port: int, code: Path = ROOT) -> subprocess.Popen:

@@ -60,6 +60,8 @@ from typing import Any
 from bench_browser import ARGS, CLICK_RUN, EVERY_HEAD, machine_check, machine_line, server_lab, texts_of
 from sections import run_recorded
 
+from bertviz_lab.app.ports import free_port
+
 RUN_API = "analyze"  # the Run button's event
 Span = tuple[str, float, float, dict]  # (name, start, end, info): epoch seconds, server side
 
@@ -503,7 +505,8 @@ def main() -> None:
     here = {n: in_process(demo, probes, texts[n], args.repeat) for n in args.sizes}
     probes.restore()
     demo.queue(**queue_kwargs())
-    _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True, **launch_kwargs(demo=demo))
+    _, url, _ = demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
+                            **launch_kwargs(demo=demo))
     instrument(demo, lab, probes, server=True)
     chromium = os.environ.get("CHROMIUM", shutil.which("chromium") or "/usr/bin/chromium")
     summary = {}

@@ -15,6 +15,7 @@ import sys
 import warnings
 
 from bertviz_lab.app import LIMITS, build_demo, env_list, launch_kwargs, queue_kwargs
+from bertviz_lab.app.ports import port_problem
 from bertviz_lab.app.state import Limits
 
 
@@ -83,6 +84,9 @@ def main(argv=None) -> None:
     from bertviz_lab.bert import CheckpointError, DeviceError
     args = parse_args(argv)
     check_mcp(args.mcp)
+    problem = port_problem(args.host, args.port)  # before the model loads: a busy port is one sentence, at once
+    if problem:
+        sys.exit(f"error: {problem}")
     with tqdm(total=1, desc=f"loading model {args.model}", unit="model") as bar:
         try:
             lab = serving_lab(args.model, args.device, keep_memory=not args.no_keep_freed_memory)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from bertviz_lab import load
 from bertviz_lab.app import build_demo, launch_kwargs, queue_kwargs
+from bertviz_lab.app.ports import free_port
 from bertviz_lab.app.tabs import TABS, WORK_TABS
 
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -84,7 +85,8 @@ def main() -> None:
     args = parser.parse_args()
     demo = build_demo(load("default", device="cpu"))
     demo.queue(**queue_kwargs())
-    _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True, **launch_kwargs(demo=demo))
+    _, url, _ = demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
+                            **launch_kwargs(demo=demo))
     chromium = os.environ.get("CHROMIUM", shutil.which("chromium") or "/usr/bin/chromium")
     try:
         with sync_playwright() as p:

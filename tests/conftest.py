@@ -46,7 +46,10 @@ def launch(demo, limits=None):
     from bertviz_lab.app import LIMITS, launch_kwargs, queue_kwargs
 
     demo.queue(**queue_kwargs(limits or LIMITS))
-    _, url, _ = demo.launch(server_name="127.0.0.1", server_port=None, prevent_thread_lock=True, quiet=True,
+    from bertviz_lab.app.ports import free_port
+
+    # a port chosen now, never Gradio's default 7860+ (where a user's own app runs)
+    _, url, _ = demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
                             **launch_kwargs(limits or LIMITS, demo))
     return url
 

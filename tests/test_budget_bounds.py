@@ -99,7 +99,7 @@ def test_the_gate_runs_each_request_in_its_own_context(gate):
     assert gate.wrap(work, ())(21) == 42
     assert seen[0] is not None and seen[0].budget.seconds == 0.3
     assert budget_module.current() is None  # nothing left bound on the caller's thread
-    with pytest.raises(ZeroDivisionError):
+    with pytest.raises(Exception, match="could not answer this request"):  # the app's sentence, never Python's
         gate.wrap(lambda: 1 / 0, ())()
 
 
@@ -138,3 +138,62 @@ def test_without_a_time_limit_the_gate_runs_on_the_callers_thread(tiny_lab):
     gate = Gate(None, Limits())
     assert gate.wrap(lambda: threading.current_thread().name, ())() == threading.current_thread().name
     assert torch.is_grad_enabled()
+
+
+# ---- ports ----------------------------------------------------------------------------------------------------
+def test_a_busy_port_is_one_sentence_before_the_model_loads(monkeypatch, capsys):
+    import socket
+
+    from bertviz_lab import launcher
+    from bertviz_lab.app.ports import free_port
+
+    monkeypatch.setattr(launcher, "serving_lab", lambda *a, **k: pytest.fail("the model loaded for a busy port"))
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", free_port()))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(SystemExit) as stopped:
+            launcher.main(["--host", "127.0.0.1", "--port", str(port)])
+    said = str(stopped.value.code)
+    assert said.startswith(f"error: port {port} on 127.0.0.1 is already in use") and "\n" not in said
+    assert "--port" in said
+
+
+def test_every_server_the_tests_benchmarks_and_scripts_start_is_given_a_port_chosen_at_run_time():
+    """Gradio, given no port, takes 7860 and up: where a user's own app runs while the tests do."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    unported = []
+    for path in [*root.glob("tests/*.py"), *root.glob("benchmarks/*.py"), *root.glob("scripts/*.py")]:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "launch" and \
+                    any(k.arg == "server_name" for k in node.keywords):
+                port = next((k.value for k in node.keywords if k.arg == "server_port"), None)
+                if port is None or (isinstance(port, ast.Constant) and port.value in (None, *range(7860, 7866))):
+                    unported.append(f"{path.name}:{node.lineno}")
+    assert unported == []
+
+
+def test_no_python_text_reaches_a_visitor(gate, caplog):
+    """A failure no handler foresaw is the app's sentence on the page (the traceback goes to the server's log);
+    the app's own refusals pass through as they are."""
+    from bertviz_lab.bert.errors import InputError
+
+    def modulo():
+        return 1 % 0
+
+    def allocate():
+        raise RuntimeError("[enforce fail at alloc_cpu.cpp:116] . DefaultCPUAllocator: can't allocate memory: you "
+                           "tried to allocate 64000000000 bytes. Error code 12 (Cannot allocate memory)")
+
+    for fn, said in ((modulo, "could not answer this request"), (allocate, "more memory than the server")):
+        with pytest.raises(Exception) as shown:  # no message box: Gradio shows gr.Error's sentence
+            gate.wrap(fn, ())()
+        assert type(shown.value).__name__ == "Error" and said in shown.value.message
+        assert "modulo" not in shown.value.message and "64000000000" not in shown.value.message
+    assert "integer modulo by zero" in caplog.text  # the operator sees it
+    with pytest.raises(Exception) as shown:
+        gate.wrap(lambda: (_ for _ in ()).throw(InputError("the text is empty")), ())()
+    assert shown.value.message == "the text is empty"

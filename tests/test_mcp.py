@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from bertviz_lab.app.agent_tools import TOOLS, AgentTools
+from bertviz_lab.app.ports import free_port
 
 TEXT = "the cat [MASK] on the mat"
 CAP_TOKENS, CAP_MASKS = 24, 4  # the public limits below (the tiny model takes up to 64 tokens)
@@ -199,7 +200,7 @@ def mcp_app(public_demo):
     public_demo.queue(**queue_kwargs(limits))
     with warnings.catch_warnings():  # about the page's events, before the lifespan narrows the tools (as the launcher)
         warnings.filterwarnings("ignore", message="This MCP server includes a tool that has a gr.State input")
-        _, url, _ = public_demo.launch(server_name="127.0.0.1", server_port=None, prevent_thread_lock=True, quiet=True,
+        _, url, _ = public_demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
                                        **launch_kwargs(limits, public_demo, mcp=True))
     yield url.rstrip("/")
     public_demo.close()

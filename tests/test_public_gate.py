@@ -3,7 +3,6 @@ each forward pass is charged to), bounded disk, stale folders reclaimed, hostile
 import errno
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -23,6 +22,8 @@ gradio_client = pytest.importorskip("gradio_client")
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
+
+from bertviz_lab.app.ports import free_port  # noqa: E402
 
 CAP_TOKENS, CAP_MASKS, CAP_SENTENCES = 24, 4, 20  # the tiny model takes up to 64 tokens
 
@@ -339,12 +340,6 @@ def test_stale_folders_of_dead_servers_are_removed_and_only_those(tmp_path):
     (live / MARKER).write_text(f"{os.getpid()} {process_started(os.getpid())}\n")
     assert remove_stale_folders(tmp_path) == [stale]
     assert live.is_dir() and foreign.is_dir() and not stale.exists()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def start_server(folder: Path, tmp: Path) -> tuple[subprocess.Popen, int]:

@@ -1,7 +1,6 @@
 """The Hugging Face Space the README describes: built by scripts/build_space.py, started the way
 Spaces start it, in public mode."""
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -11,6 +10,7 @@ import gradio
 import pytest
 import yaml
 
+from bertviz_lab.app.ports import free_port
 from bertviz_lab.mlm.model_card import CODE_LICENCE, licence_contradiction, licences_markdown, non_commercial, shipped_sources
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,12 +32,6 @@ def build_space_module():
 
 def front_matter_of(readme: str) -> dict:
     return yaml.safe_load(readme.split("---")[1])
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_space_builds_and_starts_like_spaces_start_it(tmp_path):

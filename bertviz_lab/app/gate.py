@@ -19,6 +19,7 @@ import contextvars
 import errno
 import functools
 import inspect
+import logging
 import os
 import threading
 from collections.abc import Callable
@@ -28,8 +29,9 @@ from typing import Any
 
 import gradio as gr
 
-from ..bert import BudgetExceeded, spending
+from ..bert import BudgetExceeded, CheckpointError, DeviceError, spending
 from ..bert.budget import time_message
+from ..bert.errors import InputError
 from .state import Limits, Session, SessionSlots
 
 # Where each event says what went wrong: the first of these among its outputs.
@@ -37,6 +39,7 @@ MESSAGE_OUTPUTS = ("message", "intervention_message", "syntax_message", "syntax_
 STALE = ["bvl-stale"]  # the views' class after a refused Run: they show the previous input, greyed
 DISK_FULL = "the server's disk is full right now; nothing was saved. Try again in a few minutes."
 DISK_ERROR = "the server could not write a file; nothing was saved. Try again in a few minutes."
+LOG = logging.getLogger("bertviz_lab.app")
 GRACE = 0.5  # seconds past the time limit a worker waits for an event before it answers for it
 REQUEST_THREADS = 32  # events running at once on the gate's threads (Gradio runs 4; the rest are stopping)
 
@@ -45,6 +48,16 @@ def message_output(outputs: tuple[str, ...]) -> str | None:
     """The first of MESSAGE_OUTPUTS among an event's outputs, else its own result title (``*_message``)."""
     return next((name for name in MESSAGE_OUTPUTS if name in outputs),
                 next((name for name in outputs if name.endswith("_message")), None))
+
+
+def unexpected_message(error: Exception) -> str:
+    """A failure no handler foresaw, in the app's words: its Python text ("integer modulo by zero", "can't allocate
+    memory: you tried to allocate 64000000000 bytes") is logged on the server, never shown."""
+    if isinstance(error, MemoryError) or "allocate" in str(error):
+        return ("this request needs more memory than the server can give it; choose a shorter input, fewer "
+                "sentences or smaller numbers")
+    return ("the server could not answer this request (the failure is logged for the operator); check the values "
+            "you gave, or try a shorter input")
 
 
 def disk_message(error: OSError) -> str:
@@ -95,6 +108,13 @@ class Gate:
                 return self.refused(args, kwargs, outputs, str(error) + stale)
             except OSError as error:
                 return self.refused(args, kwargs, outputs, disk_message(error))
+            except gr.Error:
+                raise  # the app's own sentence, for an endpoint with no message box
+            except (InputError, CheckpointError, DeviceError) as error:  # the app's own sentences, not caught above
+                return self.refused(args, kwargs, outputs, str(error))
+            except Exception as error:  # noqa: BLE001 - no Python text reaches a visitor (issue 56)
+                LOG.exception("an event failed: %s", getattr(fn, "__name__", fn))
+                return self.refused(args, kwargs, outputs, unexpected_message(error))
             for value in (*args, *kwargs.values()):
                 if isinstance(value, Session) and value.holds_work():
                     self.slots.hold(value)
