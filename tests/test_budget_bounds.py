@@ -197,3 +197,16 @@ def test_no_python_text_reaches_a_visitor(gate, caplog):
     with pytest.raises(Exception) as shown:
         gate.wrap(lambda: (_ for _ in ()).throw(InputError("the text is empty")), ())()
     assert shown.value.message == "the text is empty"
+
+
+def test_the_agents_score_heads_shares_the_pages_treebank_slot(tiny_lab):
+    """The MCP tool ran four at a time while the page's treebank events ran one at a time (issue 56)."""
+    from bertviz_lab.app import build_demo
+
+    demo = build_demo(tiny_lab)
+    try:
+        slot = {f.api_name: f.concurrency_id for f in demo.fns.values()}
+        assert slot["agent_score_heads"] == slot["score_heads"] == slot["structural_probe"] == "syntax"
+        assert slot["agent_analyze"] != "syntax"
+    finally:
+        demo.close()

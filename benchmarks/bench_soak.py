@@ -1,0 +1,162 @@
+"""Server memory under a long mixed load (issue 56): does it reach a plateau?
+
+`python app.py --public` runs in a process of its own; ``--clients`` visitors (gradio_client, on this machine)
+each loop over what a class does with the page: a Run at 32, 128 or 256 tokens with a [MASK], "Why this word?",
+an intervention on the same input, a switch of the colour source to norm-based attention, and every few
+actions a new session (a visitor leaves, another arrives), for ``--seconds``. The server's resident memory is
+sampled every 10 s from the first request. The hostile round of issue 56 saw 1,058 -> 3,855 MB over three
+60-s rounds of 16 visitors, never coming down.
+
+A plateau: the memory of the last third of the run stays within ``PLATEAU`` (5 %) of the largest seen before
+it. The server holds at most 32 analyses (``Limits.sessions``) and 256 light sessions, so memory may grow until
+those fill, and must not grow after.
+
+    python benchmarks/bench_soak.py [--seconds 600] [--clients 16] [--write]
+"""
+from __future__ import annotations
+
+import argparse
+import random
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+
+from gradio_client import Client
+from sections import run_recorded
+
+from bertviz_lab.app.events import api_outputs
+from bertviz_lab.app.ports import free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+PLATEAU = 0.05
+WORDS = "the teacher said that a student who reads every evening will [MASK] the exam in spring".split()
+
+
+def text_of(tokens: int, rng: random.Random) -> str:
+    """About ``tokens`` word pieces, with one [MASK]; the words shuffled, so no two Runs share an input."""
+    words = [rng.choice(WORDS[:-3]) for _ in range(tokens - 3)]
+    words[rng.randrange(len(words))] = "[MASK]"
+    return " ".join(words)
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def start_server(port: int) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "app.py", "--public", "--device", "cpu", "--port", str(port)], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"the server stopped: {proc.stderr.read()[-400:]}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5):
+                return proc
+        except OSError:
+            time.sleep(0.5)
+    proc.kill()
+    raise SystemExit("the server did not start in 600 s")
+
+
+def call(client: Client, api: str, *args) -> dict:
+    names = api_outputs(api)
+    out = client.predict(*args, api_name=f"/{api}")
+    return dict(zip(names, out if len(names) > 1 else (out,)))
+
+
+def visitor(url: str, seed: int, stop: float, counts: dict, errors: list, lock: threading.Lock,
+            refusals: dict) -> None:
+    """One visitor's loop; a new session every 4-8 actions."""
+    rng = random.Random(seed)
+    client = Client(url, verbose=False)
+    left = 0
+    while time.monotonic() < stop:
+        if left <= 0:
+            client.session_hash, left = str(uuid.uuid4()), rng.randint(4, 8)
+        text = text_of(rng.choice((32, 128, 256)), rng)
+        actions = [("analyze", (text, "", 5)), ("explain", ()),
+                   ("intervention", (text, "", 5, "left-only", [], "1-1", 0, 0)),
+                   ("attention_source", (1, 1, False, False, "all", "norm"))]
+        for api, args in actions[:rng.randint(1, len(actions))]:
+            if time.monotonic() >= stop:
+                break
+            try:
+                out = call(client, api, *args)
+                said = next((str(v) for k, v in out.items() if k.endswith("message")), "")
+                kind = "refused" if said.startswith("⚠️") else "answered"
+                if kind == "refused":
+                    with lock:
+                        refusals[said[:70]] = refusals.get(said[:70], 0) + 1
+            except Exception as error:  # a full queue answers "try again": counted
+                kind = "error"
+                with lock:
+                    errors.append(f"{api}: {str(error)[:80]}")
+            with lock:
+                counts[kind] = counts.get(kind, 0) + 1
+            left -= 1
+
+
+def soak(seconds: float, clients: int) -> None:
+    port = free_port()
+    server = start_server(port)
+    url = f"http://127.0.0.1:{port}/"
+    counts: dict = {}
+    errors: list = []
+    refusals: dict = {}
+    lock = threading.Lock()
+    try:
+        start = time.monotonic()
+        stop = start + seconds
+        threads = [threading.Thread(target=visitor, args=(url, i, stop, counts, errors, lock, refusals),
+                                daemon=True)
+                   for i in range(clients)]
+        samples = [rss_mb(server.pid)]
+        for t in threads:
+            t.start()
+        while time.monotonic() < stop:
+            time.sleep(10)
+            samples.append(rss_mb(server.pid))
+        for t in threads:
+            t.join(120)
+        samples.append(rss_mb(server.pid))
+    finally:
+        server.terminate()
+        server.wait(60)
+    report(samples, seconds, clients, counts, errors)
+    for said, n in sorted(refusals.items(), key=lambda kv: -kv[1])[:4]:
+        print(f"  refused {n}x: {said}")
+
+
+def report(samples: list[float], seconds: float, clients: int, counts: dict, errors: list) -> None:
+    third = len(samples) * 2 // 3
+    before, last = max(samples[:third]), samples[third:]
+    plateau = max(last) <= before * (1 + PLATEAU)
+    print(f"{clients} visitors x {seconds:.0f} s of `python app.py --public` (Run at 32/128/256 tokens, Why this word?, "
+          f"an intervention, a source switch; a new session every 4-8 actions)")
+    print(f"actions: {counts.get('answered', 0)} answered, {counts.get('refused', 0)} refused with a sentence, "
+          f"{counts.get('error', 0)} errors" + (f" (e.g. {errors[0]!r})" if errors else ""))
+    print("server RSS MB every 10 s: " + ", ".join(f"{m:.0f}" for m in samples))
+    print(f"largest in the first two thirds {before:.0f} MB; last third {min(last):.0f} .. {max(last):.0f} MB "
+          f"({100 * (max(last) / before - 1):+.1f}%): " + ("a plateau (within 5%)" if plateau else
+                                                          "still growing (more than 5% above)"))
+
+
+def _entry() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=600)
+    parser.add_argument("--clients", type=int, default=16)
+    args, _ = parser.parse_known_args()
+    soak(args.seconds, args.clients)
+
+
+if __name__ == "__main__":
+    run_recorded("soak", "Server memory under a 16-visitor mixed soak (issue 56)", __doc__.split("\n\n    python")[0],
+                 _entry)
