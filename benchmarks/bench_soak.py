@@ -11,11 +11,12 @@ A plateau: the memory of the last third of the run stays within ``PLATEAU`` (5 %
 it. The server holds at most 32 analyses (``Limits.sessions``) and 256 light sessions, so memory may grow until
 those fill, and must not grow after.
 
-    python benchmarks/bench_soak.py [--seconds 600] [--clients 16] [--write]
+    python benchmarks/bench_soak.py [--seconds 600] [--clients 16] [--env NAME=VALUE] [--write]
 """
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import subprocess
 import sys
@@ -33,12 +34,12 @@ from bertviz_lab.app.ports import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 PLATEAU = 0.05
-WORDS = "the teacher said that a student who reads every evening will [MASK] the exam in spring".split()
+WORDS = "the teacher said that a student who reads every evening will pass the exam in spring".split()
 
 
 def text_of(tokens: int, rng: random.Random) -> str:
     """About ``tokens`` word pieces, with one [MASK]; the words shuffled, so no two Runs share an input."""
-    words = [rng.choice(WORDS[:-3]) for _ in range(tokens - 3)]
+    words = [rng.choice(WORDS) for _ in range(tokens - 3)]
     words[rng.randrange(len(words))] = "[MASK]"
     return " ".join(words)
 
@@ -50,9 +51,9 @@ def rss_mb(pid: int) -> float:
     return float("nan")
 
 
-def start_server(port: int) -> subprocess.Popen:
+def start_server(port: int, env: dict[str, str]) -> subprocess.Popen:
     proc = subprocess.Popen([sys.executable, "app.py", "--public", "--device", "cpu", "--port", str(port)], cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env={**os.environ, **env})
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -104,9 +105,9 @@ def visitor(url: str, seed: int, stop: float, counts: dict, errors: list, lock: 
             left -= 1
 
 
-def soak(seconds: float, clients: int) -> None:
+def soak(seconds: float, clients: int, env: dict[str, str]) -> None:
     port = free_port()
-    server = start_server(port)
+    server = start_server(port, env)
     url = f"http://127.0.0.1:{port}/"
     counts: dict = {}
     errors: list = []
@@ -153,8 +154,12 @@ def _entry() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=600)
     parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--env", action="append", default=[], help="NAME=VALUE for the server's environment")
     args, _ = parser.parse_known_args()
-    soak(args.seconds, args.clients)
+    env = dict(item.split("=", 1) for item in args.env)
+    if env:
+        print("server environment: " + " ".join(f"{k}={v}" for k, v in env.items()))
+    soak(args.seconds, args.clients, env)
 
 
 if __name__ == "__main__":
