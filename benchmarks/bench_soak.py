@@ -7,8 +7,9 @@ actions a new session (a visitor leaves, another arrives), for ``--seconds``. Th
 sampled every 10 s from the first request. The hostile round of issue 56 saw 1,058 -> 3,855 MB over three
 60-s rounds of 16 visitors, never coming down.
 
-A plateau: the memory of the last third of the run stays within ``PLATEAU`` (5 %) of the largest seen before
-it. The server holds at most 32 analyses (``Limits.sessions``) and 256 light sessions, so memory may grow until
+A plateau: the median memory of the last third of the run is within ``PLATEAU`` (5 %) of the largest seen
+before it, and its fitted trend is under ``SLOPE`` (1 %) of its level per minute (one request's momentary peak is
+not growth). The server holds at most 32 analyses (``Limits.sessions``) and 256 light sessions, so memory may grow until
 those fill, and must not grow after.
 
     python benchmarks/bench_soak.py [--seconds 600] [--clients 16] [--env NAME=VALUE] [--write]
@@ -26,6 +27,7 @@ import urllib.request
 import uuid
 from pathlib import Path
 
+import numpy as np
 from gradio_client import Client
 from sections import run_recorded
 
@@ -33,7 +35,8 @@ from bertviz_lab.app.events import api_outputs
 from bertviz_lab.app.ports import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
-PLATEAU = 0.05
+PLATEAU = 0.05  # the last third's median at most this far above the largest sample before it
+SLOPE = 0.01  # and its fitted trend at most this fraction of its level per minute (a single request's peak is no trend)
 WORDS = "the teacher said that a student who reads every evening will pass the exam in spring".split()
 
 
@@ -138,16 +141,20 @@ def soak(seconds: float, clients: int, env: dict[str, str]) -> None:
 
 def report(samples: list[float], seconds: float, clients: int, counts: dict, errors: list) -> None:
     third = len(samples) * 2 // 3
-    before, last = max(samples[:third]), samples[third:]
-    plateau = max(last) <= before * (1 + PLATEAU)
+    before, last = max(samples[:third]), np.array(samples[third:])
+    minutes = np.arange(len(last)) / 6  # a sample every 10 s
+    slope = float(np.polyfit(minutes, last, 1)[0]) if len(last) > 1 else float("nan")  # MB per minute
+    level = float(np.median(last))
+    plateau = level <= before * (1 + PLATEAU) and abs(slope) <= SLOPE * level
     print(f"{clients} visitors x {seconds:.0f} s of `python app.py --public` (Run at 32/128/256 tokens, Why this word?, "
           f"an intervention, a source switch; a new session every 4-8 actions)")
     print(f"actions: {counts.get('answered', 0)} answered, {counts.get('refused', 0)} refused with a sentence, "
           f"{counts.get('error', 0)} errors" + (f" (e.g. {errors[0]!r})" if errors else ""))
     print("server RSS MB every 10 s: " + ", ".join(f"{m:.0f}" for m in samples))
-    print(f"largest in the first two thirds {before:.0f} MB; last third {min(last):.0f} .. {max(last):.0f} MB "
-          f"({100 * (max(last) / before - 1):+.1f}%): " + ("a plateau (within 5%)" if plateau else
-                                                          "still growing (more than 5% above)"))
+    print(f"largest in the first two thirds {before:.0f} MB; last third {last.min():.0f} .. {last.max():.0f} MB, median "
+          f"{level:.0f} ({100 * (level / before - 1):+.1f}%), trend {slope:+.1f} MB/min: "
+          + ("a plateau" if plateau else "still growing")
+          + f" (plateau: median within {PLATEAU:.0%} of the earlier peak and trend within {SLOPE:.0%} of it per minute)")
 
 
 def _entry() -> None:

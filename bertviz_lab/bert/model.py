@@ -445,12 +445,19 @@ class BertEncoder(nn.Module):
         if cfg.rotary:  # ModernBERT: pre-norm layers, and the rotary positions every layer turns q and k by
             self.layer = nn.ModuleList(ModernBertLayer(cfg, i) for i in range(cfg.num_hidden_layers))
             self.hook_rotary_positions = HookPoint()  # (batch | 1, pos) float: the positions rotated by
+        elif cfg.share_layers:  # ALBERT: the followers are made without memory of their own, then given the first's
+            self.layer = nn.ModuleList([BertLayer(cfg)])
+            for _ in range(cfg.num_hidden_layers - 1):
+                with torch.device("meta"):  # a layer's worth of parameters per follower would be n layers' memory
+                    follower = BertLayer(cfg)
+                share_parameters(self.layer[0], follower)
+                self.layer.append(follower)
         else:
             self.layer = nn.ModuleList(BertLayer(cfg) for _ in range(cfg.num_hidden_layers))
         self.share_layers = cfg.share_layers
         if cfg.share_layers:
-            for follower in self.layer[1:]:
-                share_parameters(self.layer[0], follower)
+            if any(t.is_meta for t in self.layer.parameters()) or any(t.is_meta for t in self.layer.buffers()):
+                raise ValueError("a shared layer kept a tensor of its own")  # share_parameters missed one
             self.register_state_dict_post_hook(_drop_shared_copies)
             self.register_load_state_dict_pre_hook(_fill_shared_copies)
 
