@@ -210,3 +210,30 @@ def test_the_agents_score_heads_shares_the_pages_treebank_slot(tiny_lab):
         assert slot["agent_analyze"] != "syntax"
     finally:
         demo.close()
+
+
+def test_hostile_probe_files_are_one_sentence(tiny_lab, tmp_path):
+    """--probes (and the app's probes) given another format, a folder, or a header forged with these weights'
+    hash over tensors that are not probes: one sentence each, never a traceback (issue 56)."""
+    from safetensors.torch import save_file
+
+    from bertviz_lab.lab import InputError
+    from bertviz_lab.syntax.structure import load_probes
+
+    garbage = tmp_path / "garbage.safetensors"
+    garbage.write_bytes(b"not a safetensors file")
+    sha = {"model_sha256": tiny_lab.checkpoint_info().sha256}
+    forged = {"name": {"x": torch.zeros(3)}, "shape": {"train/distance/layer1": torch.zeros(5, 4)},
+              "nan": {"train/depth/layer0": torch.full((32, 4), float("nan"))}}
+    cases = {garbage: "not a readable safetensors file", tmp_path: "is not a file"}
+    for what, tensors in forged.items():
+        save_file(tensors, str(tmp_path / f"{what}.safetensors"), metadata=sha)
+        cases[tmp_path / f"{what}.safetensors"] = "is not a probe of this model"
+    save_file({"train/depth/layer0": torch.zeros(32, 4)}, str(tmp_path / "json.safetensors"),
+              metadata={**sha, "probes": "[1, 2"})
+    cases[tmp_path / "json.safetensors"] = "not the JSON object"
+    for path, said in cases.items():
+        with pytest.raises(InputError, match=said):
+            load_probes(path, tiny_lab)
+    save_file({"train/depth/layer0": torch.ones(32, 4)}, str(tmp_path / "good.safetensors"), metadata=sha)
+    assert list(load_probes(tmp_path / "good.safetensors", tiny_lab)) == ["train/depth"]  # the control

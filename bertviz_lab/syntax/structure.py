@@ -15,6 +15,7 @@ layer L comes from the heads *inside* block L, which attend over the output of b
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -412,24 +413,48 @@ def save_probes(path: Path, result: StructureResult) -> Path:
     return path
 
 
-def load_probes(path: Path, lab: Lab) -> dict[str, dict[int, TrainedProbe]]:
-    """Probes saved by ``save_probes``; refused unless they were trained on exactly these weights."""
-    from safetensors import safe_open
+PROBE_NAME = re.compile(r"[^/]+/(distance|depth)/layer(\d{1,3})")  # save_probes' "name/kind/layerN"
 
-    with safe_open(str(path), "pt") as handle:
-        meta = handle.metadata() or {}
+
+def load_probes(path: Path, lab: Lab) -> dict[str, dict[int, TrainedProbe]]:
+    """Probes saved by ``save_probes``; refused unless they were trained on exactly these weights. A file that is
+    not one (another format, a folder, a forged header, tensors of other shapes) is one sentence (issue 56)."""
+    from safetensors import SafetensorError, safe_open
+
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path} is not a file: give the probes.safetensors a structural-probe run wrote")
+    try:
+        with safe_open(str(path), "pt") as handle:
+            meta = handle.metadata() or {}
+        tensors = load_file(str(path))
+    except (SafetensorError, OSError, ValueError):
+        raise InputError(f"{path} is not a readable safetensors file of probes (its header or tensors cannot be "
+                         "read)") from None
     if meta.get("model_sha256") != lab.checkpoint_info().sha256:
         raise InputError(f"{path}: these probes were trained on other weights ({meta.get('model', 'unknown')}); "
                          f"this model is {lab.checkpoint_info().describe()}")
-    info = json.loads(meta.get("probes", "{}"))
+    try:
+        info = json.loads(meta.get("probes", "{}"))
+        if not isinstance(info, dict):
+            raise ValueError
+    except ValueError:
+        raise InputError(f"{path}: its record of how the probes were trained is not the JSON object "
+                         "structural-probe writes") from None
+    widths = {lab.model.config.hidden_size, lab.model.config.embedding_dim}
     out: dict[str, dict[int, TrainedProbe]] = {}
-    for name, tensor in load_file(str(path)).items():
+    for name, tensor in tensors.items():
+        found = PROBE_NAME.fullmatch(name)
+        if found is None or tensor.ndim != 2 or tensor.shape[0] not in widths or not torch.isfinite(tensor).all():
+            raise InputError(f"{path}: {name!r} is not a probe of this model (a name 'NAME/distance|depth/layerN' "
+                             f"and a finite matrix of {max(widths)} rows)")
         key, layer = name.rsplit("/layer", 1)
-        kind = key.split("/")[1]
-        i = info.get(name, {})
-        out.setdefault(key, {})[int(layer)] = TrainedProbe(kind, int(layer), tensor.float().numpy(),
+        i = info.get(name, {}) if isinstance(info.get(name), dict) else {}
+        out.setdefault(key, {})[int(layer)] = TrainedProbe(found.group(1), int(layer), tensor.float().numpy(),
                                                            i.get("epochs", 0), i.get("best_epoch", 0),
                                                            i.get("stop_loss", float("nan")), i.get("curve", []))
+    if not out:
+        raise InputError(f"{path} holds no probe")
     return {k: dict(sorted(v.items())) for k, v in out.items()}
 
 
