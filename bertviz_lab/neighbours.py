@@ -73,8 +73,9 @@ class TokenIndex:
         try:
             meta = json.loads((folder / "index.json").read_text(encoding="utf-8"))
             vectors = np.load(folder / "vectors.npy").astype(np.float32)
-        except (OSError, ValueError) as error:
-            raise InputError(f"{folder} is not a token index written by `bertviz-lab index` ({error})") from None
+        except (OSError, ValueError):
+            raise InputError(f"{folder} is not a token index written by `bertviz-lab index` (its index.json and "
+                             "vectors.npy cannot be read)") from None
         if meta.get("format") != FORMAT or vectors.shape[1] != len(meta["records"]):
             raise InputError(f"{folder}: the index does not match its records (rebuild it with `bertviz-lab index`)")
         return cls(meta["model"], meta["source"], meta["kind"], vectors, meta["records"], meta["sentences"], meta["heads"])

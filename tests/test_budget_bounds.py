@@ -237,3 +237,17 @@ def test_hostile_probe_files_are_one_sentence(tiny_lab, tmp_path):
             load_probes(path, tiny_lab)
     save_file({"train/depth/layer0": torch.ones(32, 4)}, str(tmp_path / "good.safetensors"), metadata=sha)
     assert list(load_probes(tmp_path / "good.safetensors", tiny_lab)) == ["train/depth"]  # the control
+
+
+def test_values_gradio_refuses_are_answered_in_the_apps_words(tiny_app):
+    """A string where a slider's number goes, a choice not in the list: Gradio's own check failed with Python's text
+    ("Original error: TypeError: '<' not supported ...") before issue 56."""
+    import gradio_client
+
+    from bertviz_lab.app.blocks import BAD_VALUE
+
+    client = gradio_client.Client(tiny_app, verbose=False)
+    for api, args in (("analyze", ("the cat sat", "", "abc")), ("mask_tokens", ("the cat sat", "", 5, ["x"]))):
+        with pytest.raises(Exception) as shown:
+            client.predict(*args, api_name=f"/{api}")
+        assert BAD_VALUE in str(shown.value) and "Original error" not in str(shown.value)

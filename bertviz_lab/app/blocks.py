@@ -50,6 +50,10 @@ def given_outputs(outputs: list, predictions: Any) -> list[int] | None:
     return given if 1 < len(given) < len(outputs) else None
 
 
+BAD_VALUE = ("a value sent with this request is not one its control takes (a number where a number goes, one of "
+             "the listed choices where there is a list); check the values and try again")
+
+
 class LabBlocks(gr.Blocks):
     """``gr.Blocks`` whose replies skip the outputs they leave out without rebuilding them, and whose queue
     summarises its events for Gradio's monitoring page every ``ANALYTICS_EVERY`` events (see the module)."""
@@ -60,6 +64,15 @@ class LabBlocks(gr.Blocks):
         if hasattr(queue, "ANAYLTICS_CACHE_FREQUENCY") and "GRADIO_ANALYTICS_CACHE_FREQUENCY" not in os.environ:
             queue.ANAYLTICS_CACHE_FREQUENCY = ANALYTICS_EVERY  # (Gradio's spelling)
         return blocks
+
+    async def preprocess_data(self, block_fn: Any, *args: Any, **kwargs: Any) -> list[Any]:
+        """Gradio's own check of the values an event was sent, answered in the app's words: its message holds
+        Python's (``Original error: TypeError: '<' not supported ...``) and echoes the value, and a value with a
+        lone surrogate made a reply that could not be sent at all (issue 56)."""
+        try:
+            return await super().preprocess_data(block_fn, *args, **kwargs)
+        except Exception:  # noqa: BLE001 - every failure here is a value the control does not take
+            raise gr.Error(BAD_VALUE) from None
 
     async def postprocess_data(self, block_fn: Any, predictions: list | dict, state: Any) -> list[Any]:
         outputs = list(block_fn.outputs)

@@ -61,7 +61,7 @@ def clicked_token(value: str | float | None, n: int) -> int | None:
     """The head view's last clicked token (viewer.js writes "index" or "index,time"), if it is one of the n."""
     try:
         index = int(float(str(value).split(",")[0]))
-    except ValueError:
+    except (ValueError, OverflowError):  # not a number, or inf / nan
         return None
     return index if 0 <= index < n else None
 
@@ -467,8 +467,11 @@ class Handlers(InterventionHandlers, SyntaxHandlers, SearchHandlers, QkHandlers)
         except InputError as error:
             return {self.ui.neuron_html: f"<p>⚠️ {html.escape(str(error))}</p>"}
         queries, keys = queries_and_keys(lab, a)
-        start = NeuronStart(min(max(int(layer), 1), lab.n_layers) - 1, min(max(int(head), 1), lab.n_heads) - 1,
-                            clicked_token(token, len(a.tokens)))
+        try:
+            chosen = whole(layer, "layer", 1, lab.n_layers) - 1, whole(head, "head", 1, lab.n_heads) - 1
+        except InputError as error:
+            return {self.ui.neuron_html: f"<p>⚠️ {html.escape(str(error))}</p>"}
+        start = NeuronStart(*chosen, clicked_token(token, len(a.tokens)))
         scales, bias = score_bias(lab, a)  # MPNet's and DeBERTa's position terms: the softmax is the model's
         payload = with_score_bias(neuron_payload(list(a.tokens), list(a.segment_ids), queries, keys, a.model, start),
                                   scales, bias)

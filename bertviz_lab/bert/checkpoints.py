@@ -14,6 +14,7 @@ and the model built; every refusal is one CheckpointError sentence.
 from __future__ import annotations
 
 import json
+import os
 import re
 import warnings
 from collections.abc import Sequence
@@ -128,11 +129,21 @@ def locate(checkpoint: str, cache_dir: str | Path | None = None, allow_download:
     try:
         folder = snapshot_download(requested, cache_dir=cache_dir, allow_patterns=HUB_FILES)
     except Exception as error:
-        raise CheckpointError(
-            f"model {requested!r} could not be downloaded from the Hugging Face hub "
-            f"({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''})"
-        ) from None
+        raise CheckpointError(f"model {requested!r} could not be downloaded from the Hugging Face hub "
+                              f"({download_problem(error)})") from None
     return requested, Path(folder)
+
+
+def download_problem(error: Exception) -> str:
+    """Why a hub download failed, in the app's words (the library's message names its own settings and classes)."""
+    name = type(error).__name__
+    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on") or "LocalEntryNotFound" in name:
+        return "it is not in the local cache and downloads are off here (HF_HUB_OFFLINE); download it where you have a network"
+    if "RepositoryNotFound" in name or "GatedRepo" in name:
+        return "no such public model: check the id (owner/name)"
+    if "RevisionNotFound" in name or "EntryNotFound" in name:
+        return "the model has no such revision or file"
+    return "the hub could not be reached; check the network, or use a local folder"
 
 
 def read_config(folder: Path) -> BertConfig:

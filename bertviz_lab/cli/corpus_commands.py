@@ -16,6 +16,7 @@ from .options import (
     head_list,
     lab_from_args,
     positive_int,
+    seed,
 )
 
 EXAMPLES = {
@@ -120,7 +121,7 @@ def add_build_corpus(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--heldout-unit", choices=HELDOUT_UNITS, default="document",
                    help="hold out whole documents (default), or one passage of a document with the rest trained "
                    "on, as the shipped head's corpus was cut")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=seed, default=0)
     p.set_defaults(func=run_build_corpus)
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..bert.checkpoints import SST2_CHECKPOINTS
 from ..interventions.faithfulness import RANKINGS
-from .options import WorkBar, add_model_options, command, count, emit, lab_from_args, positive_int
+from .options import WorkBar, add_model_options, command, count, emit, lab_from_args, positive_int, seed
 
 EXAMPLES = {
     "faithfulness": ["bertviz-lab faithfulness --max-sentences 50",
@@ -31,7 +31,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    help="the rankings to score (default: all; the random control is always scored): "
                         + ", ".join(f"'{name}'" for name in RANKINGS) + " (--sources is the old name of this flag, "
                         "kept as an alias for one release)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=seed, default=0)
     p.add_argument("--resamples", type=count, default=1000)
     p.add_argument("--protocol", choices=("ours", "naopc-sst2"), default="ours",
                    help="'ours' (default): hide tokens from attention, masked-word predictions; 'naopc-sst2': Edin et "

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..interventions import KINDS
 from ..lab import InputError
-from .options import add_model_options, command, emit, lab_from_args, positive_int
+from .options import add_model_options, command, emit, lab_from_args, positive_int, seed
 
 EXAMPLES = {
     "compare": ['bertviz-lab compare "The cat [MASK] on the mat." --intervention left-only --json',
@@ -82,7 +82,7 @@ def add_compare(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--mask", type=int, nargs="*", default=[], help="positions masked in both runs")
     p.add_argument("--heads", default="", help="ablate-heads: 1-based layer-head list, e.g. '3-5,6-1'")
     p.add_argument("--shift", type=int, default=0, help="shift-positions: k")
-    p.add_argument("--seed", type=int, default=0, help="shuffle / control seed")
+    p.add_argument("--seed", type=seed, default=0, help="shuffle / control seed")
     p.add_argument("--sinks", choices=("symmetric", "strict"), default="symmetric",
                    help="left-only/right-only: every query may see [CLS]/[SEP] (symmetric) or not (strict)")
     p.add_argument("--unit", choices=("words", "tokens"), default="words", help="shuffle-words: what is shuffled")
@@ -133,7 +133,7 @@ def add_sweep(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--mask", type=int, nargs="*", default=[], help="positions to mask (besides typed [MASK])")
     add_sentence_set_options(p)
     p.add_argument("--sinks", choices=("symmetric", "strict"), default="symmetric")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=seed, default=0)
     p.add_argument("--shift", type=int, default=10, help="positions: shift-positions by k")
     add_ablation_options(p)
     add_model_options(p, needs_mlm_head=True)

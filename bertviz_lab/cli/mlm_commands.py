@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..lab import InputError
-from .options import add_model_options, chosen_checkpoint, command, emit, lab_from_args, positive_int, share
+from .options import add_model_options, chosen_checkpoint, command, emit, lab_from_args, positive_int, seed, share
 
 EXAMPLES = {
     "eval-mlm": ["bertviz-lab eval-mlm --teaching", "bertviz-lab eval-mlm --text-file sentences.txt --json"],
@@ -32,7 +32,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 def add_scoring_options(p: argparse.ArgumentParser, limit: str, batch_size: int) -> None:
     """What eval-mlm and eval-nsp share: the model, the seed, a cap, the batch size."""
     add_model_options(p, needs_mlm_head=True)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=seed, default=0)
     p.add_argument(limit, type=positive_int, default=None)
     p.add_argument("--batch-size", type=positive_int, default=batch_size)
 
@@ -137,7 +137,7 @@ def add_train(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--corpus", default=d.corpus, help="folder made by build-corpus (train.txt)")
     add_model_options(p, needs_mlm_head=True, what="the encoder to train a head for", loading=False)
     p.add_argument("--steps", type=positive_int, default=d.steps)
-    p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument("--seed", type=seed, default=d.seed)
     p.add_argument("--train-layers", type=int, default=d.train_layers, choices=range(0, 7),
                    help="fine-tune this many top encoder layers (0 = frozen encoder)")
     p.add_argument("--batch-size", type=positive_int, default=d.batch_size)

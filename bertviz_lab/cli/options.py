@@ -124,6 +124,14 @@ def count(text: str) -> int:
     return value
 
 
+def seed(text: str) -> int:
+    """A random seed: a whole number from 0 to 2^32 - 1 (NumPy's generators take no negative seed)."""
+    value = _number(text, int, "a whole number")
+    if not 0 <= value < 2**32:
+        raise argparse.ArgumentTypeError(f"a seed is a whole number from 0 to {2**32 - 1} (got {value})")
+    return value
+
+
 def head_list(text: str) -> tuple[int, ...]:
     """1-based heads such as '3,9' -> 0-based (2, 8)."""
     heads = tuple(positive_int(h) - 1 for h in text.replace(" ", "").split(",") if h)

@@ -20,6 +20,7 @@ from .options import (
     lab_from_args,
     open_share,
     positive_int,
+    seed,
 )
 
 EXAMPLES = {
@@ -60,7 +61,7 @@ def add_score_heads(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-length", type=positive_int, default=None, help="skip sentences longer than this (tokens)")
     p.add_argument("--full-relations", action="store_true", help="keep relation subtypes (nmod:poss, ...)")
     p.add_argument("--resamples", type=count, default=1000, help="bootstrap resamples over sentences (0 = no intervals)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap, the held-out split and the null model")
+    p.add_argument("--seed", type=seed, default=0, help="seed of the bootstrap, the held-out split and the null model")
     p.add_argument("--select-fraction", type=open_share, default=0.5,
                    help="share of sentences the held-out best head is chosen on (the rest report it)")
     p.add_argument("--min-arcs", type=int, default=50, help="relations listed in best_heads.csv need this many arcs")
@@ -190,7 +191,7 @@ def add_structure(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-sentences", type=positive_int, default=None, help="evaluate on the first N sentences")
     p.add_argument("--min-arcs", type=int, default=50, help="relations with this many arcs get a head ensemble")
     p.add_argument("--resamples", type=positive_int, default=1000)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=seed, default=0)
     add_model_options(p, needs_mlm_head=False)
     p.set_defaults(func=run_structure)
 

@@ -308,8 +308,12 @@ def read_pairs(path: str) -> list[tuple[str, str, str, str]]:
     """Minimal pairs, one per line: ``target | donor | correct | wrong`` (tab or " | " separated)."""
     from pathlib import Path
 
+    try:
+        text = Path(path).read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise InputError(f"{path} is not UTF-8 text (byte {error.start} cannot be decoded)") from None
     pairs = []
-    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
+    for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         parts = [p.strip() for p in (line.split("\t") if "\t" in line else line.split(" | "))]

@@ -15,7 +15,7 @@ from ..bert import layer_hook
 from ..bert.hook_table import every_layer
 from ..bert.relative_positions import relative_position_bucket
 from ..bert.rotary import wavelengths
-from ..lab import Analysis, Encoded, ForwardChanges, InputError, Lab
+from ..lab import Analysis, Encoded, ForwardChanges, InputError, Lab, checked_text
 from ..treebank import sentence_texts
 from .compare import compare, probability_of
 from .edits import batched_ablation_edits, learned_positions, scaled_sinusoidal
@@ -214,7 +214,7 @@ def patching_sweep(lab: Lab, target: str, donor: str, correct: str, wrong: str) 
     masks = [i for i, t in enumerate(enc_t.ids) if t == lab.mask_id]
     if len(masks) != 1 or enc_d.ids[masks[0]] != lab.mask_id:
         raise InputError("write exactly one [MASK], at the same position in both inputs")
-    ids = [lab.tokenizer.token_to_id(w) for w in (correct, wrong)]
+    ids = [lab.tokenizer.token_to_id(checked_text(w, "the word")) for w in (correct, wrong)]
     if None in ids:
         raise InputError(f"{correct!r} and {wrong!r} must each be one token of the vocabulary")
     position = masks[0]

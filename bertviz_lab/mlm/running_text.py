@@ -19,6 +19,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..lab import InputError
+
 PASSAGE = 40  # sentences per passage at most
 
 
@@ -138,7 +140,10 @@ def write_documents(path: Path, passages: list[Passage]) -> None:
 
 def read_documents(path: Path) -> list[list[str]]:
     """Blank-line-separated documents of one sentence per line."""
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise InputError(f"{path} is not UTF-8 text (byte {error.start} cannot be decoded)") from None
     docs = [[ln.strip() for ln in block.splitlines() if ln.strip()] for block in re.split(r"\n\s*\n", text)]
     return [d for d in docs if d]
 
