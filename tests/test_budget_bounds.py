@@ -251,3 +251,31 @@ def test_values_gradio_refuses_are_answered_in_the_apps_words(tiny_app):
         with pytest.raises(Exception) as shown:
             client.predict(*args, api_name=f"/{api}")
         assert BAD_VALUE in str(shown.value) and "Original error" not in str(shown.value)
+
+
+@pytest.mark.parametrize("case", ["negative-seed", "binary-conllu", "folder-conllu", "binary-pairs", "binary-documents",
+                                  "surrogate-word"])
+def test_the_hostile_runs_cli_cases_are_one_line_with_exit_2(case, tmp_path, tiny_folder):
+    """What issue 56's hostile run still found after the gate's fixes: each a traceback with exit 1, or Python's text."""
+    import builders
+
+    binary = tmp_path / "binary"
+    binary.write_bytes(bytes(range(128, 256)) * 8)
+    model = ("--model", str(tiny_folder), "--device", "cpu")
+    run = {
+        "negative-seed": lambda: builders.run_cli("score-heads", "--out", str(tmp_path / "o"), "--seed", "-1", *model),
+        "binary-conllu": lambda: builders.run_cli("score-heads", "--conllu", str(binary), "--out", str(tmp_path / "o"),
+                                                  *model),
+        "folder-conllu": lambda: builders.run_cli("structural-probe", "--treebank", str(tmp_path), "--out",
+                                                  str(tmp_path / "o"), *model),
+        "binary-pairs": lambda: builders.run_cli("patch", "--pairs-file", str(binary), *model),
+        "binary-documents": lambda: builders.run_cli("eval-nsp", "--text-file", str(binary), *model),
+        "surrogate-word": lambda: builders.run_cli("patch", "the [MASK] sat", "--donor", "a [MASK] sat", "--correct",
+                                                   "\udcff", "--wrong", "dog", *model),
+    }[case]()
+    said = {"negative-seed": "a seed is a whole number from 0", "binary-conllu": "is not UTF-8 text",
+            "folder-conllu": "is a folder, not a CoNLL-U file", "binary-pairs": "is not UTF-8 text",
+            "binary-documents": "is not UTF-8 text", "surrogate-word": "not valid Unicode"}[case]
+    lines = [line for line in run.stderr.splitlines() if line.strip()]
+    assert run.returncode == 2 and len(lines) == 1 and said in lines[0], run.stderr
+    assert "Traceback" not in run.stderr and "codec" not in run.stderr and "Errno" not in run.stderr
