@@ -148,13 +148,13 @@ def read_conllu(path: str | Path, full_relations: bool = False) -> list[Sentence
     try:
         raw = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as error:
-        raise TreebankError(f"{path} is not UTF-8 text (byte {error.start} cannot be decoded): save it as UTF-8") from None
+        raise TreebankError(f"{path}: not UTF-8 text (byte {error.start} cannot be decoded); save it as UTF-8") from None
     except IsADirectoryError:
-        raise TreebankError(f"{path} is a folder, not a CoNLL-U file") from None
+        raise TreebankError(f"{path}: a folder, not a CoNLL-U file") from None
     except FileNotFoundError:
         raise TreebankError(f"{path}: no such file") from None
     except OSError as error:
-        raise TreebankError(f"{path} cannot be read ({error.strerror or 'an error of the file system'})") from None
+        raise TreebankError(f"{path}: cannot be read ({error.strerror or 'an error of the file system'})") from None
     sentences = [s for start, block in _blocks(raw) if (s := _sentence(path, start, block, full_relations))]
     if not sentences:
         raise TreebankError(f"{path}: no sentences found")

@@ -273,8 +273,8 @@ def test_the_hostile_runs_cli_cases_are_one_line_with_exit_2(case, tmp_path, tin
         "surrogate-word": lambda: builders.run_cli("patch", "the [MASK] sat", "--donor", "a [MASK] sat", "--correct",
                                                    "\udcff", "--wrong", "dog", *model),
     }[case]()
-    said = {"negative-seed": "a seed is a whole number from 0", "binary-conllu": "is not UTF-8 text",
-            "folder-conllu": "is a folder, not a CoNLL-U file", "binary-pairs": "is not UTF-8 text",
+    said = {"negative-seed": "a seed is a whole number from 0", "binary-conllu": ": not UTF-8 text",
+            "folder-conllu": ": a folder, not a CoNLL-U file", "binary-pairs": "is not UTF-8 text",
             "binary-documents": "is not UTF-8 text", "surrogate-word": "not valid Unicode"}[case]
     lines = [line for line in run.stderr.splitlines() if line.strip()]
     assert run.returncode == 2 and len(lines) == 1 and said in lines[0], run.stderr
