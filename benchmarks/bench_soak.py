@@ -57,8 +57,8 @@ def rss_mb(pid: int) -> float:
     return float("nan")
 
 
-def start_server(port: int, env: dict[str, str]) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, "app.py", "--public", "--device", "cpu", "--port", str(port)], cwd=ROOT,
+def start_server(port: int, env: dict[str, str], extra: list[str]) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "app.py", "--public", "--device", "cpu", "--port", str(port), *extra], cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env={**os.environ, **env})
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline:
@@ -132,9 +132,9 @@ def fill_slots(url: str, sessions: int, clients: int) -> None:
         list(pool.map(one, texts))
 
 
-def soak(seconds: float, clients: int, env: dict[str, str]) -> None:
+def soak(seconds: float, clients: int, env: dict[str, str], extra: list[str]) -> None:
     port = free_port()
-    server = start_server(port, env)
+    server = start_server(port, env, extra)
     url = f"http://127.0.0.1:{port}/"
     counts: dict = {}
     errors: list = []
@@ -190,11 +190,15 @@ def _entry() -> None:
     parser.add_argument("--seconds", type=float, default=600)
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--env", action="append", default=[], help="NAME=VALUE for the server's environment")
+    parser.add_argument("--server-arg", action="append", default=[], help="an option for app.py, e.g. "
+                        "--server-arg=--no-keep-freed-memory")
     args, _ = parser.parse_known_args()
     env = dict(item.split("=", 1) for item in args.env)
     if env:
         print("server environment: " + " ".join(f"{k}={v}" for k, v in env.items()))
-    soak(args.seconds, args.clients, env)
+    if args.server_arg:
+        print("server options: " + " ".join(args.server_arg))
+    soak(args.seconds, args.clients, env, args.server_arg)
 
 
 if __name__ == "__main__":
