@@ -241,16 +241,30 @@ def test_hostile_probe_files_are_one_sentence(tiny_lab, tmp_path):
 
 def test_values_gradio_refuses_are_answered_in_the_apps_words(tiny_app):
     """A string where a slider's number goes, a choice not in the list: Gradio's own check failed with Python's text
-    ("Original error: TypeError: '<' not supported ...") before issue 56."""
+    ("Original error: TypeError: '<' not supported ...", "(type: <class 'str'>)") before issue 56."""
     import gradio_client
 
-    from bertviz_lab.app.blocks import BAD_VALUE
-
     client = gradio_client.Client(tiny_app, verbose=False)
-    for api, args in (("analyze", ("the cat sat", "", "abc")), ("mask_tokens", ("the cat sat", "", 5, ["x"]))):
+    cases = ((("analyze", ("the cat sat", "", "abc")), "Expected a number in the slider's range for the slider"),
+             (("mask_tokens", ("the cat sat", "", 5, ["x"])), "'x' is not in the list of choices ("),
+             (("analyze", ("the cat sat", "", 0)), "Value 0 is less than minimum value 1"))
+    for (api, args), said in cases:
         with pytest.raises(Exception) as shown:
             client.predict(*args, api_name=f"/{api}")
-        assert BAD_VALUE in str(shown.value) and "Original error" not in str(shown.value)
+        text = str(shown.value)
+        assert said in text and "Original error" not in text and "<class" not in text, text
+
+
+def test_a_lone_surrogate_in_a_refused_value_still_makes_a_reply():
+    """Gradio's refusal echoed the value; with a lone surrogate in it the reply could not be sent at all."""
+    import gradio as gr
+
+    from bertviz_lab.app.blocks import refused_value
+
+    said = refused_value(gr.Error("Value: '\ud800' (type: <class 'str'>) is not in the list of choices: ['a']"))
+    assert said == "'\\ud800' is not in the list of choices (['a'])"
+    said.encode("utf-8")  # sendable
+    assert refused_value(gr.Error("Value \ud800 is bad")).encode("utf-8") == b"Value \\ud800 is bad"
 
 
 @pytest.mark.parametrize("case", ["negative-seed", "binary-conllu", "folder-conllu", "binary-pairs", "binary-documents",

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 from typing import Any
 
 import gradio as gr
@@ -50,8 +51,29 @@ def given_outputs(outputs: list, predictions: Any) -> list[int] | None:
     return given if 1 < len(given) < len(outputs) else None
 
 
-BAD_VALUE = ("a value sent with this request is not one its control takes (a number where a number goes, one of "
-             "the listed choices where there is a list); check the values and try again")
+BAD_VALUE = "a value sent with this request is not one its control takes; check the values and try again"
+WANTS = {"slider": "a number in the slider's range", "number": "a number", "checkbox": "true or false",
+         "checkboxgroup": "a list of the listed choices", "radio": "one of the listed choices",
+         "dropdown": "one of the listed choices", "textbox": "text", "file": "a file"}
+PROCESSING = re.compile(r"at index (\d+) \(a `(\w+)` component\)")
+NOT_LISTED = re.compile(r"Value: (.*) \(type: <class '\w+'>\) is not in the list of choices: (.*)", re.S)
+
+
+def refused_value(error: Exception) -> str:
+    """Gradio's refusal of a value, in the app's words: its range and choice refusals kept as they read, the
+    Python type and the original exception's text left out, and the value only as its repr (a lone surrogate
+    escaped, so the reply can be sent)."""
+    text = (getattr(error, "message", None) or str(error)).encode("utf-8", "backslashreplace").decode("utf-8")
+    listed = NOT_LISTED.fullmatch(text.strip())
+    if listed:
+        return f"{listed.group(1)} is not in the list of choices ({listed.group(2)[:300]})"
+    if isinstance(error, gr.Error):  # "Value 21 is greater than maximum value 20" and the like
+        return text[:400]
+    found = PROCESSING.search(text)
+    if found is None:
+        return BAD_VALUE
+    index, kind = int(found.group(1)), found.group(2)
+    return f"Expected {WANTS.get(kind, 'a value of its kind')} for the {kind} (input {index + 1}); check the values and try again"
 
 
 class LabBlocks(gr.Blocks):
@@ -71,8 +93,8 @@ class LabBlocks(gr.Blocks):
         lone surrogate made a reply that could not be sent at all (issue 56)."""
         try:
             return await super().preprocess_data(block_fn, *args, **kwargs)
-        except Exception:  # noqa: BLE001 - every failure here is a value the control does not take
-            raise gr.Error(BAD_VALUE) from None
+        except Exception as error:  # noqa: BLE001 - every failure here is a value the control does not take
+            raise gr.Error(refused_value(error)) from None
 
     async def postprocess_data(self, block_fn: Any, predictions: list | dict, state: Any) -> list[Any]:
         outputs = list(block_fn.outputs)
