@@ -103,28 +103,16 @@ def test_the_explanation_registers_nothing_on_the_shared_model(sharp_lab):
 def test_a_module_hook_on_the_shared_model_would_fail_this_check(sharp_lab, monkeypatch):
     """The check is not one that cannot fail: the old way (Captum's layer methods, hooks on the shared
     embedding layer) breaks concurrent replies."""
-    from captum.attr import LayerGradientXActivation, LayerIntegratedGradients
+    import sys
+    from pathlib import Path
 
     from bertviz_lab.interventions import attribution
-    from bertviz_lab.naming import SPECIAL_TOKENS
 
-    def hooked(lab, analysis, forward, context, steps=attribution.IG_STEPS):
-        tensors = lab.batch_tensors([analysis.encoded()])
-        ids, segments, mask = tensors["input_ids"], tensors["token_type_ids"], tensors["attention_mask"]
-        baseline = ids.clone()
-        baseline[0, torch.tensor([t not in SPECIAL_TOKENS and i != lab.mask_id
-                                  for t, i in zip(analysis.tokens, analysis.token_ids)])] = lab.pad_id
-        layer = lab.model.bert.embeddings
-        with torch.enable_grad():
-            gxi = LayerGradientXActivation(forward, layer).attribute(ids, additional_forward_args=(segments, mask))
-            ig = LayerIntegratedGradients(forward, layer).attribute(
-                ids, baselines=baseline, additional_forward_args=(segments, mask), n_steps=steps,
-                internal_batch_size=steps)
-        return {"gradient x input": gxi[0].sum(-1).detach().numpy()[list(context)],
-                "integrated gradients": ig[0].sum(-1).detach().numpy()[list(context)]}
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    from bench_isolation import layer_hooks  # Captum's layer methods on bert.embeddings, as before issue 56
 
     alone = explanation(sharp_lab, SENTENCES[0])
-    monkeypatch.setattr(attribution, "captum_scores", hooked)
+    monkeypatch.setattr(attribution, "captum_scores", layer_hooks)
     assert repr(explanation(sharp_lab, SENTENCES[0])) == repr(alone)  # alone, the two ways agree exactly
     bad_explained, bad_runs, _ = mismatches(sharp_lab)
     assert bad_explained + bad_runs > 0
