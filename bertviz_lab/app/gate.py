@@ -15,6 +15,7 @@
 """
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import errno
 import functools
@@ -22,7 +23,7 @@ import inspect
 import logging
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as WaitedTooLong
 from typing import Any
@@ -150,28 +151,15 @@ class Gate:
 
     def corpus_slot(self, corpus: bool, seconds: float | None):
         """The one slot of corpus-sized work, taken for the request's time at most (then BudgetExceeded)."""
-        return _Slot(self._corpus, seconds) if corpus else _NO_SLOT
+        return _held(self._corpus, seconds) if corpus else contextlib.nullcontext()
 
 
-class _Slot:
-    def __init__(self, lock: threading.Lock, seconds: float | None) -> None:
-        self.lock, self.seconds = lock, seconds
-
-    def __enter__(self) -> None:
-        if not self.lock.acquire(timeout=-1 if self.seconds is None else self.seconds):
-            raise BudgetExceeded("the server is busy with another treebank or sentence-set request; try again in a "
-                                 "minute")
-
-    def __exit__(self, *exc: Any) -> None:
-        self.lock.release()
-
-
-class _NoSlot:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: Any) -> None:
-        return None
-
-
-_NO_SLOT = _NoSlot()
+@contextlib.contextmanager
+def _held(lock: threading.Lock, seconds: float | None) -> Iterator[None]:
+    """``lock`` held for the block, waited for ``seconds`` at most (None: as long as it takes)."""
+    if not lock.acquire(timeout=-1 if seconds is None else seconds):
+        raise BudgetExceeded("the server is busy with another treebank or sentence-set request; try again in a minute")
+    try:
+        yield
+    finally:
+        lock.release()
