@@ -13,11 +13,13 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import sys
+import threading
 
 M_TRIM_THRESHOLD = -1
 M_MMAP_THRESHOLD = -3
 M_ARENA_MAX = -8
 ARENAS = 2  # malloc arenas in all: each keeps up to the trim threshold of freed memory
+TRIM_EVERY = 30.0  # seconds between two hand-backs of freed memory by a server (``trim_periodically``)
 
 
 def keep_freed_memory(threshold_bytes: int = 1 << 30, arenas: int = ARENAS) -> bool:
@@ -31,10 +33,43 @@ def keep_freed_memory(threshold_bytes: int = 1 << 30, arenas: int = ARENAS) -> b
     if not sys.platform.startswith("linux"):
         return False
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc = _libc()
         ok = libc.mallopt(M_MMAP_THRESHOLD, min(threshold_bytes, 1 << 25)) == 1
         ok &= libc.mallopt(M_TRIM_THRESHOLD, threshold_bytes) == 1
         ok &= libc.mallopt(M_ARENA_MAX, arenas) == 1
     except (OSError, AttributeError):
         return False
     return bool(ok)
+
+
+def _libc():
+    return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+
+
+def release_freed_memory() -> bool:
+    """Hand the freed pages of every arena back to the OS (glibc's ``malloc_trim(0)``); True when some were.
+
+    The thresholds above keep the freed memory at the top of each heap for the next request; what freed chunks
+    lie between live ones (an evicted session's analysis amid newer ones) stays mapped whatever the threshold,
+    and under a long mixed load that fragmentation grew by ~50 MB a minute (issue 56, BENCHMARKS.md soak).
+    ``malloc_trim`` also gives back those interior pages (``madvise``), which only a call like this one does."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        return _libc().malloc_trim(0) == 1
+    except (OSError, AttributeError):
+        return False
+
+
+def trim_periodically(every: float = TRIM_EVERY) -> threading.Event:
+    """Start a daemon thread that calls ``release_freed_memory`` every ``every`` seconds; set the returned
+    event to stop it. A server process opts in (as for ``keep_freed_memory``): the next request after a trim
+    faults its pages in again, a few milliseconds once per ``every`` seconds, not per request."""
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.wait(every):
+            release_freed_memory()
+
+    threading.Thread(target=loop, name="bertviz-lab-trim", daemon=True).start()
+    return stop
