@@ -72,11 +72,16 @@ def parity(ours, hf, ids, mask=None, segments=None):
     return hidden, attention, logits
 
 
+def disentangled_state(model, n: int):
+    """The disentangled scheme's table and rows for n tokens, as every layer of a pass reads them."""
+    return model.pass_positions(torch.arange(n)[None], None, n, torch.float32).state["disentangled"]
+
+
 @pytest.mark.parametrize("kind", list(CONFIGS))
 def test_deberta_matches_transformers_on_hidden_states_attention_and_mlm_logits(models, kind):
     hf = models[kind]
     ours = model_from_transformers(hf)
-    assert ours.config.model_type == "deberta-v2" and ours.config.disentangled and ours.has_mlm_head
+    assert ours.config.model_type == "deberta-v2" and "disentangled" in ours.config.positions and ours.has_mlm_head
     assert (ours.bert.embeddings.position_embeddings is None) == (not hf.config.position_biased_input)
     n = 300 if hf.config.position_buckets == 256 else 70  # past the exact offsets into the logarithmic buckets
     segments = torch.cat([torch.zeros(1, n // 2), torch.ones(1, n - n // 2)], 1).long() if hf.config.type_vocab_size \
@@ -151,7 +156,7 @@ def test_c2p_is_the_papers_formula_for_one_head_and_pair(models):
         pos_q = layer.query(table).view(32, 4, 16)[:, 2]
     q, k = run.cache[hook_name("q", 1)][0, 2], run.cache[hook_name("k", 1)][0, 2]  # (pos, d_head)
     root = (16 * 3) ** 0.5
-    assert ours.disentangled_positions(12).c2p_index[11, 0] == 9 + 16  # offset 11 falls in log bucket 9
+    assert disentangled_state(ours, 12).c2p_index[11, 0] == 9 + 16  # offset 11 falls in log bucket 9
     for i, j in ((0, 5), (7, 2), (4, 4), (11, 3), (1, 9)):
         assert run.cache[hook_name("c2p", 1)][0, 2, i, j] == pytest.approx(float(q[i] @ pos_k[i - j + 16]) / root,
                                                                          abs=1e-5)
@@ -182,7 +187,7 @@ def test_zeroing_both_position_terms_is_deberta_without_relative_attention(model
 def test_buckets_and_relative_positions_are_transformers(models):
     from transformers.models.deberta_v2 import modeling_deberta_v2 as theirs
 
-    from bertviz_lab.bert.disentangled import DisentangledSpec, log_bucket_position, relative_positions
+    from bertviz_lab.bert.positions.disentangled import DisentangledSpec, log_bucket_position, relative_positions
 
     offsets = torch.arange(-700, 701)
     for size, reach in ((256, 512), (16, 512), (32, 64)):
@@ -244,9 +249,10 @@ def test_deberta_hook_points_are_in_the_table_and_a_layer_without_positions_is_r
     only_c2p = model_from_transformers(models["c2p-only-unbucketed"])
     assert hook_name("c2p", 0) in only_c2p.hook_names and hook_name("p2c", 0) not in only_c2p.hook_names
     with pytest.raises(ValueError, match="a DeBERTa layer needs the relative positions"):
-        ours.bert.encoder.layer[0](torch.zeros(1, 5, 64), None)  # how value zeroing calls a layer today
-    positions = ours.disentangled_positions(5)
-    assert positions.table.shape == (512, 64) and positions.c2p_index.shape == (5, 5)
+        ours.bert.encoder.layer[0](torch.zeros(1, 5, 64), None)  # a layer called without its pass positions
+    positions = ours.pass_positions(torch.arange(5)[None], None, 5, torch.float32)
+    assert positions.state["disentangled"].table.shape == (512, 64)
+    assert positions.state["disentangled"].c2p_index.shape == (5, 5)
     assert ours.bert.encoder.layer[0](torch.randn(1, 5, 64), None, positions).shape == (1, 5, 64)
 
 
@@ -255,7 +261,7 @@ def test_a_model_without_absolute_positions_refuses_position_ids_and_has_no_posi
     nothing, so it is refused by name; capturing or editing the absent table is an unknown hook point."""
     v3 = model_from_transformers(models["v3"])
     assert hook_name("position") not in v3.hook_names and hook_name("token") in v3.hook_names
-    with pytest.raises(ValueError, match="no absolute positions .* the c2p and p2c score terms"):
+    with pytest.raises(ValueError, match="no absolute positions, .*its c2p and p2c score terms"):
         v3(input_ids=ids_of(6), position_ids=torch.arange(6)[None])
     with pytest.raises(KeyError, match="unknown hook point"):
         with v3.hooks(capture=[hook_name("position")]):

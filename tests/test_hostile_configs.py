@@ -264,11 +264,13 @@ def test_the_families_own_fields_are_checked_too(folders, family, name, value, w
 def test_fields_only_the_loader_or_another_family_sets_are_ignored_as_transformers_ignores_them(folders, tmp_path):
     """A BERT config.json that says rotary, shared layers or MPNet's relative buckets loads BERT's model."""
     stray = {"rotary": True, "share_layers": True, "disentangled": True, "position_offset": 10 ** 6,
+             "positions": ["rotary"], "norm_placement": "pre", "mlp": "gated", "final_norm": True,
              "relative_attention_num_buckets": 10 ** 9, "embedding_size": "x", "n_classes": -1,
              "position_biased_input": False}
     folder = with_config(folders["bert"], tmp_path / "stray", lambda c: {**c, **stray})
     cfg = load(str(folder), device="cpu").model.config
-    assert not (cfg.rotary or cfg.share_layers or cfg.disentangled or cfg.relative_attention_num_buckets)
+    assert cfg.positions == ("learned",) and (cfg.norm_placement, cfg.mlp, cfg.final_norm) == ("post", "dense", False)
+    assert not (cfg.share_layers or cfg.relative_attention_num_buckets)
     assert cfg.position_offset == 0 and cfg.embedding_size is None and cfg.position_biased_input
 
 

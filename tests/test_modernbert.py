@@ -14,7 +14,7 @@ from bertviz_lab import load
 from bertviz_lab.bert.checkpoints import model_from_transformers
 from bertviz_lab.bert.families import BERT_SPECIALS, bert_config_dict, bert_names, family_of
 from bertviz_lab.bert.hook_table import FAMILY_HOOKS, HOOK_TABLE, hook_name, score_query_key
-from bertviz_lab.bert.rotary import cos_sin, rotate
+from bertviz_lab.bert.positions.rotary import cos_sin, rotate
 
 TOL = 1e-5
 LAYERS = 4
@@ -75,7 +75,8 @@ def parity(ours, hf, ids, mask=None):
 def test_modernbert_matches_transformers_on_hidden_states_attention_and_mlm_logits(models, kind):
     hf = models[kind]
     ours = model_from_transformers(hf)
-    assert ours.config.model_type == "modernbert" and ours.config.rotary and ours.has_mlm_head
+    assert ours.config.model_type == "modernbert" and ours.config.positions == ("rotary",) and ours.has_mlm_head
+    assert (ours.config.norm_placement, ours.config.mlp, ours.config.final_norm) == ("pre", "gated", True)
     assert ours.bert.embeddings.position_embeddings is None and ours.bert.embeddings.token_type_embeddings is None
     assert (ours.bert.encoder.layer[1].attention.self.query.bias is not None) == (kind == "all-biases")
     hidden, attention, logits = parity(ours, hf, ids_of(30))
@@ -144,7 +145,7 @@ def test_rotary_hook_points_are_in_the_table(models):
     import transformers as tf
 
     assert score_query_key(model_from_transformers(tf.BertModel(builders.hf_config())).hook_names) == ("q", "k")
-    with pytest.raises(ValueError, match="a ModernBERT layer needs its rotary positions"):
+    with pytest.raises(ValueError, match="a rotary layer needs its angles"):
         ours.bert.encoder.layer[0](torch.zeros(1, 5, 64), None)  # how value zeroing calls a layer
 
 
@@ -167,7 +168,7 @@ def test_weight_names_config_and_task_heads(models):
     assert family.specials == BERT_SPECIALS
     cfg = bert_config_dict(old, family)
     assert cfg["layer_types"] == ["full_attention", "sliding_attention"] * 2
-    assert (cfg["global_rope_theta"], cfg["local_rope_theta"], cfg["rotary"]) == (50_000.0, 500.0, True)
+    assert (cfg["global_rope_theta"], cfg["local_rope_theta"], cfg["positions"]) == (50_000.0, 500.0, ["rotary"])
     for bad, message in (({"rope_parameters": {"full_attention": {"rope_type": "linear", "factor": 2.0}}},
                           "rope_type 'linear' is not supported"),
                          ({"decoder_bias": False}, "decoder_bias false")):
@@ -293,7 +294,7 @@ def test_rotary_bands_are_theta_to_the_2c_over_d(lab):
 
 @pytest.mark.parametrize("source", ["globenc", "alti", "decompx", "value-zeroing"])
 def test_post_norm_sources_refuse_modernbert_by_name(lab, source):
-    with pytest.raises(ValueError, match=r"not available for ModernBERT: .*\(pre-norm\)"):
+    with pytest.raises(ValueError, match=r"not available for ModernBERT and other pre-norm encoders: .*\(pre-norm\)"):
         lab.analyze("the cat sat on the mat", source=source)
 
 

@@ -272,7 +272,7 @@ def test_mpnet_relative_bias_is_one_hook_point_and_zeroing_it_is_the_model_witho
 
     from transformers.models.mpnet.modeling_mpnet import MPNetEncoder
 
-    from bertviz_lab.bert.relative_positions import position_buckets, relative_position_bucket
+    from bertviz_lab.bert.positions.relative import position_buckets, relative_position_bucket
 
     hf, folder = mpnet["mlm"]
     lab = load(str(folder), device="cpu")

@@ -121,7 +121,8 @@ FAMILY_FIELDS: dict[str, dict[str, Field]] = {
 }
 # BertConfig's fields that only the loader sets (from the family and the weights): a config.json never has them, and
 # one that does must not switch on another family's layers or heads.
-LOADER_FIELDS = ("position_offset", "head_act", "share_layers", "disentangled", "rotary", "has_pooler", "has_mlm_head",
+LOADER_FIELDS = ("position_offset", "head_act", "share_layers", "positions", "norm_placement", "mlp", "final_norm",
+                 "disentangled", "rotary", "has_pooler", "has_mlm_head",
                  "has_nsp_head", "n_classes", "classifier_act", "extra")
 # Another family's fields: transformers ignores them in a family that does not have them, and so does this loader.
 OWN_FIELDS = {"embedding_size": ("electra", "albert", "deberta-v2"), "relative_attention_num_buckets": ("mpnet",),
@@ -315,7 +316,7 @@ def _layer_sizes(cfg: BertConfig, shapes: Mapping[str, tuple[int, ...]], given: 
     if (rows, cols) != (cfg.hidden_size, cfg.hidden_size):  # (d_model, d_model)
         raise ConfigRefused(f"{given.said('hidden_size', cfg.hidden_size)} but the weights' query projections are "
                             f"{rows} x {cols}")
-    if cfg.rotary:  # ModernBERT's gated MLP: Wi holds the input and the gate, (2 * d_ff, d_model)
+    if cfg.mlp == "gated":  # ModernBERT's gated MLP: Wi holds the input and the gate, (2 * d_ff, d_model)
         rows, _ = _dims(cfg, shapes, "bert.encoder.layer.0.mlp.Wi.weight", "first layer's MLP input (Wi)")
         held = rows / 2
     else:

@@ -23,11 +23,11 @@ What differs, and where it is handled:
   (every released ALBERT) is supported.
 - MPNet (Song et al. 2020): RoBERTa's absolute positions (from row 2: the padding row is 1) and no
   segment embeddings, plus a relative-position bias per head added to every layer's scores from
-  one shared table (``encoder.relative_attention_bias``; bert/relative_positions.py); the attention
+  one shared table (``encoder.relative_attention_bias``; bert/positions/relative.py); the attention
   is attention.attn.{q,k,v,o} and attention.LayerNorm; an MLM head ``lm_head`` as RoBERTa's.
 - DeBERTa-v2/v3 (He et al. 2021, ICLR; He et al. 2023, ICLR; transformers'
   ``models/deberta_v2/modeling_deberta_v2.py``), model_type "deberta-v2": disentangled attention
-  (``BertConfig.disentangled``; the maths in bert/disentangled.py): content-to-content plus
+  (the "disentangled" position scheme, bert/positions/disentangled.py): content-to-content plus
   content-to-position and position-to-content terms from one relative table for every layer
   (``encoder.rel_embeddings``, normalised by ``encoder.LayerNorm`` when ``norm_rel_ebd`` has "layer_norm"),
   scores divided by sqrt(d_head * (1 + terms)); the projections are attention.self.{query,key,value}_proj
@@ -43,7 +43,7 @@ What differs, and where it is handled:
   ContextPooler (dense + ``pooler_hidden_act`` on [CLS]) and ``classifier`` are its
   ``classifier.dense`` / ``classifier.out_proj``. SentencePiece specials are [CLS] [SEP] [MASK] [PAD].
 - ModernBERT (Warner et al. 2024, arXiv:2412.13663; transformers' ``models/modernbert/modeling_modernbert.py``),
-  model_type "modernbert": a pre-LayerNorm encoder (``BertConfig.rotary``; the maths in bert/rotary.py) with no
+  model_type "modernbert": a pre-LayerNorm encoder (``norm_placement`` "pre", ``mlp`` "gated", a final norm) with rotary positions (bert/positions/rotary.py) with no
   position table and no segments: token embeddings + LayerNorm (``embeddings.tok_embeddings`` / ``norm``), layers of
   ``attn_norm`` (absent in layer 0), a fused ``attn.Wqkv`` (split here into attention.self.{query,key,value}: its
   rows are q, k, v in that order), queries and keys turned by rotary positions (Su et al. 2021), ``attn.Wo``
@@ -69,8 +69,8 @@ from typing import Any
 import torch
 
 from .classifier import CLASSIFIER_ACT, classifier_names, is_sequence_classifier
-from .disentangled import position_terms
-from .rotary import GLOBAL, LOCAL, layer_types, rope_thetas
+from .positions.disentangled import position_terms
+from .positions.rotary import GLOBAL, LOCAL, layer_types, rope_thetas
 
 FAMILIES = ("bert", "roberta", "distilbert", "electra", "albert", "mpnet", "deberta-v2", "modernbert")
 BERT_SPECIALS = {"cls": "[CLS]", "sep": "[SEP]", "mask": "[MASK]", "pad": "[PAD]"}
@@ -126,7 +126,8 @@ def bert_config_dict(raw: dict[str, Any], family: Family) -> dict[str, Any]:
         out["embedding_size"] = int(out.get("embedding_size", 128))  # always projected, even to the same size
     if family.name == "mpnet":
         out.update({"position_offset": 2, "type_vocab_size": 0, "head_act": "gelu",  # transformers: padding_idx 1
-                    "relative_attention_num_buckets": int(out.get("relative_attention_num_buckets", 32))})
+                    "relative_attention_num_buckets": int(out.get("relative_attention_num_buckets", 32)),
+                    "positions": ["learned", "relative"]})
     out["classifier_act"] = CLASSIFIER_ACT.get(family.name)
     if family.name == "deberta-v2":
         out.update(deberta_config(out))
@@ -158,7 +159,8 @@ def deberta_config(raw: dict[str, Any]) -> dict[str, Any]:
         raise ValueError(f"DeBERTa with pooler_hidden_size {raw['pooler_hidden_size']} other than hidden_size "
                          f"{hidden} is not supported")
     out: dict[str, Any] = {"embedding_size": None}  # checked above: the hidden size, so no projection
-    out.update({"disentangled": True, "position_biased_input": bool(raw.get("position_biased_input", True)),
+    learned = bool(raw.get("position_biased_input", True))  # DeBERTa-v3: false, its positions are all relative
+    out.update({"positions": ["learned", "disentangled"] if learned else ["disentangled"],
                 "pos_att_type": list(position_terms(raw.get("pos_att_type"))), "classifier_act": act,
                 "type_vocab_size": int(raw.get("type_vocab_size", 0))})
     return out
@@ -181,7 +183,9 @@ def modernbert_config(raw: dict[str, Any]) -> dict[str, Any]:
     if (hidden // heads) % 2:
         raise ValueError(f"ModernBERT needs an even head size to rotate pairs (hidden_size {hidden} / "
                          f"num_attention_heads {heads} = {hidden // heads})")
-    return {"rotary": True, "num_hidden_layers": layers, "position_biased_input": False, "type_vocab_size": 0, "embedding_size": None,
+    return {"positions": ["rotary"], "norm_placement": "pre", "mlp": "gated", "final_norm": True,
+            **{f"{part}_bias": bool(raw.get(f"{part}_bias", False)) for part in ("norm", "attention", "mlp", "classifier")},
+            "num_hidden_layers": layers, "type_vocab_size": 0, "embedding_size": None,
             "hidden_act": str(raw.get("hidden_activation", "gelu")),
             "head_act": str(raw.get("classifier_activation", "gelu")),
             "layer_norm_eps": float(raw.get("norm_eps", 1e-5)),

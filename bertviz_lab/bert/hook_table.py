@@ -70,10 +70,11 @@ HOOK_TABLE: dict[str, HookSpot] = {
 # Hook points only some families' models have (so not in HOOK_TABLE, which every model has in full, but for
 # "position" on a model without absolute positions).
 FAMILY_HOOKS: dict[str, HookSpot] = {
-    "position_bias": HookSpot("bert.encoder.hook_position_bias", "BertEncoder.relative_attention_bias",
-                              "(1, heads, query, key)",
-                              "MPNet: the relative-position bias added to every layer's scores (bert/relative_positions.py)"),
-    # DeBERTa (bert/disentangled.py): the parts of every layer's scores, each divided by sqrt(d_head * (1 + terms));
+    "position_bias": HookSpot("bert.encoder.hook_position_bias", "BertEncoder (relative / alibi scheme)",
+                              "(batch | 1, heads, query, key)",
+                              "the position bias added to every layer's scores: relative buckets (MPNet, "
+                              "bert/positions/relative.py) or ALiBi's -slope * distance (bert/positions/alibi.py)"),
+    # DeBERTa (bert/positions/disentangled.py): the parts of every layer's scores, each divided by sqrt(d_head * (1 + terms));
     # c2c + c2p + p2c + the mask is the "scores" spot. c2p / p2c exist where the config's pos_att_type names them.
     "c2c": HookSpot(f"{_SELF}.hook_c2c", "BertSelfAttention (DeBERTa)", "(batch, heads, query, key)",
                     "DeBERTa: content-to-content term, query content . key content, scaled"),
@@ -81,7 +82,7 @@ FAMILY_HOOKS: dict[str, HookSpot] = {
                     "DeBERTa: content-to-position term, query content . the key's relative position, scaled"),
     "p2c": HookSpot(f"{_SELF}.hook_p2c", "BertSelfAttention (DeBERTa)", "(batch, heads, query, key)",
                     "DeBERTa: position-to-content term, the query's relative position . key content, scaled"),
-    # ModernBERT (bert/rotary.py): "q" / "k" hold the projections before the rotary turn; these hold them after it,
+    # Rotary positions (bert/positions/rotary.py): "q" / "k" hold the projections before the rotary turn; these hold them after it,
     # so that rot_q . rot_k / sqrt(d_head) + the mask (padding, and the window in local layers) is the "scores" spot.
     "rot_q": HookSpot(f"{_SELF}.hook_rot_q", "BertSelfAttention (ModernBERT)", "(batch, heads, query, d_head)",
                       "ModernBERT: queries after the rotary turn by their positions"),

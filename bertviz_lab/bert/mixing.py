@@ -24,7 +24,6 @@ from .norms import refuse_pre_norm
 def value_zeroing_layer(captured: Captured, layer: int) -> torch.Tensor:
     """(query, key) float64: row i holds how much i's layer output moves when each key's values are
     zeroed, normalised to sum to 1."""
-    # the layer rerun below is called the post-norm way (bias, DeBERTa positions): not ModernBERT's window and angles
     refuse_pre_norm(captured.model, "value zeroing")
     block, n, layers = captured.block(layer), captured.n, captured.layers
     # n rows through one layer cost about n / layers full passes: charged to the request's budget
@@ -39,10 +38,11 @@ def value_zeroing_layer(captured: Captured, layer: int) -> torch.Tensor:
         values[tokens, :, tokens] = 0
         return values
 
-    bias = captured.model.with_relative_bias(None, n, x.dtype)  # MPNet's relative-position bias; None for others
     with torch.no_grad(), captured.model.hooks(capture=(), edits={hook_name("v", layer): zero_own_token}):
-        zeroed = block(x[None].expand(n, -1, -1).contiguous(), bias,
-                       captured.model.disentangled_positions(n)).double()  # (zeroed token, query, d_model)
+        # every scheme's bias and state for this input's positions (relative buckets, ALiBi, rotary, disentangled)
+        positions = captured.model.pass_positions(tokens[None], None, n, x.dtype)
+        zeroed = block(x[None].expand(n, -1, -1).contiguous(), positions.bias,
+                       positions).double()  # (zeroed token, query, d_model)
     cos = torch.nn.functional.cosine_similarity(zeroed, original[None], dim=-1, eps=1e-30)  # (zeroed token, query)
     distance = (1.0 - cos).T.clamp(min=0)  # (query, key)
     total = distance.sum(-1, keepdim=True)

@@ -6,17 +6,11 @@ self.query.weight``, ``cls.predictions.transform.dense.weight``, ``cls.predictio
 decoder is tied to the word embeddings and is therefore not a module of its own. A sequence
 classifier's head is ``classifier`` (bert/classifier.py), whatever the family calls it.
 
-Position schemes beyond BERT's learned table: MPNet's relative bias (bert/relative_positions.py, one
-hook point added to every layer's scores) and DeBERTa's disentangled attention (bert/disentangled.py:
-the encoder's ``rel_embeddings`` table read by every layer, the scores' c2c / c2p / p2c parts each a
-hook point). A DeBERTa layer therefore takes a third argument, ``BertLab.disentangled_positions(n)``.
-
-ModernBERT (Warner et al. 2024; bert/rotary.py) is a pre-LayerNorm encoder on the same names where they mean the
-same thing (``attention.self.query/key/value`` are the rows of its fused ``Wqkv``, ``attention.output.dense`` its
-``Wo``, ``embeddings.LayerNorm`` its embedding norm, ``cls.predictions`` its MLM head), plus its own modules
-(``ModernBertLayer``: ``attn_norm``, ``mlp_norm``, the gated ``mlp.Wi``/``mlp.Wo``; ``bert.final_norm``). Its queries
-and keys are turned by rotary positions (hook points ``hook_rot_q``/``hook_rot_k`` after the turn, ``hook_q``/
-``hook_k`` before it) and its local layers see a window of keys: its layers take ``BertLab.rotary_positions``.
+The architecture is a set of typed axes in the config, never a family: the position schemes (``positions``:
+one file each under bert/positions/, which add their own modules and hook points and act where a forward pass asks
+them), the norm placement (post: BERT; pre: ModernBERT's ``PreNormLayer`` with ``attn_norm``/``mlp_norm``), the MLP
+kind (dense, or the gated ``mlp.Wi``/``mlp.Wo``), a final norm (``bert.final_norm``) and shared layers (ALBERT). Every
+layer takes the pass's ``PassPositions`` (``BertLab.pass_positions``) as its third argument.
 """
 from __future__ import annotations
 
@@ -30,19 +24,15 @@ from torch import nn
 
 from .budget import charge, check_time
 from .classifier import SequenceClassifier, class_labels
-from .disentangled import (
-    DisentangledPositions,
-    DisentangledSpec,
-    content_to_position,
-    position_to_content,
-    positions_for,
-    scale_root,
-)
+from .positions.disentangled import DisentangledSpec
 from .hook_table import HOOK_TABLE, hook_name
 from .hooks import Edit, HookPoint, active_run, hook_run, name_hook_points
-from .relative_positions import relative_bias
-from .rotary import RotaryPositions, RotarySpec, rotate
-from .rotary import positions_for as rotary_positions_for
+from .positions import PassPositions, PositionScheme
+from .positions import build as build_schemes
+from .positions.rotary import RotarySpec
+
+NORM_PLACEMENTS = ("post", "pre")
+MLP_KINDS = ("dense", "gated")
 
 
 @dataclass
@@ -65,10 +55,12 @@ class BertConfig:
     position_offset: int = 0  # position i reads row i + offset of the position table
     head_act: str | None = None  # None: hidden_act
     share_layers: bool = False  # ALBERT: every layer runs the first layer's parameters
-    relative_attention_num_buckets: int = 0  # MPNet: a learned score bias per head and offset bucket (0: none)
-    position_biased_input: bool = True  # False: no absolute position table at all (DeBERTa-v3)
-    disentangled: bool = False  # DeBERTa: content and position attention terms (bert/disentangled.py)
-    rotary: bool = False  # ModernBERT: pre-norm layers, rotary positions, local/global attention (bert/rotary.py)
+    relative_attention_num_buckets: int = 0  # the "relative" scheme's buckets (MPNet: 32)
+    # The architecture's axes (never a family): position schemes by name (bert/positions/), in order
+    positions: tuple[str, ...] = ("learned",)
+    norm_placement: str = "post"  # "post": LayerNorm after each residual sum (BERT); "pre": before each block
+    mlp: str = "dense"  # "dense": BERT's intermediate/output; "gated": a GeGLU Wi/Wo (ModernBERT)
+    final_norm: bool = False  # a LayerNorm on the last layer's output (pre-norm encoders)
     model_type: str = "bert"
     # Which parts the checkpoint carries; set by the loader from the weights it finds.
     has_pooler: bool = True
@@ -91,12 +83,25 @@ class BertConfig:
         pe = cfg.extra.get("position_embedding_type", "absolute")
         if pe != "absolute":
             raise ValueError(f"position_embedding_type {pe!r} is not supported (only 'absolute')")
+        cfg.positions = tuple(str(name) for name in cfg.positions)  # JSON gives a list
+        if cfg.norm_placement not in NORM_PLACEMENTS:
+            raise ValueError(f"norm_placement {cfg.norm_placement!r} is not one of {', '.join(NORM_PLACEMENTS)}")
+        if cfg.mlp not in MLP_KINDS:
+            raise ValueError(f"mlp {cfg.mlp!r} is not one of {', '.join(MLP_KINDS)}")
+        if (cfg.norm_placement == "pre") != (cfg.mlp == "gated"):
+            raise ValueError("a pre-norm layer comes with the gated MLP (ModernBERT's), a post-norm one with the dense")
         return cfg
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
+        out["positions"] = list(out["positions"])
         out.update(out.pop("extra"))
         return out
+
+    @property
+    def position_biased_input(self) -> bool:
+        """A learned absolute table is added to the token embeddings (its shape is checked against the weights)."""
+        return "learned" in self.positions
 
     @property
     def head_dim(self) -> int:
@@ -108,27 +113,30 @@ class BertConfig:
 
     @property
     def absolute_positions_only(self) -> bool:
-        """Positions come from the position table alone (BERT, RoBERTa, ALBERT, ELECTRA, DistilBERT): no
-        relative bias, disentangled terms or rotary angles, so a token's output depends on the others only
-        through attention, and leaving a token out of the input (the rest keeping their position ids) equals
-        hiding it from every query on every layer."""
-        return (self.position_biased_input and not self.relative_attention_num_buckets and not self.disentangled
-                and not self.rotary)
+        """Every scheme acts on the input alone (learned or sinusoidal vectors, or none): a token's output depends
+        on the others only through attention, and leaving a token out of the input (the rest keeping their
+        position ids) equals hiding it from every query on every layer."""
+        return all(scheme.input_only for scheme in build_schemes(self))
 
     @property
     def disentangled_spec(self) -> DisentangledSpec | None:
-        """DeBERTa's attention settings (from the config's own fields), or None for every other family."""
-        return DisentangledSpec.from_config(self.extra, self.max_position_embeddings) if self.disentangled else None
+        """The disentangled scheme's settings (DeBERTa's config fields), or None without that scheme."""
+        return (DisentangledSpec.from_config(self.extra, self.max_position_embeddings)
+                if "disentangled" in self.positions else None)
 
     @property
     def rotary_spec(self) -> RotarySpec | None:
-        """ModernBERT's layer types, thetas, window and biases, or None for every other family."""
-        return RotarySpec.from_config(self.extra, self.num_hidden_layers) if self.rotary else None
+        """The rotary scheme's layer types, thetas and window, or None without that scheme."""
+        return RotarySpec.from_config(self.extra, self.num_hidden_layers) if "rotary" in self.positions else None
+
+    def has_bias(self, part: str) -> bool:
+        """Whether ``part``'s layers have biases: ``norm``, ``attention``, ``mlp`` or ``classifier`` (the config's
+        ``<part>_bias``, false in ModernBERT's; every other family has them)."""
+        return bool(self.extra.get(f"{part}_bias", True))
 
     @property
     def norm_bias(self) -> bool:
-        """Whether LayerNorms have a bias (ModernBERT's ``norm_bias``; every other family: yes)."""
-        return self.rotary_spec.norm_bias if self.rotary else True
+        return self.has_bias("norm")
 
     @property
     def max_tokens(self) -> int:
@@ -157,20 +165,22 @@ def layer_norm(cfg: BertConfig, d: int) -> nn.LayerNorm:
 
 
 class BertEmbeddings(nn.Module):
-    def __init__(self, cfg: BertConfig) -> None:
+    def __init__(self, cfg: BertConfig, schemes: tuple[PositionScheme, ...] | None = None) -> None:
         super().__init__()
         d = cfg.embedding_dim
+        self.schemes = build_schemes(cfg) if schemes is None else schemes
         self.word_embeddings = nn.Embedding(cfg.vocab_size, d, padding_idx=cfg.pad_token_id)
-        # DeBERTa-v3 has no absolute positions (position_biased_input false): no table, nothing added.
-        self.position_embeddings = nn.Embedding(cfg.max_position_embeddings, d) if cfg.position_biased_input else None
+        # A scheme of position vectors adds its table and hook_position; without one (DeBERTa-v3, rotary) the
+        # table is None and capturing or editing hook_position is an error.
+        self.position_embeddings = None
+        for scheme in self.schemes:
+            scheme.embedding_parts(self)
         # DistilBERT has no segment embeddings (type_vocab_size 0): nothing is added for segments.
         self.token_type_embeddings = nn.Embedding(cfg.type_vocab_size, d) if cfg.type_vocab_size else None
         self.position_offset = cfg.position_offset
         self.LayerNorm = layer_norm(cfg, d)
         self.dropout = nn.Dropout(cfg.hidden_dropout_prob)
         self.hook_token = HookPoint()  # (batch, pos, d_model)
-        if self.position_embeddings is not None:  # no table, no hook point: capturing or editing it is an error
-            self.hook_position = HookPoint()  # (batch | 1, pos, d_model)
         self.hook_segment = HookPoint()  # (batch, pos, d_model)
         self.hook_out = HookPoint()  # (batch, pos, d_model) after LayerNorm
 
@@ -179,21 +189,22 @@ class BertEmbeddings(nn.Module):
     ) -> torch.Tensor:
         token = self.hook_token(self.word_embeddings(input_ids))  # (batch, pos, d_emb)
         total = token
-        if self.position_embeddings is not None:
-            rows = position_ids + self.position_offset if self.position_offset else position_ids
-            total = total + self.hook_position(self.position_embeddings(rows))  # (batch|1, pos, d_emb)
+        for scheme in self.schemes:
+            added = scheme.embed(self, position_ids)  # (batch | 1, pos, d_emb) or None
+            if added is not None:
+                total = total + added
         if self.token_type_embeddings is not None:
             total = total + self.hook_segment(self.token_type_embeddings(token_type_ids))  # (batch, pos, d_emb)
         return self.hook_out(self.dropout(self.LayerNorm(total)))
 
 
 class BertSelfAttention(nn.Module):
-    def __init__(self, cfg: BertConfig) -> None:
+    def __init__(self, cfg: BertConfig, schemes: tuple[PositionScheme, ...] | None = None) -> None:
         super().__init__()
         self.num_heads = cfg.num_attention_heads
         self.head_dim = cfg.head_dim
         self.scale = 1.0 / math.sqrt(self.head_dim)
-        bias = cfg.rotary_spec.attention_bias if cfg.rotary else True  # ModernBERT's Wqkv may have no bias
+        bias = cfg.has_bias("attention")  # ModernBERT's Wqkv may have no bias
         self.query = nn.Linear(cfg.hidden_size, cfg.hidden_size, bias=bias)
         self.key = nn.Linear(cfg.hidden_size, cfg.hidden_size, bias=bias)
         self.value = nn.Linear(cfg.hidden_size, cfg.hidden_size, bias=bias)
@@ -201,55 +212,33 @@ class BertSelfAttention(nn.Module):
         self.hook_q = HookPoint()  # (batch, heads, query, d_head) before any rotation
         self.hook_k = HookPoint()  # (batch, heads, key, d_head) before any rotation
         self.hook_v = HookPoint()  # (batch, heads, key, d_head) value vectors
-        self.rotary = cfg.rotary
-        if self.rotary:  # ModernBERT (bert/rotary.py): q and k after the rotary turn, what the scores are made of
-            self.hook_rot_q = HookPoint()  # (batch, heads, query, d_head)
-            self.hook_rot_k = HookPoint()  # (batch, heads, key, d_head)
-        self.spec = cfg.disentangled_spec  # DeBERTa (bert/disentangled.py); None for the rest
-        if self.spec is not None:
-            self._init_disentangled(cfg, self.spec)
+        self.schemes = build_schemes(cfg) if schemes is None else schemes
+        for scheme in self.schemes:
+            scheme.attention_parts(self)  # rotary: hook_rot_q/k; disentangled: its projections, terms, scale
         self.hook_scores = HookPoint()  # (batch, heads, query, key) pre-softmax, mask added
         self.hook_pattern = HookPoint()  # (batch, heads, query, key) attention probabilities
         self.hook_context = HookPoint()  # (batch, heads, query, d_head) per-head context
 
-    def _init_disentangled(self, cfg: BertConfig, spec: DisentangledSpec) -> None:
-        """DeBERTa: its own scale, the position projections when they are not the content ones, and a hook
-        point per score term (transformers' ``DisentangledSelfAttention``)."""
-        self.root = scale_root(self.head_dim, spec.scale_factor)  # sqrt(d_head * (1 + terms)), float32
-        self.hook_c2c = HookPoint()  # (batch, heads, query, key) content-to-content, scaled
-        if spec.relative_attention and not spec.share_att_key:
-            if "c2p" in spec.terms:
-                self.pos_key_proj = nn.Linear(cfg.hidden_size, cfg.hidden_size)
-            if "p2c" in spec.terms:
-                self.pos_query_proj = nn.Linear(cfg.hidden_size, cfg.hidden_size)
-        if spec.relative_attention and "c2p" in spec.terms:
-            self.hook_c2p = HookPoint()  # (batch, heads, query, key) content-to-position, scaled
-        if spec.relative_attention and "p2c" in spec.terms:
-            self.hook_p2c = HookPoint()  # (batch, heads, query, key) position-to-content, scaled
-
-    def _split(self, x: torch.Tensor) -> torch.Tensor:
+    def split(self, x: torch.Tensor) -> torch.Tensor:
         b, t, _ = x.shape
         return x.view(b, t, self.num_heads, self.head_dim).transpose(1, 2)  # (batch, heads, pos, d_head)
 
     def forward(self, x: torch.Tensor, bias: torch.Tensor | None,
-                positions: DisentangledPositions | tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
-        """``positions``: DeBERTa's relative positions, or a rotary layer's (cos, sin); None for the rest."""
+                positions: dict[str, Any] | None = None) -> torch.Tensor:
+        """``positions``: this layer's state of each position scheme by name (``PassPositions.for_layer``)."""
         b, t, d = x.shape
-        q = self.hook_q(self._split(self.query(x)))  # (batch, heads, query, d_head)
-        k = self.hook_k(self._split(self.key(x)))  # (batch, heads, key, d_head)
-        v = self.hook_v(self._split(self.value(x)))  # (batch, heads, key, d_head)
-        if self.rotary:
-            if positions is None:
-                raise ValueError("a ModernBERT layer needs its rotary angles: pass "
-                                 "model.rotary_positions(...).for_layer(...) to the layer")
-            q = self.hook_rot_q(rotate(q, *positions))  # (batch, heads, query, d_head)
-            k = self.hook_rot_k(rotate(k, *positions))  # (batch, heads, key, d_head)
-        if self.spec is not None:
-            context = self._disentangled(q, k, v, bias, positions)
-        elif self._explicit("hook_scores", "hook_pattern"):
+        state = positions or {}
+        q = self.hook_q(self.split(self.query(x)))  # (batch, heads, query, d_head)
+        k = self.hook_k(self.split(self.key(x)))  # (batch, heads, key, d_head)
+        v = self.hook_v(self.split(self.value(x)))  # (batch, heads, key, d_head)
+        for scheme in self.schemes:
+            q, k = scheme.turn(self, q, k, state.get(scheme.name))
+        own = (scheme.attend(self, q, k, v, bias, state.get(scheme.name)) for scheme in self.schemes)
+        context = next((c for c in own if c is not None), None)  # a scheme's own attention (disentangled)
+        if context is None and self.explicit("hook_scores", "hook_pattern"):
             scores = torch.matmul(q * self.scale, k.transpose(-1, -2))  # (batch, heads, query, key)
-            context = self._attend(scores if bias is None else scores + bias, v)
-        else:
+            context = self.attend(scores if bias is None else scores + bias, v)
+        elif context is None:
             # Nobody looks at the weights: let PyTorch pick its fused kernel.
             context = F.scaled_dot_product_attention(
                 q, k, v, attn_mask=bias, dropout_p=self.dropout.p if self.training else 0.0
@@ -257,55 +246,15 @@ class BertSelfAttention(nn.Module):
         context = self.hook_context(context)  # (batch, heads, query, d_head)
         return context.transpose(1, 2).reshape(b, t, d)  # (batch, query, d_model)
 
-    def _explicit(self, *hooks: str) -> bool:
+    def explicit(self, *hooks: str) -> bool:
         """Whether the active run captures or edits any of these hook points (then scores are materialised)."""
         run = active_run()
         return run is not None and any(run.needs(getattr(self, h).name) for h in hooks if hasattr(self, h))
 
-    def _attend(self, scores: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    def attend(self, scores: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         """Softmax of the scores (mask included) through their hook points, then the values: (batch, heads, query, d_head)."""
         probs = self.hook_pattern(torch.softmax(self.hook_scores(scores), dim=-1))  # (batch, heads, query, key)
         return torch.matmul(self.dropout(probs), v)  # (batch, heads, query, d_head)
-
-    def _position_terms(self, q: torch.Tensor, k: torch.Tensor,
-                        positions: DisentangledPositions | None) -> tuple[torch.Tensor | None, torch.Tensor | None]:
-        """DeBERTa's c2p and p2c terms (batch, heads, query, key), each divided by the scale; None where absent."""
-        spec = self.spec
-        if not spec.relative_attention or not spec.terms:
-            return None, None
-        if positions is None:
-            raise ValueError("a DeBERTa layer needs the relative positions of its input: pass "
-                             "model.disentangled_positions(n) as the layer's third argument")
-        table = positions.table[None]  # (1, 2 span, d_model)
-        c2p = p2c = None
-        if "c2p" in spec.terms:
-            pos_k = self._split(self.key(table) if spec.share_att_key else self.pos_key_proj(table))  # (1, heads, 2 span, d_head)
-            c2p = content_to_position(q, pos_k, positions.c2p_index, self.root)
-        if "p2c" in spec.terms:
-            pos_q = self._split(self.query(table) if spec.share_att_key else self.pos_query_proj(table))  # (1, heads, 2 span, d_head)
-            p2c = position_to_content(k, pos_q, positions.p2c_index, self.root)
-        return c2p, p2c
-
-    def _disentangled(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor | None,
-                      positions: DisentangledPositions | None) -> torch.Tensor:
-        """DeBERTa's attention: c2c + c2p + p2c (+ mask) through their hook points when anyone looks, else the
-        position terms as SDPA's additive mask with DeBERTa's scale. (batch, heads, query, d_head)."""
-        c2p, p2c = self._position_terms(q, k, positions)
-        if self._explicit("hook_c2c", "hook_c2p", "hook_p2c", "hook_scores", "hook_pattern"):
-            scores = self.hook_c2c(torch.matmul(q, k.transpose(-1, -2) / self.root.to(q.dtype)))  # (batch, heads, q, k)
-            position = None
-            if c2p is not None:
-                position = self.hook_c2p(c2p)
-            if p2c is not None:
-                position = self.hook_p2c(p2c) if position is None else position + self.hook_p2c(p2c)
-            scores = scores if position is None else scores + position
-            return self._attend(scores if bias is None else scores + bias, v)
-        extra = [t for t in (c2p, p2c, bias) if t is not None]
-        mask = None
-        for term in extra:
-            mask = term if mask is None else mask + term
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=1.0 / float(self.root),
-                                              dropout_p=self.dropout.p if self.training else 0.0)
 
 
 class BertSelfOutput(nn.Module):
@@ -321,13 +270,14 @@ class BertSelfOutput(nn.Module):
 
 
 class BertAttention(nn.Module):
-    def __init__(self, cfg: BertConfig, output: nn.Module | None = None) -> None:
+    def __init__(self, cfg: BertConfig, output: nn.Module | None = None,
+                 schemes: tuple[PositionScheme, ...] | None = None) -> None:
         super().__init__()
-        self.self = BertSelfAttention(cfg)
+        self.self = BertSelfAttention(cfg, schemes)
         self.output = output if output is not None else BertSelfOutput(cfg)
 
     def forward(self, x: torch.Tensor, bias: torch.Tensor | None,
-                positions: DisentangledPositions | None = None) -> torch.Tensor:
+                positions: dict[str, Any] | None = None) -> torch.Tensor:
         return self.output(self.self(x, bias, positions), x)
 
 
@@ -353,17 +303,22 @@ class BertOutput(nn.Module):
 
 
 class BertLayer(nn.Module):
-    def __init__(self, cfg: BertConfig) -> None:
+    """A post-LayerNorm layer (BERT): LayerNorm(x + attention(x)), then LayerNorm(. + FFN(.))."""
+
+    def __init__(self, cfg: BertConfig, index: int = 0, schemes: tuple[PositionScheme, ...] | None = None) -> None:
         super().__init__()
-        self.attention = BertAttention(cfg)
+        self.index = index
+        self.schemes = build_schemes(cfg) if schemes is None else schemes
+        self.attention = BertAttention(cfg, schemes=self.schemes)
         self.intermediate = BertIntermediate(cfg)
         self.output = BertOutput(cfg)
         self.hook_out = HookPoint()  # (batch, pos, d_model) hidden state after this layer
 
-    def forward(self, x: torch.Tensor, bias: torch.Tensor | None,
-                positions: DisentangledPositions | None = None) -> torch.Tensor:
-        """``positions``: DeBERTa's relative table and indices (``BertLab.disentangled_positions``); None otherwise."""
-        attended = self.attention(x, bias, positions)
+    def forward(self, x: torch.Tensor, bias: torch.Tensor | None, positions: PassPositions | None = None) -> torch.Tensor:
+        """``bias``: the padding mask when ``positions`` is None, else ``positions`` (``BertLab.pass_positions``)
+        gives this layer its bias and schemes' state."""
+        bias, state = positions.for_layer(self.schemes, self.index) if positions is not None else (bias, {})
+        attended = self.attention(x, bias, state)
         return self.hook_out(self.output(self.intermediate(attended), attended))
 
 
@@ -372,7 +327,7 @@ class PreNormAttentionOutput(nn.Module):
 
     def __init__(self, cfg: BertConfig) -> None:
         super().__init__()
-        self.dense = nn.Linear(cfg.hidden_size, cfg.hidden_size, bias=cfg.rotary_spec.attention_bias)
+        self.dense = nn.Linear(cfg.hidden_size, cfg.hidden_size, bias=cfg.has_bias("attention"))
         self.dropout = nn.Dropout(cfg.hidden_dropout_prob)
         self.hook_out = HookPoint()  # (batch, pos, d_model) the residual stream after the attention block
 
@@ -385,7 +340,7 @@ class GatedMLP(nn.Module):
 
     def __init__(self, cfg: BertConfig) -> None:
         super().__init__()
-        bias = cfg.rotary_spec.mlp_bias
+        bias = cfg.has_bias("mlp")
         self.Wi = nn.Linear(cfg.hidden_size, 2 * cfg.intermediate_size, bias=bias)
         self.act = activation(cfg.hidden_act)
         self.Wo = nn.Linear(cfg.intermediate_size, cfg.hidden_size, bias=bias)
@@ -396,29 +351,24 @@ class GatedMLP(nn.Module):
         return self.Wo(self.dropout(self.act(given) * gate))  # (batch, pos, d_model)
 
 
-class ModernBertLayer(nn.Module):
+class PreNormLayer(nn.Module):
     """A pre-LayerNorm layer (transformers' ``ModernBertEncoderLayer``): x + attention(attn_norm(x)), then
-    + mlp(mlp_norm(.)); layer 0's ``attn_norm`` is the identity (the embeddings are normalised already).
-    Global layers see every token, local ones a window (bert/rotary.py)."""
+    + mlp(mlp_norm(.)); layer 0's ``attn_norm`` is the identity (the embeddings are normalised already)."""
 
-    def __init__(self, cfg: BertConfig, index: int) -> None:
+    def __init__(self, cfg: BertConfig, index: int, schemes: tuple[PositionScheme, ...] | None = None) -> None:
         super().__init__()
         self.index = index
-        self.spec = cfg.rotary_spec
+        self.schemes = build_schemes(cfg) if schemes is None else schemes
         self.attn_norm = nn.Identity() if index == 0 else layer_norm(cfg, cfg.hidden_size)
-        self.attention = BertAttention(cfg, PreNormAttentionOutput(cfg))
+        self.attention = BertAttention(cfg, PreNormAttentionOutput(cfg), self.schemes)
         self.mlp_norm = layer_norm(cfg, cfg.hidden_size)
         self.mlp = GatedMLP(cfg)
         self.hook_out = HookPoint()  # (batch, pos, d_model) hidden state after this layer (before final_norm)
 
-    def forward(self, x: torch.Tensor, bias: torch.Tensor | None,
-                positions: RotaryPositions | None = None) -> torch.Tensor:
-        """``bias``: the padding mask; ``positions``: ``BertLab.rotary_positions`` (angles and the local mask)."""
-        if positions is None:
-            raise ValueError("a ModernBERT layer needs its rotary positions: pass model.rotary_positions(...) "
-                             "as the layer's third argument")
-        angles, mask = positions.for_layer(self.spec, self.index, bias)
-        attended = self.attention.output(self.attention.self(self.attn_norm(x), mask, angles), x)
+    def forward(self, x: torch.Tensor, bias: torch.Tensor | None, positions: PassPositions | None = None) -> torch.Tensor:
+        """As ``BertLayer.forward``."""
+        bias, state = positions.for_layer(self.schemes, self.index) if positions is not None else (bias, {})
+        attended = self.attention.output(self.attention.self(self.attn_norm(x), bias, state), x)
         return self.hook_out(attended + self.mlp(self.mlp_norm(attended)))
 
 
@@ -428,32 +378,22 @@ class BertEncoder(nn.Module):
     parameters, run ``num_hidden_layers`` times, captured and edited per layer. The state dict then
     has that set once, under ``layer.0``; loading fills the other layers from it."""
 
-    def __init__(self, cfg: BertConfig) -> None:
+    def __init__(self, cfg: BertConfig, schemes: tuple[PositionScheme, ...] | None = None) -> None:
         super().__init__()
-        # MPNet: one table of relative-position biases for every layer (bert/relative_positions.py)
-        self.relative_attention_bias = (nn.Embedding(cfg.relative_attention_num_buckets, cfg.num_attention_heads)
-                                        if cfg.relative_attention_num_buckets else None)
-        if self.relative_attention_bias is not None:
-            self.hook_position_bias = HookPoint()  # (1, heads, query, key) added to every layer's scores
-        # DeBERTa: one table of relative-position vectors for every layer, layer-normalised (bert/disentangled.py)
-        spec = cfg.disentangled_spec
-        self.rel_embeddings = (nn.Embedding(2 * spec.span, cfg.hidden_size)
-                               if spec is not None and spec.relative_attention else None)
-        # (transformers makes it whenever norm_rel_ebd says so, unused without relative attention: so do we)
-        self.LayerNorm = (nn.LayerNorm(cfg.hidden_size, eps=cfg.layer_norm_eps)
-                          if spec is not None and spec.layer_norm else None)
-        if cfg.rotary:  # ModernBERT: pre-norm layers, and the rotary positions every layer turns q and k by
-            self.layer = nn.ModuleList(ModernBertLayer(cfg, i) for i in range(cfg.num_hidden_layers))
-            self.hook_rotary_positions = HookPoint()  # (batch | 1, pos) float: the positions rotated by
-        elif cfg.share_layers:  # ALBERT: the followers are made without memory of their own, then given the first's
-            self.layer = nn.ModuleList([BertLayer(cfg)])
-            for _ in range(cfg.num_hidden_layers - 1):
+        schemes = build_schemes(cfg) if schemes is None else schemes
+        self.relative_attention_bias = self.rel_embeddings = self.LayerNorm = None  # a scheme's shared tables
+        for scheme in schemes:
+            scheme.encoder_parts(self)  # relative/alibi: hook_position_bias; disentangled: rel_embeddings; rotary
+        kind = PreNormLayer if cfg.norm_placement == "pre" else BertLayer
+        if cfg.share_layers:  # ALBERT: the followers are made without memory of their own, then given the first's
+            self.layer = nn.ModuleList([kind(cfg, 0, schemes)])
+            for i in range(1, cfg.num_hidden_layers):
                 with torch.device("meta"):  # a layer's worth of parameters per follower would be n layers' memory
-                    follower = BertLayer(cfg)
+                    follower = kind(cfg, i, schemes)
                 share_parameters(self.layer[0], follower)
                 self.layer.append(follower)
         else:
-            self.layer = nn.ModuleList(BertLayer(cfg) for _ in range(cfg.num_hidden_layers))
+            self.layer = nn.ModuleList(kind(cfg, i, schemes) for i in range(cfg.num_hidden_layers))
         self.share_layers = cfg.share_layers
         if cfg.share_layers:
             if any(t.is_meta for t in self.layer.parameters()) or any(t.is_meta for t in self.layer.buffers()):
@@ -502,15 +442,16 @@ class BertPooler(nn.Module):
 
 
 class BertModel(nn.Module):
-    def __init__(self, cfg: BertConfig) -> None:
+    def __init__(self, cfg: BertConfig, schemes: tuple[PositionScheme, ...] | None = None) -> None:
         super().__init__()
-        self.embeddings = BertEmbeddings(cfg)
+        schemes = build_schemes(cfg) if schemes is None else schemes
+        self.embeddings = BertEmbeddings(cfg, schemes)
         # ELECTRA: embeddings smaller than the hidden size are projected up before the encoder.
         self.embeddings_project = nn.Linear(cfg.embedding_size, cfg.hidden_size) if cfg.embedding_size else None
-        self.encoder = BertEncoder(cfg)
+        self.encoder = BertEncoder(cfg, schemes)
         self.pooler = BertPooler(cfg) if cfg.has_pooler else None
         # ModernBERT normalises the last layer's output (pre-norm layers leave it unnormalised)
-        self.final_norm = layer_norm(cfg, cfg.hidden_size) if cfg.rotary else None
+        self.final_norm = layer_norm(cfg, cfg.hidden_size) if cfg.final_norm else None
         if self.final_norm is not None:
             self.hook_final = HookPoint()  # (batch, pos, d_model) final_norm(last layer's output)
 
@@ -518,7 +459,7 @@ class BertModel(nn.Module):
 class BertPredictionHeadTransform(nn.Module):
     def __init__(self, cfg: BertConfig) -> None:
         super().__init__()
-        bias = cfg.rotary_spec.classifier_bias if cfg.rotary else True  # ModernBERT's head.dense may have none
+        bias = cfg.has_bias("classifier")  # ModernBERT's head.dense may have none
         self.dense = nn.Linear(cfg.hidden_size, cfg.embedding_dim, bias=bias)  # back to the (tied) embedding size
         self.act = activation(cfg.head_act or cfg.hidden_act)
         self.LayerNorm = layer_norm(cfg, cfg.embedding_dim)
@@ -569,7 +510,8 @@ class BertLab(nn.Module):
         if cfg.n_classes and cfg.classifier_act is None and not cfg.has_pooler:
             raise ValueError("a BERT sequence classifier needs the pooler")
         self.config = cfg
-        self.bert = BertModel(cfg)
+        self.schemes = build_schemes(cfg)  # the position schemes, made once for every module (bert/positions/)
+        self.bert = BertModel(cfg, self.schemes)
         self.cls = BertHeads(cfg) if (cfg.has_mlm_head or cfg.has_nsp_head) else None
         self.classifier = (SequenceClassifier(cfg.hidden_size, cfg.n_classes, cfg.classifier_act,
                                               float(cfg.extra.get("classifier_dropout") or cfg.hidden_dropout_prob))
@@ -607,34 +549,25 @@ class BertLab(nn.Module):
             bias = extra_bias if bias is None else torch.clamp(bias + extra_bias, min=torch.finfo(dtype).min)
         return bias
 
-    def with_relative_bias(self, bias: torch.Tensor | None, n: int, dtype: torch.dtype) -> torch.Tensor | None:
-        """MPNet: ``bias`` plus the relative-position bias every layer adds (its own hook point), so that
-        the fused and the explicit attention paths both see it; other models: ``bias`` unchanged."""
-        encoder = self.bert.encoder
-        if encoder.relative_attention_bias is None:
-            return bias
-        relative = encoder.hook_position_bias(relative_bias(encoder.relative_attention_bias, n, dtype))
-        return relative if bias is None else torch.clamp(bias + relative, min=torch.finfo(dtype).min)
+    def scheme(self, name: str) -> PositionScheme | None:
+        """The loaded model's position scheme called ``name``, or None: what views and interventions ask."""
+        return next((scheme for scheme in self.schemes if scheme.name == name), None)
 
-    def disentangled_positions(self, n: int) -> DisentangledPositions | None:
-        """DeBERTa: the relative table (after the encoder's LayerNorm) and the rows n tokens use, which every
-        layer reads; None for other models."""
-        encoder = self.bert.encoder
-        if encoder.rel_embeddings is None:
-            return None
-        table = encoder.rel_embeddings.weight  # (2 span, d_model)
-        if encoder.LayerNorm is not None:
-            table = encoder.LayerNorm(table)
-        return positions_for(table, n, self.config.disentangled_spec)
-
-    def rotary_positions(self, position_ids: torch.Tensor, bias: torch.Tensor | None,
-                         dtype: torch.dtype) -> RotaryPositions | None:
-        """ModernBERT: the angles of the positions (through ``encoder.hook_rotary_positions``, where interventions
-        move them) for global and local layers, and the local layers' mask (window + ``bias``); None otherwise."""
-        if not self.config.rotary:
-            return None
-        positions = self.bert.encoder.hook_rotary_positions(position_ids.float())  # (batch | 1, pos)
-        return rotary_positions_for(positions, self.config.rotary_spec, self.config.head_dim, bias, dtype)
+    def pass_positions(self, position_ids: torch.Tensor, bias: torch.Tensor | None, n: int,
+                       dtype: torch.dtype) -> PassPositions:
+        """What every layer of one pass reads: ``bias`` (the mask) plus each scheme's score bias (relative buckets,
+        ALiBi: through ``encoder.hook_position_bias``, so both the fused and the explicit attention see it), and
+        each scheme's per-pass state (rotary angles and window, the disentangled table and its rows)."""
+        for scheme in self.schemes:
+            added = scheme.score_bias(self, position_ids, n, dtype)  # (batch | 1, heads, query, key) or None
+            if added is not None:
+                bias = added if bias is None else torch.clamp(bias + added, min=torch.finfo(dtype).min)
+        state = {}
+        for scheme in self.schemes:
+            value = scheme.pass_state(self, position_ids, bias, n, dtype)
+            if value is not None:
+                state[scheme.name] = value
+        return PassPositions(bias, state)
 
     def forward(
         self,
@@ -654,19 +587,17 @@ class BertLab(nn.Module):
             token_type_ids = torch.zeros_like(input_ids)
         if position_ids is None:
             position_ids = torch.arange(t, device=input_ids.device)[None]  # (1, pos)
-        elif self.bert.embeddings.position_embeddings is None and not self.config.rotary:
-            raise ValueError("this model has no absolute positions (DeBERTa-v3: position_biased_input false), so "
-                             "position ids would change nothing; its positions are the c2p and p2c score terms")
+        elif not any(scheme.reads_position_ids for scheme in self.schemes):
+            raise ValueError(f"this model has no absolute positions, so position ids would change nothing; its positions "
+                             f"are {' and '.join(s.label for s in self.schemes)}")
         dtype = self.bert.embeddings.word_embeddings.weight.dtype
-        bias = self.with_relative_bias(self.attention_bias(attention_mask, attention_bias, dtype), t, dtype)
         hidden = self.bert.embeddings(input_ids, token_type_ids, position_ids)  # (batch, pos, d_emb)
         if self.bert.embeddings_project is not None:
             hidden = self.bert.embeddings_project(hidden)  # (batch, pos, d_model)
-        positions = self.disentangled_positions(t) if not self.config.rotary else \
-            self.rotary_positions(position_ids, bias, dtype)
+        positions = self.pass_positions(position_ids, self.attention_bias(attention_mask, attention_bias, dtype), t, dtype)
         for layer in self.bert.encoder.layer:
             check_time()  # a request past its time stops here, not after the whole pass (bert/budget.py)
-            hidden = layer(hidden, bias, positions)
+            hidden = layer(hidden, positions.bias, positions)
         if self.bert.final_norm is not None:
             hidden = self.bert.hook_final(self.bert.final_norm(hidden))  # (batch, pos, d_model)
         pooled = self.bert.pooler(hidden) if self.bert.pooler is not None else None

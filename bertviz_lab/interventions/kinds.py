@@ -574,7 +574,7 @@ class ZeroPositionTermsControl(ZeroPositionTerms):
 
 def has_rotary_positions(model: BertLab) -> bool:
     """Whether the model turns its queries and keys by rotary positions (ModernBERT) at ``rotary_positions``."""
-    return bool(getattr(model.config, "rotary", False))
+    return model.scheme("rotary") is not None
 
 
 NO_ROTARY = "this model has no rotary positions (of the loaded families only ModernBERT's attention has them)"

@@ -13,8 +13,8 @@ import torch
 from ..attention import cosine_matrix
 from ..bert import layer_hook
 from ..bert.hook_table import every_layer
-from ..bert.relative_positions import relative_position_bucket
-from ..bert.rotary import wavelengths
+from ..bert.positions.relative import relative_position_bucket
+from ..bert.positions.rotary import wavelengths
 from ..lab import Analysis, Encoded, ForwardChanges, InputError, Lab, checked_text
 from ..treebank import sentence_texts
 from .compare import compare, probability_of
@@ -326,7 +326,8 @@ class RelativeEmbeddingSimilarity:
 
 
 def relative_embedding_similarity(lab: Lab, n: int) -> RelativeEmbeddingSimilarity:
-    positions = lab.model.disentangled_positions(n)
+    scheme = lab.model.scheme("disentangled")
+    positions = scheme.pass_state(lab.model, torch.arange(n)[None], None, n, torch.float32) if scheme else None
     if positions is None:
         raise InterventionError(NO_POSITION_TERMS)
     span = lab.model.config.disentangled_spec.span

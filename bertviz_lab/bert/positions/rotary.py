@@ -1,7 +1,9 @@
 """ModernBERT's rotary positions and local attention (Warner et al. 2024, "Smarter, Better, Faster, Longer: A Modern
 Bidirectional Encoder for Fast, Memory Efficient, and Long Context Finetuning and Inference", arXiv:2412.13663;
 rotary embeddings: Su et al. 2021, "RoFormer: Enhanced Transformer with Rotary Position Embedding",
-arXiv:2104.09864), as transformers computes them (``transformers/models/modernbert/modeling_modernbert.py``:
+arXiv:2104.09864), as transformers computes them, and the "rotary" position scheme (``RotaryPositionsScheme``: hook
+points ``hook_rot_q`` / ``hook_rot_k`` after the turn on every attention, ``encoder.hook_rotary_positions`` the
+positions turned by; in a post-norm BERT layer as well as ModernBERT's pre-norm one) (``transformers/models/modernbert/modeling_modernbert.py``:
 ``ModernBertRotaryEmbedding``, ``rotate_half``, ``apply_rotary_pos_emb``; the window from
 ``masking_utils.sliding_window_bidirectional_overlay``).
 
@@ -26,6 +28,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+from torch import nn
+
+from ..hooks import HookPoint
+from .scheme import PositionScheme, register
 
 GLOBAL, LOCAL = "full_attention", "sliding_attention"  # transformers' layer types
 DEFAULT_THETA = {GLOBAL: 160_000.0, LOCAL: 10_000.0}  # ModernBertConfig.default_theta
@@ -150,3 +156,40 @@ def positions_for(positions: torch.Tensor, spec: RotarySpec, d_head: int, bias: 
     local = window if bias is None else torch.clamp(window + bias, min=torch.finfo(dtype).min)
     return RotaryPositions(cos_sin(positions, spec.global_theta, d_head), cos_sin(positions, spec.local_theta, d_head),
                            local)
+
+
+@register
+class RotaryPositionsScheme(PositionScheme):
+    name = "rotary"
+    label = "rotary positions"
+    citation = "Su et al. 2021 (RoFormer); Warner et al. 2024 (ModernBERT)"
+    input_only = False
+    reads_position_ids = True
+
+    def __init__(self, cfg: Any) -> None:
+        super().__init__(cfg)
+        self.spec = RotarySpec.from_config(cfg.extra, cfg.num_hidden_layers)
+
+    def encoder_parts(self, encoder: nn.Module) -> None:
+        encoder.hook_rotary_positions = HookPoint()  # (batch | 1, pos) float: the positions rotated by
+
+    def attention_parts(self, attention: nn.Module) -> None:
+        attention.hook_rot_q = HookPoint()  # (batch, heads, query, d_head) after the turn
+        attention.hook_rot_k = HookPoint()  # (batch, heads, key, d_head) after the turn
+
+    def pass_state(self, model: nn.Module, position_ids: torch.Tensor, bias: torch.Tensor | None, n: int,
+                   dtype: torch.dtype) -> RotaryPositions:
+        positions = model.bert.encoder.hook_rotary_positions(position_ids.float())  # (batch | 1, pos)
+        return positions_for(positions, self.spec, self.cfg.head_dim, bias, dtype)
+
+    def layer_state(self, state: RotaryPositions, layer: int, bias: torch.Tensor | None
+                    ) -> tuple[torch.Tensor | None, tuple[torch.Tensor, torch.Tensor]]:
+        angles, mask = state.for_layer(self.spec, layer, bias)  # a local layer's window joins its mask
+        return mask, angles
+
+    def turn(self, attention: nn.Module, q: torch.Tensor, k: torch.Tensor, state: Any
+             ) -> tuple[torch.Tensor, torch.Tensor]:
+        if state is None:
+            raise ValueError("a rotary layer needs its angles: pass the model's PassPositions to the layer")
+        return (attention.hook_rot_q(rotate(q, *state)),  # (batch, heads, query, d_head)
+                attention.hook_rot_k(rotate(k, *state)))  # (batch, heads, key, d_head)

@@ -19,7 +19,9 @@ and the two position terms, each already divided by the scale, so that c2c + c2p
 exactly the pre-softmax score the model uses (and each part has its hook point in the model).
 
 The offsets come from the token indices 0..n-1 (not the position ids), as in transformers; a
-DeBERTa-v3 model has no absolute positions at all (``position_biased_input`` false).
+DeBERTa-v3 model has no absolute positions at all (``position_biased_input`` false). The "disentangled"
+position scheme (``DisentangledAttention``) adds the table, the projections and the hook points, and computes the
+attention of a layer from these parts.
 """
 from __future__ import annotations
 
@@ -28,6 +30,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..hooks import HookPoint
+from .scheme import PositionScheme, register
 
 TERMS = ("c2p", "p2c")  # the position terms a config may name, in transformers' spelling
 
@@ -138,3 +145,91 @@ def position_to_content(k: torch.Tensor, pos_q: torch.Tensor, index: torch.Tenso
     scores = torch.matmul(k, pos_q.transpose(-1, -2))  # (batch, heads, key, 2 span)
     gathered = torch.gather(scores, -1, index.expand(*scores.shape[:2], *index.shape))  # (batch, heads, key, query)
     return gathered.transpose(-1, -2) / root.to(gathered.dtype)  # (batch, heads, query, key)
+
+
+@register
+class DisentangledAttention(PositionScheme):
+    name = "disentangled"
+    label = "disentangled attention (its c2p and p2c score terms)"
+    citation = "He et al. 2021 (DeBERTa)"
+    input_only = False
+
+    def __init__(self, cfg: Any) -> None:
+        super().__init__(cfg)
+        self.spec = DisentangledSpec.from_config(cfg.extra, cfg.max_position_embeddings)
+
+    def encoder_parts(self, encoder: nn.Module) -> None:
+        spec = self.spec
+        encoder.rel_embeddings = nn.Embedding(2 * spec.span, self.cfg.hidden_size) if spec.relative_attention else None
+        # (transformers makes it whenever norm_rel_ebd says so, unused without relative attention: so do we)
+        encoder.LayerNorm = nn.LayerNorm(self.cfg.hidden_size, eps=self.cfg.layer_norm_eps) if spec.layer_norm else None
+
+    def attention_parts(self, attention: nn.Module) -> None:
+        """Its own scale, the position projections when they are not the content ones, and a hook point per score
+        term (transformers' ``DisentangledSelfAttention``)."""
+        spec, d = self.spec, self.cfg.hidden_size
+        attention.root = scale_root(attention.head_dim, spec.scale_factor)  # sqrt(d_head * (1 + terms)), float32
+        attention.hook_c2c = HookPoint()  # (batch, heads, query, key) content-to-content, scaled
+        if spec.relative_attention and not spec.share_att_key:
+            if "c2p" in spec.terms:
+                attention.pos_key_proj = nn.Linear(d, d)
+            if "p2c" in spec.terms:
+                attention.pos_query_proj = nn.Linear(d, d)
+        if spec.relative_attention and "c2p" in spec.terms:
+            attention.hook_c2p = HookPoint()  # (batch, heads, query, key) content-to-position, scaled
+        if spec.relative_attention and "p2c" in spec.terms:
+            attention.hook_p2c = HookPoint()  # (batch, heads, query, key) position-to-content, scaled
+
+    def pass_state(self, model: nn.Module, position_ids: torch.Tensor, bias: torch.Tensor | None, n: int,
+                   dtype: torch.dtype) -> DisentangledPositions | None:
+        """The relative table (after the encoder's LayerNorm) and the rows n tokens use; None without relative
+        attention."""
+        encoder = model.bert.encoder
+        if encoder.rel_embeddings is None:
+            return None
+        table = encoder.rel_embeddings.weight  # (2 span, d_model)
+        if encoder.LayerNorm is not None:
+            table = encoder.LayerNorm(table)
+        return positions_for(table, n, self.spec)
+
+    def position_terms(self, attention: nn.Module, q: torch.Tensor, k: torch.Tensor,
+                       positions: DisentangledPositions | None) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        """The c2p and p2c terms (batch, heads, query, key), each divided by the scale; None where absent."""
+        spec = self.spec
+        if not spec.relative_attention or not spec.terms:
+            return None, None
+        if positions is None:
+            raise ValueError("a DeBERTa layer needs the relative positions of its input: pass the model's "
+                             "PassPositions to the layer")
+        table = positions.table[None]  # (1, 2 span, d_model)
+        c2p = p2c = None
+        if "c2p" in spec.terms:
+            proj = attention.key if spec.share_att_key else attention.pos_key_proj
+            pos_k = attention.split(proj(table))  # (1, heads, 2 span, d_head)
+            c2p = content_to_position(q, pos_k, positions.c2p_index, attention.root)
+        if "p2c" in spec.terms:
+            proj = attention.query if spec.share_att_key else attention.pos_query_proj
+            pos_q = attention.split(proj(table))  # (1, heads, 2 span, d_head)
+            p2c = position_to_content(k, pos_q, positions.p2c_index, attention.root)
+        return c2p, p2c
+
+    def attend(self, attention: nn.Module, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+               bias: torch.Tensor | None, state: DisentangledPositions | None) -> torch.Tensor:
+        """c2c + c2p + p2c (+ mask) through their hook points when anyone looks, else the position terms as SDPA's
+        additive mask with DeBERTa's scale. (batch, heads, query, d_head)."""
+        c2p, p2c = self.position_terms(attention, q, k, state)
+        if attention.explicit("hook_c2c", "hook_c2p", "hook_p2c", "hook_scores", "hook_pattern"):
+            scores = attention.hook_c2c(torch.matmul(q, k.transpose(-1, -2) / attention.root.to(q.dtype)))  # (b, h, q, k)
+            position = None
+            if c2p is not None:
+                position = attention.hook_c2p(c2p)
+            if p2c is not None:
+                position = attention.hook_p2c(p2c) if position is None else position + attention.hook_p2c(p2c)
+            scores = scores if position is None else scores + position
+            return attention.attend(scores if bias is None else scores + bias, v)
+        mask = None
+        for term in (c2p, p2c, bias):
+            if term is not None:
+                mask = term if mask is None else mask + term
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=1.0 / float(attention.root),
+                                              dropout_p=attention.dropout.p if attention.training else 0.0)

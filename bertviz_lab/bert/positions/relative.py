@@ -7,7 +7,8 @@ One table (``bert.encoder.relative_attention_bias``, buckets x heads) serves eve
 bias is computed once per forward pass from the token indices 0..n-1 (not the position ids, as
 transformers' MPNet does), so shuffling or removing the absolute positions leaves it alone.
 transformers buckets with 32 buckets and a maximum distance of 128 whatever the config says;
-so does this module, for parity.
+so does this module, for parity. The "relative" position scheme (``RelativeBias``) adds the table and
+``encoder.hook_position_bias``, where interventions zero or shuffle the bias.
 """
 from __future__ import annotations
 
@@ -15,6 +16,9 @@ import math
 
 import torch
 from torch import nn
+
+from ..hooks import HookPoint
+from .scheme import PositionScheme, register
 
 BUCKETS = 32  # what transformers' MPNetEncoder.compute_position_bias passes, whatever the config says
 MAX_DISTANCE = 128
@@ -45,3 +49,20 @@ def relative_bias(table: nn.Embedding, n: int, dtype: torch.dtype) -> torch.Tens
     """The bias every layer adds to its scores: (1, heads, query, key)."""
     values = table(position_buckets(n, table.weight.device))  # (query, key, heads)
     return values.permute(2, 0, 1).unsqueeze(0).to(dtype)  # (1, heads, query, key)
+
+
+@register
+class RelativeBias(PositionScheme):
+    name = "relative"
+    label = "relative-position bias buckets"
+    citation = "Raffel et al. 2020 (T5); Song et al. 2020 (MPNet)"
+    input_only = False
+
+    def encoder_parts(self, encoder: nn.Module) -> None:
+        encoder.relative_attention_bias = nn.Embedding(self.cfg.relative_attention_num_buckets,
+                                                       self.cfg.num_attention_heads)
+        encoder.hook_position_bias = HookPoint()  # (1, heads, query, key) added to every layer's scores
+
+    def score_bias(self, model: nn.Module, position_ids: torch.Tensor, n: int, dtype: torch.dtype) -> torch.Tensor:
+        encoder = model.bert.encoder
+        return encoder.hook_position_bias(relative_bias(encoder.relative_attention_bias, n, dtype))
