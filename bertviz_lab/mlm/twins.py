@@ -214,6 +214,7 @@ def train_twins(out: Path, recipe: TwinRecipe, words: torch.Tensor, tokenizer, r
                                             run.step, mask_id, vocab)
         inputs, labels, mask = inputs.to(recipe.device), labels.to(recipe.device), mask.to(recipe.device)
         losses = {}
+        torch.manual_seed(recipe.seed * 7_919 + run.step)  # dropout from the step: a chain of legs equals one run
         for scheme, model in twins.items():
             for group in optimisers[scheme].param_groups:
                 group["lr"] = recipe.lr * lr_at(run.step)
