@@ -107,11 +107,17 @@ def shared_words() -> tuple[torch.Tensor, object]:
 
 
 def build_twins(recipe: TwinRecipe, words: torch.Tensor) -> dict[str, BertLab]:
-    """Every twin from the same seed, the shared words frozen in place; its own weights by BERT's initialisation."""
+    """Every twin by BERT's initialisation from the same seed, then every weight the twins have in common (all but
+    the position scheme's) copied from one reference model, so they start from the same point, not only from the
+    same seed (a position table drawn first would shift every later draw); the shared words frozen in place."""
+    reference = init_weights(BertLab(twin_config("none", recipe, *words.shape)), seed=recipe.seed).state_dict()
     twins = {}
     for scheme in recipe.schemes:
         model = init_weights(BertLab(twin_config(scheme, recipe, *words.shape)), seed=recipe.seed)
         with torch.no_grad():
+            for name, value in model.state_dict().items():
+                if name in reference and reference[name].shape == value.shape:
+                    value.copy_(reference[name])
             model.bert.embeddings.word_embeddings.weight.copy_(words)
         model.bert.embeddings.word_embeddings.weight.requires_grad_(False)
         twins[scheme] = model.to(recipe.device)
