@@ -45,6 +45,7 @@ from .devices import resolve_device, resolve_dtype
 from .families import BERT_SPECIALS, Family, bert_config_dict, bert_names, family_of
 from .model import BertConfig, BertLab
 from .mpnet_parts import PartsError, mpnet_folder
+from .twin_checkpoints import TwinMissing, is_twin, read_twin
 
 DEFAULT_CHECKPOINT = "default"
 ORIGINAL_CHECKPOINT = "minilm-original"  # the published weights exactly, without our MLM head
@@ -100,8 +101,8 @@ def packaged_default_folder() -> Path:
 def locate(checkpoint: str, cache_dir: str | Path | None = None, allow_download: bool = True) -> tuple[str, Path]:
     """Return (display name, folder) for a checkpoint; hub ids come from the cache when cached."""
     requested = (checkpoint or DEFAULT_CHECKPOINT).strip()
-    if requested in (DEFAULT_CHECKPOINT, ORIGINAL_CHECKPOINT) + SST2_CHECKPOINTS:
-        return DEFAULT_NAME, packaged_default_folder()
+    if requested in (DEFAULT_CHECKPOINT, ORIGINAL_CHECKPOINT) + SST2_CHECKPOINTS or is_twin(requested):
+        return DEFAULT_NAME, packaged_default_folder()  # a twin's words and tokenizer are MiniLM's
     if requested in MPNET_CHECKPOINTS:
         try:
             return MPNET_NAME, mpnet_folder()
@@ -391,6 +392,8 @@ def read_checkpoint(checkpoint: str = DEFAULT_CHECKPOINT, cache_dir: str | Path 
                     allow_pickle: bool = False, allow_download: bool = True,
                     mlm_head: str | Path | None = "auto") -> LoadedCheckpoint:
     name, folder = locate(checkpoint, cache_dir=cache_dir, allow_download=allow_download)
+    if is_twin((checkpoint or "").strip()):
+        return read_twin_checkpoint(checkpoint.strip(), folder)
     cfg, given = config_and_fields(folder)
     family = family_of(cfg.to_dict())
     architectures = cfg.extra.get("architectures") or ()
@@ -417,6 +420,18 @@ def read_checkpoint(checkpoint: str = DEFAULT_CHECKPOINT, cache_dir: str | Path 
             name = (TUNED_NSP_NAME if nsp else TUNED_NAME).format(layers=layers, head=head)
     return finish(LoadedCheckpoint(name, folder, cfg, state, build_tokenizer(folder, family.specials), head_origin,
                                    family.specials), set_aside)
+
+
+def read_twin_checkpoint(name: str, minilm_folder: Path) -> LoadedCheckpoint:
+    """A position twin (bert/twin_checkpoints.py) with the embedded MiniLM's words and tokenizer."""
+    words = weight_files(minilm_folder).tensors()
+    words = normalise_keys(bert_names(words, family_of({"model_type": "bert"}), ())[0])
+    try:
+        display, cfg, state = read_twin(name, words["bert.embeddings.word_embeddings.weight"])
+    except TwinMissing as error:
+        raise CheckpointError(str(error)) from None
+    return LoadedCheckpoint(display, minilm_folder, cfg, state, build_tokenizer(minilm_folder, BERT_SPECIALS), None,
+                            dict(BERT_SPECIALS))
 
 
 def overlay(state: dict[str, torch.Tensor], head_folder: Path, cfg: BertConfig | None = None) -> str:

@@ -1,0 +1,143 @@
+"""The position-scheme twins (mlm/twins.py, bert/twin_checkpoints.py): trained alike, loaded by name, and the twin
+without positions blind to word order. Tiny twins on a tiny corpus the test writes (no data/ at test time)."""
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors import safe_open
+
+from bertviz_lab.lab import load
+from bertviz_lab.mlm.twins import (
+    SCHEMES,
+    TwinRecipe,
+    build_twins,
+    export_twins,
+    packed_blocks,
+    shared_words,
+    train_twins,
+)
+
+WORDS = "the teacher said that a student who reads every evening will pass the exam in spring".split()
+
+
+@pytest.fixture(scope="module")
+def words_and_tokenizer():
+    return shared_words()
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("corpus")
+    rng = random.Random(0)
+    sentence = lambda: " ".join(rng.choice(WORDS) for _ in range(rng.randint(5, 12))) + "."  # noqa: E731
+    with open(folder / "train_docs.jsonl", "w") as handle:
+        for d in range(12):
+            handle.write(json.dumps({"origin": "test", "document": f"d{d}", "sentences": [sentence() for _ in range(8)]}) + "\n")
+    (folder / "validation_docs.txt").write_text("\n\n".join("\n".join(sentence() for _ in range(8)) for _ in range(3)))
+    return folder
+
+
+def tiny(corpus: Path, **changes) -> TwinRecipe:
+    return replace(TwinRecipe(corpus=str(corpus), hidden=16, layers=2, heads=2, ffn=32, length=32, batch=4, steps=4,
+                              eval_every=2, validation_blocks=4), **changes)
+
+
+def quiet(_line: str) -> None:
+    pass
+
+
+def test_blocks_run_across_sentences_between_cls_and_sep(words_and_tokenizer):
+    _, tokenizer = words_and_tokenizer
+    document = ["the cat sat .", "a dog ran home ."]  # 4 + 5 WordPieces
+    blocks = packed_blocks(tokenizer, [document], length=8)  # 6 WordPieces between [CLS] and [SEP]
+    cls_id, sep_id = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
+    pieces = [tokenizer.token_to_id(t) for t in ["the", "cat", "sat", ".", "a", "dog", "ran", "home", "."]]
+    # the last 3 fill half a block: kept, padded after [SEP]
+    assert blocks.tolist() == [[cls_id, *pieces[:6], sep_id], [cls_id, *pieces[6:], sep_id, 0, 0, 0]]
+    # 8 between [CLS] and [SEP]: the one left over is under half a block, dropped
+    assert packed_blocks(tokenizer, [document], length=10).tolist() == [[cls_id, *pieces[:8], sep_id]]
+
+
+def test_the_twins_start_equal_in_everything_but_positions(corpus, words_and_tokenizer):
+    words, _ = words_and_tokenizer
+    twins = build_twins(tiny(corpus), words)
+    reference = twins["none"].state_dict()
+    for scheme, model in twins.items():
+        state = model.state_dict()
+        own = sorted(set(state) - set(reference))
+        assert all(torch.equal(state[k], reference[k]) for k in reference), scheme
+        expected = {"learned": ["bert.embeddings.position_embeddings.weight"],
+                    "relative": ["bert.encoder.relative_attention_bias.weight"]}.get(scheme, own)
+        assert own == expected, (scheme, own)
+    assert any("rel_embeddings" in k for k in twins["disentangled"].state_dict())
+
+
+def test_a_chain_of_legs_equals_one_run(corpus, words_and_tokenizer, tmp_path):
+    words, tokenizer = words_and_tokenizer
+    recipe = tiny(corpus, steps=3)
+    train_twins(tmp_path / "one", recipe, words, tokenizer, say=quiet)
+    legs = 0
+    while True:  # legs of "0 minutes": each ends after one step
+        legs += 1
+        run = train_twins(tmp_path / "chain", recipe, words, tokenizer, resume=legs > 1, leg_minutes=0, say=quiet)
+        if run.step == recipe.steps:
+            break
+    assert legs == recipe.steps and [leg["to_step"] for leg in run.legs] == [1, 2, 3]
+    one = export_twins(tmp_path / "one", tmp_path / "one-export", recipe, words)
+    chain = export_twins(tmp_path / "chain", tmp_path / "chain-export", recipe, words)
+    assert one.keys() == chain.keys() == {f"twin-{s}.safetensors" for s in SCHEMES}
+    for name in one:
+        with safe_open(tmp_path / "one-export" / name, "pt") as a, safe_open(tmp_path / "chain-export" / name, "pt") as b:
+            assert a.metadata() == b.metadata() and sorted(a.keys()) == sorted(b.keys())
+            assert all(torch.equal(a.get_tensor(k), b.get_tensor(k)) for k in a.keys()), name
+
+
+@pytest.fixture(scope="module")
+def exported(corpus, words_and_tokenizer, tmp_path_factory) -> Path:
+    words, tokenizer = words_and_tokenizer
+    folder = tmp_path_factory.mktemp("twins")
+    recipe = tiny(corpus, steps=2)
+    train_twins(folder / "run", recipe, words, tokenizer, say=quiet)
+    export_twins(folder / "run", folder / "export", recipe, words)
+    return folder / "export"
+
+
+def test_each_twin_loads_by_name_and_names_its_scheme(exported, monkeypatch):
+    monkeypatch.setenv("BERTVIZ_LAB_TWINS", str(exported))
+    for scheme in SCHEMES:
+        lab = load(f"twin-{scheme}", device="cpu")
+        assert lab.model.config.positions == (scheme,) and f"twin-{scheme}" in lab.name
+        assert lab.analyze("the cat sat on the [MASK] .").mlm  # a Run works end to end, with masked-word predictions
+    with pytest.raises(ValueError, match="no such twin .*twins there: twin-learned, twin-sinusoidal"):
+        load("twin-wavelet", device="cpu")
+
+
+def test_the_twin_without_positions_predicts_the_same_for_any_order(exported, monkeypatch):
+    """Its predictions at [MASK] are invariant to any permutation of the other tokens ([CLS] and [SEP] included);
+    the learned twin's move."""
+    monkeypatch.setenv("BERTVIZ_LAB_TWINS", str(exported))
+    rng = random.Random(0)
+    for scheme, invariant in (("none", True), ("learned", False)):
+        lab = load(f"twin-{scheme}", device="cpu")
+        ids = lab.tokenizer.encode("the teacher said that a student [MASK] every evening").ids
+        at = ids.index(lab.mask_id)
+        moved = 0.0
+        for _ in range(5):
+            others = [i for i in range(len(ids)) if i != at]
+            order = others[:]
+            rng.shuffle(order)
+            permuted = list(ids)
+            for src, dst in zip(others, order):
+                permuted[dst] = ids[src]
+            with torch.no_grad():
+                a = lab.model(torch.tensor([ids]), mlm_positions=torch.tensor([[i == at for i in range(len(ids))]])).mlm_logits
+                b = lab.model(torch.tensor([permuted]), mlm_positions=torch.tensor([[i == at for i in range(len(ids))]])).mlm_logits
+            moved = max(moved, (a - b).abs().max().item())
+            if invariant:
+                assert torch.equal(a.topk(5).indices, b.topk(5).indices)
+        assert (moved < 1e-4) == invariant, (scheme, moved)
