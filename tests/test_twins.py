@@ -14,6 +14,7 @@ from safetensors import safe_open
 from bertviz_lab.lab import load
 from bertviz_lab.mlm.twins import (
     SCHEMES,
+    Leg,
     TwinRecipe,
     build_twins,
     export_twins,
@@ -80,11 +81,11 @@ def test_the_twins_start_equal_in_everything_but_positions(corpus, words_and_tok
 def test_a_chain_of_legs_equals_one_run(corpus, words_and_tokenizer, tmp_path):
     words, tokenizer = words_and_tokenizer
     recipe = tiny(corpus, steps=3)
-    train_twins(tmp_path / "one", recipe, words, tokenizer, say=quiet)
+    train_twins(tmp_path / "one", recipe, (words, tokenizer), say=quiet)
     legs = 0
     while True:  # legs of "0 minutes": each ends after one step
         legs += 1
-        run = train_twins(tmp_path / "chain", recipe, words, tokenizer, resume=legs > 1, leg_minutes=0, say=quiet)
+        run = train_twins(tmp_path / "chain", recipe, (words, tokenizer), Leg(resume=legs > 1, minutes=0), say=quiet)
         if run.step == recipe.steps:
             break
     assert legs == recipe.steps and [leg["to_step"] for leg in run.legs] == [1, 2, 3]
@@ -102,7 +103,7 @@ def exported(corpus, words_and_tokenizer, tmp_path_factory) -> Path:
     words, tokenizer = words_and_tokenizer
     folder = tmp_path_factory.mktemp("twins")
     recipe = tiny(corpus, steps=2)
-    train_twins(folder / "run", recipe, words, tokenizer, say=quiet)
+    train_twins(folder / "run", recipe, (words, tokenizer), say=quiet)
     export_twins(folder / "run", folder / "export", recipe, words)
     return folder / "export"
 

@@ -225,7 +225,7 @@ def add_train_twins(sub: argparse._SubParsersAction) -> None:
 
 
 def run_train_twins(args: argparse.Namespace) -> int:
-    from ..mlm.twins import SCHEMES, TwinRecipe, export_twins, shared_words, train_twins
+    from ..mlm.twins import SCHEMES, Leg, TwinRecipe, export_twins, shared_words, train_twins
 
     schemes = tuple(s.strip() for s in args.schemes.split(",") if s.strip())
     unknown = [s for s in schemes if s not in SCHEMES]
@@ -238,17 +238,17 @@ def run_train_twins(args: argparse.Namespace) -> int:
         raise InputError(f"--hidden {args.hidden} is not a multiple of --heads {args.heads}")
     if not (Path(args.corpus) / "train_docs.jsonl").is_file():
         raise InputError(f"{args.corpus} has no train_docs.jsonl: build it with build-corpus --running-text")
-    words, tokenizer = shared_words()
+    shared = shared_words()
     leg = command_line(args.argv)
-    run = train_twins(args.out, recipe, words, tokenizer, resume=args.resume, leg_minutes=args.leg_minutes,
-                      command=leg, say=lambda line: print(line, file=sys.stderr, flush=True))
+    run = train_twins(args.out, recipe, shared, Leg(args.resume, args.leg_minutes, leg),
+                      say=lambda line: print(line, file=sys.stderr, flush=True))
     out = {"step": run.step, "steps": recipe.steps, "checkpoint": str(args.out / "checkpoint.pt"),
            "loss": run.history[-1]["loss"] if run.history else None}
     if run.step < recipe.steps:
         out["next_leg"] = leg if args.resume else leg + " --resume"
         return emit(args, out, [f"this leg ended at step {run.step} of {recipe.steps}; next leg: {out['next_leg']}"])
     if args.export is not None:
-        out["exported"] = export_twins(args.out, args.export, recipe, words)
+        out["exported"] = export_twins(args.out, args.export, recipe, shared[0])
     return emit(args, out, [f"the twins reached step {run.step}" +
                             (f"; exported to {args.export}" if args.export is not None else "")])
 

@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import torch
 from safetensors.torch import save_file
@@ -98,7 +99,7 @@ def packed_blocks(tokenizer, passages: Sequence[Passage] | Sequence[Sequence[str
     return torch.tensor(blocks, dtype=torch.long) if blocks else torch.zeros((0, length), dtype=torch.long)
 
 
-def shared_words() -> tuple[torch.Tensor, object]:
+def shared_words() -> tuple[torch.Tensor, Any]:
     """The embedded MiniLM's word embeddings (vocab, 384) and tokenizer, what every twin shares."""
     from ..lab import load
 
@@ -185,12 +186,22 @@ def own_state(model: BertLab) -> dict[str, torch.Tensor]:
     return {k: v.detach().to(torch.float16).contiguous() for k, v in model.state_dict().items() if k != WORDS}
 
 
-def train_twins(out: Path, recipe: TwinRecipe, words: torch.Tensor, tokenizer, resume: bool = False,
-                leg_minutes: float | None = None, command: str | None = None,
+@dataclass(frozen=True)
+class Leg:
+    """How this leg runs: from the checkpoint (``resume``), for at most ``minutes``, started by ``command``."""
+
+    resume: bool = False
+    minutes: float | None = None
+    command: str | None = None
+
+
+def train_twins(out: Path, recipe: TwinRecipe, shared: tuple[torch.Tensor, Any], leg: Leg = Leg(),
                 say: Callable[[str], None] = print) -> TwinRun:
-    """Train (or go on training, with ``resume``) every twin in ``recipe.schemes`` for one leg; returns the run's
-    state. The checkpoint (``out/checkpoint.pt``: every twin, optimiser and the run) is written at the end of the
-    leg and at every validation point."""
+    """Train (or go on training, with ``leg.resume``) every twin in ``recipe.schemes`` for one leg; ``shared`` is
+    (words, tokenizer) from ``shared_words``. Returns the run's state. The checkpoint (``out/checkpoint.pt``: every
+    twin, optimiser and the run) is written at the end of the leg and at every validation point."""
+    words, tokenizer = shared
+    resume, leg_minutes, command = leg.resume, leg.minutes, leg.command
     torch.manual_seed(recipe.seed)
     corpus = Path(recipe.corpus)
     train_blocks = packed_blocks(tokenizer, read_passages_jsonl(corpus / "train_docs.jsonl"), recipe.length)
