@@ -9,6 +9,7 @@ commit's tests are not run). The "before" side is read with ``git archive``, so 
 working tree changes.
 
     python benchmarks/code_shape.py --before 6e2f171 [--time-fast-tier] [--write]
+    python benchmarks/code_shape.py --issue 57 --before ee4e6c6 [--write]   (issue 57's figures)
 """
 from __future__ import annotations
 
@@ -63,6 +64,44 @@ def shape(root: Path) -> dict[str, object]:
             "noqa comments in tests": noqa}
 
 
+ARCHITECTURE_FLAG = re.compile(r"\.(rotary|disentangled|rotary_spec|disentangled_spec|position_biased_input|"
+                               r"relative_attention_num_buckets)\b|[\"']rot\(q\)[\"']|position_embeddings is (not )?None|"
+                               r"\.relative_attention_bias\b|\.rel_embeddings\b")
+LOADER = ("families.py", "config_checks.py", "checkpoints.py", "twin_checkpoints.py")  # reading a config is their job
+
+
+def scheme_files(package: Path, scheme: str) -> list[str]:
+    """Package files that name a position scheme (by its name in quotes or its module), the loader's aside."""
+    word = re.compile(rf"positions[./]{scheme}\b|\b{scheme}\.py\b|^from \. import .*\b{scheme}\b|"
+                      rf"positions=\[[\"']{scheme}[\"']|\bname = [\"']{scheme}[\"']", re.M)
+    return sorted(str(p.relative_to(package)) for p in package.rglob("*.py")
+                  if p.name not in LOADER and word.search(p.read_text(encoding="utf-8")))
+
+
+def shape_57(root: Path) -> dict[str, object]:
+    """Issue 57's figures of one checkout."""
+    package = root / "bertviz_lab"
+    flag_reads, flag_files, kwargs = 0, set(), 0
+    for path in sorted(package.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        if "positions" not in path.relative_to(package).parts and path.name not in LOADER:
+            found = sum(len(ARCHITECTURE_FLAG.findall(line)) for line in text.splitlines()
+                        if not line.lstrip().startswith(("from ", "import ")))
+            flag_reads += found
+            if found:
+                flag_files.add(str(path.relative_to(package)))
+        kwargs += sum(1 for node in functions(ast.parse(text)) if node.args.kwarg is not None)
+    model = package / "bert" / "model.py"
+    app = sorted((package / "app").glob("*.py"), key=lambda p: len(p.read_text().splitlines()))[-1]
+    return {"lines of bert/model.py": len(model.read_text().splitlines()),
+            "places reading architecture flags (outside positions/ and the loader)": flag_reads,
+            "files reading them": len(flag_files),
+            "functions taking **kwargs": kwargs,
+            "largest app module (lines)": f"{len(app.read_text().splitlines())} ({app.name})",
+            "package files naming the ALiBi scheme": len(scheme_files(package, "alibi")) or "-",
+            "package files naming the no-positions scheme": len(scheme_files(package, "none")) or "-"}
+
+
 def checkout(commit: str, into: Path) -> Path:
     archive = subprocess.run(["git", "archive", commit, "bertviz_lab", "tests"], cwd=ROOT, capture_output=True,
                              check=True).stdout
@@ -84,7 +123,10 @@ def main() -> None:
     parser.add_argument("--before", default="6e2f171", help="the commit to set beside this tree")
     parser.add_argument("--time-fast-tier", action="store_true")
     parser.add_argument("--write", action="store_true", help="write the section code-shape of BENCHMARKS.md")
+    parser.add_argument("--issue", choices=("42", "57"), default="42", help="which issue's figures")
     args = parser.parse_args()
+    if args.issue == "57":
+        return main_57(args)
     with tempfile.TemporaryDirectory() as tmp:
         before = shape(checkout(args.before, Path(tmp)))
     after = shape(ROOT)
@@ -99,6 +141,22 @@ def main() -> None:
     print(body)
     if args.write:
         write_section("code-shape", "benchmarks/code_shape.py", "The code's shape (issue 42): before and after", body)
+
+
+def main_57(args: argparse.Namespace) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        before = shape_57(checkout(args.before, Path(tmp)))
+    after = shape_57(ROOT)
+    targets = {"lines of bert/model.py": "~350", "largest app module (lines)": "<= 300",
+               "package files naming the no-positions scheme": "1 (+ its test)"}
+    rows = [[name, before[name], after[name], targets.get(name, "")] for name in after]
+    body = markdown_table(["figure", f"before ({args.before})", "this tree", "issue 57's target"], rows)
+    body += ("\n\nWhere the no-positions scheme is named now: " + ", ".join(scheme_files(ROOT / "bertviz_lab", "none"))
+             + "; the ALiBi scheme: " + ", ".join(scheme_files(ROOT / "bertviz_lab", "alibi")) + ".")
+    print(body)
+    if args.write:
+        write_section("code-shape-57", "benchmarks/code_shape.py --issue 57",
+                      "The encoder made of parts (issue 57): before and after", body)
 
 
 if __name__ == "__main__":

@@ -105,7 +105,7 @@ class QkHandlers:
         fig = score_parts_figure(parts, a.tokens, head_n - 1, lab.name)
         if parts.has_parts:
             said = f"Head {layer_n}-{head_n}: its scores are {' + '.join(parts.names)}, then the softmax."
-        elif "rot(q)" in parts.names[0]:
+        elif lab.model.scheme("rotary") is not None:
             said = (f"Head {layer_n}-{head_n}: this model's scores have one part, q·k/√d after rotary positions turned "
                     "q and k (nothing is added to them; a local layer also hides keys beyond its window).")
         else:

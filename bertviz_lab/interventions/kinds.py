@@ -306,9 +306,9 @@ class AblateHeads(Intervention):
 
 
 def has_absolute_positions(model: BertLab) -> bool:
-    """Whether the embeddings add a learned absolute-position table (all but DeBERTa-v3, whose positions are
-    only relative, in its attention)."""
-    return model.bert.embeddings.position_embeddings is not None
+    """Whether a position scheme adds vectors to the embeddings at ``hook_position`` (a learned table, or the fixed
+    sinusoids; not DeBERTa-v3's, ModernBERT's or ALiBi's positions, which act inside attention)."""
+    return any(scheme.adds_position_vectors for scheme in model.schemes)
 
 
 def need_absolute_positions(model: BertLab) -> None:
@@ -468,7 +468,7 @@ class RandomPositions(Intervention):
 
 def has_relative_bias(model: BertLab) -> bool:
     """Whether the model's attention adds a learned relative-position bias (MPNet) at ``position_bias``."""
-    return getattr(model.bert.encoder, "relative_attention_bias", None) is not None
+    return model.scheme("relative") is not None
 
 
 NO_RELATIVE_BIAS = "this model has no relative-position bias to zero (of the loaded families only MPNet's attention has one)"

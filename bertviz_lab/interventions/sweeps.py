@@ -284,7 +284,7 @@ def rotary_bands(lab: Lab) -> RotaryBands:
     """The position inspector's rotary geometry: each frequency band's wavelength in tokens, for global and local
     layers; refused (InterventionError) for a model without rotary positions."""
     need_rotary_positions(lab.model)
-    spec, d_head = lab.model.config.rotary_spec, lab.model.config.head_dim
+    spec, d_head = lab.model.scheme("rotary").spec, lab.model.config.head_dim
     layers = range(len(spec.types))
     return RotaryBands(spec.global_theta, spec.local_theta, spec.half_window,
                        [i + 1 for i in layers if spec.is_global(i)], [i + 1 for i in layers if not spec.is_global(i)],
@@ -330,7 +330,7 @@ def relative_embedding_similarity(lab: Lab, n: int) -> RelativeEmbeddingSimilari
     positions = scheme.pass_state(lab.model, torch.arange(n)[None], None, n, torch.float32) if scheme else None
     if positions is None:
         raise InterventionError(NO_POSITION_TERMS)
-    span = lab.model.config.disentangled_spec.span
+    span = scheme.spec.span
     rows = sorted(set(positions.c2p_index.flatten().tolist()))  # the table rows these n tokens read
     with torch.no_grad():
         table = positions.table[rows].float().cpu()  # (rows, d_model)
@@ -361,7 +361,7 @@ def relative_bias_table(lab: Lab) -> RelativeBiasTable:
     this model takes can reach (T5's "0 away, later" bucket) are left out."""
     if not has_relative_bias(lab.model):
         raise InterventionError(NO_RELATIVE_BIAS)
-    weight = lab.model.bert.encoder.relative_attention_bias.weight.detach().float().cpu()  # (buckets, heads)
+    weight = lab.model.get_submodule("bert.encoder.relative_attention_bias").weight.detach().float().cpu()  # (buckets, heads)
     limit = lab.model.config.max_tokens
     offsets = torch.arange(-(limit - 1), limit)  # every key - query an input of this model can have
     bucket_of = relative_position_bucket(offsets).tolist()

@@ -1,13 +1,17 @@
 """Position schemes, one file each (``base.PositionScheme``): what the encoder asks instead of testing flags.
 
-``SCHEMES`` is the one list (name -> class), filled by importing the scheme files below; ``build`` makes a
+``SCHEMES`` is the one list (name -> class), filled by importing every module of this folder; ``build`` makes a
 config's schemes in their order."""
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from typing import Any
 
-from . import alibi, disentangled, learned, none, relative, rotary, sinusoidal  # noqa: F401  (each registers itself)
 from .scheme import SCHEMES, PassPositions, PositionScheme, register
+
+for _module in pkgutil.iter_modules(__path__):  # every file here is a scheme that registers itself: adding one is a file
+    importlib.import_module(f"{__name__}.{_module.name}")
 
 __all__ = ["SCHEMES", "PassPositions", "PositionScheme", "build", "register"]
 
