@@ -142,3 +142,41 @@ def test_the_twin_without_positions_predicts_the_same_for_any_order(exported, mo
             if invariant:
                 assert torch.equal(a.topk(5).indices, b.topk(5).indices)
         assert (moved < 1e-4) == invariant, (scheme, moved)
+
+
+def test_shuffling_moves_only_the_unmasked_words_and_the_twin_without_positions_does_not_notice(exported, monkeypatch):
+    from bertviz_lab.mlm.objective import IGNORE
+    from bertviz_lab.mlm.twin_measures import masked_blocks, order_sensitivity, shuffled_others
+
+    monkeypatch.setenv("BERTVIZ_LAB_TWINS", str(exported))
+    lab = load("twin-none", device="cpu")
+    document = [" ".join(WORDS)] * 6
+    blocks = packed_blocks(lab.tokenizer, [document], 32)
+    inputs, labels = masked_blocks(lab, blocks, seed=0)
+    shuffled = shuffled_others(inputs, labels, seed=0)
+    fixed = (labels != IGNORE) | (inputs == 0)
+    fixed[:, 0] = True
+    fixed[torch.arange(len(inputs)), (inputs != 0).sum(1) - 1] = True
+    assert torch.equal(shuffled[fixed], inputs[fixed])  # [CLS], [SEP], padding and masked positions stay
+    assert not torch.equal(shuffled, inputs)
+    assert sorted(shuffled[0].tolist()) == sorted(inputs[0].tolist())  # the same words, in another order
+    change = order_sensitivity(lab, blocks)["loss_change"]
+    assert abs(change["value"]) < 1e-4 and change["n"] == len(blocks)
+
+
+def test_a_learned_table_says_which_position_it_cannot_reach(exported, monkeypatch):
+    from bertviz_lab.mlm.twin_measures import masked_accuracy
+
+    monkeypatch.setenv("BERTVIZ_LAB_TWINS", str(exported))
+    lab = load("twin-learned", device="cpu")
+    blocks = packed_blocks(lab.tokenizer, [[" ".join(WORDS)] * 12], 64)  # the tiny twins were trained at 32
+    assert masked_accuracy(lab, blocks)["not_measured"].startswith("cannot reach position 33: its learned position "
+                                                                   "table has 32 rows")
+    assert "top1" in masked_accuracy(load("twin-rotary", device="cpu"), blocks)
+
+
+def test_ratio_intervals_resample_whole_blocks():
+    from bertviz_lab.mlm.twin_measures import ratio_interval
+
+    rate = ratio_interval([3, 0, 1], [4, 4, 2])
+    assert rate.value == pytest.approx(0.4) and rate.n == 10 and 0.0 <= rate.low < 0.4 < rate.high <= 0.75

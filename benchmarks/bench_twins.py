@@ -1,0 +1,105 @@
+"""The position-scheme twins measured side by side on held-out text (issue 58), with 95 % intervals.
+
+For every twin in the twins folder (``assets/twins``, or ``$BERTVIZ_LAB_TWINS``):
+- masked-word top-1 / top-5 on held-out running text (the corpus's held-out documents, never trained on: EWT, GUM,
+  LinES, Brown) packed as the twins were trained, at the training length and at 2x and 4x it; a learned table that
+  cannot reach a position says so;
+- word-order sensitivity: the change in masked-word loss when the unmasked words of each block are shuffled;
+- attention by distance at the training length: per layer, the share of attention on the previous / next token and
+  the mean attention distance, and the count of previous/next-token heads (> 50 %);
+- syntax (``--treebank``): Clark et al.'s per-head scores on held-out EWT, the best head with its held-out interval
+  and the random-weight floor (the lab's ``run_syntax``).
+Intervals are percentile bootstraps over blocks (sentences for syntax). Every twin sees the same blocks and masks.
+
+    python benchmarks/bench_twins.py [--blocks 200] [--treebank ../shared/data/ud-en-ewt-test.conllu.gz] [--write]
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from sections import run_recorded
+
+from bertviz_lab.bert.twin_checkpoints import twin_names, twins_folder, twins_record
+from bertviz_lab.lab import load
+from bertviz_lab.mlm.running_text import read_documents
+from bertviz_lab.mlm.twin_measures import attention_by_distance, masked_accuracy, order_sensitivity
+from bertviz_lab.mlm.twins import packed_blocks
+from bertviz_lab.resources import DEFAULT_MLM_HEAD
+
+HELD_OUT = ("heldout-ewt.txt", "heldout-gum.txt", "heldout-lines.txt", "heldout-brown.txt")
+
+
+def held_out_documents() -> list[list[str]]:
+    """Whole held-out documents of every running-text source the shipped corpus held out (assets/minilm-mlm)."""
+    return [doc for name in HELD_OUT for doc in read_documents(DEFAULT_MLM_HEAD / name)]
+
+
+def interval(record: dict) -> str:
+    if "value" not in record:
+        return "-"
+    low, high = record["ci"]
+    return f"{record['value']:.3f} [{low:.3f}, {high:.3f}]"
+
+
+def syntax_line(lab, treebank: Path, sentences: int) -> str:
+    from bertviz_lab.syntax.run import run_syntax
+    from bertviz_lab.treebank import read_conllu
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = treebank
+        if treebank.suffix == ".gz":
+            path = Path(tmp) / treebank.stem
+            with gzip.open(treebank, "rb") as source, open(path, "wb") as out:
+                shutil.copyfileobj(source, out)
+        parsed = read_conllu(path)[:sentences]
+    summary = run_syntax(lab, parsed, null=True).summary
+    return json.dumps(summary.headline() if hasattr(summary, "headline") else str(summary))[:400]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--blocks", type=int, default=200, help="held-out blocks per length")
+    parser.add_argument("--treebank", type=Path, default=None, help="held-out UD treebank for the syntax scores")
+    parser.add_argument("--sentences", type=int, default=500)
+    args = parser.parse_args()
+    record = twins_record()
+    if not record:
+        sys.exit(f"no twins in {twins_folder()}: train and export them (python -m bertviz_lab train-twins --help)")
+    length = record["recipe"]["length"]
+    documents = held_out_documents()
+    print(f"twins in {twins_folder()} at step {record['step']}: {record['recipe']['layers']} layers x "
+          f"{record['recipe']['hidden']}, trained at {length} WordPieces; held-out documents: {len(documents)}")
+    for name in twin_names():
+        lab = load(name, device="cpu")
+        print(f"\n{name}")
+        print("| length | top-1 [95% CI] | top-5 [95% CI] | masked words |")
+        print("|---|---|---|---|")
+        for factor in (1, 2, 4):
+            blocks = packed_blocks(lab.tokenizer, documents, length * factor)[:args.blocks]
+            acc = masked_accuracy(lab, blocks)
+            if "not_measured" in acc:
+                print(f"| {length * factor} | {acc['not_measured']} | | |")
+            else:
+                print(f"| {length * factor} | {interval(acc['top1'])} | {interval(acc['top5'])} | {acc['top1']['n']} |")
+        blocks = packed_blocks(lab.tokenizer, documents, length)[:args.blocks]
+        order = order_sensitivity(lab, blocks)["loss_change"]
+        print(f"word order: masked-word loss +{interval(order)} nats when the unmasked words are shuffled "
+              f"({order['n']} blocks)")
+        distance = attention_by_distance(lab, blocks[:min(len(blocks), 50)])
+        for row in distance["layers"]:
+            print(f"  layer {row['layer']}: previous {interval(row['previous'])}, next {interval(row['next'])}, "
+                  f"mean distance {interval(row['distance'])}")
+        print(f"  previous-token heads: {', '.join(distance['previous_token_heads']) or 'none'}; next-token heads: "
+              f"{', '.join(distance['next_token_heads']) or 'none'}")
+        if args.treebank is not None:
+            print("  syntax: " + syntax_line(lab, args.treebank, args.sentences))
+
+
+if __name__ == "__main__":
+    run_recorded("twins", "The position-scheme twins on held-out text (issue 58)", __doc__, main)
