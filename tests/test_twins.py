@@ -180,3 +180,12 @@ def test_ratio_intervals_resample_whole_blocks():
 
     rate = ratio_interval([3, 0, 1], [4, 4, 2])
     assert rate.value == pytest.approx(0.4) and rate.n == 10 and 0.0 <= rate.low < 0.4 < rate.high <= 0.75
+
+
+def test_the_twins_are_among_the_shipped_models_the_page_lists(exported, monkeypatch):
+    from bertviz_lab.bert.checkpoints import shipped_checkpoints
+
+    monkeypatch.setenv("BERTVIZ_LAB_TWINS", str(exported))
+    assert shipped_checkpoints()[3:] == [f"twin-{s}" for s in SCHEMES]
+    monkeypatch.setenv("BERTVIZ_LAB_TWINS", str(exported.parent / "nowhere"))
+    assert shipped_checkpoints() == ["default", "minilm-original", "sst2"]

@@ -12,8 +12,8 @@ from typing import Any
 import gradio as gr
 import plotly
 
-from ..bert import DEFAULT_CHECKPOINT, ORIGINAL_CHECKPOINT
-from ..bert.checkpoints import SST2_CHECKPOINTS
+from ..bert import DEFAULT_CHECKPOINT
+from ..bert.checkpoints import shipped_checkpoints
 from ..lab import Lab, load
 from ..resources import STATIC
 from . import tabs
@@ -75,7 +75,7 @@ def build_demo(lab: Lab | None = None, allowed_models: list[str] | None = None, 
     remove_stale_folders()  # of servers of this app that died without cleaning up (kill -9, a crash)
     gradio_cache_folder()  # Gradio's copies of uploads in a folder of ours, so a restart reclaims it
     lab = lab or load(DEFAULT_CHECKPOINT, device=device or "auto")
-    shipped = [DEFAULT_CHECKPOINT, ORIGINAL_CHECKPOINT, SST2_CHECKPOINTS[0]]  # every weight set the package ships
+    shipped = shipped_checkpoints()  # every weight set the package ships, the position twins included
     cache = LabCache(sorted(set((allowed_models or []) + [lab.checkpoint_id, *shipped])),
                      allow_any_model)
     cache.pin(lab, str(lab.device))

@@ -45,7 +45,7 @@ from .devices import resolve_device, resolve_dtype
 from .families import BERT_SPECIALS, Family, bert_config_dict, bert_names, family_of
 from .model import BertConfig, BertLab
 from .mpnet_parts import PartsError, mpnet_folder
-from .twin_checkpoints import TwinMissing, is_twin, read_twin
+from .twin_checkpoints import TwinMissing, is_twin, read_twin, twin_names
 
 DEFAULT_CHECKPOINT = "default"
 ORIGINAL_CHECKPOINT = "minilm-original"  # the published weights exactly, without our MLM head
@@ -86,6 +86,12 @@ class LoadedCheckpoint:
     def mlm_head_source(self) -> str | None:
         """Old name of ``head_origin`` (before issue 42), kept for one release."""
         return self.head_origin
+
+
+def shipped_checkpoints() -> list[str]:
+    """Every weight set the package ships, by name: the embedded default, its published weights, the SST-2
+    classifier and the position twins (those in the twins folder)."""
+    return [DEFAULT_CHECKPOINT, ORIGINAL_CHECKPOINT, SST2_CHECKPOINTS[0], *twin_names()]
 
 
 def packaged_default_folder() -> Path:
