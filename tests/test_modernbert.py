@@ -139,7 +139,7 @@ def test_rotary_hook_points_are_in_the_table(models):
     assert table <= set(ours.hook_names)
     extra = set(ours.hook_names) - table
     assert extra == ({hook_name(s, i) for s in ROTARY_HOOKS for i in range(LAYERS)}
-                     | {hook_name("rotary_positions"), hook_name("final_norm"), hook_name("segment")})
+                     | {hook_name("rotary_positions"), hook_name("final_norm")})
     assert all(FAMILY_HOOKS[s].per_layer for s in ROTARY_HOOKS) and not FAMILY_HOOKS["rotary_positions"].per_layer
     assert score_query_key(ours.hook_names) == ("rot_q", "rot_k")
     import transformers as tf

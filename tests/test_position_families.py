@@ -283,7 +283,7 @@ def test_mpnet_relative_bias_is_one_hook_point_and_zeroing_it_is_the_model_witho
     assert buckets[300 - 7: 300 + 8].tolist() == [7, 6, 5, 4, 3, 2, 1, 0, 17, 18, 19, 20, 21, 22, 23]
     bias_hook = hook_name("position_bias")
     assert bias_hook == "bert.encoder.hook_position_bias"
-    assert lab.model.hook_names.index(bias_hook) == 4  # after the embeddings, before layer 1
+    assert lab.model.hook_names.index(bias_hook) == 3  # after the embeddings' three (no segments), before layer 1
     ids = torch.tensor([lab.analyze(TEXT).token_ids])
     n = ids.shape[1]
     with torch.no_grad(), lab.model.hooks(capture=[bias_hook]) as run:

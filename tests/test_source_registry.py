@@ -94,3 +94,20 @@ def test_the_aggregates_view_names_each_sources_layer_matrix(tiny_lab):
         titles[name] = [a["text"] for a in fig["layout"]["annotations"]][1]
     assert titles == {"attention": "<b>mean of layer 2</b>", "norm": "<b>norm of layer 2</b>",
                       "alti": "<b>alti, layer 2</b>", "rollout": "<b>rollout up to layer 2</b>"}
+
+
+@pytest.mark.parametrize("source", ["norm", "rollout", "alti"])
+def test_switching_source_is_one_forward_pass_and_equals_the_two_calls(tiny_lab, source, monkeypatch):
+    """What the page runs when a visitor switches source: the converted analysis and the per-layer matrices from one
+    pass of the input (issue 57: was two), the same numbers as with_source and layer_matrices give apart."""
+    from bertviz_lab.attention.sources import in_source
+
+    analysis = tiny_lab.analyze(TEXT)
+    passes = []
+    run = tiny_lab.run
+    monkeypatch.setattr(tiny_lab, "run", lambda *a, **k: passes.append(1) or run(*a, **k))
+    shown, layers = in_source(tiny_lab, analysis, source)
+    assert len(passes) == 1
+    np.testing.assert_array_equal(shown.attention, with_source(tiny_lab, analysis, source).attention)
+    np.testing.assert_array_equal(layers, layer_matrices(tiny_lab, analysis, source))
+    assert len(passes) == 3 and shown.source == source

@@ -18,7 +18,7 @@ from starlette.responses import FileResponse, Response
 from starlette.routing import Route
 
 from ..attention import PAIR_FILTERS
-from ..attention.sources import get_source, layer_matrices, with_source
+from ..attention.sources import get_source, in_source
 from ..bert import CheckpointError, DeviceError
 from ..export import CSV_MAX_ROWS, csv_rows, export_csv, export_npz
 from ..figures import analysis as views
@@ -133,7 +133,7 @@ class Handlers(InterventionHandlers, SyntaxHandlers, SearchHandlers, QkHandlers)
         if snap.source not in by_source:
             lab = self.lab_of(session)
             a = snap.bound_to(lab)
-            shown = (with_source(lab, a, snap.source), layer_matrices(lab, a, snap.source))
+            shown = in_source(lab, a, snap.source)  # one forward pass for the views and the per-layer matrices
             if session.generation != snap.generation:  # a Run landed meanwhile: its views are not this input's
                 return shown
             by_source[snap.source] = shown

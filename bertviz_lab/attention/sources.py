@@ -15,7 +15,7 @@ from ..bert.captured import Captured
 from ..bert.source_registry import SOURCES, Source, get_source, source_names
 from ..lab import Analysis, InputError, Lab
 
-__all__ = ["SOURCES", "Source", "get_source", "layer_matrices", "source_names", "with_source"]
+__all__ = ["SOURCES", "Source", "get_source", "in_source", "layer_matrices", "source_names", "with_source"]
 
 
 def _source(name: str) -> Source:
@@ -39,6 +39,18 @@ def with_source(lab: Lab, analysis: Analysis, source: str) -> Analysis:
         raise InputError("convert from the softmax-attention analysis, not from another source")
     matrix = chosen.weights(_captured(lab, analysis, chosen))  # (layers, heads, query, key)
     return replace(analysis, attention=np.ascontiguousarray(matrix, dtype=np.float32), source=source)
+
+
+def in_source(lab: Lab, analysis: Analysis, source: str) -> tuple[Analysis, np.ndarray]:
+    """The analysis in ``source`` and the per-layer matrices rollout and flow run on, from one forward pass (what
+    the page shows when a visitor switches source; ``with_source`` then ``layer_matrices`` would run two)."""
+    chosen = _source(source)
+    if analysis.source != "attention":
+        raise InputError("convert from the softmax-attention analysis, not from another source")
+    captured = _captured(lab, analysis, chosen)
+    matrix = chosen.weights(captured)  # (layers, heads, query, key)
+    converted = replace(analysis, attention=np.ascontiguousarray(matrix, dtype=np.float32), source=source)
+    return converted, chosen.layer_matrices(captured)
 
 
 def layer_matrices(lab: Lab, analysis: Analysis, source: str) -> np.ndarray:

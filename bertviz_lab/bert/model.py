@@ -170,6 +170,7 @@ class BertEmbeddings(nn.Module):
         d = cfg.embedding_dim
         self.schemes = build_schemes(cfg) if schemes is None else schemes
         self.word_embeddings = nn.Embedding(cfg.vocab_size, d, padding_idx=cfg.pad_token_id)
+        self.hook_token = HookPoint()  # (batch, pos, d_model)
         # A scheme of position vectors adds its table and hook_position; without one (DeBERTa-v3, rotary) the
         # table is None and capturing or editing hook_position is an error.
         self.position_embeddings = None
@@ -180,8 +181,8 @@ class BertEmbeddings(nn.Module):
         self.position_offset = cfg.position_offset
         self.LayerNorm = layer_norm(cfg, d)
         self.dropout = nn.Dropout(cfg.hidden_dropout_prob)
-        self.hook_token = HookPoint()  # (batch, pos, d_model)
-        self.hook_segment = HookPoint()  # (batch, pos, d_model)
+        if self.token_type_embeddings is not None:  # no table, no hook point: capturing or editing it is an error
+            self.hook_segment = HookPoint()  # (batch, pos, d_model)
         self.hook_out = HookPoint()  # (batch, pos, d_model) after LayerNorm
 
     def forward(

@@ -18,8 +18,7 @@ EXAMPLES = {
                  "bertviz-lab eval-nsp --text-file documents.txt --json"],
     "train-mlm-head": ["bertviz-lab train-mlm-head --corpus data/corpus --out runs/v1 --steps 3000",
                        "bertviz-lab train-mlm-head --corpus data/corpus --out runs/v1 --steps 3000 --resume"],
-    "train-twins": ["bertviz-lab train-twins --corpus data/corpus --out runs/twins --leg-minutes 40",
-                    "bertviz-lab train-twins --corpus data/corpus --out runs/twins --leg-minutes 40 --resume",
+    "train-twins": ["bertviz-lab train-twins --corpus data/corpus --out runs/twins --leg-minutes 40 --resume",
                     "bertviz-lab train-twins --out runs/twins-base --hidden 768 --layers 12 --heads 12 --ffn 3072 "
                     "--device cuda --export runs/twins-base/export"],
     "select-head": ["bertviz-lab select-head --corpus data/corpus --chain runs/chain1",
