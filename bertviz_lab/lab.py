@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -69,11 +68,6 @@ class CheckpointInfo:
     name: str
     sha256: str  # of the loaded weights (names and float32 values), so two results can be matched
     fine_tuned_by_bertviz_lab: bool
-
-    @property
-    def source(self) -> str:
-        """Old name of ``checkpoint`` (before issue 42), kept for one release."""
-        return self.checkpoint
 
     def describe(self) -> str:
         tuned = "; fine-tuned by bertviz-lab" if self.fine_tuned_by_bertviz_lab else ""
@@ -259,11 +253,6 @@ class Lab:
         self._truncating_tokenizer = Tokenizer.from_str(self.tokenizer.to_str())
         self._truncating_tokenizer.enable_truncation(self.max_tokens)
         self._info: CheckpointInfo | None = None
-
-    @property
-    def source(self) -> str:
-        """Old name of ``checkpoint_id`` (before issue 42), kept for one release."""
-        return self.checkpoint_id
 
     def checkpoint_info(self) -> CheckpointInfo:
         """Name, checkpoint and content hash of the weights (hashed once per Lab)."""
@@ -488,15 +477,11 @@ class Lab:
         return mlm, None, probs.cpu().numpy() if keep_probabilities else None
 
 
-def load(checkpoint: str = DEFAULT_CHECKPOINT, device: str = "auto", dtype: str | None = None, **kwargs: Any) -> Lab:
-    """Load a checkpoint (``default``, ``minilm-original``, a folder, or a hub id) onto a device.
-
-    ``source=`` is the old name of ``checkpoint`` (before issue 42): accepted for one release, with a
-    DeprecationWarning."""
-    if "source" in kwargs:
-        warnings.warn("load(source=...) is now load(checkpoint=...)", DeprecationWarning, stacklevel=2)
-        checkpoint = kwargs.pop("source")
-    model, ckpt, target = load_model(checkpoint, device=device, dtype=dtype, **kwargs)
+def load(checkpoint: str = DEFAULT_CHECKPOINT, device: str = "auto", dtype: str | None = None, **reading: Any) -> Lab:
+    """Load a checkpoint (``default``, ``minilm-original``, ``twin-<scheme>``, a folder, or a hub id) onto a device.
+    ``reading`` goes to ``bert.checkpoints.read_checkpoint``: ``cache_dir``, ``allow_pickle``, ``allow_download``,
+    ``mlm_head``; any other keyword is a TypeError there."""
+    model, ckpt, target = load_model(checkpoint, device=device, dtype=dtype, **reading)
     return Lab(model, ckpt, target, checkpoint)
 
 

@@ -99,7 +99,7 @@ def test_sweep_over_a_sentence_set_and_patch(tmp_path, tiny_folder):
     both = result["p_gold"]["both"]
     assert result["sinks"] == "symmetric" and both["n"] == 3 and both["ci_low"] <= both["mean"] <= both["ci_high"]
     assert set(result["p_gold"]) == {"both", "left-only", "right-only", "left-only-control", "right-only-control"}
-    run = cli("patch", "the big cat [MASK] on the mat", "--source", "the big dog [MASK] on the mat", "--correct",
+    run = cli("patch", "the big cat [MASK] on the mat", "--donor", "the big dog [MASK] on the mat", "--correct",
               "the", "--wrong", "mat", "--model", str(tiny_folder), "--json")
     assert run.returncode == 0, run.stderr
     result = json.loads(run.stdout.strip().splitlines()[-1])
@@ -230,11 +230,15 @@ def test_sweep_and_patch_records_hold_what_the_library_computes(tiny_folder, tin
     layer, head = np.unravel_index(int(np.argmax(drops)), drops.shape)
     assert record["top_heads"][0] == {"head": f"{layer + 1}-{head + 1}", "value": pytest.approx(float(drops.max()))}
     donor = "the big dog [MASK] on the red mat"
-    old = json.loads(cli("patch", TEXT, "--source", donor, "--correct", "the", "--wrong", "mat", "--model",
-                         str(tiny_folder), "--json").stdout)  # --source: the old name of --donor
+    record = json.loads(cli("patch", TEXT, "--donor", donor, "--correct", "the", "--wrong", "mat", "--model",
+                            str(tiny_folder), "--json").stdout)
     expected = patching_sweep(tiny_lab, TEXT, donor, "the", "mat")
-    assert old["donor_logit_difference"] == old["source_logit_difference"] == pytest.approx(expected.source)
-    np.testing.assert_allclose(old["heads"], expected.heads, atol=1e-5)
+    assert record["donor_logit_difference"] == pytest.approx(expected.donor) and "source_logit_difference" not in record
+    np.testing.assert_allclose(record["heads"], expected.heads, atol=1e-5)
+    # --source names a kind of attention weight, never the donor input (issue 57): the old alias is gone
+    refused = builders.run_cli("patch", TEXT, "--source", donor, "--correct", "the", "--wrong", "mat", "--model",
+                               str(tiny_folder))
+    assert refused.returncode == 2 and "--source" in refused.stderr
 
 
 @pytest.mark.parametrize("argv, message", [

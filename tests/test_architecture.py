@@ -133,22 +133,22 @@ def test_every_module_is_listed_in_the_architecture_doc(path):
 
 def test_one_word_one_meaning_on_the_command_line():
     """Scoring heads against a treebank is `score-heads`; what changes a forward pass is an
-    intervention. The old names stay accepted as aliases."""
+    intervention; a --source is a kind of attention weight. The old names are gone (issue 57)."""
     from bertviz_lab.cli import build_parser
     from bertviz_lab.cli.scoring_commands import run_score_heads
 
     parser = build_parser()
-    for command in ("score-heads", "probe"):
-        assert parser.parse_args([command, "--out", "x"]).func is run_score_heads
-    for flag in ("--intervention", "--probe"):
-        assert parser.parse_args(["compare", "the cat", flag, "left-only"]).intervention == "left-only"
+    assert parser.parse_args(["score-heads", "--out", "x"]).func is run_score_heads
+    assert parser.parse_args(["compare", "the cat", "--intervention", "left-only"]).intervention == "left-only"
     help_text = parser.format_help()
-    assert "score-heads" in help_text
-    # a --source flag names an attention source; a donor input and a faithfulness ranking say so, old flags kept
-    for flag in ("--donor", "--source"):
-        assert parser.parse_args(["patch", "a [MASK]", flag, "b [MASK]"]).donor == "b [MASK]"
-    for flag in ("--rankings", "--sources"):
-        assert parser.parse_args(["faithfulness", flag, "alti"]).rankings == ["alti"]
+    assert "score-heads" in help_text and "probe" not in help_text
+    # a --source flag names an attention source; a donor input and a faithfulness ranking say so
+    assert parser.parse_args(["patch", "a [MASK]", "--donor", "b [MASK]"]).donor == "b [MASK]"
+    assert parser.parse_args(["faithfulness", "--rankings", "alti"]).rankings == ["alti"]
+    for old in (["probe", "--out", "x"], ["compare", "the cat", "--probe", "left-only"],
+                ["patch", "a [MASK]", "--source", "b [MASK]"], ["faithfulness", "--sources", "alti"]):
+        with pytest.raises(SystemExit):
+            parser.parse_args(old)
     for command in ("analyze", "score-heads"):
         source = next(a for a in parser._subparsers._group_actions[0].choices[command]._actions if a.dest == "source")
         assert {"attention", "rollout", "flow"} <= set(source.choices)

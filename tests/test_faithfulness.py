@@ -202,7 +202,7 @@ def test_cli_scores_only_the_chosen_sources_with_eraser_columns(tmp_path, tiny_f
     text = tmp_path / "lines.txt"
     text.write_text("\n".join(LINES) + "\n")
     assert main(["faithfulness", "--text-file", str(text), "--model", str(tiny_folder), "--k", "2", "--resamples",
-                 "20", "--sources", "ALTI", "GlobEnc", "--json"]) == 0
+                 "20", "--rankings", "ALTI", "GlobEnc", "--json"]) == 0
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert [row["ranking"] for row in result["rankings"]] == ["globenc", "alti", "random"]
     for row in result["rankings"]:

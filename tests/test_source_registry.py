@@ -57,28 +57,28 @@ def test_a_per_layer_source_sends_one_matrix_per_layer_in_json(tiny_lab):
     assert analysis.to_json(attention=False)["attention_shape"] == [analysis.n_layers, 1, 8, 8]
 
 
-def test_the_old_names_of_a_checkpoint_still_work_for_one_release(tiny_folder, tiny_lab):
-    """Before issue 42 a checkpoint was called a source: the old keyword and attributes keep working,
-    the keyword with a DeprecationWarning, and they name the same thing as the new words."""
+def test_a_checkpoint_is_never_called_a_source(tiny_folder, tiny_lab):
+    """Before issue 42 a checkpoint was called a source; the old keyword and attributes are gone (issue 57), so a
+    source is only a kind of token-to-token weight."""
     import bertviz_lab
-    from bertviz_lab.bert import DEFAULT_CHECKPOINT, DEFAULT_SOURCE, ORIGINAL_CHECKPOINT, ORIGINAL_SOURCE
-    from bertviz_lab.syntax.run import attention_weights_source, published_checkpoint
+    import bertviz_lab.bert as bert
+    import bertviz_lab.syntax.run as syntax_run
 
-    with pytest.warns(DeprecationWarning, match="checkpoint="):
-        old = bertviz_lab.load(source=str(tiny_folder), device="cpu")
-    assert old.checkpoint_id == old.source == str(tiny_folder)
+    with pytest.raises(TypeError, match="source"):
+        bertviz_lab.load(source=str(tiny_folder), device="cpu")
     info = tiny_lab.checkpoint_info()
-    assert info.source == info.checkpoint == tiny_lab.checkpoint_id and "[checkpoint " in info.describe()
-    assert tiny_lab.checkpoint.mlm_head_source == tiny_lab.checkpoint.head_origin
-    assert (DEFAULT_SOURCE, ORIGINAL_SOURCE) == (DEFAULT_CHECKPOINT, ORIGINAL_CHECKPOINT) == ("default", "minilm-original")
-    assert attention_weights_source is published_checkpoint and published_checkpoint("default") == "minilm-original"
+    assert info.checkpoint == tiny_lab.checkpoint_id and "[checkpoint " in info.describe()
+    for thing, old in ((tiny_lab, "source"), (info, "source"), (tiny_lab.checkpoint, "mlm_head_source"),
+                       (bert, "DEFAULT_SOURCE"), (bert, "ORIGINAL_SOURCE"), (syntax_run, "attention_weights_source")):
+        assert not hasattr(thing, old), old
+    assert syntax_run.published_checkpoint("default") == "minilm-original"
 
 
-def test_patching_names_its_donor_and_keeps_the_old_name(sharp_lab):
+def test_patching_names_its_donor_only(sharp_lab):
     from bertviz_lab.interventions.sweeps import patching_sweep
 
     result = patching_sweep(sharp_lab, "the big cat [MASK] on the mat", "the big dog [MASK] on the mat", "the", "mat")
-    assert result.source == result.donor and result.heads.shape == (sharp_lab.n_layers, sharp_lab.n_heads)
+    assert not hasattr(result, "source") and result.heads.shape == (sharp_lab.n_layers, sharp_lab.n_heads)
 
 
 def test_the_aggregates_view_names_each_sources_layer_matrix(tiny_lab):

@@ -3,9 +3,7 @@ per-run hook context, checkpoint finding and strict loading, devices and dtypes.
 from .budget import Budget, BudgetExceeded, spending
 from .checkpoints import (
                           DEFAULT_CHECKPOINT,
-                          DEFAULT_SOURCE,
                           ORIGINAL_CHECKPOINT,
-                          ORIGINAL_SOURCE,
                           CheckpointError,
                           LoadedCheckpoint,
                           load_model,
@@ -14,7 +12,7 @@ from .devices import DeviceError, available_devices, resolve_device, resolve_dty
 from .hooks import Edit
 from .model import BertConfig, BertForwardOutput, BertLab, layer_hook
 
-__all__ = ["DEFAULT_CHECKPOINT", "DEFAULT_SOURCE", "ORIGINAL_CHECKPOINT", "ORIGINAL_SOURCE",
+__all__ = ["DEFAULT_CHECKPOINT", "ORIGINAL_CHECKPOINT",
            "BertConfig", "Budget", "BudgetExceeded", "BertForwardOutput", "BertLab", "CheckpointError",
            "DeviceError", "Edit", "LoadedCheckpoint", "available_devices", "layer_hook", "load_model",
            "resolve_device", "resolve_dtype", "spending"]

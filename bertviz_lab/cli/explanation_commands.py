@@ -27,10 +27,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    help="one sentence per line (default: the shipped held-out lines)")
     p.add_argument("--max-sentences", type=positive_int, default=200)
     p.add_argument("--k", type=positive_int, default=5, help="hide the top 1..k tokens")
-    p.add_argument("--rankings", "--sources", dest="rankings", nargs="+", default=None, metavar="RANKING",
+    p.add_argument("--rankings", dest="rankings", nargs="+", default=None, metavar="RANKING",
                    help="the rankings to score (default: all; the random control is always scored): "
-                        + ", ".join(f"'{name}'" for name in RANKINGS) + " (--sources is the old name of this flag, "
-                        "kept as an alias for one release)")
+                        + ", ".join(f"'{name}'" for name in RANKINGS))
     p.add_argument("--seed", type=seed, default=0)
     p.add_argument("--resamples", type=count, default=1000)
     p.add_argument("--protocol", choices=("ours", "naopc-sst2"), default="ours",

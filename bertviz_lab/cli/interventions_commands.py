@@ -76,8 +76,8 @@ def add_compare(sub: argparse._SubParsersAction) -> None:
     p.add_argument("text", nargs="?", default=None, help="the input, unless a sentence set is given")
     add_sentence_set_options(p)
     p.add_argument("--pair", default=None)
-    p.add_argument("--intervention", "--probe", dest="intervention", required=True, choices=KINDS,
-                   help="what to change in the forward pass (--probe is the old name, kept as an alias)")
+    p.add_argument("--intervention", dest="intervention", required=True, choices=KINDS,
+                   help="what to change in the forward pass")
     p.add_argument("--positions", type=int, nargs="*", default=[], help="token positions for mask-tokens / hide-keys")
     p.add_argument("--mask", type=int, nargs="*", default=[], help="positions masked in both runs")
     p.add_argument("--heads", default="", help="ablate-heads: 1-based layer-head list, e.g. '3-5,6-1'")
@@ -197,9 +197,8 @@ def add_patch(sub: argparse._SubParsersAction) -> None:
                               "residual at the [MASK]) from --donor into TEXT; change in the logit difference of "
                               "--correct minus --wrong", EXAMPLES["patch"])
     p.add_argument("text", nargs="?", default=None, help="the target input, with one [MASK]")
-    p.add_argument("--donor", "--source", dest="donor", default=None,
-                   help="the donor input: the same number of tokens, [MASK] in place (--source is the old name, "
-                        "kept as an alias for one release)")
+    p.add_argument("--donor", default=None,
+                   help="the donor input: the same number of tokens, [MASK] in place")
     p.add_argument("--correct", default=None)
     p.add_argument("--wrong", default=None)
     p.add_argument("--pairs-file", type=Path, default=None,

@@ -40,9 +40,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
 # ---- score-heads ---------------------------------------------------------------------------
 def add_score_heads(sub: argparse._SubParsersAction) -> None:
-    p = command(sub, "score-heads", "score every head against a dependency treebank (Clark et al. 2019); "
-                                    "'probe' is the old name, kept as an alias for one release",
-                EXAMPLES["score-heads"], aliases=("probe",))
+    p = command(sub, "score-heads", "score every head against a dependency treebank (Clark et al. 2019)",
+                EXAMPLES["score-heads"])
     p.add_argument("--conllu", type=Path, nargs="+", action="extend", default=None,
                    help="CoNLL-U treebanks: files or folders of *.conllu, several after one flag or the flag "
                         "repeated (default: the sample treebank shipped with bertviz-lab); several, or several "

@@ -148,8 +148,7 @@ def patch_record(lab: Lab, target: str, donor: str, correct: str, wrong: str) ->
     [MASK] from the donor input into the target; change in the logit difference correct - wrong."""
     result = patching_sweep(lab, target, donor, correct, wrong)
     return {"model": weights_of(lab), "correct": correct, "wrong": wrong,
-            "baseline_logit_difference": result.baseline, "donor_logit_difference": result.source,
-            "source_logit_difference": result.source,  # the old name of donor_logit_difference, for one release
+            "baseline_logit_difference": result.baseline, "donor_logit_difference": result.donor,
             "heads": result.heads.tolist(), "residual": result.residual.tolist(), "top_heads": top_heads(result.heads)}
 
 

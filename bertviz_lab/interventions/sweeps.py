@@ -196,12 +196,6 @@ class Patching:
     baseline: float  # logit difference in the target run
     donor: float  # logit difference in the donor run
 
-    @property
-    def source(self) -> float:
-        """Old name of ``donor`` (before issue 42), kept for one release."""
-        return self.donor
-
-
 def patching_sweep(lab: Lab, target: str, donor: str, correct: str, wrong: str) -> Patching:
     """Activation patching on a minimal pair (e.g. "The keys to the cabinet [MASK] on the table." vs
     "The key to the cabinet [MASK] on the table.", correct "are", wrong "is"): each head's output and each

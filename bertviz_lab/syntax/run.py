@@ -60,7 +60,6 @@ def published_checkpoint(checkpoint: str | None) -> str:
     return ORIGINAL_CHECKPOINT if checkpoint in (None, "", DEFAULT_CHECKPOINT) else checkpoint
 
 
-attention_weights_source = published_checkpoint  # the old name (before issue 42), kept for one release
 
 
 def with_ensembles(maps: WordMaps, scores, summary: SyntaxSummary) -> pd.DataFrame:
