@@ -182,6 +182,10 @@ def test_every_intervention_runs_or_refuses_with_a_sentence(case, family_root):
         except InterventionError as error:
             refused[kind] = str(error)
     assert set(ran) == case.interventions, {"ran": sorted(ran), "refused": sorted(refused)}
+    # the page lists exactly those that run on this model (issue 58: only what applies to its position scheme)
+    from bertviz_lab.interventions.kinds import applicable_kinds
+
+    assert set(applicable_kinds(lab.model)) == set(ran)
     for kind, message in refused.items():
         if not message.startswith(REFUSALS.get(kind, "\0")) or "\n" in message:
             problems.append(f"{kind} refused with {message!r}")

@@ -189,3 +189,17 @@ def test_the_twins_are_among_the_shipped_models_the_page_lists(exported, monkeyp
     assert shipped_checkpoints()[3:] == [f"twin-{s}" for s in SCHEMES]
     monkeypatch.setenv("BERTVIZ_LAB_TWINS", str(exported.parent / "nowhere"))
     assert shipped_checkpoints() == ["default", "minilm-original", "sst2"]
+
+
+def test_the_page_lists_only_the_interventions_of_a_twins_scheme(exported, monkeypatch):
+    from bertviz_lab.app.tabs import intervention_choices
+
+    monkeypatch.setenv("BERTVIZ_LAB_TWINS", str(exported))
+    listed = {scheme: {kind for _, kind in intervention_choices(load(f"twin-{scheme}", device="cpu"))}
+              for scheme in ("sinusoidal", "rotary", "relative", "disentangled", "none")}
+    assert {"zero-positions", "sinusoidal-positions"} <= listed["sinusoidal"]
+    assert {"rotate-positions", "disable-rotary"} <= listed["rotary"] and "zero-positions" not in listed["rotary"]
+    assert "zero-relative-bias" in listed["relative"] and "rotate-positions" not in listed["relative"]
+    assert "zero-position-terms" in listed["disentangled"]
+    positional = {"zero-positions", "rotate-positions", "zero-relative-bias", "zero-position-terms"}
+    assert not listed["none"] & positional and "left-only" in listed["none"]

@@ -45,7 +45,7 @@ STATE = ("session",)
 LAYOUT = ("views_box",)  # a column whose look an event changes: API clients get no value for it
 URL_OUTPUTS = RUN_OUTPUTS + ("text", "pair")
 MODEL_OUTPUTS = ("session", "message", "status", "weights_note", "payload", "picker", "search_token", "pred_table",
-                 "views_box") + SERVER_PLOTS \
+                 "views_box", "intervention_kind") + SERVER_PLOTS \
     + tuple(name for name in ON_REQUEST if name not in SERVER_PLOTS) + MODEL_BOUND
 
 

@@ -50,6 +50,7 @@ from .tabs import (
     TAB_ALIASES,
     TABS,
     WORK_TABS,
+    intervention_choices,
     source_about,
 )
 from .validation import positions, whole
@@ -428,6 +429,7 @@ class Handlers(InterventionHandlers, SyntaxHandlers, SearchHandlers, QkHandlers)
         return {ui.session: session, ui.message: f"Loaded {lab.name}. Press Run to analyse with it.",
                 ui.status: status_line(lab), ui.weights_note: weights_note(lab), ui.payload: None,
                 ui.picker: gr.update(choices=[], value=[]), ui.search_token: gr.update(choices=[], value=None),
+                ui.intervention_kind: gr.update(choices=intervention_choices(lab), value="left-only"),
                 ui.pred_table: views.predictions_table(None),
                 **{getattr(ui, name): empty for name in SERVER_PLOTS}, **self.cleared_on_request(),
                 **self.cleared_with_model()}

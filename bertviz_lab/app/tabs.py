@@ -19,6 +19,7 @@ from ..figures import interventions as intervention_views
 from ..figures.base import SCALES
 from ..figures.qk import COLOURINGS
 from ..interventions import REGISTRY
+from ..interventions.kinds import applicable_kinds
 from ..lab import Lab
 from .intervention_controls import explanation, visible_controls
 from .qk_handlers import PARTS_HINT, QK_HINT, QK_SETS
@@ -205,13 +206,18 @@ def build_view_tabs(ui: SimpleNamespace) -> None:
                                      interactive=False, wrap=True, elem_id="pred-table", elem_classes=ON_USE)
 
 
-def build_intervention_controls(ui: SimpleNamespace) -> dict[str, bool]:
-    """The intervention picker, its own controls (only those the chosen kind reads are shown) and its
-    buttons; returns what is shown, for the sentence-set buttons further down."""
+def intervention_choices(lab: Lab) -> list[tuple[str, str]]:
+    """(label, kind) of the interventions that apply to the loaded model's position schemes."""
+    return [(REGISTRY[kind].label, kind) for kind in applicable_kinds(lab.model)]
+
+
+def build_intervention_controls(ui: SimpleNamespace, lab: Lab) -> dict[str, bool]:
+    """The intervention picker (what applies to ``lab``'s positions), its own controls (only those the chosen
+    kind reads are shown) and its buttons; returns what is shown, for the sentence-set buttons further down."""
     first = "left-only"
     shown = visible_controls(first)
     with gr.Row():
-        ui.intervention_kind = gr.Dropdown([(cls.label, kind) for kind, cls in REGISTRY.items()], value=first,
+        ui.intervention_kind = gr.Dropdown(intervention_choices(lab), value=first,
                                            label="Intervention", elem_id="intervention-kind", scale=2)
         ui.intervention_explain = gr.Markdown(explanation(first), elem_id="intervention-explain",
                                               elem_classes=["bvl-note"])
@@ -258,7 +264,7 @@ def build_interventions_tab(ui: SimpleNamespace, lab: Lab, limits: Limits) -> No
     with gr.Tab(TAB_IDS["interventions"], id="interventions", elem_id="tab-interventions"):
         gr.Markdown("Run the last analysed input twice — baseline and intervened — and compare. Each button's result "
                     "appears in its own place below it, titled with what produced it; a new Run clears them.")
-        shown = build_intervention_controls(ui)
+        shown = build_intervention_controls(ui, lab)
         ui.intervention_message = gr.Markdown(INTERVENTION_HINT, elem_id="intervention-message",
                                               elem_classes=["bvl-result-title"])
         ui.intervention_plot = gr.Plot(label="Baseline, intervened and difference", elem_id="intervention-plot",

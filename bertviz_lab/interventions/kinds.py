@@ -75,6 +75,20 @@ class Intervention:
     explanation: ClassVar[str] = ""  # one line the app shows under the chosen intervention
     family: ClassVar[str] = ""  # tokens, direction, heads or positions: which sweeps and controls go with it
     targets_picked_tokens: ClassVar[bool] = False  # the app's picked tokens are its targets, not masked in both runs
+    # the position scheme it acts on: "vectors" (a table added to the embeddings), "relative", "disentangled" or
+    # "rotary"; None: any model
+    acts_on: ClassVar[str | None] = None
+
+    @classmethod
+    def applies_to(cls, model: BertLab) -> bool:
+        """Whether the model has what this intervention changes (the page lists only those that apply)."""
+        if cls.acts_on is None:
+            return True
+        if cls.acts_on == "vectors":
+            return has_absolute_positions(model)
+        if cls.acts_on == "disentangled":
+            return bool(position_term_hooks(model))
+        return model.scheme(cls.acts_on) is not None
 
     def describe(self) -> str:
         return self.kind
@@ -325,6 +339,7 @@ def need_absolute_positions(model: BertLab) -> None:
 class ZeroPositions(Intervention):
     family: ClassVar[str] = "positions"
     kind: ClassVar[str] = "zero-positions"
+    acts_on: ClassVar[str | None] = "vectors"
     label: ClassVar[str] = "Zero the position embeddings"
     explanation: ClassVar[str] = "Sets every position embedding to zero: the model sees a bag of tokens."
 
@@ -343,6 +358,7 @@ def check_shuffle_seed(seed: object) -> None:
 class ShufflePositions(Intervention):
     family: ClassVar[str] = "positions"
     kind: ClassVar[str] = "shuffle-positions"
+    acts_on: ClassVar[str | None] = "vectors"
     label: ClassVar[str] = "Shuffle position ids (tokens kept)"
     explanation: ClassVar[str] = "Gives the tokens a random permutation of position ids (the seed picks it); tokens stay in place."
     seed: int = 0
@@ -372,6 +388,7 @@ class ShuffleWords(ShufflePositions):
     positions matters."""
 
     kind: ClassVar[str] = "shuffle-words"
+    acts_on: ClassVar[str | None] = None
     label: ClassVar[str] = "Shuffle the words (positions kept)"
     explanation: ClassVar[str] = "Shuffles the words (or single WordPieces) into a random order; position ids stay 0, 1, 2, ..."
     unit: str = "words"
@@ -419,6 +436,7 @@ class ShuffleWords(ShufflePositions):
 class ShiftPositions(Intervention):
     family: ClassVar[str] = "positions"
     kind: ClassVar[str] = "shift-positions"
+    acts_on: ClassVar[str | None] = "vectors"
     label: ClassVar[str] = "Shift all position ids by k"
     explanation: ClassVar[str] = "Adds k to every position id, as if the sentence started k tokens later."
     shift: int = 0
@@ -439,6 +457,7 @@ class ShiftPositions(Intervention):
 class SinusoidalPositions(Intervention):
     family: ClassVar[str] = "positions"
     kind: ClassVar[str] = "sinusoidal-positions"
+    acts_on: ClassVar[str | None] = "vectors"
     label: ClassVar[str] = "Sinusoidal instead of learned positions"
     explanation: ClassVar[str] = ("Replaces the learned position embeddings by Vaswani et al.'s sinusoids, "
                                   "each row rescaled to the learned row's norm.")
@@ -456,6 +475,7 @@ class RandomPositions(Intervention):
     family: ClassVar[str] = "positions"
 
     kind: ClassVar[str] = "random-positions"
+    acts_on: ClassVar[str | None] = "vectors"
     label: ClassVar[str] = "Control: random position vectors of the same norms"
     explanation: ClassVar[str] = "Random position vectors with the learned ones' norms: the control of the sinusoidal intervention."
     seed: int = 0
@@ -482,6 +502,7 @@ class ZeroRelativeBias(Intervention):
 
     family: ClassVar[str] = "positions"
     kind: ClassVar[str] = "zero-relative-bias"
+    acts_on: ClassVar[str | None] = "relative"
     label: ClassVar[str] = "Zero the relative-position bias (MPNet)"
     explanation: ClassVar[str] = ("Sets the bias each head adds for the key's offset from the query to 0 in every layer; "
                                   "the absolute position embeddings stay.")
@@ -537,6 +558,7 @@ class ZeroPositionTerms(Intervention):
 
     family: ClassVar[str] = "positions"
     kind: ClassVar[str] = "zero-position-terms"
+    acts_on: ClassVar[str | None] = "disentangled"
     label: ClassVar[str] = "Zero the position terms c2p and p2c (DeBERTa)"
     explanation: ClassVar[str] = ("Sets the content-to-position and position-to-content score terms to 0 in every layer: "
                                   "attention then sees content only, as DeBERTa without relative attention.")
@@ -594,6 +616,7 @@ class RotatePositions(Intervention):
 
     family: ClassVar[str] = "positions"
     kind: ClassVar[str] = "rotate-positions"
+    acts_on: ClassVar[str | None] = "rotary"
     label: ClassVar[str] = "Rotate every rotary position by k (ModernBERT)"
     explanation: ClassVar[str] = ("Adds k to every position the queries and keys are rotated by: rotary scores depend "
                                   "only on offsets, so attention should stay the same up to float error.")
@@ -618,6 +641,7 @@ class DisableRotary(Intervention):
 
     family: ClassVar[str] = "positions"
     kind: ClassVar[str] = "disable-rotary"
+    acts_on: ClassVar[str | None] = "rotary"
     label: ClassVar[str] = "Disable the rotary positions (ModernBERT)"
     explanation: ClassVar[str] = ("Queries and keys are not rotated in any layer: attention sees no token order "
                                   "(the local layers' window stays).")
@@ -655,3 +679,8 @@ class DisableRotaryControl(DisableRotary):
 
 
 KINDS = tuple(REGISTRY)
+
+
+def applicable_kinds(model: BertLab) -> list[str]:
+    """The registered interventions that apply to ``model``'s position schemes, in the registry's order."""
+    return [kind for kind, cls in REGISTRY.items() if cls.applies_to(model)]
