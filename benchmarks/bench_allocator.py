@@ -19,7 +19,7 @@ def measure(keep: bool) -> dict[int, float]:
     from common import median_seconds
 
     from bertviz_lab import load
-    from bertviz_lab.bert.allocator import keep_freed_memory
+    from bertviz_lab.bert.runtime.allocator import keep_freed_memory
 
     applied = keep_freed_memory() if keep else False
     lab = load("default", device="cpu")

@@ -106,7 +106,7 @@ def server_lab():
     try:
         from bertviz_lab.launcher import serving_lab
     except ImportError:
-        from bertviz_lab.bert.allocator import keep_freed_memory
+        from bertviz_lab.bert.runtime.allocator import keep_freed_memory
 
         keep_freed_memory()
         return load("default", device="cpu")

@@ -108,7 +108,7 @@ def field_pool(configs: dict[str, dict]) -> list[str]:
     """Every field any family's saved config has, and BertConfig's own fields (a hostile file may guess them)."""
     from dataclasses import fields
 
-    from bertviz_lab.bert.model import BertConfig
+    from bertviz_lab.bert.encoder.model import BertConfig
 
     return sorted({k for c in configs.values() for k in c} | {f.name for f in fields(BertConfig)})
 
@@ -234,10 +234,10 @@ def consistent(folder: str) -> bool | None:
     """A load that succeeded built exactly the weights: every tensor of the model has the shape of the weight it
     loads, under the same names (the shapes read from the file again, translated as the loader does)."""
     try:
-        from bertviz_lab.bert.checkpoints import load_model, weight_files, weight_sizes
+        from bertviz_lab.bert.loading.checkpoints import load_model, weight_files, weight_sizes
     except ImportError:  # the code before issue 56 (--code): no shape reader to compare with
         return None
-    from bertviz_lab.bert.families import family_of
+    from bertviz_lab.bert.loading.families import family_of
 
     model, ckpt, _ = load_model(folder, device="cpu")
     family = family_of(ckpt.config.to_dict())

@@ -13,7 +13,7 @@ from common import interleaved_medians, peak_rss_increase_mib
 from sections import run_recorded
 
 from bertviz_lab import load
-from bertviz_lab.bert.checkpoints import packaged_default_folder
+from bertviz_lab.bert.loading.checkpoints import packaged_default_folder
 
 
 def main() -> None:
@@ -72,7 +72,7 @@ def memory(side: str) -> None:
     """Peak RSS added by one 512-token forward with attention, in a fresh process."""
     ids = torch.randint(1000, 30000, (1, 512))
     if side == "ours":
-        from bertviz_lab.bert.checkpoints import load_model
+        from bertviz_lab.bert.loading.checkpoints import load_model
 
         model, _, _ = load_model("default", device="cpu", mlm_head=None)
         print(peak_rss_increase_mib(lambda: _keep(model, ids)))

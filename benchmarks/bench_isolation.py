@@ -4,7 +4,7 @@ On the embedded default (real weights, with its masked-word head), ``--threads``
 (8 explanations + 8 Runs) requests at once, in a shuffled order; every reply is compared with the same request
 made alone: an explanation byte for byte (every score, rho and faithfulness figure), a Run by its tokens and
 predictions exactly and its attention within 1e-5 (a Run may share a batch with others of its length, whose rows
-differ from a pass of their own in float rounding only: bert/batching.py). The same run is made with the
+differ from a pass of their own in float rounding only: bert/runtime/batching.py). The same run is made with the
 gradients as Captum's layer methods compute them (module hooks on the shared embedding layer, as before issue 56)
 beside the hook-free way the lab uses now. Also the time of one explanation alone, each way.
 

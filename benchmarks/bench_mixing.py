@@ -26,9 +26,9 @@ from common import interleaved_medians, median_seconds
 from sections import run_recorded
 
 from bertviz_lab import load
-from bertviz_lab.bert.captured import MIXING_CAPTURES, Captured
-from bertviz_lab.bert.checkpoints import packaged_default_folder
-from bertviz_lab.bert.source_registry import SOURCES
+from bertviz_lab.bert.sources.captured import MIXING_CAPTURES, Captured
+from bertviz_lab.bert.loading.checkpoints import packaged_default_folder
+from bertviz_lab.bert.sources.source_registry import SOURCES
 from bertviz_lab.interventions.attribution import explain, gradient_methods
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))

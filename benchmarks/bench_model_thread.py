@@ -26,8 +26,8 @@ def measure(mode: str) -> dict[str, float]:
     from common import median_seconds
 
     from bertviz_lab import load
-    from bertviz_lab.bert.allocator import keep_freed_memory
-    from bertviz_lab.bert.model_thread import on_model_thread, use_model_thread
+    from bertviz_lab.bert.runtime.allocator import keep_freed_memory
+    from bertviz_lab.bert.runtime.model_thread import on_model_thread, use_model_thread
 
     keep_freed_memory()  # as the app, both ways
     if mode == "model-thread":

@@ -20,9 +20,9 @@ from common import interleaved_medians
 from sections import run_recorded
 
 from bertviz_lab import load
-from bertviz_lab.bert.captured import MIXING_CAPTURES, Captured
-from bertviz_lab.bert.flow import attention_flow, residual_augmented
-from bertviz_lab.bert.source_registry import get_source
+from bertviz_lab.bert.sources.captured import MIXING_CAPTURES, Captured
+from bertviz_lab.bert.sources.flow import attention_flow, residual_augmented
+from bertviz_lab.bert.sources.source_registry import get_source
 from bertviz_lab.naming import is_punctuation
 from bertviz_lab.treebank import SAMPLE_TREEBANK, read_conllu
 

@@ -21,7 +21,7 @@ from sections import run_recorded
 
 from bertviz_lab import load
 from bertviz_lab.attention import head_statistics
-from bertviz_lab.bert.checkpoints import packaged_default_folder
+from bertviz_lab.bert.loading.checkpoints import packaged_default_folder
 from bertviz_lab.syntax.scoring import ArcCollector, score_treebank, word_attention
 from bertviz_lab.syntax.statistics import Resampler, head_estimates, relations_by_count
 from bertviz_lab.syntax.summary import Settings, summarise

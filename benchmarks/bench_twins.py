@@ -25,7 +25,7 @@ from pathlib import Path
 
 from sections import run_recorded
 
-from bertviz_lab.bert.twin_checkpoints import twin_names, twins_folder, twins_record
+from bertviz_lab.bert.loading.twin_checkpoints import twin_names, twins_folder, twins_record
 from bertviz_lab.lab import load
 from bertviz_lab.mlm.running_text import read_documents
 from bertviz_lab.mlm.twin_measures import attention_by_distance, masked_accuracy, order_sensitivity

@@ -16,15 +16,15 @@ import torch
 from tokenizers import Tokenizer
 
 from .bert import DEFAULT_CHECKPOINT, BertConfig, BertLab, Edit, LoadedCheckpoint, layer_hook, load_model
-from .bert.batching import SharedPasses
-from .bert.budget import charge, exempt
-from .bert.captured import Captured
-from .bert.errors import InputError
-from .bert.families import BERT_SPECIALS
-from .bert.hook_table import every_layer
-from .bert.model import BertForwardOutput, init_weights
-from .bert.model_thread import on_model_thread
-from .bert.source_registry import PATTERN_CAPTURES, get_source
+from .bert.runtime.batching import SharedPasses
+from .bert.runtime.budget import charge, exempt
+from .bert.sources.captured import Captured
+from .bert.runtime.errors import InputError
+from .bert.loading.families import BERT_SPECIALS
+from .bert.encoder.hook_table import every_layer
+from .bert.encoder.model import BertForwardOutput, init_weights
+from .bert.runtime.model_thread import on_model_thread
+from .bert.sources.source_registry import PATTERN_CAPTURES, get_source
 
 
 class InputTooLong(InputError):
@@ -235,7 +235,7 @@ class Lab:
         self.tokenizer = checkpoint.tokenizer
         self.device = device
         self.checkpoint_id = checkpoint_id  # what the user asked for: default, minilm-original, a folder or a hub id
-        # concurrent Runs of one length share a batch, run on the app's model thread (bert/model_thread.py)
+        # concurrent Runs of one length share a batch, run on the app's model thread (bert/runtime/model_thread.py)
         self._shared = SharedPasses(lambda items: on_model_thread(self._shared_pass, items))
         self.name = checkpoint.name
         cfg = model.config
@@ -360,7 +360,7 @@ class Lab:
         predict = sorted({i for i, t in enumerate(enc.ids) if t == self.mask_id} | {int(p) for p in predict_at})
         out, cache = self._forward(enc, predict, chosen.captures, changes or ForwardChanges())
 
-        def read() -> tuple:  # tensor work too: on the model thread, where the pass ran (bert/model_thread.py)
+        def read() -> tuple:  # tensor work too: on the model thread, where the pass ran (bert/runtime/model_thread.py)
             if source == "attention":
                 weights = self.attention_of(cache)[0].float().cpu().numpy()  # (layers, heads, query, key)
             else:
@@ -379,7 +379,7 @@ class Lab:
     def _forward(self, enc: Encoded, predict: list[int], captures: Sequence[str], changes: ForwardChanges):
         """One forward pass of one input with ``changes``, logits only at ``predict``. A plain pass that
         captures attention alone (a Run) shares a batch with the plain passes of its length that other
-        requests start meanwhile (``bert/batching.py``), after being charged to its own budget."""
+        requests start meanwhile (``bert/runtime/batching.py``), after being charged to its own budget."""
         select = torch.zeros((1, len(enc.ids)), dtype=torch.bool, device=self.device)  # (batch, pos)
         select[0, predict] = True
         plain = not changes.edits and changes.attention_bias is None and changes.position_ids is None

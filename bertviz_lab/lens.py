@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from .bert import layer_hook
-from .bert.hook_table import SCORE_TERMS, every_layer, hook_name, score_query_key
+from .bert.encoder.hook_table import SCORE_TERMS, every_layer, hook_name, score_query_key
 from .lab import Analysis, Encoded, InputError, Lab
 
 

@@ -29,8 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .bert.hook_table import hidden_state_names
-from .bert.model import layer_hook
+from .bert.encoder.hook_table import hidden_state_names
+from .bert.encoder.model import layer_hook
 from .lab import Encoded, InputError, Lab
 from .naming import SPECIAL_TOKENS
 from .treebank import Sentence

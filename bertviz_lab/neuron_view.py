@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from .bert.checkpoints import model_from_transformers
+from .bert.loading.checkpoints import model_from_transformers
 from .figures.neuron import NeuronStart, neuron_html, neuron_page, neuron_payload
 from .lens import queries_and_keys_of
 from .notebook.dropin import prettify

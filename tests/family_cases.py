@@ -130,7 +130,7 @@ def parity(model, hf, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> 
     transformers' hidden states are the encoder's input, then every layer's output: ours are the embeddings'
     output (projected up where the family projects: ELECTRA, ALBERT), then ``out`` of each layer, the last one
     through ``final_norm`` where the family has one (ModernBERT's last_hidden_state)."""
-    from bertviz_lab.bert.hook_table import hook_name
+    from bertviz_lab.bert.encoder.hook_table import hook_name
 
     layers = model.config.num_hidden_layers
     outs = [hook_name("out", i) for i in range(layers)]

@@ -1,4 +1,4 @@
-"""The server's allocator settings (bert/allocator.py), in a process of their own: they change the whole process."""
+"""The server's allocator settings (bert/runtime/allocator.py), in a process of their own: they change the whole process."""
 from __future__ import annotations
 
 import subprocess
@@ -12,7 +12,7 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="gl
 FRAGMENTED = textwrap.dedent("""
     import sys
     import torch
-    from bertviz_lab.bert.allocator import keep_freed_memory, release_freed_memory, trim_periodically
+    from bertviz_lab.bert.runtime.allocator import keep_freed_memory, release_freed_memory, trim_periodically
 
     def rss_mb():
         for line in open("/proc/self/status"):

@@ -87,6 +87,31 @@ def test_no_import_points_up_or_sideways():
     assert violations() == []
 
 
+# bert/ by concern, bottom first (docs/ARCHITECTURE.md): the request runtime, the encoder (positions/ is part of it),
+# then the sources and the loading of checkpoints, which do not import each other.
+BERT_TIERS = [{"runtime"}, {"encoder"}, {"sources", "loading"}]
+BERT_TIER = {unit: rank for rank, units in enumerate(BERT_TIERS) for unit in units}
+CONCERN = {"positions": "encoder"}  # bert/positions/: the encoder's position schemes, one file each
+
+
+def test_bert_is_split_by_concern_and_its_imports_point_down():
+    found = []
+    for path in sorted((PACKAGE / "bert").rglob("*.py")):
+        parts = module_name(path).split(".")
+        if len(parts) < 3:
+            continue  # bert/__init__.py: the package's door, above its parts
+        concern = CONCERN.get(parts[2], parts[2])
+        assert concern in BERT_TIER, f"{path.relative_to(ROOT)} is in no concern of bert/"
+        for target, line in imports_of(path):
+            into = target.split(".")
+            if into[:2] != ["bertviz_lab", "bert"] or len(into) < 3:
+                continue
+            other = CONCERN.get(into[2], into[2])
+            if other != concern and BERT_TIER.get(other, 99) >= BERT_TIER[concern]:
+                found.append(f"{path.relative_to(ROOT)}:{line}: {concern} imports {target}")
+    assert found == []
+
+
 def test_the_checker_catches_a_nested_upward_import(tmp_path):
     """A lazy import inside a method (how the old Analysis.figure reached the notebook layer) is flagged,
     relative or absolute, and ``from .. import views`` names the module it imports (notebook.views), not
@@ -141,7 +166,8 @@ def test_one_word_one_meaning_on_the_command_line():
     assert parser.parse_args(["score-heads", "--out", "x"]).func is run_score_heads
     assert parser.parse_args(["compare", "the cat", "--intervention", "left-only"]).intervention == "left-only"
     help_text = parser.format_help()
-    assert "score-heads" in help_text and "probe" not in help_text
+    commands = parser._subparsers._group_actions[0].choices
+    assert "score-heads" in help_text and "score-heads" in commands and "probe" not in commands
     # a --source flag names an attention source; a donor input and a faithfulness ranking say so
     assert parser.parse_args(["patch", "a [MASK]", "--donor", "b [MASK]"]).donor == "b [MASK]"
     assert parser.parse_args(["faithfulness", "--rankings", "alti"]).rankings == ["alti"]
@@ -192,7 +218,7 @@ def test_the_command_line_is_small_modules_and_few_functions_take_many_parameter
 
 
 def test_hook_names_come_from_the_hook_table():
-    """No module types a hook point's name: they read bert/hook_table.py (the model names the points)."""
+    """No module types a hook point's name: they read bert/encoder/hook_table.py (the model names the points)."""
     import re
 
     typed = re.compile(r"""["'](?:\*|bert\.)[\w.*{}]*hook_\w+["']""")

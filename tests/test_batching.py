@@ -1,4 +1,4 @@
-"""Concurrent Runs share forward passes (bert/batching.py): each request gets exactly what it would alone,
+"""Concurrent Runs share forward passes (bert/runtime/batching.py): each request gets exactly what it would alone,
 never another's tensors, its own budget, and its own error."""
 import threading
 import time
@@ -6,8 +6,8 @@ import time
 import numpy as np
 import pytest
 
-from bertviz_lab.bert.batching import SharedPasses
-from bertviz_lab.bert.budget import Budget, BudgetExceeded, spending
+from bertviz_lab.bert.runtime.batching import SharedPasses
+from bertviz_lab.bert.runtime.budget import Budget, BudgetExceeded, spending
 
 
 def wait_until(condition, seconds: float = 60) -> None:

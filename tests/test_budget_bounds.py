@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from bertviz_lab.bert import Budget, BudgetExceeded, spending
-from bertviz_lab.bert import budget as budget_module
+from bertviz_lab.bert.runtime import budget as budget_module
 
 
 def Clock(after: int):
@@ -27,7 +27,7 @@ def Clock(after: int):
 
 def test_the_encoder_stops_between_layers_once_the_request_is_past_its_time(tiny_lab, monkeypatch):
     """The pass starts in time (its charge reads the clock once) and stops before its second layer."""
-    from bertviz_lab.bert.hook_table import every_layer
+    from bertviz_lab.bert.encoder.hook_table import every_layer
 
     tensors = tiny_lab.batch_tensors([tiny_lab.encode("the cat sat on the mat")])
     monkeypatch.setattr(budget_module.Spend, "elapsed", Clock(after=2))  # the charge, then layer 1's check
@@ -39,7 +39,7 @@ def test_the_encoder_stops_between_layers_once_the_request_is_past_its_time(tiny
 
 
 def test_attention_flow_stops_between_rows(monkeypatch):
-    from bertviz_lab.bert.flow import attention_flow
+    from bertviz_lab.bert.sources.flow import attention_flow
 
     rng = np.random.default_rng(0)
     layers = rng.random((2, 12, 12))
@@ -179,7 +179,7 @@ def test_every_server_the_tests_benchmarks_and_scripts_start_is_given_a_port_cho
 def test_no_python_text_reaches_a_visitor(gate, caplog):
     """A failure no handler foresaw is the app's sentence on the page (the traceback goes to the server's log);
     the app's own refusals pass through as they are."""
-    from bertviz_lab.bert.errors import InputError
+    from bertviz_lab.bert.runtime.errors import InputError
 
     def modulo():
         return 1 % 0

@@ -8,8 +8,8 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from bertviz_lab import CheckpointError, DeviceError, load
-from bertviz_lab.bert.checkpoints import load_model
-from bertviz_lab.bert.devices import resolve_device, resolve_dtype
+from bertviz_lab.bert.loading.checkpoints import load_model
+from bertviz_lab.bert.runtime.devices import resolve_device, resolve_dtype
 
 
 def logits_of(model, ids):

@@ -11,7 +11,7 @@ from safetensors.torch import load_file, save_file
 from test_families import bpe_tokenizer, hub_cache, roughen
 
 from bertviz_lab import CheckpointError, load
-from bertviz_lab.bert.checkpoints import model_from_transformers
+from bertviz_lab.bert.loading.checkpoints import model_from_transformers
 
 LABELS = {0: "negative", 1: "neutral", 2: "positive"}
 FAMILIES = ["bert", "roberta", "distilbert", "electra"]
@@ -178,8 +178,8 @@ def test_the_predicted_class_is_explained_on_every_family(name, classifiers):
 def test_decompx_shares_of_every_class_logit_sum_to_it_on_every_family(name, classifiers):
     """DecompX through each family's head (zero-origin slopes, biases shared out) is a decomposition:
     the shares of all tokens, [CLS] and [SEP] included, add up to each class logit."""
-    from bertviz_lab.bert import decompx
-    from bertviz_lab.bert.captured import MIXING_CAPTURES, Captured
+    from bertviz_lab.bert.sources import decompx
+    from bertviz_lab.bert.sources.captured import MIXING_CAPTURES, Captured
     from bertviz_lab.interventions.attribution import class_logit_shares
 
     hf, folder = classifiers[name]

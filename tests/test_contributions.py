@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from bertviz_lab.attention.sources import layer_matrices, with_source
-from bertviz_lab.bert.contributions import globenc_rollout, manhattan_contributions
+from bertviz_lab.bert.sources.contributions import globenc_rollout, manhattan_contributions
 
 TEXT = "the big cat sat on the red mat"
 

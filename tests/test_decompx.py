@@ -5,8 +5,8 @@ import pytest
 import torch
 
 from bertviz_lab.attention.sources import layer_matrices
-from bertviz_lab.bert import decompx
-from bertviz_lab.bert.captured import MIXING_CAPTURES, Captured
+from bertviz_lab.bert.sources import decompx
+from bertviz_lab.bert.sources.captured import MIXING_CAPTURES, Captured
 
 TEXT = "the big cat sat on the [MASK] mat"
 

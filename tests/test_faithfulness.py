@@ -7,7 +7,7 @@ import pytest
 import torch
 from builders import run_cli
 
-from bertviz_lab.bert.captured import MIXING_CAPTURES, Captured
+from bertviz_lab.bert.sources.captured import MIXING_CAPTURES, Captured
 from bertviz_lab.interventions.faithfulness import (
     ERASER_BINS,
     RANKINGS,

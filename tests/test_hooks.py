@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from bertviz_lab.bert import layer_hook
-from bertviz_lab.bert.hooks import active_run
+from bertviz_lab.bert.encoder.hooks import active_run
 
 PER_LAYER = ["attention.self.hook_q", "attention.self.hook_k", "attention.self.hook_v",
              "attention.self.hook_scores", "attention.self.hook_pattern", "attention.self.hook_context",
@@ -116,7 +116,7 @@ def test_two_threads_get_their_own_attention(minilm_lab):
 def test_the_hook_table_names_every_hook_point_of_the_model(tiny_lab):
     """One table (name -> module, shape) that capture, sources and interventions read: each entry
     resolves to the model's own hook names, and together they cover all of them."""
-    from bertviz_lab.bert.hook_table import HOOK_TABLE, every_layer, hook_name
+    from bertviz_lab.bert.encoder.hook_table import HOOK_TABLE, every_layer, hook_name
 
     names = set(tiny_lab.model.hook_names)
     covered = set()

@@ -15,7 +15,7 @@ import torch
 from safetensors.torch import load_file
 
 from bertviz_lab import CheckpointError, load
-from bertviz_lab.bert.checkpoints import load_model
+from bertviz_lab.bert.loading.checkpoints import load_model
 
 FAMILIES = ("bert", "roberta", "distilbert", "electra", "albert", "mpnet", "deberta-v2", "modernbert")
 VOCAB = builders.VOCAB + ["<s>", "</s>", "<mask>", "<pad>"]  # every family's specials, so one vocab.txt serves all
@@ -102,7 +102,7 @@ def folders(tmp_path_factory):
 @contextlib.contextmanager
 def nothing_built():
     """No BertLab is made inside: a refusal comes before any module (20,000 layers were built for minutes before)."""
-    from bertviz_lab.bert import checkpoints
+    from bertviz_lab.bert.loading import checkpoints
 
     def built(*args, **kwargs):
         raise AssertionError("a model was built before its config was refused")
@@ -297,7 +297,7 @@ def test_a_safetensors_file_that_is_not_one_is_one_sentence(folders, tmp_path):
 
 def test_the_shapes_come_from_the_header_before_any_tensor_is_read(folders, tmp_path, monkeypatch):
     """A refused config reads no tensor: the tensors are read only once the config fits their shapes."""
-    from bertviz_lab.bert import checkpoints
+    from bertviz_lab.bert.loading import checkpoints
 
     read = []
     monkeypatch.setattr(checkpoints, "load_file", lambda *a, **k: read.append(a) or {})

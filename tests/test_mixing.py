@@ -100,7 +100,7 @@ def test_syntax_scoring_runs_on_value_zeroing_batched_as_one_at_a_time(tiny_lab)
 def test_layer_by_layer_sources_are_charged_to_the_request_budget(tiny_lab, source):
     """Value zeroing's batched layer passes and DecompX's n parts per layer bypass the model's forward,
     so they charge the budget themselves: a public server's work and time caps hold for them too."""
-    from bertviz_lab.bert.budget import Budget, BudgetExceeded, spending
+    from bertviz_lab.bert.runtime.budget import Budget, BudgetExceeded, spending
 
     analysis = tiny_lab.analyze(TEXT)
     with spending(Budget(token_passes=10**9)) as spend:

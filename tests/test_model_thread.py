@@ -1,4 +1,4 @@
-"""The server's tensor work on one thread (bert/model_thread.py): off by default; when on, every call runs on
+"""The server's tensor work on one thread (bert/runtime/model_thread.py): off by default; when on, every call runs on
 the one thread kept for it, with the caller's context (a request's budget), its errors raised to the caller, and
 an analysis identical to one made on the caller's thread."""
 import contextvars
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from bertviz_lab.bert.budget import Budget, BudgetExceeded, spending
-from bertviz_lab.bert.model_thread import (
+from bertviz_lab.bert.runtime.budget import Budget, BudgetExceeded, spending
+from bertviz_lab.bert.runtime.model_thread import (
     THREAD_NAME,
     on_model_thread,
     on_passing_thread,

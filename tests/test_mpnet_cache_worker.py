@@ -23,7 +23,7 @@ def import_mpnet_parts() -> types.ModuleType:
         package = types.ModuleType(name)
         package.__path__ = [str(ROOT / name.replace(".", "/"))]
         sys.modules[name] = package
-    from bertviz_lab.bert import mpnet_parts
+    from bertviz_lab.bert.loading import mpnet_parts
 
     return mpnet_parts
 

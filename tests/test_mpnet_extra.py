@@ -25,9 +25,9 @@ import numpy as np
 import pytest
 import torch
 
-from bertviz_lab.bert import checkpoints, mpnet_parts
-from bertviz_lab.bert.checkpoints import CheckpointError
-from bertviz_lab.bert.mpnet_parts import (
+from bertviz_lab.bert.loading import checkpoints, mpnet_parts
+from bertviz_lab.bert.loading.checkpoints import CheckpointError
+from bertviz_lab.bert.loading.mpnet_parts import (
                                           MARKER,
                                           MPNET_PARTS,
                                           PartsError,

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from bertviz_lab.attention.sources import layer_matrices, with_source
-from bertviz_lab.bert.flow import attention_flow, residual_augmented, rollout
+from bertviz_lab.bert.sources.flow import attention_flow, residual_augmented, rollout
 
 TEXT = "the big cat sat on the red mat"
 

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from bertviz_lab import load
-from bertviz_lab.bert.checkpoints import load_model, packaged_default_folder
+from bertviz_lab.bert.loading.checkpoints import load_model, packaged_default_folder
 
 TOL = 1e-5
 

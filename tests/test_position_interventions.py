@@ -11,7 +11,7 @@ import torch
 from test_position_families import LAYERS, mpnet  # noqa: F401  (the random MPNet checkpoints fixture)
 
 from bertviz_lab import load
-from bertviz_lab.bert.hook_table import hook_name
+from bertviz_lab.bert.encoder.hook_table import hook_name
 from bertviz_lab.figures import interventions as views
 from bertviz_lab.interventions import InterventionError, compare, make_intervention, relative_bias_table
 from bertviz_lab.interventions.edits import permuted_keys

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from bertviz_lab.bert import BertConfig, BertLab
-from bertviz_lab.bert.model import init_weights
+from bertviz_lab.bert.encoder.model import init_weights
 from bertviz_lab.bert.positions import SCHEMES
 from bertviz_lab.bert.positions.alibi import alibi_bias, alibi_slopes
 from bertviz_lab.bert.positions.sinusoidal import sinusoidal_table

@@ -40,7 +40,7 @@ def same_explanation(a: dict, b: dict) -> bool:
 
 def same_run(a, b) -> bool:
     """Tokens and predictions exactly; attention byte for byte unless the Run shared a batch, whose rows may
-    differ from a pass of their own in float rounding only (``bert/batching.py``: ~1e-6)."""
+    differ from a pass of their own in float rounding only (``bert/runtime/batching.py``: ~1e-6)."""
     same_words = a.tokens == b.tokens and [[p.token for p in m.predictions] for m in a.mlm] == \
         [[p.token for p in m.predictions] for m in b.mlm]
     return same_words and a.attention.shape == b.attention.shape and \

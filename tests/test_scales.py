@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from bertviz_lab.attention.sources import with_source
-from bertviz_lab.bert.source_registry import SOURCES
+from bertviz_lab.bert.sources.source_registry import SOURCES
 from bertviz_lab.figures import analysis as views
 from bertviz_lab.figures import interventions as intervention_views
 from bertviz_lab.figures import qk as qk_views

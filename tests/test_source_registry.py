@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from bertviz_lab.attention.sources import SOURCES, get_source, layer_matrices, source_names, with_source
-from bertviz_lab.bert.flow import attention_flow, rollout
+from bertviz_lab.bert.sources.flow import attention_flow, rollout
 
 TEXT = "the cat sat on the mat"
 

@@ -1,4 +1,4 @@
-"""The position-scheme twins (mlm/twins.py, bert/twin_checkpoints.py): trained alike, loaded by name, and the twin
+"""The position-scheme twins (mlm/twins.py, bert/loading/twin_checkpoints.py): trained alike, loaded by name, and the twin
 without positions blind to word order. Tiny twins on a tiny corpus the test writes (no data/ at test time)."""
 from __future__ import annotations
 
@@ -183,7 +183,7 @@ def test_ratio_intervals_resample_whole_blocks():
 
 
 def test_the_twins_are_among_the_shipped_models_the_page_lists(exported, monkeypatch):
-    from bertviz_lab.bert.checkpoints import shipped_checkpoints
+    from bertviz_lab.bert.loading.checkpoints import shipped_checkpoints
 
     monkeypatch.setenv("BERTVIZ_LAB_TWINS", str(exported))
     assert shipped_checkpoints()[3:] == [f"twin-{s}" for s in SCHEMES]

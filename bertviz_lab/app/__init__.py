@@ -13,7 +13,7 @@ import gradio as gr
 import plotly
 
 from ..bert import DEFAULT_CHECKPOINT
-from ..bert.checkpoints import shipped_checkpoints
+from ..bert.loading.checkpoints import shipped_checkpoints
 from ..lab import Lab, load
 from ..resources import STATIC
 from . import tabs

@@ -8,7 +8,7 @@
 - a session that now holds an analysis takes one of the server's bounded slots;
 - on a server with a time limit, the worker stops waiting for the event at the limit plus ``GRACE`` seconds and
   answers that it was stopped: the event runs on a thread of the gate's own, and stops itself at its next
-  check of the budget (the encoder checks before every layer, long loops on every round: ``bert/budget.py``),
+  check of the budget (the encoder checks before every layer, long loops on every round: ``bert/runtime/budget.py``),
   so what cannot check (one SciPy or NumPy call) holds no worker past the limit;
 - corpus-sized work (a treebank, a sentence set) runs one request at a time across every door: the page's
   events, the API and the MCP tools take the same slot.
@@ -31,8 +31,8 @@ from typing import Any
 import gradio as gr
 
 from ..bert import BudgetExceeded, CheckpointError, DeviceError, spending
-from ..bert.budget import time_message
-from ..bert.errors import InputError
+from ..bert.runtime.budget import time_message
+from ..bert.runtime.errors import InputError
 from .state import Limits, Session, SessionSlots
 
 # Where each event says what went wrong: the first of these among its outputs.

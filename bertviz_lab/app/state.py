@@ -20,7 +20,7 @@ from typing import Any
 from gradio.components.plot import PlotData
 
 from ..bert import DEFAULT_CHECKPOINT, Budget, CheckpointError
-from ..bert.model_thread import on_passing_thread
+from ..bert.runtime.model_thread import on_passing_thread
 from ..figures.analysis import ViewOptions
 from ..figures.base import Figure, to_json
 from ..lab import Analysis, InputError, Lab, load
@@ -70,7 +70,7 @@ class LabCache:
     def _load(self, key: tuple[str, str], loading: Future) -> None:
         """Load ``key`` outside the lock and hand the result (or the error) to every request waiting on it."""
         try:
-            # on a thread of its own: its tensor copies leave no thread pool behind (bert/model_thread.py)
+            # on a thread of its own: its tensor copies leave no thread pool behind (bert/runtime/model_thread.py)
             lab = on_passing_thread(load, key[0], device=key[1])
         except BaseException as error:  # every waiter gets it; nothing is kept
             with self._lock:

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from ..bert.flow import rollout as flow_rollout
+from ..bert.sources.flow import rollout as flow_rollout
 from ..naming import is_punctuation
 
 HEAD_STATS = ("entropy", "to [CLS]", "to [SEP]", "to punctuation", "to previous", "to next", "to itself")

@@ -1,6 +1,6 @@
 """An Analysis in another attention source, and the per-layer matrices rollout and flow run on.
 
-The registry itself (``bert/source_registry.py``: every source's name, note, citation, shape facts,
+The registry itself (``bert/sources/source_registry.py``: every source's name, note, citation, shape facts,
 cost and computation) is re-exported here, so views, the CLI, the app and notebooks have one door.
 Converting an analysis runs one more forward pass of the same input, capturing what the source
 needs (the Analysis keeps only the softmax weights, so sessions stay small).
@@ -11,8 +11,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..bert.captured import Captured
-from ..bert.source_registry import SOURCES, Source, get_source, source_names
+from ..bert.sources.captured import Captured
+from ..bert.sources.source_registry import SOURCES, Source, get_source, source_names
 from ..lab import Analysis, InputError, Lab
 
 __all__ = ["SOURCES", "Source", "get_source", "in_source", "layer_matrices", "source_names", "with_source"]

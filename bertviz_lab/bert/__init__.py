@@ -1,16 +1,16 @@
 """The encoder and everything needed to run it: the model (one file), hook points and the
 per-run hook context, checkpoint finding and strict loading, devices and dtypes."""
-from .budget import Budget, BudgetExceeded, spending
-from .checkpoints import (
+from .runtime.budget import Budget, BudgetExceeded, spending
+from .loading.checkpoints import (
                           DEFAULT_CHECKPOINT,
                           ORIGINAL_CHECKPOINT,
                           CheckpointError,
                           LoadedCheckpoint,
                           load_model,
 )
-from .devices import DeviceError, available_devices, resolve_device, resolve_dtype
-from .hooks import Edit
-from .model import BertConfig, BertForwardOutput, BertLab, layer_hook
+from .runtime.devices import DeviceError, available_devices, resolve_device, resolve_dtype
+from .encoder.hooks import Edit
+from .encoder.model import BertConfig, BertForwardOutput, BertLab, layer_hook
 
 __all__ = ["DEFAULT_CHECKPOINT", "ORIGINAL_CHECKPOINT",
            "BertConfig", "Budget", "BudgetExceeded", "BertForwardOutput", "BertLab", "CheckpointError",

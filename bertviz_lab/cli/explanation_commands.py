@@ -9,7 +9,7 @@ import argparse
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from ..bert.checkpoints import SST2_CHECKPOINTS
+from ..bert.loading.checkpoints import SST2_CHECKPOINTS
 from ..interventions.faithfulness import RANKINGS
 from .options import WorkBar, add_model_options, command, count, emit, lab_from_args, positive_int, seed
 

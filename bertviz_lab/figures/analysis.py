@@ -13,7 +13,7 @@ import pandas as pd
 
 from ..attention import HEAD_STATS, attention_view, head_statistics
 from ..attention.sources import get_source
-from ..bert.flow import attention_flow, row_normalised
+from ..bert.sources.flow import attention_flow, row_normalised
 from ..lab import Analysis
 from ..naming import SPECIAL_TOKENS, head_labels, layer_head, layer_head_file, layer_labels, layer_name
 from .attention import MapScale, head_view_figure, heatmap_figure, overview_figure, predictions_figure

@@ -5,7 +5,7 @@ For the model's top prediction w at a masked position, per context token j:
 
 - **erasure** (the reference): log P(w) minus log P(w) when j is hidden from attention on every
   layer (the hide-keys intervention; one batched forward, a row per token);
-- **DecompX** (Modarressi et al. 2023; ``bert/decompx.py``): the token's share of w's logit, its
+- **DecompX** (Modarressi et al. 2023; ``bert/sources/decompx.py``): the token's share of w's logit, its
   decomposition carried through every layer and the MLM head;
 - **gradient x input** and **integrated gradients** (Sundararajan et al. 2017; Captum's
   ``InputXGradient`` / ``IntegratedGradients`` on the embedding layer's output, which is what its
@@ -37,9 +37,9 @@ import numpy as np
 import torch
 from scipy.stats import spearmanr
 
-from ..bert import decompx
-from ..bert.captured import MIXING_CAPTURES, Captured
-from ..bert.hook_table import HOOK_TABLE
+from ..bert.sources import decompx
+from ..bert.sources.captured import MIXING_CAPTURES, Captured
+from ..bert.encoder.hook_table import HOOK_TABLE
 from ..lab import Analysis, ClassProbability, Encoded, InputError, Lab
 from ..naming import SPECIAL_TOKENS
 from .faithfulness import ERASER_BINS, RANKINGS, MaskedSentence, bin_size, logp_with_hidden, rankings, sentence_scores
@@ -105,7 +105,7 @@ def embedding_output(lab: Lab, ids: torch.Tensor, segments: torch.Tensor) -> tor
 def _from_embeddings(model, forward):
     """forward(input_ids, token_type_ids, attention_mask) -> its value with the embedding layer's output
     replaced by ``embedded``: an edit at the embeddings hook point, bound to this call's own hook run (a
-    ContextVar, ``bert/hooks.py``), so another request running the same model never sees it."""
+    ContextVar, ``bert/encoder/hooks.py``), so another request running the same model never sees it."""
     def forward_from(embedded, input_ids, token_type_ids, attention_mask):
         def replace(x: torch.Tensor, name: str) -> torch.Tensor:
             if x.shape != embedded.shape:

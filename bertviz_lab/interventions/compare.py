@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..attention import js_divergence, relative_offset_profile
-from ..bert.flow import row_normalised
+from ..bert.sources.flow import row_normalised
 from ..lab import Analysis, Encoded, Lab
 from .kinds import Intervention
 

@@ -38,10 +38,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..bert import decompx
-from ..bert.captured import MIXING_CAPTURES, Captured
-from ..bert.flow import attention_flow
-from ..bert.source_registry import get_source
+from ..bert.sources import decompx
+from ..bert.sources.captured import MIXING_CAPTURES, Captured
+from ..bert.sources.flow import attention_flow
+from ..bert.sources.source_registry import get_source
 from ..lab import Encoded, InputError, Lab
 from ..naming import SPECIAL_TOKENS
 from ..sentences import masked_items, truncated_count
@@ -52,7 +52,7 @@ from .sets import Difference, mean_interval
 @dataclass(frozen=True)
 class Ranking:
     """One way of ranking the context tokens of a masked position: a registered attention source
-    (``bert/source_registry.py``) read at a ``scope``, or the random control. Its name is spelled from
+    (``bert/sources/source_registry.py``) read at a ``scope``, or the random control. Its name is spelled from
     the registry's: ``source`` alone when the source's own aggregation is used, else ``source (scope)``."""
 
     source: str | None  # None: the random control

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from ..bert import BertLab, Edit, layer_hook
-from ..bert.hook_table import hook_name
+from ..bert.encoder.hook_table import hook_name
 from ..lab import ForwardChanges
 from ..naming import SPECIAL_TOKENS, head_name
 from .edits import (

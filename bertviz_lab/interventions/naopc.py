@@ -43,7 +43,7 @@ the same way:
   keeps every sentence of it and bounds a sentence's masked inputs at 2^10 rows x 32 tokens = 32,768
   token-rows, twice the short set's worst (2^10 x 16): on one thread with the shipped classifier its
   2^10 rows take 3.4 CPU-seconds, and 10 words of 32 tokens 6.7. On a public server every one of
-  those passes is also charged to the request's budget (``bert/budget.py``); the caps bound the
+  those passes is also charged to the request's budget (``bert/runtime/budget.py``); the caps bound the
   command line, which has none.
 
 The published means over those 66 sentences (``results/aopc_scores_short/sst2_bert-base-uncased-SST-2.csv``,
@@ -68,7 +68,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..bert.captured import MIXING_CAPTURES, Captured
+from ..bert.sources.captured import MIXING_CAPTURES, Captured
 from ..lab import MAX_TEXT_CHARACTERS, Encoded, InputError, Lab
 from .faithfulness import CONTROL, RANKINGS, rankings
 from .sets import mean_interval

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import torch
 
 from ..bert import layer_hook
-from ..bert.hook_table import every_layer
+from ..bert.encoder.hook_table import every_layer
 from ..lab import Encoded, InputError, Lab
 
 

@@ -12,7 +12,7 @@ import torch
 
 from ..attention import cosine_matrix
 from ..bert import layer_hook
-from ..bert.hook_table import every_layer
+from ..bert.encoder.hook_table import every_layer
 from ..bert.positions.relative import relative_position_bucket
 from ..bert.positions.rotary import wavelengths
 from ..lab import Analysis, Encoded, ForwardChanges, InputError, Lab, checked_text

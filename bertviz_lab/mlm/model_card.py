@@ -396,7 +396,7 @@ def publish_selected(snapshot: Path, out: Path, corpus: Path, selection: dict, d
 
     import torch
 
-    from ..bert.devices import resolve_device
+    from ..bert.runtime.devices import resolve_device
 
     out.mkdir(parents=True, exist_ok=True)
     for name in ("head.safetensors", "run.json"):

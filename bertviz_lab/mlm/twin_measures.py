@@ -134,7 +134,7 @@ def attention_by_distance(lab: Lab, blocks: torch.Tensor, threshold: float = 0.5
     """Per layer: the share of attention on the previous and on the next token and the mean attention distance
     |i - j| (over real query tokens, [CLS]/[SEP] included as keys), with intervals over blocks; and the heads whose
     mean attention to the previous (next) token is over ``threshold`` (Clark et al. 2019's positional heads)."""
-    from ..bert.hook_table import every_layer
+    from ..bert.encoder.hook_table import every_layer
 
     layers, heads = lab.model.config.num_hidden_layers, lab.model.config.num_attention_heads
     per_block = {"previous": [], "next": [], "distance": []}  # each (blocks, layers, heads)

@@ -31,7 +31,7 @@ import torch
 from safetensors.torch import save_file
 
 from ..bert import BertConfig, BertLab
-from ..bert.model import init_weights
+from ..bert.encoder.model import init_weights
 from .objective import IGNORE, mask_tokens
 from .running_text import Passage, read_documents, read_passages_jsonl
 

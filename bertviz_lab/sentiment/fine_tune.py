@@ -2,7 +2,7 @@
 resumable legs, and ship only what training changed.
 
 The model is Hugging Face's ``BertForSequenceClassification`` (pooler on [CLS], dropout, a Linear to
-two classes; ``bert/classifier.py`` computes it). The top ``train_layers`` encoder layers, the pooler
+two classes; ``bert/encoder/classifier.py`` computes it). The top ``train_layers`` encoder layers, the pooler
 and the classifier are trained; the embeddings and lower layers stay as published, so the asset holds
 just those tensors (float16) and loads on top of the packaged MiniLM. Settings are fixed in advance
 (no search on the validation split); the validation split is read once, at the end, with the
@@ -25,7 +25,7 @@ from safetensors.torch import save_file
 from tqdm import tqdm
 
 from ..bert import BertLab
-from ..bert.checkpoints import read_checkpoint
+from ..bert.loading.checkpoints import read_checkpoint
 from ..mlm.train import CHECKPOINT, Progress, length_batches, load_checkpoint, make_optimizer, optimizer_step, save_checkpoint
 from .data import LABELS, read_sst2
 

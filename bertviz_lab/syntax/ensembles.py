@@ -40,8 +40,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.sparse.csgraph import minimum_spanning_tree
 
-from ..bert.budget import check_time
-from ..bert.hook_table import every_layer
+from ..bert.runtime.budget import check_time
+from ..bert.encoder.hook_table import every_layer
 from ..lab import Lab
 from ..naming import head_name
 from ..treebank import Sentence
@@ -226,7 +226,7 @@ def tree_counts(maps: WordMaps, gold: TreeGold, heads: Sequence[int], positions:
     tree decoded from the mean map of ``heads``, over non-punctuation words, as the probe's."""
     correct, total = np.zeros(len(positions)), np.zeros(len(positions))
     for k, i in enumerate(positions):
-        check_time()  # a request past its time stops between sentences (bert/budget.py)
+        check_time()  # a request past its time stops between sentences (bert/runtime/budget.py)
         mean = maps.maps[i][list(heads)].mean(0)
         edges = gold.edges[i]
         correct[k] = len(edges & maximum_tree(mean + mean.T, gold.keep[i]))

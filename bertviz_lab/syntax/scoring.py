@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..attention import batch_head_statistics, to_word_level, word_groups
-from ..bert.budget import check_time
-from ..bert.captured import Captured
-from ..bert.source_registry import get_source
+from ..bert.runtime.budget import check_time
+from ..bert.sources.captured import Captured
+from ..bert.sources.source_registry import get_source
 from ..lab import CheckpointInfo, Encoded, InputError, Lab
 from ..treebank import Sentence
 from .directions import CLARK_DIRECTIONS
@@ -245,7 +245,7 @@ def score_batch(lab: Lab, batch: Sequence[tuple[int, Sentence, Encoded]], source
     attention = attention_t.cpu().numpy()
     rows = []
     for row, (index, sentence, enc) in enumerate(batch):
-        check_time()  # a request past its time stops between sentences (bert/budget.py)
+        check_time()  # a request past its time stops between sentences (bert/runtime/budget.py)
         n = len(enc.ids)
         weights = attention[row, :, :, :n, :n] if source == "attention" else \
             chosen.weights(Captured(lab.model, cache, row, n))  # (layers, heads, query, key)

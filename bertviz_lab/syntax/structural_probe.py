@@ -38,8 +38,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..bert.budget import check_time
-from ..bert.hook_table import hidden_state_names
+from ..bert.runtime.budget import check_time
+from ..bert.encoder.hook_table import hidden_state_names
 from ..lab import Lab
 from ..treebank import Sentence
 from .scoring import words_without_pieces
@@ -225,7 +225,7 @@ def epoch_losses(params: list[nn.Parameter], layers: list[int], data: Batches, o
     """Per layer, the mean loss per sentence over one pass; trains when optimizers are given."""
     totals, count = np.zeros(len(layers)), 0
     for start in range(0, len(order), BATCH):
-        check_time()  # a request past its time stops between batches (bert/budget.py)
+        check_time()  # a request past its time stops between batches (bert/runtime/budget.py)
         rows = list(order[start:start + BATCH])
         words, layout, gold, lengths = data.batch(rows, layers)
         with torch.set_grad_enabled(optimizers is not None):

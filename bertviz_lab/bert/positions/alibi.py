@@ -16,7 +16,7 @@ import math
 import torch
 from torch import nn
 
-from ..hooks import HookPoint
+from ..encoder.hooks import HookPoint
 from .scheme import PositionScheme, register
 
 

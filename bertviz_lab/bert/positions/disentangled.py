@@ -33,7 +33,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..hooks import HookPoint
+from ..encoder.hooks import HookPoint
 from .scheme import PositionScheme, register
 
 TERMS = ("c2p", "p2c")  # the position terms a config may name, in transformers' spelling

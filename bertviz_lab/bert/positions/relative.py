@@ -17,7 +17,7 @@ import math
 import torch
 from torch import nn
 
-from ..hooks import HookPoint
+from ..encoder.hooks import HookPoint
 from .scheme import PositionScheme, register
 
 BUCKETS = 32  # what transformers' MPNetEncoder.compute_position_bias passes, whatever the config says

@@ -30,7 +30,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..hooks import HookPoint
+from ..encoder.hooks import HookPoint
 from .scheme import PositionScheme, register
 
 GLOBAL, LOCAL = "full_attention", "sliding_attention"  # transformers' layer types

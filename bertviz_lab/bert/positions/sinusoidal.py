@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..hooks import HookPoint
+from ..encoder.hooks import HookPoint
 from .scheme import PositionScheme, register
 
 

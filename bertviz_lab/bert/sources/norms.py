@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from .errors import InputError
+from ..runtime.errors import InputError
 
 
 class PreNormError(InputError):

@@ -16,7 +16,7 @@ is charged as before). The app's launcher turns it on before it loads the model,
 and every Run's pool are the same one. Without it (scripts, notebooks, tests: already one thread),
 ``on_model_thread`` simply calls fn. ``on_passing_thread`` is for long work that must not hold the model
 thread up (another checkpoint's load). Work is not parallel across requests either way: a pass uses
-every core, and concurrent Runs share batches (``bert/batching.py``).
+every core, and concurrent Runs share batches (``bert/runtime/batching.py``).
 
 The price: with one pool, its idle thread spins (libgomp's default, up to 300,000 times) before it sleeps,
 CPU that other programs on the same cores no longer get. Sixteen gradio_client visitors running on the

@@ -8,7 +8,7 @@ network). Weights load strictly: after the legacy names of real BERT checkpoints
 translated, any key left over or missing is an error that names it.
 
 Nothing is built before the config is proven (issue 56): config.json is checked field by field, then against the
-weights' shapes read from the safetensors header alone (bert/config_checks.py), and only then are the tensors read
+weights' shapes read from the safetensors header alone (bert/loading/config_checks.py), and only then are the tensors read
 and the model built; every refusal is one CheckpointError sentence.
 """
 from __future__ import annotations
@@ -27,8 +27,8 @@ from safetensors import safe_open
 from safetensors.torch import load_file
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
 
-from ..resources import DEFAULT_MLM_HEAD, SST2_CLASSIFIER
-from .classifier import class_labels
+from ...resources import DEFAULT_MLM_HEAD, SST2_CLASSIFIER
+from ..encoder.classifier import class_labels
 from .config_checks import (
     ConfigRefused,
     Field,
@@ -41,9 +41,9 @@ from .config_checks import (
     parse_json_object,
     written_fields,
 )
-from .devices import resolve_device, resolve_dtype
+from ..runtime.devices import resolve_device, resolve_dtype
 from .families import BERT_SPECIALS, Family, bert_config_dict, bert_names, family_of
-from .model import BertConfig, BertLab
+from ..encoder.model import BertConfig, BertLab
 from .mpnet_parts import PartsError, mpnet_folder
 from .twin_checkpoints import TwinMissing, is_twin, read_twin, twin_names
 
@@ -147,7 +147,7 @@ def download_problem(error: Exception) -> str:
 
 
 def read_config(folder: Path) -> BertConfig:
-    """The checkpoint's config, every field checked by type and bounds (bert/config_checks.py); one sentence if not."""
+    """The checkpoint's config, every field checked by type and bounds (bert/loading/config_checks.py); one sentence if not."""
     return config_and_fields(folder)[0]
 
 
@@ -299,7 +299,7 @@ def weight_sizes(shapes: dict[str, tuple[int, ...]], family: Family,
 
 
 def check_fit(cfg: BertConfig, shapes: dict[str, tuple[int, ...]], given: Written, where: Path | str) -> None:
-    """config.json against its weights' shapes (bert/config_checks.py ``check_sizes``), before any module is built."""
+    """config.json against its weights' shapes (bert/loading/config_checks.py ``check_sizes``), before any module is built."""
     try:
         check_sizes(cfg, shapes, given)
     except ConfigRefused as error:
@@ -422,7 +422,7 @@ def read_checkpoint(checkpoint: str = DEFAULT_CHECKPOINT, cache_dir: str | Path 
 
 
 def read_twin_checkpoint(name: str, minilm_folder: Path) -> LoadedCheckpoint:
-    """A position twin (bert/twin_checkpoints.py) with the embedded MiniLM's words and tokenizer."""
+    """A position twin (bert/loading/twin_checkpoints.py) with the embedded MiniLM's words and tokenizer."""
     words = weight_files(minilm_folder).tensors()
     words = normalise_keys(bert_names(words, family_of({"model_type": "bert"}), ())[0])
     try:

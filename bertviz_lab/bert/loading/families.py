@@ -56,7 +56,7 @@ What differs, and where it is handled:
   of a sequence or token classifier) are set aside. Real checkpoints ship a BPE tokenizer.json whose specials are
   [CLS] [SEP] [MASK] [PAD].
 Sequence classifiers (``*ForSequenceClassification``) of all five keep their heads, translated to
-``classifier.dense`` / ``classifier.out_proj`` (bert/classifier.py); other task heads are set aside.
+``classifier.dense`` / ``classifier.out_proj`` (bert/encoder/classifier.py); other task heads are set aside.
 Special tokens keep BERT's names in what users see ([CLS], [SEP], [MASK], [PAD]); ids are the model's.
 """
 from __future__ import annotations
@@ -68,9 +68,9 @@ from typing import Any
 
 import torch
 
-from .classifier import CLASSIFIER_ACT, classifier_names, is_sequence_classifier
-from .positions.disentangled import position_terms
-from .positions.rotary import GLOBAL, LOCAL, layer_types, rope_thetas
+from ..encoder.classifier import CLASSIFIER_ACT, classifier_names, is_sequence_classifier
+from ..positions.disentangled import position_terms
+from ..positions.rotary import GLOBAL, LOCAL, layer_types, rope_thetas
 
 FAMILIES = ("bert", "roberta", "distilbert", "electra", "albert", "mpnet", "deberta-v2", "modernbert")
 BERT_SPECIALS = {"cls": "[CLS]", "sep": "[SEP]", "mask": "[MASK]", "pad": "[PAD]"}
@@ -260,7 +260,7 @@ def bert_names(state: dict[str, torch.Tensor], family: Family,
     if family.name == "deberta-v2":
         head, state = _deberta_heads(state, architectures)
     elif family.name != "modernbert" and is_sequence_classifier(state, family.name, architectures):
-        # (ModernBERT's task heads are set aside: its pooling and head are not bert/classifier.py's)
+        # (ModernBERT's task heads are set aside: its pooling and head are not bert/encoder/classifier.py's)
         head, state = classifier_names(state, family.name)
     if family.name == "bert":
         return {**state, **head}, []

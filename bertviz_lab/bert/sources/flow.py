@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .budget import check_time
+from ..runtime.budget import check_time
 
 FLOW_MAX_TOKENS = 48  # n^2 max-flows on a graph of n^2 x layers edges: ~0.3 s at 32 tokens, ~2 s at 48
 SCALE = 1_000_000
@@ -67,7 +67,7 @@ def attention_flow(layers: np.ndarray, up_to: int | None = None, residual: bool 
     graph = csr_matrix((np.concatenate(caps), (np.concatenate(starts), np.concatenate(ends))), shape=(size, size))
     flows = np.zeros((n, n))
     for i in range(n) if rows is None else rows:
-        check_time()  # n max-flows per row: a request past its time stops between rows (bert/budget.py)
+        check_time()  # n max-flows per row: a request past its time stops between rows (bert/runtime/budget.py)
         for j in range(n):
             flows[i, j] = maximum_flow(graph, (top + 1) * n + i, j).flow_value / SCALE
     return row_normalised(flows).astype(np.float32)

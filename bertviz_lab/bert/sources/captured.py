@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import torch
 
-from .hook_table import every_layer, hook_name
-from .model import BertLab
+from ..encoder.hook_table import every_layer, hook_name
+from ..encoder.model import BertLab
 from .norms import transformed_values
 
 # what the norm-based and context-mixing sources need from a forward pass

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .model import BertConfig, activation
+from ..encoder.model import BertConfig, activation
 
 MAX_CONFIG_BYTES = 4 << 20  # a real config.json is a few KB; an id2label of 10,000 classes is ~300 KB
 MAX_VOCAB = 1 << 22  # 4,194,304: XLM-V (an XLM-RoBERTa, 901,629 pieces) is the largest; mDeBERTa-v3 251,000

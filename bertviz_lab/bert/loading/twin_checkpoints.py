@@ -13,8 +13,8 @@ from typing import Any
 import torch
 from safetensors.torch import load_file
 
-from ..resources import ASSETS
-from .model import BertConfig
+from ...resources import ASSETS
+from ..encoder.model import BertConfig
 
 PREFIX = "twin-"
 WORDS = "bert.embeddings.word_embeddings.weight"

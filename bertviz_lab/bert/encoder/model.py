@@ -4,7 +4,7 @@ The module tree *is* the Hugging Face checkpoint format (``bert.encoder.layer.0.
 self.query.weight``, ``cls.predictions.transform.dense.weight``, ``cls.predictions.bias``,
 ``cls.seq_relationship.weight``), so real checkpoints load with ``strict=True``. The MLM
 decoder is tied to the word embeddings and is therefore not a module of its own. A sequence
-classifier's head is ``classifier`` (bert/classifier.py), whatever the family calls it.
+classifier's head is ``classifier`` (bert/encoder/classifier.py), whatever the family calls it.
 
 The architecture is a set of typed axes in the config, never a family: the position schemes (``positions``:
 one file each under bert/positions/, which add their own modules and hook points and act where a forward pass asks
@@ -22,14 +22,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .budget import charge, check_time
+from ..runtime.budget import charge, check_time
 from .classifier import SequenceClassifier, class_labels
-from .positions.disentangled import DisentangledSpec
+from ..positions.disentangled import DisentangledSpec
 from .hook_table import HOOK_TABLE, hook_name
 from .hooks import Edit, HookPoint, active_run, hook_run, name_hook_points
-from .positions import PassPositions, PositionScheme
-from .positions import build as build_schemes
-from .positions.rotary import RotarySpec
+from ..positions import PassPositions, PositionScheme
+from ..positions import build as build_schemes
+from ..positions.rotary import RotarySpec
 
 NORM_PLACEMENTS = ("post", "pre")
 MLP_KINDS = ("dense", "gated")
@@ -49,7 +49,7 @@ class BertConfig:
     type_vocab_size: int = 2
     layer_norm_eps: float = 1e-12
     pad_token_id: int = 0
-    # The rest of the BERT family (bert/families.py): ELECTRA's smaller embeddings, RoBERTa's
+    # The rest of the BERT family (bert/loading/families.py): ELECTRA's smaller embeddings, RoBERTa's
     # first position, the MLM head's own activation where it is not hidden_act.
     embedding_size: int | None = None  # None: the hidden size (no projection after the embeddings)
     position_offset: int = 0  # position i reads row i + offset of the position table
@@ -597,7 +597,7 @@ class BertLab(nn.Module):
             hidden = self.bert.embeddings_project(hidden)  # (batch, pos, d_model)
         positions = self.pass_positions(position_ids, self.attention_bias(attention_mask, attention_bias, dtype), t, dtype)
         for layer in self.bert.encoder.layer:
-            check_time()  # a request past its time stops here, not after the whole pass (bert/budget.py)
+            check_time()  # a request past its time stops here, not after the whole pass (bert/runtime/budget.py)
             hidden = layer(hidden, positions.bias, positions)
         if self.bert.final_norm is not None:
             hidden = self.bert.hook_final(self.bert.final_norm(hidden))  # (batch, pos, d_model)

@@ -3,7 +3,7 @@
 A public server must bound every request that runs the model, including endpoints added
 later. Checking inputs in each handler leaves that to memory; checking here does not: whatever
 path a request takes (an analysis, a sweep, a sentence set, a treebank, a null model), every
-forward pass of :class:`~bertviz_lab.bert.model.BertLab` calls :func:`charge`, and inside
+forward pass of :class:`~bertviz_lab.bert.encoder.model.BertLab` calls :func:`charge`, and inside
 :func:`spending` the pass is refused once it would exceed the budget. Outside ``spending``
 (the command line, training, notebooks) nothing is checked.
 
@@ -110,7 +110,7 @@ def spending(budget: Budget | None) -> Iterator[Spend | None]:
 @contextmanager
 def exempt() -> Iterator[None]:
     """Passes inside are charged to no request: a batch shared by several requests, each of which was
-    charged for its own row before it joined (``bert/batching.py``)."""
+    charged for its own row before it joined (``bert/runtime/batching.py``)."""
     token = _current.set(None)
     try:
         yield

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 
 import torch
 
-from .budget import charge
+from ..runtime.budget import charge
 from .captured import Captured
 from .norms import refuse_pre_norm
 

@@ -53,7 +53,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import BinaryIO
 
-from ..resources import user_cache_dir
+from ...resources import user_cache_dir
 
 try:
     import fcntl

@@ -1,0 +1,1 @@
+"""bert/encoder/: see docs/ARCHITECTURE.md."""

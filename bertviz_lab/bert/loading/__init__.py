@@ -1,0 +1,1 @@
+"""bert/loading/: see docs/ARCHITECTURE.md."""

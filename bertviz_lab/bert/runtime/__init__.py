@@ -1,0 +1,1 @@
+"""bert/runtime/: see docs/ARCHITECTURE.md."""

@@ -1,0 +1,1 @@
+"""bert/sources/: see docs/ARCHITECTURE.md."""
