@@ -143,6 +143,28 @@ def main() -> None:
         write_section("code-shape", "benchmarks/code_shape.py", "The code's shape (issue 42): before and after", body)
 
 
+def source_switch_passes() -> str:
+    """Forward passes when the page switches source, counted on a small random model: the page's path now
+    (``in_source``) against the two calls it made before (``with_source`` then ``layer_matrices``)."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    import builders
+    from bertviz_lab import load
+    from bertviz_lab.attention.sources import in_source, layer_matrices, with_source
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = builders.save_checkpoint(builders.random_pretraining_model(seed=0), Path(tmp) / "ckpt")
+        lab = load(str(folder), device="cpu")
+        analysis = lab.analyze("the cat sat on the mat")
+        passes = []
+        run = lab.run
+        lab.run = lambda *a, **k: passes.append(1) or run(*a, **k)
+        in_source(lab, analysis, "alti")
+        now = len(passes)
+        with_source(lab, analysis, "alti"), layer_matrices(lab, analysis, "alti")
+        before = len(passes) - now
+    return f"Forward passes when the page switches source (ALTI): {now} now (in_source), {before} before."
+
+
 def main_57(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         before = shape_57(checkout(args.before, Path(tmp)))
@@ -153,6 +175,7 @@ def main_57(args: argparse.Namespace) -> None:
     body = markdown_table(["figure", f"before ({args.before})", "this tree", "issue 57's target"], rows)
     body += ("\n\nWhere the no-positions scheme is named now: " + ", ".join(scheme_files(ROOT / "bertviz_lab", "none"))
              + "; the ALiBi scheme: " + ", ".join(scheme_files(ROOT / "bertviz_lab", "alibi")) + ".")
+    body += "\n\n" + source_switch_passes()
     print(body)
     if args.write:
         write_section("code-shape-57", "benchmarks/code_shape.py --issue 57",
