@@ -26,8 +26,8 @@ from common import interleaved_medians, median_seconds
 from sections import run_recorded
 
 from bertviz_lab import load
-from bertviz_lab.bert.sources.captured import MIXING_CAPTURES, Captured
 from bertviz_lab.bert.loading.checkpoints import packaged_default_folder
+from bertviz_lab.bert.sources.captured import MIXING_CAPTURES, Captured
 from bertviz_lab.bert.sources.source_registry import SOURCES
 from bertviz_lab.interventions.attribution import explain, gradient_methods
 

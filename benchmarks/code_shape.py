@@ -148,6 +148,7 @@ def source_switch_passes() -> str:
     (``in_source``) against the two calls it made before (``with_source`` then ``layer_matrices``)."""
     sys.path.insert(0, str(ROOT / "tests"))
     import builders
+
     from bertviz_lab import load
     from bertviz_lab.attention.sources import in_source, layer_matrices, with_source
 
@@ -178,7 +179,7 @@ def main_57(args: argparse.Namespace) -> None:
     body += "\n\n" + source_switch_passes()
     print(body)
     if args.write:
-        write_section("code-shape-57", "benchmarks/code_shape.py --issue 57",
+        write_section("code-shape-57", "benchmarks/code_shape.py",
                       "The encoder made of parts (issue 57): before and after", body)
 
 

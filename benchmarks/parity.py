@@ -17,8 +17,8 @@ import time
 import torch
 from sections import markdown_table, run_recorded
 
-from bertviz_lab.bert.loading.checkpoints import model_from_transformers
 from bertviz_lab.bert.encoder.hook_table import hook_name
+from bertviz_lab.bert.loading.checkpoints import model_from_transformers
 
 SMALL = dict(hidden_size=64, num_hidden_layers=3, num_attention_heads=4, intermediate_size=128,
              max_position_embeddings=200, vocab_size=120)

@@ -16,14 +16,14 @@ import torch
 from tokenizers import Tokenizer
 
 from .bert import DEFAULT_CHECKPOINT, BertConfig, BertLab, Edit, LoadedCheckpoint, layer_hook, load_model
-from .bert.runtime.batching import SharedPasses
-from .bert.runtime.budget import charge, exempt
-from .bert.sources.captured import Captured
-from .bert.runtime.errors import InputError
-from .bert.loading.families import BERT_SPECIALS
 from .bert.encoder.hook_table import every_layer
 from .bert.encoder.model import BertForwardOutput, init_weights
+from .bert.loading.families import BERT_SPECIALS
+from .bert.runtime.batching import SharedPasses
+from .bert.runtime.budget import charge, exempt
+from .bert.runtime.errors import InputError
 from .bert.runtime.model_thread import on_model_thread
+from .bert.sources.captured import Captured
 from .bert.sources.source_registry import PATTERN_CAPTURES, get_source
 
 

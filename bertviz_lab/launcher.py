@@ -65,7 +65,8 @@ def check_mcp(wanted: bool) -> None:
 
 def serving_lab(checkpoint: str, device: str, keep_memory: bool = True):
     """The model loaded as a server process runs it: freed memory kept between requests and handed back to the
-    OS every 30 s (``bert/runtime/allocator.py``; process-wide, so only the app, a process of its own, opts in) and every request's tensor work on one thread, the
+    OS every 30 s (``bert/runtime/allocator.py``; process-wide, so only the app, a process of its own, opts in) and
+    every request's tensor work on one thread, the
     load's included (``bert/runtime/model_thread.py``). Benchmarks start their servers with it too."""
     from bertviz_lab.bert.runtime.model_thread import on_model_thread, use_model_thread
     from bertviz_lab.lab import load

@@ -152,7 +152,8 @@ def call(client, api_name: str, *args) -> dict:
 SLOW_FIXTURES = {"browser", "tiny_app", "default_app", "public_app", "default_lab", "minilm_lab", "sharp_app",
                  "small_limit_app"}
 # whole files whose module fixtures build several transformers models (10-20 s of setup each)
-SLOW_FILES = {'test_allocator.py', 'test_twins.py', 'test_family_conformance.py', 'test_deberta.py', 'test_modernbert.py', 'test_space.py', 'test_position_families.py',
+SLOW_FILES = {'test_allocator.py', 'test_twins.py', 'test_family_conformance.py',
+              'test_deberta.py', 'test_modernbert.py', 'test_space.py', 'test_position_families.py',
               'test_position_interventions.py', 'test_classifier.py', 'test_hostile_configs.py'}
 SLOW_TESTS = {
     'test_naopc_hostile.py::test_python_m_refuses_an_oversize_field_with_exit_2_not_a_traceback',

@@ -9,9 +9,9 @@ import torch
 from test_families import roughen
 
 from bertviz_lab import load
+from bertviz_lab.bert.encoder.hook_table import FAMILY_HOOKS, HOOK_TABLE, SCORE_TERMS, hook_name
 from bertviz_lab.bert.loading.checkpoints import model_from_transformers
 from bertviz_lab.bert.loading.families import BERT_SPECIALS, bert_config_dict, bert_names, family_of
-from bertviz_lab.bert.encoder.hook_table import FAMILY_HOOKS, HOOK_TABLE, SCORE_TERMS, hook_name
 
 TOL = 1e-5
 LAYERS = 3

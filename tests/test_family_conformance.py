@@ -18,9 +18,9 @@ import torch
 from family_cases import CASES, LONG, MASKED, METHOD_NAMES, REFUSALS, parity
 
 from bertviz_lab import load
+from bertviz_lab.bert.encoder.hook_table import FAMILY_HOOKS, HOOK_TABLE, hook_name
 from bertviz_lab.bert.loading.checkpoints import CheckpointError, model_from_transformers
 from bertviz_lab.bert.loading.families import FAMILIES
-from bertviz_lab.bert.encoder.hook_table import FAMILY_HOOKS, HOOK_TABLE, hook_name
 
 pytestmark = pytest.mark.slow
 

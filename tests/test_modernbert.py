@@ -11,9 +11,9 @@ import torch
 from test_families import roughen
 
 from bertviz_lab import load
+from bertviz_lab.bert.encoder.hook_table import FAMILY_HOOKS, HOOK_TABLE, hook_name, score_query_key
 from bertviz_lab.bert.loading.checkpoints import model_from_transformers
 from bertviz_lab.bert.loading.families import BERT_SPECIALS, bert_config_dict, bert_names, family_of
-from bertviz_lab.bert.encoder.hook_table import FAMILY_HOOKS, HOOK_TABLE, hook_name, score_query_key
 from bertviz_lab.bert.positions.rotary import cos_sin, rotate
 
 TOL = 1e-5

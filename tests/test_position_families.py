@@ -13,8 +13,8 @@ import torch
 from test_families import ROOT_WORDS, hub_cache, roughen
 
 from bertviz_lab import load
-from bertviz_lab.bert.loading.checkpoints import CheckpointError, model_from_transformers
 from bertviz_lab.bert.encoder.hook_table import HOOK_TABLE, hook_name
+from bertviz_lab.bert.loading.checkpoints import CheckpointError, model_from_transformers
 
 TOL = 1e-5
 LAYERS = 3

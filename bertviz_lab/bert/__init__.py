@@ -1,6 +1,7 @@
 """The encoder and everything needed to run it: the model (one file), hook points and the
 per-run hook context, checkpoint finding and strict loading, devices and dtypes."""
-from .runtime.budget import Budget, BudgetExceeded, spending
+from .encoder.hooks import Edit
+from .encoder.model import BertConfig, BertForwardOutput, BertLab, layer_hook
 from .loading.checkpoints import (
                           DEFAULT_CHECKPOINT,
                           ORIGINAL_CHECKPOINT,
@@ -8,9 +9,8 @@ from .loading.checkpoints import (
                           LoadedCheckpoint,
                           load_model,
 )
+from .runtime.budget import Budget, BudgetExceeded, spending
 from .runtime.devices import DeviceError, available_devices, resolve_device, resolve_dtype
-from .encoder.hooks import Edit
-from .encoder.model import BertConfig, BertForwardOutput, BertLab, layer_hook
 
 __all__ = ["DEFAULT_CHECKPOINT", "ORIGINAL_CHECKPOINT",
            "BertConfig", "Budget", "BudgetExceeded", "BertForwardOutput", "BertLab", "CheckpointError",

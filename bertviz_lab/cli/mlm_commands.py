@@ -1,5 +1,6 @@
 """Commands about the masked-word and next-sentence heads: ``eval-mlm`` and ``eval-nsp`` (accuracy
-with intervals, or the teaching set), ``train-mlm-head`` (resumable legs), ``train-twins`` (the position-scheme twins, resumable legs) and ``select-head`` (the
+with intervals, or the teaching set), ``train-mlm-head`` (resumable legs), ``train-twins`` (the position-scheme
+twins, resumable legs) and ``select-head`` (the
 rule fixed before the runs it chooses between)."""
 from __future__ import annotations
 

@@ -37,9 +37,9 @@ import numpy as np
 import torch
 from scipy.stats import spearmanr
 
+from ..bert.encoder.hook_table import HOOK_TABLE
 from ..bert.sources import decompx
 from ..bert.sources.captured import MIXING_CAPTURES, Captured
-from ..bert.encoder.hook_table import HOOK_TABLE
 from ..lab import Analysis, ClassProbability, Encoded, InputError, Lab
 from ..naming import SPECIAL_TOKENS
 from .faithfulness import ERASER_BINS, RANKINGS, MaskedSentence, bin_size, logp_with_hidden, rankings, sentence_scores

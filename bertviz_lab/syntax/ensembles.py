@@ -40,8 +40,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.sparse.csgraph import minimum_spanning_tree
 
-from ..bert.runtime.budget import check_time
 from ..bert.encoder.hook_table import every_layer
+from ..bert.runtime.budget import check_time
 from ..lab import Lab
 from ..naming import head_name
 from ..treebank import Sentence

@@ -38,8 +38,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..bert.runtime.budget import check_time
 from ..bert.encoder.hook_table import hidden_state_names
+from ..bert.runtime.budget import check_time
 from ..lab import Lab
 from ..treebank import Sentence
 from .scoring import words_without_pieces

@@ -29,6 +29,8 @@ from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers,
 
 from ...resources import DEFAULT_MLM_HEAD, SST2_CLASSIFIER
 from ..encoder.classifier import class_labels
+from ..encoder.model import BertConfig, BertLab
+from ..runtime.devices import resolve_device, resolve_dtype
 from .config_checks import (
     ConfigRefused,
     Field,
@@ -41,9 +43,7 @@ from .config_checks import (
     parse_json_object,
     written_fields,
 )
-from ..runtime.devices import resolve_device, resolve_dtype
 from .families import BERT_SPECIALS, Family, bert_config_dict, bert_names, family_of
-from ..encoder.model import BertConfig, BertLab
 from .mpnet_parts import PartsError, mpnet_folder
 from .twin_checkpoints import TwinMissing, is_twin, read_twin, twin_names
 

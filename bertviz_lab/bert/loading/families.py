@@ -43,7 +43,8 @@ What differs, and where it is handled:
   ContextPooler (dense + ``pooler_hidden_act`` on [CLS]) and ``classifier`` are its
   ``classifier.dense`` / ``classifier.out_proj``. SentencePiece specials are [CLS] [SEP] [MASK] [PAD].
 - ModernBERT (Warner et al. 2024, arXiv:2412.13663; transformers' ``models/modernbert/modeling_modernbert.py``),
-  model_type "modernbert": a pre-LayerNorm encoder (``norm_placement`` "pre", ``mlp`` "gated", a final norm) with rotary positions (bert/positions/rotary.py) with no
+  model_type "modernbert": a pre-LayerNorm encoder (``norm_placement`` "pre", ``mlp`` "gated", a final norm) with
+  rotary positions (bert/positions/rotary.py) with no
   position table and no segments: token embeddings + LayerNorm (``embeddings.tok_embeddings`` / ``norm``), layers of
   ``attn_norm`` (absent in layer 0), a fused ``attn.Wqkv`` (split here into attention.self.{query,key,value}: its
   rows are q, k, v in that order), queries and keys turned by rotary positions (Su et al. 2021), ``attn.Wo``

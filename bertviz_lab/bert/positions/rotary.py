@@ -3,7 +3,8 @@ Bidirectional Encoder for Fast, Memory Efficient, and Long Context Finetuning an
 rotary embeddings: Su et al. 2021, "RoFormer: Enhanced Transformer with Rotary Position Embedding",
 arXiv:2104.09864), as transformers computes them, and the "rotary" position scheme (``RotaryPositionsScheme``: hook
 points ``hook_rot_q`` / ``hook_rot_k`` after the turn on every attention, ``encoder.hook_rotary_positions`` the
-positions turned by; in a post-norm BERT layer as well as ModernBERT's pre-norm one) (``transformers/models/modernbert/modeling_modernbert.py``:
+positions turned by; in a post-norm BERT layer as well as ModernBERT's pre-norm one)
+(``transformers/models/modernbert/modeling_modernbert.py``:
 ``ModernBertRotaryEmbedding``, ``rotate_half``, ``apply_rotary_pos_emb``; the window from
 ``masking_utils.sliding_window_bidirectional_overlay``).
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import torch
 
+from ..encoder.hook_table import hook_name
 from ..runtime.budget import charge
 from .captured import Captured
-from ..encoder.hook_table import hook_name
 from .norms import refuse_pre_norm
 
 

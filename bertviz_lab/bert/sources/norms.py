@@ -36,7 +36,8 @@ def refuse_pre_norm(model: Any, method: str) -> None:
     numbers would be wrong, not approximate. The plain norm of alpha f(x) (Kobayashi et al. 2020) holds for any
     attention block and is not refused."""
     if model.config.norm_placement == "pre":
-        raise PreNormError(f"{method} is not available for ModernBERT and other pre-norm encoders: it decomposes BERT's post-LayerNorm layer "
+        raise PreNormError(f"{method} is not available for ModernBERT and other pre-norm encoders: it decomposes "
+                           "BERT's post-LayerNorm layer "
                            "(LayerNorm after each residual sum), and ModernBERT normalises before attention and MLP "
                            "(pre-norm), so the decomposition would not be the model's; use attention, norm, rollout, "
                            "gradients or erasure instead")

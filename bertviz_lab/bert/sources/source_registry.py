@@ -24,11 +24,11 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ..encoder.hook_table import every_layer
 from . import decompx
 from .captured import MIXING_CAPTURES, Captured
 from .contributions import alti_layer, globenc_layer, globenc_rollout
 from .flow import attention_flow, rollout, row_normalised
-from ..encoder.hook_table import every_layer
 from .mixing import value_zeroing_layer
 from .norms import head_norms, layer_norms, refuse_pre_norm
 
