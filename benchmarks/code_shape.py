@@ -93,7 +93,7 @@ def shape_57(root: Path) -> dict[str, object]:
         kwargs += sum(1 for node in functions(ast.parse(text)) if node.args.kwarg is not None)
     model = next(p for p in (package / "bert" / "encoder" / "model.py", package / "bert" / "model.py") if p.is_file())
     app = sorted((package / "app").glob("*.py"), key=lambda p: len(p.read_text().splitlines()))[-1]
-    return {"lines of bert/encoder/model.py": len(model.read_text().splitlines()),
+    return {"lines of model.py (bert/, now bert/encoder/)": len(model.read_text().splitlines()),
             "places reading architecture flags (outside positions/ and the loader)": flag_reads,
             "files reading them": len(flag_files),
             "functions taking **kwargs": kwargs,
@@ -170,7 +170,7 @@ def main_57(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         before = shape_57(checkout(args.before, Path(tmp)))
     after = shape_57(ROOT)
-    targets = {"lines of bert/encoder/model.py": "~350", "largest app module (lines)": "<= 300",
+    targets = {"lines of model.py (bert/, now bert/encoder/)": "~350", "largest app module (lines)": "<= 300",
                "package files naming the no-positions scheme": "1 (+ its test)"}
     rows = [[name, before[name], after[name], targets.get(name, "")] for name in after]
     body = markdown_table(["figure", f"before ({args.before})", "this tree", "issue 57's target"], rows)
