@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import torch
 
 from ..bert import BertLab, Edit, layer_hook
+from ..bert.positions.sinusoidal import sinusoidal_table
 
 
 def directional_allowed(n: int, direction: str, sinks: Sequence[int] = ()) -> torch.Tensor:
@@ -128,18 +129,6 @@ def batched_ablation_edits(n_layers: int, n_heads: int, rows: Sequence[tuple[int
 
         edits[layer_hook(layer, "context")] = edit
     return edits
-
-
-def sinusoidal_table(n_positions: int, d_model: int) -> torch.Tensor:
-    """The fixed encoding of the seed material: PE(pos, 2i) = sin(pos / 10000^(2i/d)),
-    PE(pos, 2i+1) = cos(pos / 10000^(2i/d)). Shape (positions, d_model)."""
-    position = torch.arange(n_positions, dtype=torch.float64)[:, None]
-    two_i = torch.arange(0, d_model, 2, dtype=torch.float64)
-    angle = position / torch.pow(10000.0, two_i / d_model)  # (positions, d_model / 2)
-    table = torch.zeros((n_positions, d_model), dtype=torch.float64)
-    table[:, 0::2] = torch.sin(angle)
-    table[:, 1::2] = torch.cos(angle[:, : d_model // 2])
-    return table.float()
 
 
 def learned_positions(model: BertLab, n_positions: int) -> torch.Tensor:

@@ -9,7 +9,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..encoder.hooks import HookPoint
-from .scheme import PositionScheme, register
+from .learned import LearnedPositions
+from .scheme import register
 
 
 def sinusoidal_table(n_positions: int, d_model: int) -> torch.Tensor:
@@ -35,18 +36,13 @@ class FixedSinusoids(nn.Module):
 
 
 @register
-class SinusoidalPositions(PositionScheme):
+class SinusoidalPositions(LearnedPositions):
+    """The learned scheme's place and hook point, with the formula's fixed table instead of a trained one."""
+
     name = "sinusoidal"
     label = "fixed sinusoidal positions"
     citation = "Vaswani et al. 2017"
-    reads_position_ids = True
-    adds_position_vectors = True
 
     def embedding_parts(self, embeddings: nn.Module) -> None:
         embeddings.position_embeddings = FixedSinusoids(self.cfg.max_position_embeddings, self.cfg.embedding_dim)
         embeddings.hook_position = HookPoint()  # (batch | 1, pos, d_emb)
-
-    def embed(self, embeddings: nn.Module, position_ids: torch.Tensor) -> torch.Tensor:
-        offset = self.cfg.position_offset
-        rows = position_ids + offset if offset else position_ids
-        return embeddings.hook_position(embeddings.position_embeddings(rows))  # (batch | 1, pos, d_emb)
