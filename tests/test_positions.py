@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -116,3 +117,33 @@ def test_schemes_compose_in_one_config():
 def test_an_unknown_scheme_is_one_sentence():
     with pytest.raises(ValueError, match="position scheme 'wavelet' is not one of "):
         BertLab(BertConfig.from_dict({**SMALL, "positions": ["wavelet"]}))
+
+
+@pytest.mark.parametrize("scheme", ONE_SCHEME)
+def test_every_scheme_draws_its_geometry_or_says_it_has_none(scheme):
+    model = model_with(scheme)
+    geometry = model.schemes[0].geometry(model, 6)
+    if scheme == "none":
+        assert geometry is None
+        return
+    assert geometry.values.shape == (len(geometry.rows), len(geometry.columns)) and geometry.title and geometry.note
+    assert np.isfinite(geometry.values).all()
+
+
+def test_geometries_hand_counted():
+    """ALiBi's row of head 1 (8 heads: slope 1/2) is 0, -0.5, -1, ...; rotary's fastest band (w = 1) is cos(k); a
+    learned or sinusoidal table is 1 on the diagonal; the relative bias at offset 0 is each head's bucket-0 value."""
+    alibi = model_with("alibi")
+    eight = BertLab(BertConfig.from_dict({**SMALL, "num_attention_heads": 8, "positions": ["alibi"]}))
+    assert eight.schemes[0].geometry(eight, 4).values[0].tolist() == [0.0, -0.5, -1.0, -1.5]
+    assert alibi.schemes[0].geometry(alibi, 3).values.shape == (4, 3)
+    rotary = model_with("rotary")
+    cosines = rotary.schemes[0].geometry(rotary, 4).values
+    np.testing.assert_allclose(cosines[0], np.cos(np.arange(4)), atol=1e-6)  # band 1: w = theta^0 = 1 radian a token
+    for scheme in ("learned", "sinusoidal"):
+        model = model_with(scheme)
+        np.testing.assert_allclose(np.diag(model.schemes[0].geometry(model, 5).values), 1.0, atol=1e-6)
+    relative = model_with("relative")
+    table = relative.bert.encoder.relative_attention_bias.weight.detach()
+    values = relative.schemes[0].geometry(relative, 3).values  # offsets -2..2, the middle column is offset 0
+    np.testing.assert_allclose(values[:, 2], table[0].numpy(), atol=1e-7)

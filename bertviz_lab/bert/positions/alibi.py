@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from ..encoder.hooks import HookPoint
-from .scheme import PositionScheme, register
+from .scheme import Geometry, PositionScheme, register
 
 
 def alibi_slopes(n_heads: int) -> list[float]:
@@ -53,3 +53,13 @@ class AlibiBias(PositionScheme):
     def score_bias(self, model: nn.Module, position_ids: torch.Tensor, n: int, dtype: torch.dtype) -> torch.Tensor:
         slopes = torch.tensor(alibi_slopes(self.cfg.num_attention_heads))  # (heads,) fixed: no weights to save
         return model.bert.encoder.hook_position_bias(alibi_bias(position_ids, slopes, dtype))
+
+    def geometry(self, model: nn.Module, n: int) -> Geometry:
+        """Each head's bias -slope * distance for distances 0 .. n-1."""
+        slopes = torch.tensor(alibi_slopes(self.cfg.num_attention_heads))  # (heads,)
+        values = -slopes[:, None] * torch.arange(n, dtype=torch.float64)[None]  # (heads, distance)
+        return Geometry(f"{self.label}: the bias each head adds", values.float().numpy(),
+                        [f"head {h + 1} (slope {s:.3g})" for h, s in enumerate(slopes.tolist())],
+                        [str(d) for d in range(n)], "head", "distance |key - query|",
+                        "fixed, not learned: each head lowers a key's score in proportion to its distance, steep heads "
+                        "look near, shallow ones far; the same both ways")

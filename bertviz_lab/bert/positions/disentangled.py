@@ -34,7 +34,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..encoder.hooks import HookPoint
-from .scheme import PositionScheme, register
+from .scheme import Geometry, PositionScheme, cosine_matrix, register
 
 TERMS = ("c2p", "p2c")  # the position terms a config may name, in transformers' spelling
 
@@ -233,3 +233,14 @@ class DisentangledAttention(PositionScheme):
                 mask = term if mask is None else mask + term
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=1.0 / float(attention.root),
                                               dropout_p=attention.dropout.p if attention.training else 0.0)
+
+    def geometry(self, model: nn.Module, n: int) -> Geometry | None:
+        """Cosine similarity of the relative-position rows n tokens read, each labelled by its bucketed offset."""
+        positions = self.pass_state(model, torch.arange(n)[None], None, n, torch.float32)
+        if positions is None:
+            return None
+        rows = sorted(set(positions.c2p_index.flatten().tolist()))  # the table rows these n tokens read
+        labels = [f"{row - self.spec.span:+d}" if row != self.spec.span else "0" for row in rows]
+        return Geometry(f"{self.label}: similarity of the relative-position vectors", cosine_matrix(positions.table[rows]),
+                        labels, labels, "offset (query - key, bucketed)", "offset",
+                        "the vectors the c2p and p2c terms read for each offset; one table for every layer")

@@ -6,7 +6,7 @@ import torch
 from torch import nn
 
 from ..encoder.hooks import HookPoint
-from .scheme import PositionScheme, register
+from .scheme import Geometry, PositionScheme, cosine_matrix, register
 
 
 @register
@@ -25,3 +25,13 @@ class LearnedPositions(PositionScheme):
         offset = self.cfg.position_offset
         rows = position_ids + offset if offset else position_ids
         return embeddings.hook_position(embeddings.position_embeddings(rows))  # (batch | 1, pos, d_emb)
+
+    def geometry(self, model: nn.Module, n: int) -> Geometry:
+        """Cosine similarity of the position vectors the first ``n`` positions add (RoBERTa's after its offset)."""
+        offset = self.cfg.position_offset
+        n = min(n, self.cfg.max_position_embeddings - offset)
+        table = model.bert.embeddings.position_embeddings.weight[offset:offset + n]  # (n, d_emb)
+        labels = [str(i) for i in range(n)]
+        return Geometry(f"{self.label}: similarity of position vectors", cosine_matrix(table), labels, labels,
+                        "position", "position", "cosine similarity of the vectors two positions add to their tokens; "
+                        "a band along the diagonal: near positions look alike")

@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from ..encoder.hooks import HookPoint
-from .scheme import PositionScheme, register
+from .scheme import Geometry, PositionScheme, register
 
 BUCKETS = 32  # what transformers' MPNetEncoder.compute_position_bias passes, whatever the config says
 MAX_DISTANCE = 128
@@ -66,3 +66,14 @@ class RelativeBias(PositionScheme):
     def score_bias(self, model: nn.Module, position_ids: torch.Tensor, n: int, dtype: torch.dtype) -> torch.Tensor:
         encoder = model.bert.encoder
         return encoder.hook_position_bias(relative_bias(encoder.relative_attention_bias, n, dtype))
+
+    def geometry(self, model: nn.Module, n: int) -> Geometry:
+        """Each head's bias for each offset key - query from -(n-1) to n-1 (its bucket's learned value)."""
+        offsets = torch.arange(-(n - 1), n)
+        buckets = relative_position_bucket(offsets)  # (offsets,)
+        values = model.bert.encoder.relative_attention_bias.weight.detach()[buckets].T  # (heads, offsets)
+        return Geometry(f"{self.label}: the bias each head adds", values.float().cpu().numpy(),
+                        [f"head {h + 1}" for h in range(values.shape[0])], [f"{o:+d}" if o else "0" for o in
+                                                                             offsets.tolist()],
+                        "head", "offset (key - query)", "what every layer adds to a head's score for a key this many "
+                        "tokens away; offsets in one bucket share a value")

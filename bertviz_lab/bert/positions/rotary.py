@@ -32,7 +32,7 @@ import torch
 from torch import nn
 
 from ..encoder.hooks import HookPoint
-from .scheme import PositionScheme, register
+from .scheme import Geometry, PositionScheme, register
 
 GLOBAL, LOCAL = "full_attention", "sliding_attention"  # transformers' layer types
 DEFAULT_THETA = {GLOBAL: 160_000.0, LOCAL: 10_000.0}  # ModernBertConfig.default_theta
@@ -194,3 +194,16 @@ class RotaryPositionsScheme(PositionScheme):
             raise ValueError("a rotary layer needs its angles: pass the model's PassPositions to the layer")
         return (attention.hook_rot_q(rotate(q, *state)),  # (batch, heads, query, d_head)
                 attention.hook_rot_k(rotate(k, *state)))  # (batch, heads, key, d_head)
+
+    def geometry(self, model: nn.Module, n: int) -> Geometry:
+        """cos(offset * w_c) of each coordinate pair c (a band) of the global layers' turn, for offsets 0 .. n-1:
+        how much of a query's and key's agreement in band c survives that many tokens apart."""
+        d_head = self.cfg.head_dim
+        frequencies = inverse_frequencies(self.spec.global_theta, d_head).double()  # (d_head / 2,)
+        values = torch.cos(torch.arange(n, dtype=torch.float64)[None] * frequencies[:, None])  # (bands, offset)
+        waves = wavelengths(self.spec.global_theta, d_head)
+        return Geometry(f"{self.label}: what each band keeps at each offset", values.float().numpy(),
+                        [f"band {c + 1} ({w:.3g} tokens a turn)" for c, w in enumerate(waves.tolist())],
+                        [str(k) for k in range(n)], "coordinate pair (band)", "offset |m - n|",
+                        "fast bands (top) turn within a few tokens, slow ones (bottom) barely move across the input: "
+                        "q.k depends on the offset only")

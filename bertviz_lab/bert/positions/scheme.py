@@ -28,6 +28,26 @@ def register(cls: type[PositionScheme]) -> type[PositionScheme]:
 
 
 @dataclass(frozen=True)
+class Geometry:
+    """What a scheme's positions look like, as one matrix a heatmap draws: ``values[row, column]`` with the labels of
+    each axis, a title and one sentence on how to read it (the position inspector and the Positions lesson)."""
+
+    title: str
+    values: Any  # numpy (rows, columns), float
+    rows: list[str]
+    columns: list[str]
+    row_title: str
+    column_title: str
+    note: str
+
+
+def cosine_matrix(table: torch.Tensor) -> Any:
+    """(n, n) numpy cosine similarity of the rows of ``table`` (n, d)."""
+    unit = torch.nn.functional.normalize(table.detach().double(), dim=-1)
+    return (unit @ unit.T).float().cpu().numpy()
+
+
+@dataclass(frozen=True)
 class PassPositions:
     """What one forward pass's layers read from its schemes: the additive bias (mask and position biases, (batch
     | 1, heads | 1, query, key) or None) and each scheme's per-pass state by name (angles, relative tables)."""
@@ -98,4 +118,9 @@ class PositionScheme:
     def attend(self, attention: nn.Module, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                bias: torch.Tensor | None, state: Any) -> torch.Tensor | None:
         """An attention of the scheme's own, (batch, heads, query, d_head); None: the standard one."""
+        return None
+
+    # --- what it looks like ---
+    def geometry(self, model: nn.Module, n: int) -> Geometry | None:
+        """The scheme's positions for inputs of ``n`` tokens, as one matrix to draw; None: nothing to draw."""
         return None
