@@ -203,3 +203,27 @@ def test_the_page_lists_only_the_interventions_of_a_twins_scheme(exported, monke
     assert "zero-position-terms" in listed["disentangled"]
     positional = {"zero-positions", "rotate-positions", "zero-relative-bias", "zero-position-terms"}
     assert not listed["none"] & positional and "left-only" in listed["none"]
+
+
+def test_a_twin_trained_alone_is_the_same_twin_and_merges_into_the_run(corpus, words_and_tokenizer, tmp_path):
+    """Each twin's weights depend only on its start and the batches (its dropout is seeded by the step and the twin),
+    so a twin whose recipe was corrected can be retrained alone and put back (merge_twins)."""
+    from bertviz_lab.mlm.twins import merge_twins
+
+    words, tokenizer = words_and_tokenizer
+    recipe = tiny(corpus, steps=3)
+    train_twins(tmp_path / "all", recipe, (words, tokenizer), Leg(stop_at=2), say=quiet)
+    train_twins(tmp_path / "alone", replace(recipe, schemes=("sinusoidal",)), (words, tokenizer), Leg(stop_at=2),
+                say=quiet)
+    joint = torch.load(tmp_path / "all" / "checkpoint.pt", weights_only=False)
+    alone = torch.load(tmp_path / "alone" / "checkpoint.pt", weights_only=False)
+    assert joint["run"]["step"] == alone["run"]["step"] == 2
+    for name, value in alone["models"]["sinusoidal"].items():
+        assert torch.equal(value, joint["models"]["sinusoidal"][name]), name
+    assert merge_twins(tmp_path / "all", tmp_path / "alone", ["sinusoidal"]) == 2
+    merged = torch.load(tmp_path / "all" / "checkpoint.pt", weights_only=False)
+    assert merged["run"]["legs"][-1]["merged"] == ["sinusoidal"]
+    with pytest.raises(ValueError, match="at steps 2 and 3"):
+        train_twins(tmp_path / "alone", replace(recipe, schemes=("sinusoidal",)), (words, tokenizer), Leg(resume=True),
+                    say=quiet)
+        merge_twins(tmp_path / "all", tmp_path / "alone", ["sinusoidal"])

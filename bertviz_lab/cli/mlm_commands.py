@@ -216,16 +216,21 @@ def add_train_twins(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=seed, default=d.seed)
     p.add_argument("--schemes", default=",".join(SCHEMES), help=f"comma-separated, of {', '.join(SCHEMES)}")
     p.add_argument("--device", default="cpu", help="cpu, cuda or mps")
+    p.add_argument("--no-bf16", action="store_true", help="train in float32 (default: bfloat16 autocast)")
     p.add_argument("--resume", action="store_true", help="continue from --out/checkpoint.pt (same settings)")
     p.add_argument("--leg-minutes", type=float, default=None, metavar="MINUTES",
                    help="end this leg with a checkpoint after this many minutes; --resume runs the next leg")
+    p.add_argument("--stop-at", type=positive_int, default=None, metavar="STEP",
+                   help="end this leg after STEP (to bring twins retrained alone to the others' step)")
+    p.add_argument("--merge-into", type=Path, default=None, metavar="RUN",
+                   help="after this leg, put these --schemes' twins into the run RUN (both at the same step)")
     p.add_argument("--export", type=Path, default=None, metavar="FOLDER",
                    help="when the run has reached --steps, write each twin's float16 weights and twins.json here")
     p.set_defaults(func=run_train_twins)
 
 
 def run_train_twins(args: argparse.Namespace) -> int:
-    from ..mlm.twins import SCHEMES, Leg, TwinRecipe, export_twins, shared_words, train_twins
+    from ..mlm.twins import SCHEMES, Leg, TwinRecipe, export_twins, merge_twins, shared_words, train_twins
 
     schemes = tuple(s.strip() for s in args.schemes.split(",") if s.strip())
     unknown = [s for s in schemes if s not in SCHEMES]
@@ -233,15 +238,22 @@ def run_train_twins(args: argparse.Namespace) -> int:
         raise InputError(f"--schemes: {', '.join(unknown) or 'none given'}; choose from {', '.join(SCHEMES)}")
     recipe = TwinRecipe(corpus=args.corpus, hidden=args.hidden, layers=args.layers, heads=args.heads, ffn=args.ffn,
                         length=args.length, batch=args.batch, steps=args.steps, lr=args.lr, seed=args.seed,
-                        eval_every=args.eval_every, schemes=schemes, device=args.device)
+                        eval_every=args.eval_every, schemes=schemes, device=args.device, bf16=not args.no_bf16)
     if args.hidden % args.heads:
         raise InputError(f"--hidden {args.hidden} is not a multiple of --heads {args.heads}")
     if not (Path(args.corpus) / "train_docs.jsonl").is_file():
         raise InputError(f"{args.corpus} has no train_docs.jsonl: build it with build-corpus --running-text")
     shared = shared_words()
     leg = command_line(args.argv)
-    run = train_twins(args.out, recipe, shared, Leg(args.resume, args.leg_minutes, leg),
+    run = train_twins(args.out, recipe, shared, Leg(args.resume, args.leg_minutes, leg, args.stop_at),
                       say=lambda line: print(line, file=sys.stderr, flush=True))
+    if args.merge_into is not None:
+        try:
+            step = merge_twins(args.merge_into, args.out, schemes)
+        except ValueError as error:
+            raise InputError(str(error)) from None
+        return emit(args, {"merged": list(schemes), "into": str(args.merge_into), "step": step},
+                    [f"{', '.join(schemes)} merged into {args.merge_into} at step {step}"])
     out = {"step": run.step, "steps": recipe.steps, "checkpoint": str(args.out / "checkpoint.pt"),
            "loss": run.history[-1]["loss"] if run.history else None}
     if run.step < recipe.steps:

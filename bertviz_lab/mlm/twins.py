@@ -35,6 +35,7 @@ from ..bert.encoder.model import init_weights
 from .objective import IGNORE, mask_tokens
 from .running_text import Passage, read_documents, read_passages_jsonl
 
+FIRST_REAL_TOKEN = 999  # BERT's uncased vocabulary: ids below are [PAD], [unusedN] and the specials
 SCHEMES = ("learned", "sinusoidal", "relative", "disentangled", "rotary", "alibi", "none")
 WORDS = "bert.embeddings.word_embeddings.weight"  # shared and frozen: never saved with a twin
 
@@ -60,17 +61,26 @@ class TwinRecipe:
     eval_every: int = 100
     schemes: tuple[str, ...] = SCHEMES
     device: str = "cpu"
+    bf16: bool = True  # bfloat16 autocast of the forward passes (CPU with AMX / AVX-512 BF16, CUDA); off on MPS
 
 
-def twin_config(scheme: str, recipe: TwinRecipe, vocab_size: int, embedding_size: int) -> BertConfig:
+def sinusoid_scale(words: torch.Tensor) -> float:
+    """What brings a sinusoid row (norm sqrt(d / 2)) to the mean norm of the shared words' real WordPieces, as
+    Vaswani et al.'s sqrt(d_model) brings their words to the sinusoids' size (bert/positions/sinusoidal.py)."""
+    return round(float(words[FIRST_REAL_TOKEN:].norm(dim=1).mean()) / (words.shape[1] / 2) ** 0.5, 6)
+
+
+def twin_config(scheme: str, recipe: TwinRecipe, words: torch.Tensor) -> BertConfig:
     """The architecture every twin shares, with ``scheme`` as its one position scheme. A learned table has exactly
     ``length`` rows (it cannot reach a longer input, and says so); the other schemes take inputs up to 4x."""
+    vocab_size, embedding_size = words.shape
     extra = {
         "relative": {"relative_attention_num_buckets": 32},  # T5's/MPNet's 32 buckets, max distance 128
         "disentangled": {"relative_attention": True, "pos_att_type": ["c2p", "p2c"], "position_buckets": 32,
                          "max_relative_positions": recipe.length, "share_att_key": True, "norm_rel_ebd": "layer_norm"},
         "rotary": {"layer_types": ["full_attention"] * recipe.layers, "global_rope_theta": 10000.0,
                    "local_rope_theta": 10000.0},
+        "sinusoidal": {"sinusoid_scale": sinusoid_scale(words)},
     }.get(scheme, {})
     return BertConfig.from_dict({
         "vocab_size": vocab_size, "embedding_size": embedding_size, "hidden_size": recipe.hidden,
@@ -111,10 +121,10 @@ def build_twins(recipe: TwinRecipe, words: torch.Tensor) -> dict[str, BertLab]:
     """Every twin by BERT's initialisation from the same seed, then every weight the twins have in common (all but
     the position scheme's) copied from one reference model, so they start from the same point, not only from the
     same seed (a position table drawn first would shift every later draw); the shared words frozen in place."""
-    reference = init_weights(BertLab(twin_config("none", recipe, *words.shape)), seed=recipe.seed).state_dict()
+    reference = init_weights(BertLab(twin_config("none", recipe, words)), seed=recipe.seed).state_dict()
     twins = {}
     for scheme in recipe.schemes:
-        model = init_weights(BertLab(twin_config(scheme, recipe, *words.shape)), seed=recipe.seed)
+        model = init_weights(BertLab(twin_config(scheme, recipe, words)), seed=recipe.seed)
         with torch.no_grad():
             for name, value in model.state_dict().items():
                 if name in reference and reference[name].shape == value.shape:
@@ -193,6 +203,7 @@ class Leg:
     resume: bool = False
     minutes: float | None = None
     command: str | None = None
+    stop_at: int | None = None  # end the leg after this step (to bring a twin retrained alone to the others' step)
 
 
 def train_twins(out: Path, recipe: TwinRecipe, shared: tuple[torch.Tensor, Any], leg: Leg = Leg(),
@@ -231,18 +242,23 @@ def train_twins(out: Path, recipe: TwinRecipe, shared: tuple[torch.Tensor, Any],
                                             run.step, mask_id, vocab)
         inputs, labels, mask = inputs.to(recipe.device), labels.to(recipe.device), mask.to(recipe.device)
         losses = {}
-        torch.manual_seed(recipe.seed * 7_919 + run.step)  # dropout from the step: a chain of legs equals one run
         for scheme, model in twins.items():
             for group in optimisers[scheme].param_groups:
                 group["lr"] = recipe.lr * lr_at(run.step)
-            loss = mlm_loss_of(model, inputs, labels, mask)
+            # dropout seeded by the step and the twin: a chain of legs equals one run, and a twin trained alone
+            # draws what it draws among the others (merge_twins)
+            torch.manual_seed(recipe.seed * 7_919 + run.step * 31 + SCHEMES.index(scheme))
+            with torch.autocast(torch.device(recipe.device).type, dtype=torch.bfloat16,
+                                enabled=recipe.bf16 and torch.device(recipe.device).type in ("cpu", "cuda")):
+                loss = mlm_loss_of(model, inputs, labels, mask)
             loss.backward()
             torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], 1.0)
             optimisers[scheme].step()
             optimisers[scheme].zero_grad(set_to_none=True)
             losses[scheme] = float(loss.detach())
         run.step += 1
-        leg_over = leg_minutes is not None and time.time() - started >= leg_minutes * 60 and run.step < recipe.steps
+        leg_over = (leg_minutes is not None and time.time() - started >= leg_minutes * 60 or run.step == leg.stop_at) \
+            and run.step < recipe.steps
         if run.step % recipe.eval_every == 0 or run.step == recipe.steps or leg_over:
             point = {"step": run.step, "train_loss": {s: round(v, 4) for s, v in losses.items()},
                      "loss": validation_losses(twins, validation.to(recipe.device), recipe, mask_id, vocab)}
@@ -276,7 +292,7 @@ def export_twins(run_folder: Path, out: Path, recipe: TwinRecipe, words: torch.T
     sizes = {}
     configs = {}
     for scheme in recipe.schemes:
-        model = BertLab(twin_config(scheme, recipe, *words.shape))
+        model = BertLab(twin_config(scheme, recipe, words))
         model.load_state_dict({**saved["models"][scheme], WORDS: words}, strict=True)
         path = out / f"twin-{scheme}.safetensors"
         save_file(own_state(model), str(path), metadata={"scheme": scheme, "step": str(saved["run"]["step"])})
@@ -286,3 +302,30 @@ def export_twins(run_folder: Path, out: Path, recipe: TwinRecipe, words: torch.T
                                                 "history": saved["run"]["history"], "legs": saved["run"]["legs"],
                                                 "step": saved["run"]["step"]}, indent=1))
     return sizes
+
+
+def merge_twins(joint: Path, alone: Path, schemes: Sequence[str]) -> int:
+    """Put ``schemes``' twins from the run ``alone`` (trained on their own, from step 0, on the same batches: each
+    twin's weights depend only on its own start and the batch of every step) into the run ``joint``, both at the
+    same step: their weights, optimisers and validation losses. Returns the step. Used when one twin's recipe was
+    corrected after the others had started (its retraining is recorded as a leg of the joint run)."""
+    a = torch.load(joint / "checkpoint.pt", map_location="cpu", weights_only=False)
+    b = torch.load(alone / "checkpoint.pt", map_location="cpu", weights_only=False)
+    if a["run"]["step"] != b["run"]["step"]:
+        raise ValueError(f"the runs are at steps {a['run']['step']} and {b['run']['step']}: bring {alone} to the same "
+                         "step first (--stop-at)")
+    losses = {point["step"]: point for point in b["run"]["history"]}
+    for scheme in schemes:
+        a["models"][scheme], a["optimisers"][scheme] = b["models"][scheme], b["optimisers"][scheme]
+        for point in a["run"]["history"]:
+            for key in ("loss", "train_loss"):
+                if point["step"] in losses and scheme in losses[point["step"]][key]:
+                    point[key][scheme] = losses[point["step"]][key][scheme]
+                else:
+                    point[key].pop(scheme, None)  # trained with the recipe before the correction: not this twin's
+    a["run"]["legs"].append({"leg": len(a["run"]["legs"]) + 1, "merged": list(schemes), "from": str(alone),
+                             "to_step": a["run"]["step"], "legs_alone": b["run"]["legs"]})
+    partial = joint / "checkpoint.partial"
+    torch.save(a, partial)
+    partial.replace(joint / "checkpoint.pt")
+    return a["run"]["step"]

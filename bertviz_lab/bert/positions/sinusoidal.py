@@ -1,7 +1,12 @@
 """Fixed sinusoidal positions, the seed material's formula (Vaswani et al. 2017, "Attention Is All You Need",
 section 3.5): PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d)), added to each
 token's embedding. Nothing is learned: the table is a buffer, not in the state dict, so a checkpoint of this
-scheme carries no position weights, and the table's views (similarity, norms) read the formula's rows."""
+scheme carries no position weights, and the table's views (similarity, norms) read the formula's rows.
+
+A row of the formula has norm sqrt(d / 2) (13.9 at d = 384), whatever the words' size; Vaswani et al. multiply
+their word embeddings by sqrt(d_model) so that the two are of a size. Where the words are fixed (the position twins
+share MiniLM's, of norm ~1.1), the config's ``sinusoid_scale`` scales the table instead: at 1 the positions would
+outweigh every word twelve times after the sum, and the twin could hardly read its tokens."""
 from __future__ import annotations
 
 import torch
@@ -25,11 +30,11 @@ def sinusoidal_table(n_positions: int, d_model: int) -> torch.Tensor:
 
 
 class FixedSinusoids(nn.Module):
-    """An embedding whose ``weight`` is the sinusoid table, a buffer kept out of the state dict."""
+    """An embedding whose ``weight`` is the sinusoid table times ``scale``, a buffer kept out of the state dict."""
 
-    def __init__(self, n_positions: int, d_model: int) -> None:
+    def __init__(self, n_positions: int, d_model: int, scale: float = 1.0) -> None:
         super().__init__()
-        self.register_buffer("weight", sinusoidal_table(n_positions, d_model), persistent=False)
+        self.register_buffer("weight", sinusoidal_table(n_positions, d_model) * scale, persistent=False)
 
     def forward(self, rows: torch.Tensor) -> torch.Tensor:
         return F.embedding(rows, self.weight)  # (batch | 1, pos, d_model)
@@ -44,5 +49,7 @@ class SinusoidalPositions(LearnedPositions):
     citation = "Vaswani et al. 2017"
 
     def embedding_parts(self, embeddings: nn.Module) -> None:
-        embeddings.position_embeddings = FixedSinusoids(self.cfg.max_position_embeddings, self.cfg.embedding_dim)
+        """The config's ``sinusoid_scale`` (default 1: the formula as is) sets the rows' size against the words'."""
+        scale = float(self.cfg.extra.get("sinusoid_scale", 1.0))
+        embeddings.position_embeddings = FixedSinusoids(self.cfg.max_position_embeddings, self.cfg.embedding_dim, scale)
         embeddings.hook_position = HookPoint()  # (batch | 1, pos, d_emb)
