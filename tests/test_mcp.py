@@ -198,7 +198,12 @@ def mcp_app(public_demo):
 
     limits = public_limits()
     public_demo.queue(**queue_kwargs(limits))
-    with warnings.catch_warnings():  # about the page's events, before the lifespan narrows the tools (as the launcher)
+    from unittest import mock
+
+    from conftest import patient_url_ok
+
+    with warnings.catch_warnings(), mock.patch("gradio.networking.url_ok", patient_url_ok):
+        # the warning is about the page's events, before the lifespan narrows the tools (as the launcher)
         warnings.filterwarnings("ignore", message="This MCP server includes a tool that has a gr.State input")
         _, url, _ = public_demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
                                        **launch_kwargs(limits, public_demo, mcp=True))
