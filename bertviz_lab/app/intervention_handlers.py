@@ -281,7 +281,10 @@ class InterventionHandlers:
                                      shift=whole(shift or 0, "shift k", 0, lab.max_tokens))
         except (InputError, InterventionError) as error:
             return {ui.controls_message: warning(error)}
-        found = ("What is specific to sinusoidal positions is what differs from zeroed and random ones.")
+        found = ("Each row changes this one input's positions. Masked-word JS: how far the prediction at the masked "
+                 "positions moved; gold word's rank: where the word that stood there (a typed [MASK]: the baseline's "
+                 "top word) ranks after, 1 = still first. One input gives no interval: to tell an intervention from "
+                 "its control, run the pair over a sentence set (**Over a sentence set** below).")
         return {ui.controls_message: title("Positional interventions and their controls", found, (text, pair),
                                                  f"shift k = {int(shift or 0)}", lab.checkpoint_id),
                 ui.controls_table: pd.DataFrame(rows).round(4)}

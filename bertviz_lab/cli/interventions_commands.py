@@ -172,8 +172,10 @@ def sweep_summary(record: dict) -> Iterator[str]:
         yield "  largest: " + ", ".join(f"{h['head']} {h['value']:+.4f}" for h in record["top_heads"])
     else:
         for r in record["rows"]:
+            rank = r["gold word's rank after"]
             yield (f"{r['intervention']}: mean JS {r['mean JS (nats)']:.4f} nats, change in P(top-1) "
-                   f"{r['change in P(top-1)']:+.4f}")
+                   f"{r['change in P(top-1)']:+.4f}, masked-word JS {r['masked-word JS (nats)']:.4f} nats, gold word's "
+                   f"rank after {rank:.1f}")
 
 
 def sweep_set_summary(record: dict) -> Iterator[str]:

@@ -11,6 +11,7 @@ import numpy as np
 import torch
 
 from ..attention import cosine_matrix
+from ..attention.metrics import js_divergence
 from ..bert import layer_hook
 from ..bert.encoder.hook_table import every_layer
 from ..bert.positions.relative import relative_position_bucket
@@ -285,17 +286,37 @@ def rotary_bands(lab: Lab) -> RotaryBands:
                        wavelengths(spec.global_theta, d_head).numpy(), wavelengths(spec.local_theta, d_head).numpy())
 
 
+def masked_word_shift(lab: Lab, c) -> tuple[float, float]:
+    """(JS divergence in nats between the masked-word distributions before and after, averaged over the masked
+    positions; mean rank after of the gold word, 1 = first). The gold word is the token that stood at a picked
+    position, or the baseline's top word at a typed [MASK], which has none. NaN without masked positions."""
+    before, after = c.baseline.mlm_probabilities, c.intervened.mlm_probabilities  # (masked, vocab) each
+    if before is None or after is None or not len(c.changes):
+        return float("nan"), float("nan")
+    js = float(js_divergence(before[None], after[None]).mean())
+    ranks = []
+    for row, change in enumerate(c.changes):
+        gold = change.token if change.token != lab.tokenizer.id_to_token(lab.mask_id) else change.baseline_top
+        gold_id = lab.tokenizer.token_to_id(gold)
+        if gold_id is not None:
+            ranks.append(1 + int((after[row] > after[row, gold_id]).sum()))
+    return js, float(np.mean(ranks)) if ranks else float("nan")
+
+
 def position_controls(lab: Lab, text: str, pair: str | None = None, mask_positions: Sequence[int] = (),
                       shift: int = 10, seed: int = 0) -> list[dict]:
-    """Every positional intervention with its controls on the same input, side by side: mean JS divergence
-    of attention and the mean change in P(baseline top-1) at the masked positions."""
+    """Every positional intervention with its controls on the same input, side by side: the mean JS divergence
+    of attention, and at the masked positions the mean change in P(baseline top-1), the JS divergence of the
+    masked-word distribution and the rank of the gold word after (measures that tell the interventions apart
+    where P(top-1) moves alike)."""
     rows = []
     for kind in position_kinds(lab):
         c = compare(lab, text, make_intervention(kind, shift=shift, seed=seed), pair=pair,
                     mask_positions=mask_positions)
         change = float(np.mean([x.change for x in c.changes])) if c.changes else float("nan")
+        js, rank = masked_word_shift(lab, c)
         rows.append({"intervention": c.intervention.describe(), "mean JS (nats)": float(c.js.mean()),
-                     "change in P(top-1)": change})
+                     "change in P(top-1)": change, "masked-word JS (nats)": js, "gold word's rank after": rank})
     return rows
 
 
