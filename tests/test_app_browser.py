@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 LOADED_MACHINE_MS = 120_000  # how long a page may take to open when other work loads both cores
+CONDITION_MS = 60_000  # the most a wait for what the page shows may take on a loaded machine (a bound, not a figure)
 
 
 def open_app(browser, url, width=1400, height=1600):
@@ -75,7 +76,7 @@ def test_heatmap_has_a_row_per_token_and_switches_layer_and_head(browser, defaul
     set_slider(page, "layer", 4)
     set_slider(page, "head", 7)
     page.wait_for_function("document.querySelector('#single-plot .gtitle').textContent === 'Layer 4, head 7'",
-                           timeout=20000)
+                           timeout=CONDITION_MS)
     shown = page.evaluate("document.querySelector('#single-plot .js-plotly-plot').calcdata[0][0].z.slice(0, 3)"
                           ".map(r => Array.from(r))")
     expected = default_lab.analyze(CHASE).attention[3, 6, :3]  # (query, key) of layer 4, head 7
@@ -94,7 +95,7 @@ def test_overview_click_opens_that_head(browser, default_app):
     page.mouse.click(box["x"] + box["width"] * (10.5 / 12), box["y"] + box["height"] * (1.5 / 6))
     page.wait_for_function("document.querySelector('#single-plot .gtitle') && "
                            "document.querySelector('#single-plot .gtitle').textContent === 'Layer 2, head 11'",
-                           timeout=20000)
+                           timeout=CONDITION_MS)
     page.close()
 
 
@@ -105,7 +106,7 @@ def test_figure_toolbar_and_export_tab_download_svg_png_and_csv(browser, default
     wait_for_labels(page, [f"{i} {t}" for i, t in enumerate(tokens)])
     # the figure's own renders have all finished (figure_tools.js counts them) before we use its toolbar
     page.wait_for_function("(() => { const gd = document.querySelector('#single-plot .js-plotly-plot');"
-                           " return gd && gd.dataset.bvlPending === '0'; })()", timeout=20000)
+                           " return gd && gd.dataset.bvlPending === '0'; })()", timeout=CONDITION_MS)
     page.locator("#single-plot").hover()
     with page.expect_download() as svg:
         page.locator("#single-plot .modebar-btn[data-title='Download plot as SVG']").click()
@@ -119,7 +120,7 @@ def test_figure_toolbar_and_export_tab_download_svg_png_and_csv(browser, default
     page.get_by_role("tab", name="Export").click()
     page.click("#export-csv")
     link = page.locator("#export-file a").first
-    link.wait_for(timeout=20000)
+    link.wait_for(timeout=CONDITION_MS)
     with page.expect_download() as download:
         link.click()
     frame = pd.read_csv(download.value.path())
@@ -131,7 +132,7 @@ def test_mask_from_token_picker_shows_predictions(browser, tiny_app, tiny_lab):
     page = open_app(browser, tiny_app)
     run(page, "the cat sat on the mat")
     n = len(tiny_lab.analyze("the cat sat on the mat").tokens)  # the picker is this Run's (the opening example has a cat too)
-    page.wait_for_function(f"document.querySelector('#message').innerText.startsWith('{n} tokens')", timeout=30000)
+    page.wait_for_function(f"document.querySelector('#message').innerText.startsWith('{n} tokens')", timeout=CONDITION_MS)
     page.locator("#token-picker label", has_text="2 cat").click()
     page.click("#mask-btn")
     page.get_by_role("tab", name="Masked words").click()
@@ -139,15 +140,15 @@ def test_mask_from_token_picker_shows_predictions(browser, tiny_app, tiny_lab):
     top = expected.mlm[0].predictions[0].token
     page.wait_for_function(
         f"document.querySelector('#pred-table') && document.querySelector('#pred-table').innerText.includes('{top}')"
-        " && document.querySelector('#pred-table').innerText.includes('cat')", timeout=20000)
+        " && document.querySelector('#pred-table').innerText.includes('cat')", timeout=CONDITION_MS)
     # the bars are a separate component: wait for exactly the figure that is read
     bars_js = ("(() => { const p = document.querySelector('#pred-plot .js-plotly-plot');"
                " return p && p.data && p.data.length ? Array.from(p.data[0].y) : null; })()")
     page.wait_for_function(f"{bars_js} !== null && {bars_js}.length === {len(expected.mlm[0].predictions)}",
-                           timeout=20000)
+                           timeout=CONDITION_MS)
     assert page.evaluate(bars_js) == [q.token for q in expected.mlm[0].predictions]
     page.wait_for_function("document.querySelector('#pred-plot').innerText.includes(\"position 2 (was 'cat')\")",
-                           timeout=20000)
+                           timeout=CONDITION_MS)
     assert "position 2 (was 'cat')" in page.locator("#pred-plot").inner_text()
     page.close()
 
@@ -157,11 +158,11 @@ def test_the_token_picker_is_laid_out_only_once_scrolled_near(browser, tiny_app)
     tokens cost no layout before the heatmap's first paint. Scrolled to, they are laid out and can be picked."""
     page = open_app(browser, tiny_app, height=800)
     run(page, "the cat sat on the mat")
-    page.wait_for_function("document.querySelector('#token-picker').textContent.includes('2 cat')", timeout=30000)
+    page.wait_for_function("document.querySelector('#token-picker').textContent.includes('2 cat')", timeout=CONDITION_MS)
     laid_out = "document.querySelector('#token-picker label').checkVisibility({contentVisibilityAuto: true})"
     assert page.evaluate(laid_out) is False
     page.locator("#token-picker").scroll_into_view_if_needed()
-    page.wait_for_function(laid_out, timeout=10000)
+    page.wait_for_function(laid_out, timeout=CONDITION_MS)
     page.locator("#token-picker label", has_text="2 cat").click()
     assert page.locator("#token-picker input[type=checkbox]:checked").count() == 1
     page.close()
@@ -181,7 +182,7 @@ def test_every_heads_codes_are_read_off_the_main_thread_or_by_the_page_without_a
     expected = tiny_lab.analyze("the cat sat on the mat")
     n = len(expected.tokens)
     page.wait_for_function(f"() => window.bvl.state.codes !== null && window.bvl.state.p.labels.length === {n}",
-                           timeout=30000)
+                           timeout=CONDITION_MS)
     read_here = page.evaluate("() => performance.getEntriesByType('resource')"
                               ".some(e => e.name === new URL(window.bvl.state.p.codes_url, document.baseURI).href)")
     assert read_here is not worker
@@ -197,7 +198,7 @@ def test_every_heads_codes_are_read_off_the_main_thread_or_by_the_page_without_a
 def test_empty_input_message_and_two_tabs_see_their_own_result(browser, default_app, default_lab):
     one, two = open_app(browser, default_app), open_app(browser, default_app)
     run(one, "   ")
-    one.wait_for_function("document.querySelector('#message').innerText.includes('empty')", timeout=20000)
+    one.wait_for_function("document.querySelector('#message').innerText.includes('empty')", timeout=CONDITION_MS)
     texts = ["Colourless green ideas sleep furiously.", "A completely different sentence about the stock market today."]
     run(one, texts[0])
     run(two, texts[1])
@@ -241,7 +242,7 @@ def test_shareable_link_restores_input_and_view(browser, default_app, default_la
     page.goto(default_app.rstrip("/") + "/?text=The%20cat%20sat%20on%20the%20mat.&layer=2&head=3")
     page.wait_for_function("document.querySelector('#single-plot .gtitle') && "
                            "document.querySelector('#single-plot .gtitle').textContent === 'Layer 2, head 3'",
-                           timeout=30000)
+                           timeout=CONDITION_MS)
     assert page.input_value("#text-a textarea") == "The cat sat on the mat."
     expected = [f"{i} {t}" for i, t in enumerate(default_lab.analyze("The cat sat on the mat.").tokens)]
     wait_for_labels(page, expected)
@@ -256,7 +257,7 @@ def test_page_opens_and_controls_work_before_any_run_without_errors(browser, tin
     page.locator("#source label", has_text="(norm)").first.click()
     # the source's round trip is complete when the heatmap's caption names it (or an error toast shows)
     page.wait_for_function("document.querySelector('#single-plot .bvl-caption').textContent.includes('norm:') || "
-                           "document.querySelector('.toast-body') !== null", timeout=30000)
+                           "document.querySelector('.toast-body') !== null", timeout=CONDITION_MS)
     assert page.locator(".toast-body").count() == 0, page.locator(".toast-body").all_inner_texts()
     page.close()
 
@@ -271,7 +272,7 @@ def test_every_view_tab_is_in_sight_on_a_laptop_screen(browser, tiny_app):
     for name in views:
         assert page.get_by_role("tab", name=name).is_visible(), name
     page.get_by_role("tab", name="Masked words").click()
-    page.wait_for_selector("#pred-table", state="attached", timeout=10000)
+    page.wait_for_selector("#pred-table", state="attached", timeout=CONDITION_MS)
     page.close()
 
 
@@ -283,7 +284,7 @@ def hover_cell(page, row, col, n):
     """Hover the middle of cell (row, col) of the n x n single-head heatmap; the hover text shown."""
     box = page.locator("#single-plot .nsewdrag").first.bounding_box()
     page.mouse.move(box["x"] + box["width"] * (col + 0.5) / n, box["y"] + box["height"] * (row + 0.5) / n)
-    page.wait_for_selector("#single-plot .hoverlayer .hovertext", timeout=5000)
+    page.wait_for_selector("#single-plot .hoverlayer .hovertext", timeout=CONDITION_MS)
     return page.locator("#single-plot .hoverlayer .hovertext").first.text_content()
 
 
@@ -302,17 +303,17 @@ def test_layer_and_head_switch_in_the_browser_without_a_request(browser, default
     page.on("request", lambda r: requests.append(r.url))
     set_slider(page, "head", 7)
     page.wait_for_function("document.querySelector('#single-plot .gtitle').textContent === 'Layer 1, head 7'",
-                           timeout=5000)
+                           timeout=CONDITION_MS)
     page.mouse.move(1, 1)
     after = hover_cell(page, 2, 3, len(tokens))
     weight = float(default_lab.analyze(text).attention[0, 6, 2, 3])
     assert after != before and f"weight {weight:.4f}" in after, (before, after)
     set_slider(page, "layer", 5)
     page.wait_for_function("document.querySelector('#single-plot .gtitle').textContent === 'Layer 5, head 7'",
-                           timeout=5000)
+                           timeout=CONDITION_MS)
     page.get_by_role("radio", name="A->B").click()  # the pair filter is client-side too (no sentence B: all shown)
     page.wait_for_function("document.querySelector('#single-plot .bvl-caption').textContent.includes('no sentence B')",
-                           timeout=5000)
+                           timeout=CONDITION_MS)
     assert [url for url in requests if not url.startswith("data:")] == []
     page.close()
 
@@ -332,7 +333,7 @@ def test_first_screen_at_1600_and_clicking_an_example_runs_it(browser, default_a
     assert page.input_value("#text-b textarea") == pair
     if default_lab.model.has_nsp_head:  # the pair's next-sentence probability is in the message
         said = f"P(B follows A) = {analysed.nsp:.2f}"
-        page.wait_for_function(f"document.querySelector('#message').innerText.includes({said!r})", timeout=10000)
+        page.wait_for_function(f"document.querySelector('#message').innerText.includes({said!r})", timeout=CONDITION_MS)
     box = page.locator("#single-plot .main-svg").first.bounding_box()
     assert box["y"] >= 0 and box["y"] + box["height"] <= 1000, box
     # sentence pair: the A->B filter keeps sentence A rows and sentence B columns
@@ -351,7 +352,7 @@ def test_head_view_toggles_hover_filter_and_slider(browser, default_app, default
     page.get_by_role("tab", name="Head view").click()
     view = "#headview-plot .bvl-headview"
     page.wait_for_function(f"document.querySelector('{view}') && document.querySelector('{view}').dataset.heads === '1'",
-                           timeout=10000)
+                           timeout=CONDITION_MS)
     attr = lambda name: page.get_attribute(view, f"data-{name}")  # noqa: E731
     expected = int((default_lab.analyze(text, pair=pair).attention[0, 0] >= 0.01).sum())
     assert int(attr("lines")) == expected  # one line per weight >= 0.01 of head 1
@@ -366,11 +367,11 @@ def test_head_view_toggles_hover_filter_and_slider(browser, default_app, default
     assert int(attr("lines")) == int((attention[:, 2, :] >= 0.01).sum()) < all_lines
     page.mouse.move(1, 1)
     set_slider(page, "head", 5)  # the head view follows the Head slider
-    page.wait_for_function(f"document.querySelector('{view}').dataset.heads === '5'", timeout=5000)
+    page.wait_for_function(f"document.querySelector('{view}').dataset.heads === '5'", timeout=CONDITION_MS)
     page.get_by_role("radio", name="B->A").click()
     n_a = tokens.index("[SEP]") + 1
     page.wait_for_function(f"document.querySelectorAll('{view} .bvl-hv-left').length === {len(tokens) - n_a}",
-                           timeout=5000)
+                           timeout=CONDITION_MS)
     b_to_a = attention[4][n_a:, :n_a]
     assert int(attr("lines")) == int((b_to_a >= 0.01).sum())
     page.close()
@@ -388,12 +389,12 @@ def test_interventions_use_the_last_analysed_input_and_follow_the_sliders(browse
     page.click("#intervention-btn")
     page.wait_for_function("document.querySelector('#intervention-plot .gtitle') && "
                            "document.querySelector('#intervention-plot .gtitle').textContent.startsWith('Layer 1, head 1')",
-                           timeout=30000)
+                           timeout=CONDITION_MS)
     labels = page.locator("#intervention-plot .yaxislayer-above .ytick text").all_text_contents()
     assert set(labels) == {f"{i} {t}" for i, t in enumerate(tokens)}
     set_slider(page, "layer", 3)
     page.wait_for_function("document.querySelector('#intervention-plot .gtitle').textContent.startsWith('Layer 3, head 1')",
-                           timeout=20000)
+                           timeout=CONDITION_MS)
     page.close()
 
 
@@ -443,7 +444,7 @@ def test_the_open_head_is_drawn_from_its_own_codes_before_every_heads_arrive(bro
     assert title(page) == "Layer 1, head 1" and len(held) == 1 and len(seen) == requests
     held[0].continue_()
     page.wait_for_function("document.querySelector('#single-plot .gtitle').textContent === 'Layer 1, head 5'",
-                           timeout=20000)
+                           timeout=CONDITION_MS)
     assert page.evaluate("() => window.bvl.state.codes !== null && window.bvl.state.first === null")
     page.close()
 
@@ -461,7 +462,7 @@ def test_a_run_under_way_says_running_on_the_status_line_without_gradios_timer(b
     before = int(page.get_attribute("#single-plot .bvl-heatmap", "data-draws") or 0)
     with page.expect_request("**/queue/join*"):
         run(page, "the cat sat on the mat")
-    page.wait_for_function(f"() => {RUNNING}() === '\"Running…\"'", timeout=30000)
+    page.wait_for_function(f"() => {RUNNING}() === '\"Running…\"'", timeout=CONDITION_MS)
     assert not page.locator("#message .progress-text").is_visible()  # Gradio's own timer stays hidden
     deadline = time.time() + 30
     while not held and time.time() < deadline:  # the route handler runs while Playwright waits
@@ -469,7 +470,7 @@ def test_a_run_under_way_says_running_on_the_status_line_without_gradios_timer(b
     held[0].continue_()
     page.wait_for_function(f"Number(document.querySelector('#single-plot .bvl-heatmap').dataset.draws) > {before}",
                            timeout=60000)
-    page.wait_for_function(f"() => {RUNNING}() === 'none'", timeout=30000)
+    page.wait_for_function(f"() => {RUNNING}() === 'none'", timeout=CONDITION_MS)
     assert page.locator("#message").inner_text().strip().endswith("tokens.")
     page.close()
 
@@ -492,7 +493,7 @@ def test_the_heatmaps_margins_hold_its_longest_labels_and_axis_titles(browser, d
     text = "Internationalization counterrevolutionaries electroencephalographically."
     run_and_wait(page, text)
     page.wait_for_function("() => [...document.querySelectorAll('#single-plot .ytick text')]"
-                           ".some(t => t.textContent.endsWith('…'))", timeout=30000)
+                           ".some(t => t.textContent.endsWith('…'))", timeout=CONDITION_MS)
     shown = page.evaluate(INSIDE)
     assert shown["count"] > 8 and shown["outside"] == []
     page.uncheck("#word input[type=checkbox]")

@@ -57,7 +57,7 @@ def test_the_neuron_view_opens_on_the_token_clicked_in_the_head_view(browser, sh
     page.get_by_role("tab", name="Head view").click()
     page.locator("#headview-plot .bvl-hv-left[data-index='4']").click()
     page.wait_for_function("document.querySelector('#headview-token textarea, #headview-token input').value === '4'",
-                           timeout=10000)
+                           timeout=60000)
     page.get_by_text("Neuron view: query and key vectors").click()
     page.click("#neuron-btn")
     frame = page.wait_for_selector("#neuron-view iframe", timeout=60000).content_frame()
@@ -65,7 +65,7 @@ def test_the_neuron_view_opens_on_the_token_clicked_in_the_head_view(browser, sh
     assert frame.inner_text(".query-label") == tokens[4]
     assert frame.locator("tr[data-token='4'] td.tok.query").count() == 1
     # the frame shows the whole page, every row without scrolling (neuron.js tells the page its height)
-    frame.wait_for_function("document.documentElement.scrollHeight <= window.innerHeight", timeout=10000)
+    frame.wait_for_function("document.documentElement.scrollHeight <= window.innerHeight", timeout=60000)
     headers = frame.locator("tr.head td").evaluate_all(
         "cells => cells.map(c => [c.textContent, c.getBoundingClientRect().right, document.documentElement.clientWidth])")
     assert [text for text, _, _ in headers][1:] == ["key k", "q × k (elementwise)", "q · k", "softmax(q·k/√d)"]

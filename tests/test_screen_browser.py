@@ -127,7 +127,7 @@ def test_only_the_chosen_interventions_controls_show_and_warnings_say_where_to_p
     page.wait_for_function("document.querySelector('#intervention-message').innerText.includes('under Mask tokens')",
                            timeout=30000)
     page.wait_for_function("(() => { const r = document.querySelector('#token-picker').getBoundingClientRect();"
-                           " return r.top >= 0 && r.bottom <= window.innerHeight; })()", timeout=10000)
+                           " return r.top >= 0 && r.bottom <= window.innerHeight; })()", timeout=60000)
     page.close()
 
 
@@ -149,7 +149,7 @@ def test_a_new_run_clears_results_and_a_refused_one_marks_the_views_stale(browse
     page.wait_for_function("document.querySelector('#message').innerText.includes('still show the previous input')",
                            timeout=30000)
     # the refused Run leaves the views greyed: they describe "a dog ran", not the text in the box
-    page.wait_for_function("document.querySelector('#views').classList.contains('bvl-stale')", timeout=10000)
+    page.wait_for_function("document.querySelector('#views').classList.contains('bvl-stale')", timeout=60000)
     # every visible part greyed (the status overlay is hidden), no part left at full strength: waited for, as the
     # greying is a CSS transition that a loaded machine may still be running
     page.wait_for_function("(() => { const shown = [...document.querySelectorAll('#views > *')]"
@@ -177,7 +177,7 @@ def test_compared_panels_share_a_scale_with_a_per_panel_switch(browser, default_
     assert baseline[0] == intervened[0] and not baseline[1] and intervened[1]
     page.locator("#intervention-plot .updatemenu-button", has_text="per-panel scales").click()
     page.wait_for_function("(() => { const d = document.querySelector('#intervention-plot .js-plotly-plot').data;"
-                           " return d[0].zmax !== d[1].zmax && d[0].showscale; })()", timeout=10000)
+                           " return d[0].zmax !== d[1].zmax && d[0].showscale; })()", timeout=60000)
     page.close()
 
 
@@ -234,12 +234,12 @@ def test_each_result_has_its_own_titled_place_that_goes_with_its_input(browser, 
     run(page, "a dog ran")  # a new input: the results on the old one go, the model's own stay
     page.wait_for_function("document.querySelector('#intervention-message').innerText.startsWith('Results appear here')",
                            timeout=30000)
-    page.wait_for_selector("#direction-message", state="hidden", timeout=10000)
+    page.wait_for_selector("#direction-message", state="hidden", timeout=60000)
     assert page.locator("#direction-table").is_hidden() and page.locator("#intervention-plot").is_hidden()
     assert "Position embedding inspector" in shown_text(page, "positions-message")
     assert "P(gold word)" in shown_text(page, "direction-set-message")  # the set did not change
     page.get_by_role("radio", name="held-out lines (shipped)").click()  # now it did
-    page.wait_for_selector("#direction-set-message", state="hidden", timeout=10000)
+    page.wait_for_selector("#direction-set-message", state="hidden", timeout=60000)
     assert page.locator("#direction-set-table").is_hidden()
     page.close()
 
@@ -254,7 +254,7 @@ def test_the_colours_are_named_in_plain_words_and_the_citations_fold_away(browse
     assert "Vaswani et al. 2017" not in about.inner_text()  # the citation waits behind "Paper and code"
     about.get_by_text("Paper and code").click()
     page.wait_for_function("document.querySelector('#source-about').innerText.includes('Vaswani et al. 2017')",
-                           timeout=5000)
+                           timeout=60000)
     page.get_by_role("radio", name="attention rollout (from the input up)").click()
     page.wait_for_function("document.querySelector('#source-about').innerText.includes('close to the identity')",
                            timeout=30000)
@@ -274,7 +274,7 @@ def test_the_first_screen_points_below_and_opens_on_a_masked_word(browser, defau
     assert "Interventions · Syntax · Export" in hint.inner_text()
     hint.get_by_role("link").click()
     page.wait_for_function("document.querySelector('#work-tabs').getBoundingClientRect().top < window.innerHeight",
-                           timeout=10000)
+                           timeout=60000)
     page.get_by_role("tab", name="Masked words").click()
     page.wait_for_selector("#pred-plot .bartext", timeout=60000)  # the opening example has a [MASK]: bars at once
     expected = default_lab.analyze(EXAMPLES[0][0]).mlm[0].predictions[0].token
@@ -316,7 +316,7 @@ def test_tables_wrap_at_word_boundaries_and_nothing_is_cut(browser, tiny_app, wi
     page.click("#explain-btn")
     page.wait_for_function("document.querySelector('#explain-message').innerText.includes('Erasure hides')",
                            timeout=120000)
-    page.wait_for_function("document.querySelector('#explain-table').innerText.includes('rollout')", timeout=10000)
+    page.wait_for_function("document.querySelector('#explain-table').innerText.includes('rollout')", timeout=60000)
     headers = page.locator("#explain-table th").all_inner_texts()
     assert "AOPC (nats)" in [h.strip() for h in headers]  # the unit is in the header
     assert page.evaluate(BROKEN_WORDS, "#explain-table") == []
