@@ -285,7 +285,7 @@ def test_one_rule_chooses_the_checkpoint_when_none_is_named():
     weights. Every command says which in its --model help; a --model as typed always wins."""
     from bertviz_lab.cli import build_parser
     from bertviz_lab.cli.options import chosen_checkpoint
-    from bertviz_lab.cli.scoring_commands import checkpoints_named
+    from bertviz_lab.cli.scoring_commands import score_request
 
     parser = build_parser()
     commands = parser._subparsers._group_actions[0].choices
@@ -293,7 +293,7 @@ def test_one_rule_chooses_the_checkpoint_when_none_is_named():
         set(COMMAND_ARGS)
     def chosen(*argv):  # score-heads takes --model repeatedly, each as typed
         args = parser.parse_args(list(argv))
-        return checkpoints_named(args.model) if args.command == "score-heads" else [chosen_checkpoint(args)]
+        return score_request(args).models if args.command == "score-heads" else [chosen_checkpoint(args)]
 
     for name, argv in COMMAND_ARGS.items():
         expected = "default" if name in NEEDS_THE_MLM_HEAD else "minilm-original"

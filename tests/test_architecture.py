@@ -20,6 +20,7 @@ TIERS = [
     {"sentiment"},  # reuses mlm/train.py's resumable legs
     {"figures"},
     {"reports"},
+    {"tasks"},  # one UI-free module per user action, under the four doors
     {"notebook", "app", "cli"},
     {"launcher", "neuron_view", "__main__", "__init__"},
 ]

@@ -101,12 +101,13 @@ def test_explain_without_a_mask_is_refused_in_a_sentence(tools):
 
 
 def test_score_heads_returns_the_syntax_tabs_best_heads_with_intervals(tools, tiny_lab):
-    from bertviz_lab.app.syntax_handlers import APP_SETTINGS
     from bertviz_lab.syntax.run import run_syntax
+    from bertviz_lab.syntax.summary import Settings
     from bertviz_lab.treebank import SAMPLE_TREEBANK, read_conllu
 
     out = tools.score_heads("sample", "attention")
-    best = run_syntax(tiny_lab, read_conllu(SAMPLE_TREEBANK), APP_SETTINGS).summary.best_heads.set_index("relation")
+    best = run_syntax(tiny_lab, read_conllu(SAMPLE_TREEBANK), Settings(min_arcs=10)).summary.best_heads
+    best = best.set_index("relation")
     rows = {(r["relation"], r["measure"]): r for r in out["best_heads"]}
     assert out["sentences_used"] == 66 and out["source"] == "attention"
     for relation in ("all", "nsubj"):

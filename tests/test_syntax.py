@@ -258,10 +258,10 @@ def test_score_heads_scores_the_models_typed():
     """`--model default` is the fine-tuned checkpoint (it was silently swapped for the published one);
     the published weights are the default only when no --model is given; repeats score once."""
     from bertviz_lab.cli import build_parser
-    from bertviz_lab.cli.scoring_commands import checkpoints_named as models_to_score
+    from bertviz_lab.cli.scoring_commands import score_request
 
     def models(*argv):
-        return models_to_score(build_parser().parse_args(["score-heads", "--out", "x", *argv]).model)
+        return score_request(build_parser().parse_args(["score-heads", "--out", "x", *argv])).models
 
     assert models() == ["minilm-original"]
     assert models("--model", "default") == ["default"]

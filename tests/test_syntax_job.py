@@ -34,6 +34,7 @@ def test_two_treebanks_two_checkpoints_one_tidy_table_and_resume(tmp_path, sharp
     models = ["--model", sharp_lab.checkpoint_id, "--model", tiny_lab.checkpoint_id]
     files, _ = run(capsys, "--conllu", str(treebanks), *models, "--out", str(out))
     assert files["pairs"] == 4
+    assert files["treebank_parses"] == 2  # each treebank parsed once, checked before loading and scored twice
     tidy = pd.read_csv(out / "scores.csv")
     assert list(tidy.columns) == TIDY_COLUMNS
     assert set(tidy.language) == {"en", "de"} and tidy.model.nunique() == 2

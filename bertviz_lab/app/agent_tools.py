@@ -23,15 +23,14 @@ import gradio as gr
 import numpy as np
 
 from ..attention.metrics import head_statistics
-from ..attention.sources import get_source
 from ..bert import BudgetExceeded, CheckpointError, DeviceError
 from ..interventions.attribution import explain as attribute
 from ..lab import Analysis, InputError, Lab, load
-from ..syntax.run import best_heads_long, published_checkpoint, run_syntax
-from ..treebank import SAMPLE_TREEBANK, TreebankError
+from ..syntax.run import best_heads_long
+from ..tasks.score_heads import ScoreHeadsRequest, score_heads
+from ..treebank import TreebankError
 from .events import ONE_TREEBANK_AT_A_TIME
 from .state import LabCache, Limits
-from .syntax_handlers import APP_SETTINGS, read_treebank
 from .validation import whole
 
 TOOLS = ("analyze", "predict_masked", "explain", "score_heads")  # MCP tool names, in the order listed
@@ -165,13 +164,6 @@ class AgentTools:
                 "faithfulness_on_this_input": {k: {m: number(v) for m, v in d.items()}
                                                for k, d in first.perturbation.items()}}
 
-    def _syntax_lab(self) -> Lab:
-        """The published weights of the startup model (the Syntax tab's default): attention studied for itself."""
-        checkpoint = published_checkpoint(self.lab.checkpoint_id)
-        if checkpoint == self.lab.checkpoint_id:
-            return self.lab
-        return self.cache.get(checkpoint, str(self.lab.device)) if self.cache else load(checkpoint, device=str(self.lab.device))
-
     def score_heads(self, treebank: str = "sample", source: str = "attention") -> dict[str, Any]:
         """Score every attention head against a dependency treebank (Clark et al. 2019): per relation,
         the head that best points between dependent and head word, with a 95% interval, a held-out
@@ -192,14 +184,20 @@ class AgentTools:
             raise gr.Error("only the sample treebank is scored here; score your own CoNLL-U file with "
                            "`bertviz-lab score-heads --conllu FILE`")
         with answered_in_a_sentence(TreebankError, CheckpointError, DeviceError, ValueError):  # InputError: ValueError
-            get_source(source)
-            lab = self._syntax_lab()
-            run = run_syntax(lab, read_treebank(SAMPLE_TREEBANK, self.limits), APP_SETTINGS,
-                             max_length=self.limits.max_tokens, source=source)
-        summary = run.summary
+            request = ScoreHeadsRequest(loaded=self.lab.checkpoint_id, source=source,
+                                        max_length=self.limits.max_tokens, max_words=self.limits.syntax_words)
+            scored = score_heads(request, self._lab_named)
+        summary = scored.summary
         return {"weights": summary.checkpoint.describe(), "source": summary.source,
                 "sentences_used": summary.sentences_used, "sentences_skipped": summary.sentences_skipped,
                 "best_heads": records(best_heads_long(summary.best_heads))}
+
+    def _lab_named(self, checkpoint: str) -> Lab:
+        """The startup model, or another checkpoint (its published weights) from the server's cache."""
+        if checkpoint == self.lab.checkpoint_id:
+            return self.lab
+        return self.cache.get(checkpoint, str(self.lab.device)) if self.cache else load(checkpoint,
+                                                                                        device=str(self.lab.device))
 
 
 def as_json_text(tool: Callable[..., dict]) -> Callable[..., str]:

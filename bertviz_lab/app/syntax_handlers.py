@@ -2,53 +2,41 @@
 weights by default, the per-relation views, and one sentence's arcs."""
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import gradio as gr
 
-from ..attention.sources import get_source
 from ..bert import CheckpointError, DeviceError
 from ..figures import syntax as syntax_views
 from ..figures.structure_figure import structure_figure
 from ..lab import InputError, InputTooLong
 from ..syntax.directions import CLARK_DIRECTIONS, normalize_direction
 from ..syntax.parse import spacy_model_name, spacy_parse
-from ..syntax.run import published_checkpoint, run_syntax
 from ..syntax.scoring import sentence_word_attention
 from ..syntax.structure import StructureSettings, StructureTreebanks, run_structure, shipped_probes
-from ..syntax.summary import HELD_OUT_NOTE, Settings
-from ..treebank import SAMPLE_TREEBANK, TreebankError, read_conllu
+from ..syntax.summary import HELD_OUT_NOTE
+from ..tasks.score_heads import ScoreHeadsRequest, read_sentences, score_heads
+from ..tasks.weights import other_weights, weights_for
+from ..treebank import TreebankError
 from .forms import TreebankChoice
 from .state import Limits, Session, plot
 
-APP_SETTINGS = Settings(resamples=1000, seed=0, select_fraction=0.5, min_arcs=10)
 
-
-def treebank_path(treebank: str, upload: str | None, limits: Limits) -> Path:
-    """The sample treebank, or the uploaded CoNLL-U file within the server's size limit."""
-    if treebank != "upload":
-        return SAMPLE_TREEBANK
-    if not upload:
-        raise TreebankError("upload a CoNLL-U file first")
-    size = Path(upload).stat().st_size
-    if size > limits.upload_bytes:
-        raise TreebankError(f"the file is {size / 1e6:.1f} MB; the app accepts up to {limits.upload_bytes / 1e6:.0f} "
-                            "MB (use the command line for big treebanks)")
-    return Path(upload)
-
-
-def read_treebank(path: Path, limits: Limits) -> list:
-    """The sentences of a treebank the app may score; messages name the file, not the server's cache path."""
-    try:
-        sentences = read_conllu(path)
-    except TreebankError as error:
-        raise TreebankError(str(error).replace(str(path), path.name)) from None
-    words = sum(len(s.words) for s in sentences)
-    if words > limits.syntax_words:
-        raise TreebankError(f"{path.name} has {words:,} words; the app scores up to {limits.syntax_words:,} per "
-                            "request (use `bertviz-lab score-heads --conllu FILE` for whole treebanks)")
-    return sentences
+def treebank_request(choice: TreebankChoice, limits: Limits, loaded: str, **settings) -> ScoreHeadsRequest:
+    """The Syntax tab's choice as the task's request: the sample treebank or the upload (within the size limit),
+    the published weights of the loaded model unless the person chose the loaded model itself."""
+    if choice.treebank == "upload":
+        if not choice.upload:
+            raise TreebankError("upload a CoNLL-U file first")
+        size = Path(choice.upload).stat().st_size
+        if size > limits.upload_bytes:
+            raise TreebankError(f"the file is {size / 1e6:.1f} MB; the app accepts up to "
+                                f"{limits.upload_bytes / 1e6:.0f} MB (use the command line for big treebanks)")
+    treebanks = (Path(choice.upload),) if choice.treebank == "upload" else ()
+    return ScoreHeadsRequest(treebanks, (loaded,) if choice.use_loaded else (), loaded=loaded,
+                             max_length=limits.max_tokens, max_words=limits.syntax_words, **settings)
 
 
 class SyntaxHandlers:
@@ -56,32 +44,21 @@ class SyntaxHandlers:
     cache: Any
     limits: Limits
 
-    def syntax_checkpoints(self, session: Session, use_loaded: bool) -> tuple[str, str]:
-        """(weights to score, the other weights): published ones unless the user chose the loaded model."""
-        published = published_checkpoint(session.model)
-        chosen = session.model if use_loaded else published
-        return chosen, (published if chosen != published else session.model)
-
-    def treebank_and_lab(self, choice: TreebankChoice, session: Session):
-        """What both Syntax buttons start from: the treebank (checked against the limits), the weights
-        to score and the other ones, and the chosen weights loaded."""
-        path = treebank_path(choice.treebank, choice.upload, self.limits)
-        sentences = read_treebank(path, self.limits)
-        chosen, other = self.syntax_checkpoints(session, bool(choice.use_loaded))
-        return path, sentences, chosen, other, self.cache.get(chosen, session.device)
-
     def run_syntax(self, choice: TreebankChoice, compare: bool, session: Session, score_source: str = "attention",
                    progress=gr.Progress()) -> dict:
         """Every head scored on the treebank, on ``score_source`` (an unknown source is refused, never replaced)."""
         ui = self.ui
         try:
-            get_source(score_source)
-            path, sentences, chosen, other, lab = self.treebank_and_lab(choice, session)
-            other_lab = self.cache.get(other, session.device) if compare and other != chosen else None
-            run = run_syntax(lab, sentences, APP_SETTINGS, compare_lab=other_lab, max_length=self.limits.max_tokens,
-                             source=score_source, progress=lambda f, what: progress(f, desc=what), ensembles=True)
+            request = treebank_request(choice, self.limits, session.model, source=score_source)
+            chosen = request.models[0]
+            other = other_weights(chosen, session.model)
+            if compare and other != chosen:
+                request = replace(request, compare_checkpoint=other)
+            scored = score_heads(request, lambda model: self.cache.get(model, session.device),
+                                 progress=lambda f, what: progress(f, desc=what))
         except (TreebankError, CheckpointError, DeviceError, ValueError) as error:  # InputError is a ValueError
             return {ui.syntax_message: f"⚠️ {syntax_views.markdown_text(error)}"}
+        run, sentences = scored.run, scored.sentences
         session.syntax, session.treebank, session.syntax_model = run, sentences, chosen
         summary = run.summary
         relations = list(summary.best_heads.relation)
@@ -98,8 +75,9 @@ class SyntaxHandlers:
             weights += f"  \n**Compared with (B):** {syntax_views.markdown_text(run.compare_name)}"
         return {ui.session: session, ui.syntax_weights: weights,
                 ui.syntax_message: f"Scored {summary.sentences_used} sentences from "
-                                   f"{syntax_views.markdown_text(path.name)}{skipped}. "
-                                   f"Relations with at least {APP_SETTINGS.min_arcs} arcs are listed. {HELD_OUT_NOTE}",
+                                   f"{syntax_views.markdown_text(scored.treebank)}{skipped}. "
+                                   f"Relations with at least {summary.settings.min_arcs} arcs are listed. "
+                                   f"{HELD_OUT_NOTE}",
                 ui.syntax_table: syntax_views.best_heads_table(summary),
                 ui.syntax_bars: plot(syntax_views.best_heads_figure(summary)),
                 ui.syntax_relation: gr.update(choices=relations, value=relations[0], visible=True),
@@ -114,7 +92,9 @@ class SyntaxHandlers:
         """The structural probe shipped for these weights beside attention trees, on this treebank."""
         ui = self.ui
         try:
-            path, sentences, _, _, lab = self.treebank_and_lab(choice, session)
+            request = treebank_request(choice, self.limits, session.model)
+            sentences, name = read_sentences(request)
+            lab = self.cache.get(request.models[0], session.device)
             structural_probes = shipped_probes(lab)
             if structural_probes is None:
                 return {ui.structure_message: f"⚠️ No structural probe ships for "
@@ -123,8 +103,8 @@ class SyntaxHandlers:
                                               "en_ewt-ud-train.conllu --treebank FILE --out DIR` (probes are tied "
                                               "to the exact weights).", ui.structure_plot: None}
             progress(0.1, desc="structural probe and attention trees")
-            result = run_structure(lab, StructureTreebanks(sentences, names=("", path.name)),
-                                   StructureSettings(seed=APP_SETTINGS.seed), trained=structural_probes,
+            result = run_structure(lab, StructureTreebanks(sentences, names=("", name)),
+                                   StructureSettings(seed=request.chosen_settings().seed), trained=structural_probes,
                                    progress=lambda message: progress(0.5, desc=message))
         except (TreebankError, CheckpointError, DeviceError, InputError) as error:
             return {ui.structure_message: f"⚠️ {syntax_views.markdown_text(error)}"}
@@ -132,9 +112,9 @@ class SyntaxHandlers:
         n = result.sentences
         return {ui.structure_message: f"**Weights:** {syntax_views.markdown_text(result.checkpoint.describe())}; "
                                       f"probes trained on UD English EWT train; {n['report']} held-out sentences of "
-                                      f"{syntax_views.markdown_text(path.name)} ({n['selection']} chose the heads)."
+                                      f"{syntax_views.markdown_text(name)} ({n['selection']} chose the heads)."
                                       + lines,
-                ui.structure_plot: plot(structure_figure(result.comparison, result.checkpoint.name, path.name))}
+                ui.structure_plot: plot(structure_figure(result.comparison, result.checkpoint.name, name))}
 
     def difference_plot(self, session: Session, relation: str, direction: str):
         """B - A per head for one relation and direction, when two weights were scored."""
@@ -170,7 +150,7 @@ class SyntaxHandlers:
                 sentence = session.treebank[int(index)]
             except (TypeError, ValueError, IndexError):
                 return {ui.syntax_arcs_text: f"⚠️ No sentence {index!r}: choose one from the list."}
-        lab = self.cache.get(session.syntax_model or published_checkpoint(session.model), session.device)
+        lab = self.cache.get(weights_for(False, session.syntax_model, session.model), session.device)
         try:
             words, _ = sentence_word_attention(lab, sentence)
         except InputTooLong as error:

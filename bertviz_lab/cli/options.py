@@ -12,8 +12,8 @@ import sys
 import time
 from collections.abc import Callable, Iterable
 
-from ..bert import DEFAULT_CHECKPOINT, ORIGINAL_CHECKPOINT
 from ..lab import Lab, load
+from ..tasks.weights import weights_for
 
 MODEL_RULE = ("Without --model, commands that need the masked-word or next-sentence head use 'default' and "
               "attention-only analyses use 'minilm-original'; every output names the weights it came from")
@@ -48,17 +48,14 @@ def emit(args: argparse.Namespace, data: dict, summary: Iterable[str]) -> int:
 
 
 def default_checkpoint(needs_mlm_head: bool) -> str:
-    """The one rule for the weights a command uses when none are named: 'default' (the embedded
-    MiniLM with bertviz-lab's fine-tuned masked-word and next-sentence heads) where the result reads
-    those heads, else 'minilm-original' (the published weights exactly: attention studied for its
-    own sake is the published model's, not one bertviz-lab fine-tuned)."""
-    return DEFAULT_CHECKPOINT if needs_mlm_head else ORIGINAL_CHECKPOINT
+    """The checkpoint a command uses when none is named: the one rule (tasks/weights.py)."""
+    return weights_for(needs_mlm_head)
 
 
 def chosen_checkpoint(args: argparse.Namespace, recorded: str | None = None) -> str:
     """The checkpoint a command loads: --model as typed; else the one a file was made with
     (``recorded``, e.g. a corpus index, whose queries need its weights); else the rule."""
-    return args.model or recorded or default_checkpoint(args.needs_mlm_head)
+    return weights_for(args.needs_mlm_head, args.model or recorded)
 
 
 def add_model_options(p: argparse.ArgumentParser, needs_mlm_head: bool, repeatable: bool = False,

@@ -15,7 +15,6 @@ from .options import (
     add_model_options,
     command,
     count,
-    default_checkpoint,
     emit,
     lab_from_args,
     open_share,
@@ -63,7 +62,9 @@ def add_score_heads(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=seed, default=0, help="seed of the bootstrap, the held-out split and the null model")
     p.add_argument("--select-fraction", type=open_share, default=0.5,
                    help="share of sentences the held-out best head is chosen on (the rest report it)")
-    p.add_argument("--min-arcs", type=int, default=50, help="relations listed in best_heads.csv need this many arcs")
+    p.add_argument("--min-arcs", type=int, default=None,
+                   help="relations listed in best_heads.csv need this many arcs (default: 50, or 10 on the shipped "
+                        "sample treebank, too small for 50)")
     p.add_argument("--no-null-model", action="store_true", help="skip the random-weights null model")
     p.add_argument("--uuas-punct", choices=("include", "exclude"), default="include",
                    help="count arcs whose dependent is punctuation (UD punct) in UUAS, or leave them out "
@@ -83,17 +84,20 @@ def add_score_heads(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run_score_heads)
 
 
-def checkpoints_named(given: list[str] | None) -> list[str]:
-    """What score-heads scores: every distinct --model as typed, or the default rule's checkpoint."""
-    from ..syntax.job import checkpoints_to_score
-
-    return checkpoints_to_score(given or [default_checkpoint(needs_mlm_head=False)])
-
-
-def syntax_settings(args: argparse.Namespace):
+def score_request(args: argparse.Namespace):
+    """score-heads' options as the task's request (every default and check lives in tasks/score_heads.py)."""
     from ..syntax.summary import Settings
+    from ..tasks.score_heads import ScoreHeadsRequest
 
-    return Settings(args.resamples, args.seed, args.select_fraction, args.min_arcs, args.null_seeds, args.uuas_punct)
+    settings = Settings(args.resamples, args.seed, args.select_fraction, null_seeds=args.null_seeds,
+                        uuas_punct=args.uuas_punct)
+    return ScoreHeadsRequest(tuple(args.conllu or ()), tuple(args.model or ()), compare_checkpoint=args.compare_model,
+                             source=args.source, settings=settings, min_arcs=args.min_arcs,
+                             null=not args.no_null_model,
+                             ensembles=not args.no_ensembles, batch_size=args.batch_size, max_length=args.max_length,
+                             max_sentences=args.max_sentences, full_relations=args.full_relations, engine=args.engine,
+                             ray_address=args.ray_address, workers=args.workers,
+                             device="cpu" if args.device == "auto" else args.device, allow_pickle=args.allow_pickle)
 
 
 def passes_work(passes: list[str]) -> Callable[[int], str]:
@@ -108,47 +112,40 @@ def passes_work(passes: list[str]) -> Callable[[int], str]:
 def run_score_heads(args: argparse.Namespace) -> int:
     from ..export import check_writable
     from ..reports.syntax_report import write_outputs
-    from ..syntax.job import treebank_files
-    from ..syntax.run import run_syntax, score_record, syntax_passes
-    from ..treebank import SAMPLE_TREEBANK, read_conllu
+    from ..syntax.run import syntax_passes
+    from ..tasks.score_heads import read_sentences, score_heads
 
-    models = checkpoints_named(args.model)
-    treebanks = treebank_files(args.conllu or [SAMPLE_TREEBANK])
-    parsed = [read_conllu(t, full_relations=args.full_relations) for t in treebanks]  # a bad file fails first
+    request = score_request(args)
+    if request.is_job:
+        job = request.job(args.out)
+        for treebank in job.treebanks:
+            job.sentences(treebank)  # a bad file fails before any model loads; each is parsed once per job
+        check_writable(args.out)
+        return run_score_heads_job(args, job)
+    sentences, name = read_sentences(request)  # a bad file fails first
     check_writable(args.out)
-    if len(models) > 1 or len(treebanks) > 1 or args.engine == "ray":
-        return run_score_heads_job(args, models, treebanks)
-    lab = lab_from_args(args, models[0])
-    other = lab_from_args(args, args.compare_model) if args.compare_model else None
-    settings = syntax_settings(args)
-    passes = syntax_passes(settings.null_seed_list() if not args.no_null_model else [], other is not None,
-                           not args.no_ensembles and args.source == "attention")
+    settings = request.chosen_settings()
+    passes = syntax_passes(settings.null_seed_list() if request.null else [], request.compare_checkpoint is not None,
+                           request.ensembles and request.source == "attention")
     with WorkBar("score-heads", "sentence", passes_work(passes), "the first batch") as bar:
-        run = run_syntax(lab, parsed[0], settings, null=not args.no_null_model, compare_lab=other,
-                         batch_size=args.batch_size, max_length=args.max_length, max_sentences=args.max_sentences,
-                         source=args.source, ensembles=not args.no_ensembles, steps=bar)
-    files = write_outputs(run.summary, args.out, title=f"Syntax scores: {treebanks[0].name}", compare=run.compare)
-    record = score_record(run.summary, files)
+        scored = score_heads(request, lambda model: lab_from_args(args, model), sentences, steps=bar)
+    scored.files = write_outputs(scored.summary, args.out, title=f"Syntax scores: {name}", compare=scored.run.compare)
+    record = scored.to_json()
     print(f"scored {record['sentences']} sentences with {record['model']}, skipped {record['skipped']} as too long "
           f"and {record['skipped_empty_words']} for {record['words_without_pieces']} words that become no word piece",
           file=sys.stderr)  # what was left out, beside the progress bar, whatever the output
+    record.pop("best_heads")  # in best_heads.csv
     return emit(args, record, [f"model: {record['model']}",
-                               f"{record['sentences']} sentences scored; wrote {', '.join(map(str, files.values()))}"])
+                               f"{record['sentences']} sentences scored; wrote "
+                               f"{', '.join(map(str, scored.files.values()))}"])
 
 
-def run_score_heads_job(args: argparse.Namespace, models: list[str], treebanks: list[Path]) -> int:
+def run_score_heads_job(args: argparse.Namespace, job) -> int:
     """Several treebanks and/or checkpoints, locally or on Ray; resumable with the same --out."""
     from ..reports.syntax_report import job_report_html
-    from ..syntax.job import Job, job_record, run_job
     from ..syntax.run import syntax_passes
+    from ..tasks.score_heads import score_heads_job
 
-    if args.compare_model:
-        raise InputError("--compare-model compares two checkpoints on one treebank; for a job, pass --model twice")
-    job = Job(models, treebanks, args.out, syntax_settings(args),
-              engine=args.engine, ray_address=args.ray_address, workers=args.workers,
-              device="cpu" if args.device == "auto" else args.device, batch_size=args.batch_size,
-              max_length=args.max_length, max_sentences=args.max_sentences, source=args.source,
-              null=not args.no_null_model, full_relations=args.full_relations, allow_pickle=args.allow_pickle)
     passes = syntax_passes(job.settings.null_seed_list() if job.null else [], False, False)
     bars: list[WorkBar] = []
 
@@ -157,14 +154,14 @@ def run_score_heads_job(args: argparse.Namespace, models: list[str], treebanks: 
         return bars[-1]
 
     try:
-        files = run_job(job, lambda model: lab_from_args(args, model), say=WorkBar.note, progress_for=progress_for,
-                        report=job_report_html)
+        scored = score_heads_job(job, lambda model: lab_from_args(args, model), say=WorkBar.note,
+                                 progress_for=progress_for, report=job_report_html)
     finally:
         for bar in bars:
             bar.close()
-    record = job_record(job, files)
+    record = scored.to_json()
     return emit(args, record, [f"{record['pairs']} (checkpoint, treebank) pairs scored ({args.engine}) with "
-                               f"{', '.join(record['models'])}", f"wrote {', '.join(map(str, files.values()))}"])
+                               f"{', '.join(record['models'])}", f"wrote {', '.join(map(str, scored.files.values()))}"])
 
 
 # ---- structural-probe ----------------------------------------------------------------------

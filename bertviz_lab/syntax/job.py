@@ -52,6 +52,15 @@ class Job:
     null: bool = True
     full_relations: bool = False
     allow_pickle: bool = False  # the Ray workers load the checkpoint as the driver did
+    parsed: dict[Path, list] = field(default_factory=dict, repr=False)  # each treebank parsed once per job
+    parses: int = field(default=0, repr=False)
+
+    def sentences(self, treebank: Path) -> list:
+        """``treebank``'s sentences, parsed the first time a job asks (however many checkpoints score it)."""
+        if treebank not in self.parsed:
+            self.parsed[treebank] = read_conllu(treebank, full_relations=self.full_relations)
+            self.parses += 1
+        return self.parsed[treebank]
 
 
 def checkpoints_to_score(given: Sequence[str]) -> list[str]:
@@ -250,10 +259,10 @@ def score_model(job: Job, model: str, lab: Lab, treebanks: list[Path], say: Call
     labels = treebank_labels(distinct([*job.treebanks, *treebanks]))
     bars = [progress_for(f"{slug(model)} x {labels[treebank]}") for treebank in treebanks]
     if job.engine == "ray":
-        sentences = [read_conllu(treebank, full_relations=job.full_relations) for treebank in treebanks]
-        done = score_on_ray(job, lab, sentences, lambda t, n, total: bars[t] and bars[t](n, total))
+        done = score_on_ray(job, lab, [job.sentences(treebank) for treebank in treebanks],
+                            lambda t, n, total: bars[t] and bars[t](n, total))
     else:
-        done = ((t, *score(job, lab, read_conllu(treebank, full_relations=job.full_relations), bars[t]))
+        done = ((t, *score(job, lab, job.sentences(treebank), bars[t]))
                 for t, treebank in enumerate(treebanks))
     with closing(done):  # a failed write ends the Ray job too, instead of leaving it running
         for t, scores, null in done:
