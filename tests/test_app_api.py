@@ -158,7 +158,8 @@ def test_score_heads_and_sentence_arcs_through_the_api(sharp_app, sharp_lab, tmp
 def test_structural_probe_needs_probes_trained_on_these_weights(sharp_app):
     client = gradio_client.Client(sharp_app, verbose=False)
     out = call(client, "structural_probe", "sample", None, False)
-    assert out["structure_message"].startswith("⚠️ No structural probe ships") and out["structure_plot"] is None
+    assert out["structure_message"].startswith("⚠️ bertviz-lab ships structural probes only for minilm-original")
+    assert "probes are tied to the exact weights" in out["structure_message"] and out["structure_plot"] is None
 
 
 @pytest.mark.slow

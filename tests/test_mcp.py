@@ -71,11 +71,11 @@ def test_predict_masked_returns_top_k_per_mask(tools, tiny_lab):
 
 
 def test_predict_masked_says_what_is_wrong(tools):
-    with pytest.raises(gr.Error, match="top_k must be a whole number from 1 to 50 \\(got 0\\)"):
+    with pytest.raises(gr.Error, match="top-k must be a whole number from 1 to 50 \\(got 0\\)"):
         tools.predict_masked(TEXT, 0)
     with pytest.raises(gr.Error, match="MASK"):
         tools.predict_masked("the cat sat", 5)
-    with pytest.raises(gr.Error, match="give a text"):
+    with pytest.raises(gr.Error, match="the text is empty"):
         tools.predict_masked("  ", 5)
 
 

@@ -165,14 +165,14 @@ def test_a_run_landing_during_why_this_word_leaves_the_answer_titled_with_its_ow
     h, session = sharp_handlers, Session()
     h.analyze(RunInput(SENTENCES[0]), session)
     asked = session.analysis
-    real_explain = handlers_module.explain
+    real_explain = handlers_module.explain_analysis
 
     def explain_while_a_run_lands(lab, analysis, *args, **kwargs):
         result = real_explain(lab, analysis, *args, **kwargs)
         h.analyze(RunInput("a completely different [MASK] sentence with more words in it"), session)
         return result
 
-    monkeypatch.setattr(handlers_module, "explain", explain_while_a_run_lands)
+    monkeypatch.setattr(handlers_module, "explain_analysis", explain_while_a_run_lands)
     out = h.explain(session)
     figure = out[h.ui.explain_plot].plot
     assert session.analysis is not asked  # the Run did land

@@ -229,8 +229,8 @@ def test_the_python_api_draws_the_comparison(tiny_lab, tmp_path, tiny_structure)
     fig = bertviz_lab.figure(result)
     names = [t.name for t in fig.data]
     assert "structural probe (representations)" in names and any(n.startswith("right-branching") for n in names)
-    with pytest.raises(ValueError, match="give train"):
-        bertviz_lab.structural_probe(tiny_lab, SAMPLE_TREEBANK)
+    with pytest.raises(ValueError, match="ships structural probes only for minilm-original"):
+        bertviz_lab.structural_probe(tiny_lab, SAMPLE_TREEBANK)  # neither train nor probes: only the shipped ones
 
 
 def test_the_report_and_its_tables_print_layers_and_counts_as_whole_numbers(tiny_structure, tmp_path):

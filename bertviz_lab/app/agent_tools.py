@@ -16,7 +16,6 @@ import inspect
 import json
 import math
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 import gradio as gr
@@ -24,14 +23,14 @@ import numpy as np
 
 from ..attention.metrics import head_statistics
 from ..bert import BudgetExceeded, CheckpointError, DeviceError
-from ..interventions.attribution import explain as attribute
 from ..lab import Analysis, InputError, Lab, load
 from ..syntax.run import best_heads_long
+from ..tasks.analyze import AnalyzeRequest, analyze
+from ..tasks.explain import ExplainRequest
 from ..tasks.score_heads import ScoreHeadsRequest, score_heads
 from ..treebank import TreebankError
 from .events import ONE_TREEBANK_AT_A_TIME
 from .state import LabCache, Limits
-from .validation import whole
 
 TOOLS = ("analyze", "predict_masked", "explain", "score_heads")  # MCP tool names, in the order listed
 API_PREFIX = "agent_"  # their API names: /agent_analyze, ... (the page's events own /analyze, /explain, /score_heads)
@@ -70,6 +69,16 @@ def head_summary(analysis: Analysis) -> list[dict[str, Any]]:
             for layer in range(analysis.n_layers) for head in range(analysis.n_heads)]
 
 
+def scored_tokens(a: Analysis, why) -> dict[str, Any]:
+    """An attribution's scores per context token, its top token per method, and its agreement and faithfulness."""
+    tops = {method: a.tokens[why.context[int(np.nanargmax(values))]] for method, values in why.scores.items()}
+    return {"top_token": tops["erasure"], "top_token_by_method": tops,
+            "scores": {method: [{"position": p, "token": a.tokens[p], "score": number(s)}
+                                for p, s in zip(why.context, values)] for method, values in why.scores.items()},
+            "spearman_with_erasure": {k: number(v) for k, v in why.agreement.items()},
+            "faithfulness_on_this_input": {k: {m: number(v) for m, v in d.items()} for k, d in why.perturbation.items()}}
+
+
 @contextlib.contextmanager
 def answered_in_a_sentence(*kinds: type[Exception]):
     """``kinds`` of error as the tool's one-sentence error; an over-budget request goes on to the gate,
@@ -88,10 +97,8 @@ class AgentTools:
     def __init__(self, lab: Lab, cache: LabCache | None = None, limits: Limits | None = None) -> None:
         self.lab, self.cache, self.limits = lab, cache, limits or Limits()
 
-    def _analysis(self, text: str, pair: str = "", top_k: int = 5) -> Analysis:
-        if not isinstance(text, str) or not text.strip():
-            raise InputError("give a text to analyse (use [MASK] for the words to predict)")
-        return self.lab.analyze(text, pair=pair or None, top_k=whole(top_k, "top_k", 1, 50))
+    def _analysis(self, text: str, pair: str = "", top_k: int = 5, explain: ExplainRequest | None = None):
+        return analyze(AnalyzeRequest(text, pair or None, top_k=top_k, explain=explain), self.lab)
 
     def analyze(self, text: str, pair: str = "") -> dict[str, Any]:
         """Run BERT on a text and summarise its attention: the tokens, one summary per attention head,
@@ -111,7 +118,7 @@ class AgentTools:
             attention: the full array (layers x heads x query x key), only when it has at most 20000 numbers
         """
         with answered_in_a_sentence(InputError):
-            a = self._analysis(text, pair)
+            a = self._analysis(text, pair).analysis
         out = {"model": a.model, "tokens": a.tokens, "segment_ids": a.segment_ids, "layers": a.n_layers,
                "heads": a.n_heads, "head_summary": head_summary(a), "masked": masked_words(a),
                "masked_note": a.mlm_note, "next_sentence_probability": None if a.nsp is None else number(a.nsp),
@@ -133,7 +140,7 @@ class AgentTools:
             masked: per [MASK], its token position (0 is [CLS]) and its predictions (token, probability), most probable first
         """
         with answered_in_a_sentence(InputError):
-            a = self._analysis(text, top_k=top_k)
+            a = self._analysis(text, top_k=top_k).analysis
             if not a.mlm:
                 raise InputError(a.mlm_note or "write [MASK] where the model should predict a word")
         return {"model": a.model, "tokens": a.tokens, "masked": masked_words(a)}
@@ -153,16 +160,13 @@ class AgentTools:
             faithfulness_on_this_input: AOPC, comprehensiveness and sufficiency of each ranking
         """
         with answered_in_a_sentence(ValueError):  # InputError is a ValueError
-            a = self._analysis(text)
-            [first] = attribute(self.lab, replace(a, mlm=a.mlm[:1]))
-        scores = {method: [{"position": p, "token": a.tokens[p], "score": number(s)} for p, s in zip(first.context, values)]
-                  for method, values in first.scores.items()}
-        tops = {method: a.tokens[first.context[int(np.nanargmax(values))]] for method, values in first.scores.items()}
+            record = self._analysis(text, explain=ExplainRequest("first"))
+        a, first = record.analysis, record.explanation.first
+        if record.explanation.of_class is not None:  # a classifier with nothing masked: why its predicted class
+            return {"model": a.model, "tokens": a.tokens, **scored_tokens(a, first),
+                    "class": first.label, "probability": number(first.probability)}
         return {"model": a.model, "target": first.target, "position": first.position, "tokens": a.tokens,
-                "top_token": tops["erasure"], "top_token_by_method": tops, "scores": scores,
-                "spearman_with_erasure": {k: number(v) for k, v in first.agreement.items()},
-                "faithfulness_on_this_input": {k: {m: number(v) for m, v in d.items()}
-                                               for k, d in first.perturbation.items()}}
+                **scored_tokens(a, first)}
 
     def score_heads(self, treebank: str = "sample", source: str = "attention") -> dict[str, Any]:
         """Score every attention head against a dependency treebank (Clark et al. 2019): per relation,

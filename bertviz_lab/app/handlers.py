@@ -27,11 +27,13 @@ from ..figures.attention import classes_figure, explain_figure, lens_figure
 from ..figures.base import SCALES, empty_figure, resolve_scale
 from ..figures.neuron import NeuronStart, neuron_page, neuron_payload, with_score_bias
 from ..figures.payload import open_head_codes, view_payload
-from ..interventions.attribution import explain, explain_class
 from ..lab import Analysis, InputError, Lab
 from ..lens import mlm_lens, queries_and_keys, score_bias
 from ..mlm.model_card import quality_note
 from ..resources import DEFAULT_MLM_HEAD
+from ..tasks.analyze import AnalyzeRequest, analyze
+from ..tasks.explain import explain_analysis
+from ..tasks.validation import positions, whole
 from .events import SERVER_PLOTS, mark_on_request
 from .forms import RunInput, ViewControls
 from .gate import STALE
@@ -53,7 +55,6 @@ from .tabs import (
     intervention_choices,
     source_about,
 )
-from .validation import positions, whole
 
 Updates = dict[Any, Any]
 
@@ -297,8 +298,8 @@ class Handlers(InterventionHandlers, SyntaxHandlers, SearchHandlers, QkHandlers)
         landed meanwhile, this (the opening example's) result is dropped rather than shown over it."""
         try:
             lab = self.lab_of(session)
-            a = lab.analyze(run.text, pair=run.pair or None, top_k=whole(run.top_k, "top-k", 1, 50), truncate=True,
-                            masks=mask_positions or ())
+            a = analyze(AnalyzeRequest(run.text, run.pair or None, tuple(mask_positions or ()), top_k=run.top_k,
+                                       truncate=True), lab).analysis
             if unless_newer is not None and session.generation != unless_newer:
                 return {self.ui.message: gr.skip()}
             self.read_options(session, view or ViewControls(), a)
@@ -492,10 +493,7 @@ class Handlers(InterventionHandlers, SyntaxHandlers, SearchHandlers, QkHandlers)
         try:
             lab = self.cache.get(snap.model, snap.device)
             a = snap.bound_to(lab)
-            if a.classes and not a.mlm:  # a sequence classifier with nothing masked: why its predicted class
-                first = explain_class(lab, a)
-            else:
-                [first, *_] = explain(lab, a)
+            first = explain_analysis(lab, a).first  # a classifier with nothing masked: why its predicted class
         except (InputError, ValueError, CheckpointError) as error:
             return {ui.explain_message: f"⚠️ {error}"}
         rho = EXPLAIN_EMPTY.columns[1]
@@ -524,7 +522,7 @@ class Handlers(InterventionHandlers, SyntaxHandlers, SearchHandlers, QkHandlers)
         """Attention (layers x heads x query x key), tokens and masked-word predictions as JSON; on a
         server with a reply limit, large attention travels as base64 float16 (``attention_f16``)."""
         try:
-            result = self.startup.analyze(text, pair=pair or None, top_k=whole(top_k, "top-k", 1, 50), truncate=True)
+            result = analyze(AnalyzeRequest(text, pair or None, top_k=top_k, truncate=True), self.startup).analysis
             return compact_reply(result, self.limits.api_bytes)
         except InputError as error:
             raise gr.Error(str(error)) from None

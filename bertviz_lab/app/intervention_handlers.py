@@ -33,12 +33,12 @@ from ..interventions.sweeps import patching_sweep, position_controls, sample_mea
 from ..lab import InputError, Lab
 from ..naming import head_name, layer_head, layer_name
 from ..sentences import heldout_lines, read_lines, truncation_note
+from ..tasks.validation import positions, whole
 from ..treebank import sentence_texts
 from .forms import InterventionChoice, RunInput
 from .intervention_controls import explanation, visible_controls
 from .state import Session, Snapshot, plot
 from .tabs import AOPC_UNIT, ERASER_UNIT, EXPLAIN_COLUMNS
-from .validation import positions, whole
 
 Updates = dict[Any, Any]
 

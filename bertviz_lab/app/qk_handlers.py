@@ -14,9 +14,9 @@ from ..lab import InputError, Lab
 from ..lens import head_vectors, head_vectors_encoded, head_vectors_of_sentences, score_parts, sentence_attentions
 from ..resources import SAMPLE_TREEBANK
 from ..sentences import heldout_lines
+from ..tasks.validation import whole
 from ..treebank import read_conllu
 from .state import Session, Snapshot, plot
-from .validation import whole
 
 QK_SETS = {"input": "this input", "sample": "the sample treebank (66 sentences)",
            "heldout": "200 held-out lines"}

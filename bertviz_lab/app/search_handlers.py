@@ -12,9 +12,9 @@ from ..lab import InputError, Lab
 from ..naming import SPECIAL_TOKENS
 from ..neighbours import KINDS, TokenIndex, build_index, nearest, query_vector
 from ..resources import SAMPLE_TREEBANK
+from ..tasks.validation import whole
 from ..treebank import read_conllu
 from .state import Session
-from .validation import whole
 
 SEARCH_COLUMNS = ["rank", "similarity", "token", "POS", "relation", "in its sentence"]
 SEARCH_HINT = ("Choose a token of the analysed input and press *Find similar tokens*: the treebank's tokens whose "

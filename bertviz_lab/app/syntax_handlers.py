@@ -15,9 +15,9 @@ from ..lab import InputError, InputTooLong
 from ..syntax.directions import CLARK_DIRECTIONS, normalize_direction
 from ..syntax.parse import spacy_model_name, spacy_parse
 from ..syntax.scoring import sentence_word_attention
-from ..syntax.structure import StructureSettings, StructureTreebanks, run_structure, shipped_probes
 from ..syntax.summary import HELD_OUT_NOTE
 from ..tasks.score_heads import ScoreHeadsRequest, read_sentences, score_heads
+from ..tasks.structure import StructureRequest, structure
 from ..tasks.weights import other_weights, weights_for
 from ..treebank import TreebankError
 from .forms import TreebankChoice
@@ -92,22 +92,14 @@ class SyntaxHandlers:
         """The structural probe shipped for these weights beside attention trees, on this treebank."""
         ui = self.ui
         try:
-            request = treebank_request(choice, self.limits, session.model)
-            sentences, name = read_sentences(request)
-            lab = self.cache.get(request.models[0], session.device)
-            structural_probes = shipped_probes(lab)
-            if structural_probes is None:
-                return {ui.structure_message: f"⚠️ No structural probe ships for "
-                                              f"{syntax_views.markdown_text(lab.checkpoint_info().describe())}. "
-                                              "Train one with `bertviz-lab structural-probe --train "
-                                              "en_ewt-ud-train.conllu --treebank FILE --out DIR` (probes are tied "
-                                              "to the exact weights).", ui.structure_plot: None}
+            scoring = treebank_request(choice, self.limits, session.model)
+            sentences, name = read_sentences(scoring)
+            lab = self.cache.get(scoring.models[0], session.device)
             progress(0.1, desc="structural probe and attention trees")
-            result = run_structure(lab, StructureTreebanks(sentences, names=("", name)),
-                                   StructureSettings(seed=request.chosen_settings().seed), trained=structural_probes,
-                                   progress=lambda message: progress(0.5, desc=message))
+            result = structure(StructureRequest(sentences, names=("", name)), lab,
+                               progress=lambda message: progress(0.5, desc=message)).result
         except (TreebankError, CheckpointError, DeviceError, InputError) as error:
-            return {ui.structure_message: f"⚠️ {syntax_views.markdown_text(error)}"}
+            return {ui.structure_message: f"⚠️ {syntax_views.markdown_text(error)}", ui.structure_plot: None}
         lines = "".join(f"\n- {syntax_views.markdown_text(line)}" for line in result.conclusions)
         n = result.sentences
         return {ui.structure_message: f"**Weights:** {syntax_views.markdown_text(result.checkpoint.describe())}; "

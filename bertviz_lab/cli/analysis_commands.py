@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..attention.sources import source_names
-from ..lab import Analysis, InputError, InputTooLong
+from ..lab import Analysis, InputError
 from .options import add_model_options, command, emit, lab_from_args, positive_int
 
 EXAMPLES = {
@@ -63,45 +63,20 @@ def one_input(args: argparse.Namespace) -> str:
 
 
 def run_analyze(args: argparse.Namespace) -> int:
-    text = one_input(args)
-    lab = lab_from_args(args)
-    try:
-        result = lab.analyze_encoded(lab.encode(text, args.pair, truncate=args.truncate), text, args.pair,
-                                     masks=args.mask or (), top_k=args.top_k, predict_at=args.position or ())
-    except InputTooLong as error:
-        raise InputError(f"the input is {error.n_tokens} tokens long, more than the model maximum of "
-                         f"{error.maximum}; shorten it or pass --truncate") from None
-    if args.source != "attention":
-        from ..attention.sources import with_source
+    from ..tasks.analyze import AnalyzeRequest, analyze
+    from ..tasks.explain import ExplainRequest
 
-        result = with_source(lab, result, args.source)
+    request = AnalyzeRequest(one_input(args), args.pair, tuple(args.mask or ()), tuple(args.position or ()),
+                             args.top_k, top_k_cap=None, truncate=args.truncate, source=args.source, lens=args.lens,
+                             qk=args.qk, explain=ExplainRequest("all", args.explain_class) if args.explain else None)
+    lab = lab_from_args(args)
+    record = analyze(request, lab)
+    result = record.analysis
     if result.truncated:
         print(f"note: input truncated from {result.n_tokens_before_truncation} to {len(result.tokens)} tokens",
               file=sys.stderr)
-    extra = analysis_extras(lab, result, args)
-    return emit(args, {**result.to_json(attention=not args.no_attention), **extra}, analyze_summary(result, extra))
-
-
-def analysis_extras(lab, result: Analysis, args: argparse.Namespace) -> dict:
-    """What --explain, --lens and --qk add to the analysis (JSON-ready)."""
-    extra: dict = {}
-    if args.explain:
-        from ..interventions.attribution import explain, explain_class
-
-        if result.classes:  # a classifier: why its chosen class (default: the predicted one)
-            extra["explain_class"] = explain_class(lab, result, label=args.explain_class).to_json()
-        if result.mlm:
-            extra["explain"] = [a.to_json() for a in explain(lab, result)]
-    if args.lens:
-        from ..lens import mlm_lens
-
-        extra["lens"] = [p.to_json() for p in mlm_lens(lab, result, args.top_k)]
-    if args.qk:
-        from ..lens import queries_and_keys
-
-        queries, keys = queries_and_keys(lab, result)  # (layers, heads, tokens, head_dim) each
-        extra.update(queries=queries.round(6).tolist(), keys=keys.round(6).tolist())
-    return extra
+    out = record.to_json(attention=not args.no_attention)
+    return emit(args, out, analyze_summary(result, out))
 
 
 def analyze_summary(result: Analysis, extra: dict) -> Iterator[str]:

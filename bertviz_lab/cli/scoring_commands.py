@@ -9,7 +9,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ..attention.sources import source_names
-from ..lab import InputError
 from .options import (
     WorkBar,
     add_model_options,
@@ -192,48 +191,24 @@ def add_structure(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run_structure)
 
 
-def probes_of(args: argparse.Namespace, lab):
-    """(probes to use or None to train them, where they came from): --probes, --train, or the shipped ones."""
-    from ..syntax.structure import load_probes, shipped_probes, shipped_probes_file
-
-    if args.train is not None and args.probes is not None:
-        raise InputError("give --train (a train split to train probes on) or --probes (probes trained earlier), "
-                         "not both")
-    if args.probes is not None:
-        return load_probes(args.probes, lab), str(args.probes)
-    if args.train is not None:
-        return None, f"trained on {args.train.name}"
-    shipped = shipped_probes(lab)
-    if shipped is None:
-        raise InputError(f"bertviz-lab ships structural probes only for minilm-original, not for {lab.name}: give "
-                         "--train CONLLU (a train split to train probes on) or --probes FILE (probes trained earlier "
-                         "on these weights)")
-    return shipped, f"shipped: {shipped_probes_file(lab).name}"
-
-
 def run_structure(args: argparse.Namespace) -> int:
     from ..reports.structure_report import write_structure
-    from ..syntax.ensembles import relations_of
-    from ..syntax.structure import StructureSettings, StructureTreebanks, refuse_test_split, structure_record, structure_work
-    from ..syntax.structure import run_structure as run
-    from ..treebank import read_conllu
+    from ..syntax.structure import StructureSettings, structure_work
+    from ..tasks.structure import StructureRequest, probes_for, structure, treebanks_of
 
-    refuse_test_split(args.train, "--train")
-    refuse_test_split(args.stop, "--stop")
-    evaluate = read_conllu(args.treebank)[:args.max_sentences]
-    treebanks = StructureTreebanks(evaluate, read_conllu(args.train)[:args.max_train_sentences] if args.train else [],
-                                   read_conllu(args.stop) if args.stop else None,
-                                   (args.train.name if args.train else "", args.treebank.name))
-    lab = lab_from_args(args)
-    trained, origin = probes_of(args, lab)
     settings = StructureSettings(resamples=args.resamples, seed=args.seed, kinds=tuple(args.kinds),
                                  null=not args.no_null_model, epochs=args.epochs)
+    request = StructureRequest(args.treebank, args.train, args.probes, args.stop, settings, args.min_arcs,
+                               args.max_sentences, args.max_train_sentences)
+    treebanks = treebanks_of(request)  # a bad file fails before the model loads
+    lab = lab_from_args(args)
+    trained, _ = probes_for(request, lab)
     parts = structure_work(treebanks, settings, trained)
     with WorkBar("structural-probe", "sentence", parts_work(parts), "the first batch") as bar:
-        result = run(lab, treebanks, settings, trained=trained, relations=relations_of(evaluate, args.min_arcs),
-                     progress=WorkBar.note, steps=bar)
-    files = write_structure(result, args.out, title=f"Syntax in {lab.checkpoint_info().name}: {args.treebank.name}")
-    record = structure_record(result, files, origin)
+        done = structure(request, lab, treebanks, progress=WorkBar.note, steps=bar)
+    done.files = write_structure(done.result, args.out,
+                                 title=f"Syntax in {lab.checkpoint_info().name}: {args.treebank.name}")
+    record = done.to_json()
     return emit(args, record, structure_summary(record))
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from ..attention.qk_space import head_similarity as similarity
@@ -20,10 +21,10 @@ from ..figures.structure_figure import structure_figure
 from ..interventions import Comparison
 from ..lab import Analysis, Lab
 from ..lens import head_vectors, head_vectors_encoded, head_vectors_of_sentences, sentence_attentions
-from ..syntax.ensembles import relations_of
-from ..syntax.structure import StructureResult, StructureSettings, StructureTreebanks, load_probes, run_structure
+from ..syntax.structure import StructureResult, StructureSettings
 from ..syntax.summary import SyntaxSummary
-from ..treebank import Sentence, read_conllu
+from ..tasks.structure import StructureRequest, structure
+from ..treebank import Sentence
 
 ANALYSIS_FIGURES = ("single-head", "overview", "head-view", "aggregates", "summary", "predictions", "classes")
 COMPARISON_FIGURES = ("comparison", "divergence", "offsets")
@@ -177,22 +178,14 @@ def figure(obj: Analysis | Comparison | SyntaxSummary, kind: str | None = None, 
 
 def structural_probe(lab: Lab, treebank: Any, train: Any = None, probes: Any = None, min_arcs: int = 50,
                      **settings: Any) -> StructureResult:
-    """Structural probes per layer beside attention trees and head ensembles (``syntax/structure.py``):
+    """Structural probes per layer beside attention trees and head ensembles (``tasks/structure.py``):
     ``treebank`` and ``train`` are CoNLL-U paths or lists of Sentences; ``probes`` a probes.safetensors
-    saved earlier for these weights instead of ``train``. ``figure(result)`` draws the comparison;
-    ``result.conclusions`` says what the paired intervals support."""
-    def sentences(source: Any) -> list:
-        return list(source) if isinstance(source, (list, tuple)) else read_conllu(source)
-
-    evaluate = sentences(treebank)
-    trained = load_probes(probes, lab) if probes is not None else None
-    if trained is None and train is None:
-        raise ValueError("give train (a treebank's train split) or probes (a probes.safetensors for these weights)")
-    names = (str(getattr(train, "name", "") or ("train" if train is not None else "")),
-             str(getattr(treebank, "name", "") or "treebank"))
-    treebanks = StructureTreebanks(evaluate, sentences(train) if train is not None else [], names=names)
-    return run_structure(lab, treebanks, StructureSettings(**settings), trained=trained,
-                         relations=relations_of(evaluate, min_arcs))
+    saved earlier for these weights instead of ``train`` (neither: the probes bertviz-lab ships for the published
+    weights). ``figure(result)`` draws the comparison; ``result.conclusions`` says what the paired intervals
+    support."""
+    request = StructureRequest(treebank, train, Path(probes) if probes is not None else None,
+                               settings=StructureSettings(**settings), min_arcs=min_arcs)
+    return structure(request, lab).result
 
 
 def _points(lab: Lab, sentences: Any, layer: int, head: int):

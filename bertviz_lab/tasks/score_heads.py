@@ -52,17 +52,15 @@ class ScoreHeadsRequest:
     device: str = "cpu"  # the Ray workers' device
     allow_pickle: bool = False
     shown_names: tuple[str, ...] = ()  # how errors and titles name each treebank (an upload's own name)
+    files: list[Path] = field(init=False)  # the CoNLL-U files: each named, every *.conllu of a folder, or the sample
 
     def __post_init__(self) -> None:
         get_source(self.source)  # an unknown source is one sentence, before anything loads
+        object.__setattr__(self, "files", treebank_files(self.treebanks) if self.treebanks else [SAMPLE_TREEBANK])
         if self.engine not in ("local", "ray"):
             raise InputError(f"unknown engine {self.engine!r}; choose local or ray")
         if self.is_job and self.compare_checkpoint:
             raise InputError("--compare-model compares two checkpoints on one treebank; for a job, pass --model twice")
-
-    @property
-    def files(self) -> list[Path]:
-        return treebank_files(self.treebanks) if self.treebanks else [SAMPLE_TREEBANK]
 
     @property
     def models(self) -> list[str]:

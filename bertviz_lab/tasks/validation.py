@@ -1,4 +1,5 @@
-"""Numbers and positions from the page or the API, checked, with messages a person can act on."""
+"""Numbers a request takes from a page, an API call or an agent, checked once: a whole number within its bounds,
+or an InputError a person can act on."""
 from __future__ import annotations
 
 import math
