@@ -78,6 +78,28 @@ def scheme_files(package: Path, scheme: str) -> list[str]:
                   if p.name not in LOADER and word.search(p.read_text(encoding="utf-8")))
 
 
+DOORS = ("app", "cli", "notebook")
+RULE_CALL = re.compile(r"\b(?:published_checkpoint|default_checkpoint)\(")  # the default-checkpoint rule applied
+SOURCE_CHECK = re.compile(r"^\s*get_source\(", re.M)  # called only to refuse a name (its result unused)
+
+
+def door_counts(package: Path) -> dict[str, int]:
+    """What the four doors do themselves that the task layer should do once: apply the default-checkpoint rule,
+    run a syntax computation (score heads, structure), check a source's name."""
+    rule = wiring = checks = 0
+    for path in sorted(package.rglob("*.py")):
+        part = path.relative_to(package).parts[0]
+        text = "\n".join(line for line in path.read_text(encoding="utf-8").splitlines()
+                         if not line.lstrip().startswith(("def ", "from ", "import ", "#")))
+        if part in DOORS:
+            rule += len(RULE_CALL.findall(text))
+            wiring += len(re.findall(r"\brun_syntax\(|\brun_structure\(|= run\(lab, treebanks", text))
+            checks += len(SOURCE_CHECK.findall(text))
+    return {"places in the doors applying the default-checkpoint rule": rule,
+            "places in the doors running score-heads or structure themselves": wiring,
+            "places in the doors checking a source's name": checks}
+
+
 def shape_57(root: Path) -> dict[str, object]:
     """Issue 57's figures of one checkout."""
     package = root / "bertviz_lab"
@@ -99,7 +121,8 @@ def shape_57(root: Path) -> dict[str, object]:
             "functions taking **kwargs": kwargs,
             "largest app module (lines)": f"{len(app.read_text().splitlines())} ({app.name})",
             "package files naming the ALiBi scheme": len(scheme_files(package, "alibi")) or "-",
-            "package files naming the no-positions scheme": len(scheme_files(package, "none")) or "-"}
+            "package files naming the no-positions scheme": len(scheme_files(package, "none")) or "-",
+            **door_counts(package)}
 
 
 def checkout(commit: str, into: Path) -> Path:
@@ -166,12 +189,60 @@ def source_switch_passes() -> str:
     return f"Forward passes when the page switches source (ALTI): {now} now (in_source), {before} before."
 
 
+PARSES = """
+import sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+import bertviz_lab.treebank as treebank
+real, calls = treebank.read_conllu, []
+treebank.read_conllu = lambda *a, **k: calls.append(str(a[0])) or real(*a, **k)
+from bertviz_lab.cli import main
+folder, models = Path(sys.argv[2]), sys.argv[3:]
+argv = ["score-heads", "--conllu", str(folder / "ud"), "--out", str(folder / "out"), "--device", "cpu", "--resamples",
+        "20", "--no-null-model", "--no-ensembles", "--json"]
+for model in models:
+    argv += ["--model", model]
+code = main(argv)
+print(len(calls), code)
+"""
+
+
+def treebank_parses(root: Path) -> str:
+    """How often a score-heads job of 2 checkpoints x 2 treebanks parses a treebank, on the checkout at ``root``
+    (its own code, in a subprocess; small random checkpoints, the sample treebank split in two)."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    import builders
+
+    if not (root / "assets").exists():
+        (root / "assets").symlink_to(ROOT / "assets")  # an archived checkout: the shipped files, read only
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        models = [str(builders.save_checkpoint(builders.random_pretraining_model(seed=s), tmp / f"m{s}"))
+                  for s in (0, 1)]
+        blocks = [b for b in (ROOT / "assets" / "sample_treebank.conllu").read_text().split("\n\n") if b.strip()]
+        (tmp / "ud").mkdir()
+        (tmp / "ud" / "en_a-ud-dev.conllu").write_text("\n\n".join(blocks[:33]) + "\n\n")
+        (tmp / "ud" / "en_b-ud-dev.conllu").write_text("\n\n".join(blocks[33:]) + "\n\n")
+        run = subprocess.run([sys.executable, "-c", PARSES, str(root), str(tmp), *models], capture_output=True,
+                             text=True, cwd=root)
+        lines = run.stdout.strip().splitlines()
+        assert lines and lines[-1].endswith(" 0"), run.stderr[-3000:]
+        parses = lines[-1].split()[0]
+        return parses
+
+
 def main_57(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         before = shape_57(checkout(args.before, Path(tmp)))
+        before["treebank parses, score-heads job of 2 checkpoints x 2 treebanks"] = treebank_parses(Path(tmp))
     after = shape_57(ROOT)
+    after["treebank parses, score-heads job of 2 checkpoints x 2 treebanks"] = treebank_parses(ROOT)
     targets = {"lines of model.py (bert/, now bert/encoder/)": "~350", "largest app module (lines)": "<= 300",
-               "package files naming the no-positions scheme": "1 (+ its test)"}
+               "package files naming the no-positions scheme": "1 (+ its test)",
+               "treebank parses, score-heads job of 2 checkpoints x 2 treebanks": "2",
+               "places in the doors applying the default-checkpoint rule": "0",
+               "places in the doors running score-heads or structure themselves": "0",
+               "places in the doors checking a source's name": "0"}
     rows = [[name, before[name], after[name], targets.get(name, "")] for name in after]
     body = markdown_table(["figure", f"before ({args.before})", "this tree", "issue 57's target"], rows)
     body += ("\n\nWhere the no-positions scheme is named now: " + ", ".join(scheme_files(ROOT / "bertviz_lab", "none"))

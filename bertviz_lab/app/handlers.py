@@ -388,9 +388,8 @@ class Handlers(InterventionHandlers, SyntaxHandlers, SearchHandlers, QkHandlers)
             return {ui.notes: f"⚠️ {error}"}
         previous = session.source
         try:
-            get_source(source)
             session.source = source
-            self.shown(session)  # computed (and cached) now, so a refusal leaves the views as they were
+            self.shown(session)  # computed (and cached) now: in_source refuses an unknown name, the views stay
         except ValueError as error:  # an unknown name, or flow over a long input (InputError is a ValueError)
             session.source = previous
             return {ui.notes: f"⚠️ {error}; the views still show {previous}."}

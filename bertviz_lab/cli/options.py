@@ -47,11 +47,6 @@ def emit(args: argparse.Namespace, data: dict, summary: Iterable[str]) -> int:
     return 0
 
 
-def default_checkpoint(needs_mlm_head: bool) -> str:
-    """The checkpoint a command uses when none is named: the one rule (tasks/weights.py)."""
-    return weights_for(needs_mlm_head)
-
-
 def chosen_checkpoint(args: argparse.Namespace, recorded: str | None = None) -> str:
     """The checkpoint a command loads: --model as typed; else the one a file was made with
     (``recorded``, e.g. a corpus index, whose queries need its weights); else the rule."""
@@ -62,7 +57,7 @@ def add_model_options(p: argparse.ArgumentParser, needs_mlm_head: bool, repeatab
                       what: str = "the weights", loading: bool = True, recorded: str | None = None) -> None:
     """--model (with the default rule in its help) and --device; with ``loading``, --dtype and --allow-pickle.
     ``recorded`` says where a command takes a recorded checkpoint from instead of the rule (see chosen_checkpoint)."""
-    chosen = recorded or default_checkpoint(needs_mlm_head)
+    chosen = recorded or weights_for(needs_mlm_head)
     p.add_argument("--model", default=None, action="append" if repeatable else "store",
                    help=f"{what}: 'default' (embedded MiniLM-L6 with bertviz-lab's masked-word and next-sentence "
                         "heads), 'minilm-original' (the published weights), 'sst2' (the shipped sentiment classifier), "
