@@ -119,3 +119,30 @@ def test_the_lesson_figures_title_every_panel(twins_here):
                                              "2x": {"problem": "cannot reach position 33"}}}}
     lengths = lesson_lengths(lesson.views, measured)
     assert lengths["data"][1]["y"] == [0.3] and "cannot reach position 33" in lengths["layout"]["annotations"][0]["text"]
+
+
+def test_the_page_compares_the_twins_through_its_api(twins_here, tiny_lab):
+    """The Positions tab's one event (api_name positions_lesson) on a page whose model list holds the twins."""
+    import json
+
+    import gradio_client
+    from conftest import launch
+
+    from bertviz_lab.app import build_demo
+    from bertviz_lab.app.positions_tab import OUTPUTS
+
+    demo = build_demo(tiny_lab)
+    try:
+        client = gradio_client.Client(launch(demo), verbose=False)
+        out = dict(zip(OUTPUTS, client.predict(["twin-none", "twin-learned"], TEXT, 2, 1,
+                                               api_name="/positions_lesson")))
+        n = len(tiny_lab.tokenizer.encode(TEXT).ids)
+        assert out["lesson_message"].startswith(f"**{n} tokens; layer 2, head 1.** What shuffling the other words does")
+        assert "twin-none: the prediction does not move when the other words are shuffled" in out["lesson_message"]
+        maps = json.loads(out["lesson_maps"]["plot"])
+        assert "<b>twin-learned: L2 H1</b>" in [a["text"] for a in maps["layout"]["annotations"]]
+        assert json.loads(out["lesson_shuffle"]["plot"])["data"][0]["x"] == ["twin-none", "twin-learned"]
+        refused = dict(zip(OUTPUTS, client.predict(["twin-none"], TEXT, 1, 1, api_name="/positions_lesson")))
+        assert refused["lesson_message"] == "⚠️ choose two to four twins to set side by side (got 1)"
+    finally:
+        demo.close()

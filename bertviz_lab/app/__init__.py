@@ -14,9 +14,10 @@ import plotly
 
 from ..bert import DEFAULT_CHECKPOINT
 from ..bert.loading.checkpoints import shipped_checkpoints
+from ..bert.loading.twin_checkpoints import twin_names
 from ..lab import Lab, load
 from ..resources import STATIC
-from . import tabs
+from . import positions_tab, tabs
 from .agent_tools import AgentTools, only_agent_tools, register
 from .blocks import LabBlocks
 from .events import RUN_PROGRESS, URL_OUTPUTS, handler_of, progress_targets, wire
@@ -93,6 +94,8 @@ def build_demo(lab: Lab | None = None, allowed_models: list[str] | None = None, 
         with gr.Tabs(selected="interventions", elem_id="work-tabs") as ui.work_tabs:  # longer work, full width
             tabs.build_interventions_tab(ui, lab, limits)
             tabs.build_syntax_tab(ui)
+            if twin_names():
+                positions_tab.build(ui)
             tabs.build_export_tab(ui)
         gr.Markdown("Figures: use the camera icon for PNG and the disk icon for SVG. "
                     "API: every action is scriptable with `gradio_client` (see the README).",
@@ -101,6 +104,8 @@ def build_demo(lab: Lab | None = None, allowed_models: list[str] | None = None, 
         gr.set_static_paths([handlers.exports.root])  # exports are downloaded from our folder (Gradio copies none)
         gate = Gate(ui, limits)
         wire(ui, handlers, gate)
+        if twin_names():
+            positions_tab.wire(ui, positions_tab.PositionsLesson(ui, cache, str(lab.device)), gate)
         demo.load(handler_of(handlers, "from_url", gate, URL_OUTPUTS), [ui.session],
                   [getattr(ui, n) for n in URL_OUTPUTS], api_name="from_url",
                   show_progress=RUN_PROGRESS["show_progress"],
