@@ -7,11 +7,13 @@ For every twin in the twins folder (``assets/twins``, or ``$BERTVIZ_LAB_TWINS``)
 - word-order sensitivity: the change in masked-word loss when the unmasked words of each block are shuffled;
 - attention by distance at the training length: per layer, the share of attention on the previous / next token and
   the mean attention distance, and the count of previous/next-token heads (> 50 %);
-- syntax (``--treebank``): Clark et al.'s per-head scores on held-out EWT, the best head with its held-out interval
-  and the random-weight floor (the lab's ``run_syntax``).
+- syntax (``--treebank``): Clark et al.'s per-head scores on held-out EWT (the test split, for evaluation only), the
+  best head chosen on one half with its interval on the other, the random-weight floor, and the best attention tree's
+  UUAS (``tasks/score_heads.py``).
 Intervals are percentile bootstraps over blocks (sentences for syntax). Every twin sees the same blocks and masks.
 
     python benchmarks/bench_twins.py [--blocks 200] [--treebank ../shared/data/ud-en-ewt-test.conllu.gz] [--write]
+        [--write-measures]
 """
 from __future__ import annotations
 
@@ -47,8 +49,7 @@ def interval(record: dict) -> str:
     return f"{record['value']:.3f} [{low:.3f}, {high:.3f}]"
 
 
-def syntax_line(lab, treebank: Path, sentences: int) -> str:
-    from bertviz_lab.syntax.run import run_syntax
+def read_treebank_file(treebank: Path, sentences: int) -> list:
     from bertviz_lab.treebank import read_conllu
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -57,9 +58,31 @@ def syntax_line(lab, treebank: Path, sentences: int) -> str:
             path = Path(tmp) / treebank.stem
             with gzip.open(treebank, "rb") as source, open(path, "wb") as out:
                 shutil.copyfileobj(source, out)
-        parsed = read_conllu(path)[:sentences]
-    summary = run_syntax(lab, parsed, null=True).summary
-    return json.dumps(summary.headline() if hasattr(summary, "headline") else str(summary))[:400]
+        return read_conllu(path)[:sentences]
+
+
+def syntax_of(lab, parsed: list) -> dict:
+    """Clark et al.'s scores on held-out EWT (every head, all relations together): the best head chosen on one half
+    and reported on the other with its interval, the random-weight floor (5 seeds), and the best head's attention-tree
+    UUAS with its interval (tasks/score_heads.py, as every door runs it)."""
+    from bertviz_lab.tasks.score_heads import ScoreHeadsRequest, score_heads
+
+    summary = score_heads(ScoreHeadsRequest(ensembles=False), lambda _: lab, parsed).summary
+    row = summary.best_heads.set_index("relation").loc["all"]
+    heads = summary.uuas[summary.uuas.predictor == "head"]
+    best_tree = heads.loc[heads.uuas.idxmax()]
+    chain = summary.uuas[summary.uuas.predictor == "right-branching"].iloc[0]
+    return {"sentences": summary.sentences_used,
+            "heldout_head": row["heldout_head"], "heldout_direction": row["heldout_direction"],
+            "heldout": [round(float(row[c]), 4) for c in ("heldout_accuracy", "heldout_ci_low", "heldout_ci_high")],
+            "null": [round(float(row[c]), 4) for c in ("null_accuracy", "null_ci_low", "null_ci_high")],
+            "tree_head": f"{int(best_tree.layer)}-{int(best_tree['head'])}",
+            "uuas": [round(float(best_tree[c]), 4) for c in ("uuas", "ci_low", "ci_high")],
+            "right_branching": round(float(chain.uuas), 4)}
+
+
+def triple(values: list) -> str:
+    return f"{values[0]:.3f} [{values[1]:.3f}, {values[2]:.3f}]"
 
 
 def main() -> None:
@@ -67,6 +90,8 @@ def main() -> None:
     parser.add_argument("--blocks", type=int, default=200, help="held-out blocks per length")
     parser.add_argument("--treebank", type=Path, default=None, help="held-out UD treebank for the syntax scores")
     parser.add_argument("--sentences", type=int, default=500)
+    parser.add_argument("--write-measures", action="store_true",
+                        help="also write measures.json into the twins folder (what the Positions lesson shows)")
     args = parser.parse_args()
     record = twins_record()
     if not record:
@@ -75,8 +100,11 @@ def main() -> None:
     documents = held_out_documents()
     print(f"twins in {twins_folder()} at step {record['step']}: {record['recipe']['layers']} layers x "
           f"{record['recipe']['hidden']}, trained at {length} WordPieces; held-out documents: {len(documents)}")
+    parsed = read_treebank_file(args.treebank, args.sentences) if args.treebank is not None else None
+    measures = {}
     for name in twin_names():
         lab = load(name, device="cpu")
+        measured = measures[name] = {"top1": {}, "top5": {}}
         print(f"\n{name}")
         print("| length | top-1 [95% CI] | top-5 [95% CI] | masked words |")
         print("|---|---|---|---|")
@@ -85,20 +113,31 @@ def main() -> None:
             acc = masked_accuracy(lab, blocks)
             if "not_measured" in acc:
                 print(f"| {length * factor} | {acc['not_measured']} | | |")
+                measured["top1"][f"{factor}x"] = measured["top5"][f"{factor}x"] = {"problem": acc["not_measured"]}
             else:
+                measured["top1"][f"{factor}x"], measured["top5"][f"{factor}x"] = acc["top1"], acc["top5"]
                 print(f"| {length * factor} | {interval(acc['top1'])} | {interval(acc['top5'])} | {acc['top1']['n']} |")
         blocks = packed_blocks(lab.tokenizer, documents, length)[:args.blocks]
-        order = order_sensitivity(lab, blocks)["loss_change"]
+        order = measured["order"] = order_sensitivity(lab, blocks)["loss_change"]
         print(f"word order: masked-word loss +{interval(order)} nats when the unmasked words are shuffled "
               f"({order['n']} blocks)")
-        distance = attention_by_distance(lab, blocks[:min(len(blocks), 50)])
+        distance = measured["distance"] = attention_by_distance(lab, blocks[:min(len(blocks), 50)])
         for row in distance["layers"]:
             print(f"  layer {row['layer']}: previous {interval(row['previous'])}, next {interval(row['next'])}, "
                   f"mean distance {interval(row['distance'])}")
         print(f"  previous-token heads: {', '.join(distance['previous_token_heads']) or 'none'}; next-token heads: "
               f"{', '.join(distance['next_token_heads']) or 'none'}")
-        if args.treebank is not None:
-            print("  syntax: " + syntax_line(lab, args.treebank, args.sentences))
+        if parsed is not None:
+            syntax = measured["syntax"] = syntax_of(lab, parsed)
+            print(f"syntax on {syntax['sentences']} held-out sentences of {args.treebank.name} (all relations): best head "
+                  f"{syntax['heldout_head']} ({syntax['heldout_direction']}, chosen on one half) "
+                  f"{triple(syntax['heldout'])} on the other half; random-weight floor {triple(syntax['null'])}; "
+                  f"attention-tree UUAS of head {syntax['tree_head']} {triple(syntax['uuas'])} (right-branching "
+                  f"{syntax['right_branching']:.3f})")
+    if args.write_measures:
+        out = twins_folder() / "measures.json"
+        out.write_text(json.dumps({"step": record["step"], "blocks": args.blocks, "twins": measures}, indent=1))
+        print(f"\nwrote {out} (the Positions lesson's length demonstration reads it)")
 
 
 if __name__ == "__main__":

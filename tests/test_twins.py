@@ -227,3 +227,25 @@ def test_a_twin_trained_alone_is_the_same_twin_and_merges_into_the_run(corpus, w
         train_twins(tmp_path / "alone", replace(recipe, schemes=("sinusoidal",)), (words, tokenizer), Leg(resume=True),
                     say=quiet)
         merge_twins(tmp_path / "all", tmp_path / "alone", ["sinusoidal"])
+
+
+def test_the_model_card_says_what_the_numbers_say():
+    """The card's comparisons are generated from the losses and measures it reads, never written by hand."""
+    from bertviz_lab.mlm.twin_card import loss_sentence, measures_table, twin_card
+
+    assert loss_sentence({"none": 5.80, "learned": 5.82, "rotary": 4.48, "alibi": 5.70}) == (
+        "Final validation loss (nats), clearly below the no-position twin's 5.80: rotary 4.48, alibi 5.70; "
+        "within 0.05 nats of it: learned 5.82.")
+    measures = {"twins": {"twin-learned": {"top1": {"1x": {"value": 0.2, "ci": [0.1, 0.3]},
+                                                    "2x": {"problem": "cannot reach position 129"}},
+                                           "order": {"value": 0.5, "ci": [0.4, 0.6]}}}}
+    table = measures_table(measures)
+    assert "| twin-learned | 0.200 [0.100, 0.300] | cannot reach position 129 | - | 0.500 [0.400, 0.600] | - | - |" \
+        in table
+    recipe = {**vars(TwinRecipe()), "schemes": ["learned", "none"]}
+    record = {"recipe": recipe, "configs": {"learned": {"embedding_size": 384}},
+              "history": [{"step": 1200, "loss": {"learned": 5.82, "none": 5.80}}],
+              "legs": [{"leg": 1, "from_step": 0, "to_step": 1200, "minutes": 40.0, "command": "c"}]}
+    card = twin_card(record, measures, {"twin-learned.safetensors": 6_900_000, "twin-none.safetensors": 6_800_000})
+    assert "2 files, 13.7 MB together" in card and "| 1200 | 5.820 | 5.800 |" in card
+    assert "within 0.05 nats of it: learned 5.82" in card and "cannot reach position 129" in card

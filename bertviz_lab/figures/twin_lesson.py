@@ -7,6 +7,7 @@ share); ``lesson_shuffle``: the shuffle demonstration (mean JS divergence over s
 """
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 
 import numpy as np
@@ -25,7 +26,7 @@ def colour(view: TwinView) -> str:
 def lesson_maps(views: Sequence[TwinView], layer: int, head: int) -> Figure:
     """Row 1: attention of layer ``layer``, head ``head`` (1-based) of every twin; row 2: each scheme's geometry."""
     k = len(views)
-    cells = grid_domains(2 * k, k, 0.05, 0.2)
+    cells = grid_domains(2 * k, k, 0.05, 0.24)
     tokens = [f"{i}:{t}" for i, t in enumerate(views[0].analysis.tokens)]
     data, layout, notes = [], {}, []
     for view, cell in zip(views, cells[:k]):
@@ -66,11 +67,12 @@ def lesson_maps(views: Sequence[TwinView], layer: int, head: int) -> Figure:
     return figure(data, layout, "positions-lesson-maps")
 
 
-def title_note(text: str, cell) -> dict:
-    short = text if len(text) <= 48 else text[:47] + "…"
-    return {"text": f"<b>{short}</b>", "x": cell.x0 + cell.width / 2, "y": cell.y1 + 0.02, "xref": "paper",
-            "yref": "paper", "showarrow": False, "xanchor": "center", "yanchor": "bottom", "font": {"size": 11},
-            "hovertext": text}
+def title_note(text: str, cell, chars: int = 44) -> dict:
+    """A panel's title above it, wrapped to the panel's width (two lines at most, then cut)."""
+    lines = textwrap.wrap(text, chars) or [""]
+    shown = "<br>".join(lines[:2]) + ("…" if len(lines) > 2 else "")
+    return {"text": f"<b>{shown}</b>", "x": cell.x0 + cell.width / 2, "y": cell.y1 + 0.01, "xref": "paper",
+            "yref": "paper", "showarrow": False, "xanchor": "center", "yanchor": "bottom", "font": {"size": 11}}
 
 
 def lesson_distance(views: Sequence[TwinView]) -> Figure:
@@ -93,8 +95,8 @@ def lesson_distance(views: Sequence[TwinView]) -> Figure:
         notes.append(title_note(name, cell))
     layout.update({"title": {"text": "Attention by distance on this sentence, per layer (mean over heads and queries; "
                                      "one sentence, so no interval)"},
-                   "annotations": notes, "height": 380, "legend": {"orientation": "h", "y": -0.25},
-                   "margin": {"l": 60, "r": 30, "t": 90, "b": 110}})
+                   "annotations": notes, "height": 400, "legend": {"orientation": "h", "y": -0.32},
+                   "margin": {"l": 60, "r": 30, "t": 90, "b": 120}})
     return figure(data, layout, "positions-lesson-distance")
 
 
@@ -108,6 +110,7 @@ def lesson_shuffle(views: Sequence[TwinView]) -> Figure:
     masked = ", ".join(views[0].analysis.tokens[p] if not first.chosen_for_you else
                        f"{views[0].analysis.tokens[p]} (masked for you)" for p in first.positions)
     data = [{"type": "bar", "x": names, "y": values, "marker": {"color": [colour(v) for v in views]},
+             "text": [f"{v:.3g}" for v in values], "textposition": "outside", "cliponaxis": False,
              "error_y": {"type": "data", "symmetric": False, "array": high, "arrayminus": low},
              "hovertemplate": "%{x}<br>mean JS %{y:.4f} nats<extra></extra>"}]
     layout = {"title": {"text": f"Shuffle the other words: how far the prediction at {masked} moves "

@@ -34,6 +34,7 @@ from ..bert import BertConfig, BertLab
 from ..bert.encoder.model import init_weights
 from .objective import IGNORE, mask_tokens
 from .running_text import Passage, read_documents, read_passages_jsonl
+from .twin_card import write_twin_card
 
 FIRST_REAL_TOKEN = 999  # BERT's uncased vocabulary: ids below are [PAD], [unusedN] and the specials
 SCHEMES = ("learned", "sinusoidal", "relative", "disentangled", "rotary", "alibi", "none")
@@ -268,6 +269,8 @@ def train_twins(out: Path, recipe: TwinRecipe, shared: tuple[torch.Tensor, Any],
             save_checkpoint(checkpoint, twins, optimisers, run)
         if leg_over:
             break
+    if run.step == first:  # nothing trained (the run was done: e.g. a call that only exports): no leg to record
+        return run
     run.legs.append({"leg": len(run.legs) + 1, "from_step": first, "to_step": run.step,
                      "minutes": round((time.time() - started) / 60, 1), "command": command,
                      "torch_threads": torch.get_num_threads()})
@@ -296,11 +299,13 @@ def export_twins(run_folder: Path, out: Path, recipe: TwinRecipe, words: torch.T
         model.load_state_dict({**saved["models"][scheme], WORDS: words}, strict=True)
         path = out / f"twin-{scheme}.safetensors"
         save_file(own_state(model), str(path), metadata={"scheme": scheme, "step": str(saved["run"]["step"])})
+        path.chmod(0o644)  # safetensors writes 0600: readable by whoever installs the package
         sizes[path.name] = path.stat().st_size
         configs[scheme] = model.config.to_dict()
     (out / "twins.json").write_text(json.dumps({"recipe": asdict(recipe), "configs": configs,
                                                 "history": saved["run"]["history"], "legs": saved["run"]["legs"],
                                                 "step": saved["run"]["step"]}, indent=1))
+    write_twin_card(out)  # MODEL_CARD.md from twins.json (and measures.json, once bench_twins.py wrote it)
     return sizes
 
 

@@ -65,8 +65,9 @@ class Lesson:
 
 
 def held_out_measures() -> dict[str, Any]:
+    """Twin name -> its held-out measures (``bench_twins.py --write-measures``), or {} when none were written."""
     path = twins_folder() / MEASURES
-    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    return json.loads(path.read_text(encoding="utf-8")).get("twins", {}) if path.is_file() else {}
 
 
 def positions_lesson(request: LessonRequest, load_lab: Callable[[str], Lab]) -> Lesson:
