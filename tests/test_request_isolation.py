@@ -249,3 +249,23 @@ def test_a_failed_load_is_each_waiters_error_and_is_not_kept(sharp_lab, monkeypa
         with pytest.raises(CheckpointError, match="no such checkpoint"):
             cache.get("broken", "cpu")
     assert calls == ["broken", "broken"] and not cache._loading
+
+
+def test_the_twins_a_lesson_sets_side_by_side_do_not_evict_each_other_or_the_models(monkeypatch):
+    """Up to four twins per Positions lesson: they are small and do not count against the cache's capacity, so
+    alternating lessons load each twin once (a capacity of 4 had reloaded every twin on every click)."""
+    from types import SimpleNamespace
+
+    from bertviz_lab.app import state
+    from bertviz_lab.app.state import LabCache
+
+    twins = [f"twin-{s}" for s in ("learned", "rotary", "none", "alibi", "sinusoidal", "relative", "disentangled")]
+    cache = LabCache(["default", "a", "b", *twins], allow_any=False, capacity=2)
+    loads = []
+    monkeypatch.setattr(state, "load", lambda name, device: loads.append(name) or SimpleNamespace(name=name))
+    for _ in range(3):
+        for name in ("a", "b", *twins):
+            assert cache.get(name, "cpu").name == name
+    assert loads == ["a", "b", *twins]  # each once
+    cache.get("default", "cpu")  # a third counted model: the least recently used counted one goes, no twin
+    assert sorted(k[0] for k in cache._labs) == sorted(["b", "default", *twins])

@@ -63,8 +63,10 @@ class PositionsLesson:
         lesson = positions_lesson(request, lambda name: self.cache.get(name, self.device))
         ui, views = self.ui, lesson.views
         said = "\n".join(f"- {markdown_text(line)}" for line in lesson.conclusions())
+        tokens = " ".join(f"{i}:{t}" for i, t in enumerate(views[0].analysis.tokens))
         return {ui.lesson_message: f"**{len(views[0].analysis.tokens)} tokens; layer {request.layer}, head "
-                                   f"{request.head}.** What shuffling the other words does:\n{said}",
+                                   f"{request.head}.** What shuffling the other words does:\n{said}\n\n"
+                                   f"Token positions: {markdown_text(tokens)}",
                 ui.lesson_maps: plot(lesson_maps(views, request.layer, request.head)),
                 ui.lesson_distance: plot(lesson_distance(views)), ui.lesson_shuffle: plot(lesson_shuffle(views)),
                 ui.lesson_lengths: plot(lesson_lengths(views, lesson.measures))}

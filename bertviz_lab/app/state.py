@@ -20,6 +20,7 @@ from typing import Any
 from gradio.components.plot import PlotData
 
 from ..bert import DEFAULT_CHECKPOINT, Budget, CheckpointError
+from ..bert.loading.twin_checkpoints import is_twin
 from ..bert.runtime.model_thread import on_passing_thread
 from ..figures.analysis import ViewOptions
 from ..figures.base import Figure, to_json
@@ -80,9 +81,15 @@ class LabCache:
         with self._lock:
             del self._loading[key]
             self._labs[key] = lab
-            evictable = [k for k in self._labs if k not in (key, self._pinned)]
-            while len(self._labs) > self.capacity and evictable:
-                del self._labs[evictable.pop(0)]
+            # the position twins are small (4 x 256: ~14 MB of their own in float32, beside MiniLM's words) and the
+            # Positions lesson sets up to four of them side by side: they do not count against the capacity, so a
+            # lesson never evicts the twins the next one needs (at most the twins folder's seven are kept)
+            counted = [k for k in self._labs if not is_twin(k[0])]
+            evictable = [k for k in counted if k not in (key, self._pinned)]
+            while len(counted) > self.capacity and evictable:
+                gone = evictable.pop(0)
+                counted.remove(gone)
+                del self._labs[gone]
         loading.set_result(lab)
 
 

@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from ..bert.positions.scheme import Geometry
+from ..bert.runtime.model_thread import on_model_thread
 from ..lab import Analysis, InputError, Lab
 from ..naming import SPECIAL_TOKENS
 from .twin_measures import ratio_interval
@@ -103,11 +104,18 @@ def shuffle_demo(lab: Lab, analysis: Analysis, shuffles: int = 30, seed: int = 0
     special = [i for i, t in enumerate(analysis.tokens) if t in SPECIAL_TOKENS]
     batch = torch.cat([ids[None], permutations(ids, sorted(set(special) | set(positions)), shuffles, seed)])
     segments = torch.tensor(analysis.segment_ids)[None].expand_as(batch)
-    with torch.no_grad():
-        logits = lab.model(batch.to(lab.device), token_type_ids=segments.to(lab.device)).mlm_logits
-    probs = torch.softmax(logits[:, positions].double().cpu(), dim=-1)  # (1 + shuffles, masked, vocab)
-    js = js_divergence(probs[:1], probs[1:]).mean(-1).numpy()  # (shuffles,)
-    top = probs.argmax(-1)  # (1 + shuffles, masked)
+    at_masks = torch.zeros_like(batch, dtype=torch.bool)
+    at_masks[:, positions] = True  # logits at the masked positions only (the vocabulary projection is most of the cost)
+
+    def run() -> tuple:  # tensor work on the app's model thread when it has one (bert/runtime/model_thread.py)
+        with torch.no_grad():
+            logits = lab.model(batch.to(lab.device), token_type_ids=segments.to(lab.device),
+                               mlm_positions=at_masks.to(lab.device)).mlm_logits  # (rows x masked, vocab)
+        probs = torch.softmax(logits.double().cpu(), dim=-1).reshape(len(batch), len(positions), -1)
+        top = probs.argmax(-1)  # (1 + shuffles, masked)
+        return js_divergence(probs[:1], probs[1:]).mean(-1).numpy(), top  # (shuffles,) mean over masked positions
+
+    js, top = on_model_thread(run)
     kept = float((top[1:] == top[:1]).all(-1).double().mean())
     demo = ShuffleDemo(positions, chosen, js, [lab.tokenizer.id_to_token(int(t)) for t in top[0]], kept)
     rate = ratio_interval(js, np.ones_like(js), seed=seed)  # the mean over orders; orders resampled
@@ -124,7 +132,7 @@ def twin_view(lab: Lab, text: str, layer: int, head: int, shuffles: int = 30) ->
     index = np.arange(n)
     distance = np.abs(index[:, None] - index[None, :])
     schemes = lab.model.schemes
-    geometry = next((g for s in schemes if (g := s.geometry(lab.model, n)) is not None), None)
+    geometry = on_model_thread(lambda: next((g for s in schemes if (g := s.geometry(lab.model, n)) is not None), None))
     return TwinView(lab.checkpoint_id, ", ".join(s.name for s in schemes) or "none", analysis, attention[layer - 1, head - 1],
                     attention[:, :, index[1:], index[1:] - 1].mean(axis=(1, 2)),
                     attention[:, :, index[:-1], index[:-1] + 1].mean(axis=(1, 2)),

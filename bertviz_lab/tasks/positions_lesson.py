@@ -26,7 +26,7 @@ class LessonRequest:
     text: str
     layer: int = 1
     head: int = 1
-    shuffles: int = 30
+    shuffles: int = 20  # seeded orders of the shuffle demonstration: its interval is over these
 
     def __post_init__(self) -> None:
         available = twin_names()
