@@ -113,12 +113,13 @@ def test_the_lesson_figures_title_every_panel(twins_here):
     assert [t["name"] for t in lesson_distance(lesson.views)["data"][:2]] == ["twin-none", "twin-sinusoidal"]
     shuffle = lesson_shuffle(lesson.views)
     assert shuffle["data"][0]["x"] == ["twin-none", "twin-sinusoidal"] and "[MASK]" in shuffle["layout"]["title"]["text"]
-    assert "bench_twins.py" in lesson_lengths(lesson.views, {})["layout"]["annotations"][0]["text"]
+    assert "bench_twins.py" in lesson_lengths(lesson.views, {})["layout"]["annotations"][0]["text"]  # empty_figure
     measured = {"twin-none": {"top1": {"1x": {"value": 0.2, "ci": [0.1, 0.3]}}},
                 "twin-sinusoidal": {"top1": {"1x": {"value": 0.3, "ci": [0.2, 0.4]},
                                              "2x": {"problem": "cannot reach position 33"}}}}
     lengths = lesson_lengths(lesson.views, measured)
-    assert lengths["data"][1]["y"] == [0.3] and "cannot reach position 33" in lengths["layout"]["annotations"][0]["text"]
+    assert lengths["data"][1]["y"] == [0.3]
+    assert "<sup>twin-sinusoidal cannot reach position 33 (2x)</sup>" in lengths["layout"]["title"]["text"]
 
 
 def test_the_page_compares_the_twins_through_its_api(twins_here, tiny_lab):
