@@ -100,6 +100,16 @@ def main() -> None:
     documents = held_out_documents()
     print(f"twins in {twins_folder()} at step {record['step']}: {record['recipe']['layers']} layers x "
           f"{record['recipe']['hidden']}, trained at {length} WordPieces; held-out documents: {len(documents)}")
+    from bertviz_lab.mlm.twin_card import curves_table
+
+    recipe = record["recipe"]
+    sizes = {p.name: p.stat().st_size for p in sorted(twins_folder().glob("twin-*.safetensors"))}
+    print(f"recipe: {json.dumps({k: v for k, v in recipe.items() if k != 'schemes'})}")
+    print(f"shipped: {len(sizes)} twins, {sum(sizes.values()) / 1e6:.1f} MB together (float16, shared words not "
+          f"included; target <= 60 MB); legs: " + "; ".join(f"{leg['from_step']}-{leg['to_step']} in {leg['minutes']} "
+                                                            "min" for leg in record["legs"] if "from_step" in leg))
+    print("\nvalidation loss (masked words, nats) during training:\n")
+    print(curves_table(record["history"], list(recipe["schemes"])))
     parsed = read_treebank_file(args.treebank, args.sentences) if args.treebank is not None else None
     measures = {}
     for name in twin_names():

@@ -24,7 +24,8 @@ from .forms import TreebankChoice
 from .state import Limits, Session, plot
 
 
-def treebank_request(choice: TreebankChoice, limits: Limits, loaded: str, **settings) -> ScoreHeadsRequest:
+def treebank_request(choice: TreebankChoice, limits: Limits, loaded: str,
+                     source: str = "attention") -> ScoreHeadsRequest:
     """The Syntax tab's choice as the task's request: the sample treebank or the upload (within the size limit),
     the published weights of the loaded model unless the person chose the loaded model itself."""
     if choice.treebank == "upload":
@@ -36,7 +37,7 @@ def treebank_request(choice: TreebankChoice, limits: Limits, loaded: str, **sett
                                 f"{limits.upload_bytes / 1e6:.0f} MB (use the command line for big treebanks)")
     treebanks = (Path(choice.upload),) if choice.treebank == "upload" else ()
     return ScoreHeadsRequest(treebanks, (loaded,) if choice.use_loaded else (), loaded=loaded,
-                             max_length=limits.max_tokens, max_words=limits.syntax_words, **settings)
+                             max_length=limits.max_tokens, max_words=limits.syntax_words, source=source)
 
 
 class SyntaxHandlers:
