@@ -183,7 +183,7 @@ def test_one_word_one_meaning_on_the_command_line():
     names = {n.name for p in cli.glob("*.py") for n in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
              if isinstance(n, ast.FunctionDef)}
     assert {"run_score_heads", "add_score_heads", "run_score_heads_job"} <= names
-    assert [n for n in names if "probe" in n] == []  # the probes are chosen in tasks/structure.py
+    assert [n for n in names if "probe" in n] == []  # the probes are chosen in tasks/structural_probes.py
 
 
 def test_no_function_over_80_lines():

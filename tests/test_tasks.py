@@ -11,7 +11,7 @@ from bertviz_lab.resources import SAMPLE_TREEBANK
 from bertviz_lab.tasks.analyze import AnalyzeRequest, analyze
 from bertviz_lab.tasks.explain import ExplainRequest, explain_analysis
 from bertviz_lab.tasks.score_heads import SAMPLE_MIN_ARCS, ScoreHeadsRequest, score_heads
-from bertviz_lab.tasks.structure import StructureRequest
+from bertviz_lab.tasks.structural_probes import StructureRequest
 from bertviz_lab.tasks.weights import other_weights, published_checkpoint, weights_for
 
 

@@ -102,7 +102,7 @@ def test_the_request_says_what_is_wrong_in_one_sentence(twins_here):
 
 
 def test_the_lesson_figures_title_every_panel(twins_here):
-    from bertviz_lab.figures.twin_lesson import lesson_distance, lesson_lengths, lesson_maps, lesson_shuffle
+    from bertviz_lab.figures.lesson_figures import lesson_distance, lesson_lengths, lesson_maps, lesson_shuffle
 
     lesson = positions_lesson(LessonRequest(("twin-none", "twin-sinusoidal"), TEXT, shuffles=5), loader)
     maps = lesson_maps(lesson.views, 1, 2)

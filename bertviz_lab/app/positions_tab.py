@@ -12,8 +12,8 @@ from typing import Any
 import gradio as gr
 
 from ..bert.loading.twin_checkpoints import twin_names, twins_folder, twins_record
+from ..figures.lesson_figures import lesson_distance, lesson_lengths, lesson_maps, lesson_shuffle
 from ..figures.syntax import markdown_text
-from ..figures.twin_lesson import lesson_distance, lesson_lengths, lesson_maps, lesson_shuffle
 from ..tasks.positions_lesson import LessonRequest, positions_lesson
 from .state import LabCache, plot
 from .zerogpu import on_gpu

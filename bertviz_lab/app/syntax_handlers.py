@@ -17,7 +17,7 @@ from ..syntax.parse import spacy_model_name, spacy_parse
 from ..syntax.scoring import sentence_word_attention
 from ..syntax.summary import HELD_OUT_NOTE
 from ..tasks.score_heads import ScoreHeadsRequest, read_sentences, score_heads
-from ..tasks.structure import StructureRequest, structure
+from ..tasks.structural_probes import StructureRequest, structure
 from ..tasks.weights import other_weights, weights_for
 from ..treebank import TreebankError
 from .forms import TreebankChoice
@@ -37,7 +37,8 @@ def treebank_request(choice: TreebankChoice, limits: Limits, loaded: str,
                                 f"{limits.upload_bytes / 1e6:.0f} MB (use the command line for big treebanks)")
     treebanks = (Path(choice.upload),) if choice.treebank == "upload" else ()
     return ScoreHeadsRequest(treebanks, (loaded,) if choice.use_loaded else (), loaded=loaded,
-                             max_length=limits.max_tokens, max_words=limits.syntax_words, source=source)
+                             max_length=limits.max_tokens, max_words=limits.syntax_words, source=source,
+                             shown_names=tuple(p.name for p in treebanks))  # never the server's cache path
 
 
 class SyntaxHandlers:

@@ -194,7 +194,7 @@ def add_structure(sub: argparse._SubParsersAction) -> None:
 def run_structure(args: argparse.Namespace) -> int:
     from ..reports.structure_report import write_structure
     from ..syntax.structure import StructureSettings, structure_work
-    from ..tasks.structure import StructureRequest, probes_for, structure, treebanks_of
+    from ..tasks.structural_probes import StructureRequest, probes_for, structure, treebanks_of
 
     settings = StructureSettings(resamples=args.resamples, seed=args.seed, kinds=tuple(args.kinds),
                                  null=not args.no_null_model, epochs=args.epochs)

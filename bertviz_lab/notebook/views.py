@@ -23,7 +23,7 @@ from ..lab import Analysis, Lab
 from ..lens import head_vectors, head_vectors_encoded, head_vectors_of_sentences, sentence_attentions
 from ..syntax.structure import StructureResult, StructureSettings
 from ..syntax.summary import SyntaxSummary
-from ..tasks.structure import StructureRequest, structure
+from ..tasks.structural_probes import StructureRequest, structure
 from ..treebank import Sentence
 
 ANALYSIS_FIGURES = ("single-head", "overview", "head-view", "aggregates", "summary", "predictions", "classes")

@@ -107,8 +107,8 @@ class HeadScores:
 def read_sentences(request: ScoreHeadsRequest) -> tuple[list[Sentence], str]:
     """The one treebank of a single run, read within the door's limit, and its shown name."""
     path = request.files[0]
-    name = request.shown_names[0] if request.shown_names else path.name
-    return read_treebank(path, request.max_words, request.full_relations, shown_name=name), name
+    shown = request.shown_names[0] if request.shown_names else None
+    return read_treebank(path, request.max_words, request.full_relations, shown_name=shown), shown or path.name
 
 
 def score_heads(request: ScoreHeadsRequest, load_lab: LoadLab, sentences: Sequence[Sentence] | None = None,
