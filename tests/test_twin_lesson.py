@@ -9,8 +9,9 @@ import pytest
 import torch
 from test_twins import corpus, exported, words_and_tokenizer  # noqa: F401  (module fixtures: tiny exported twins)
 
+from bertviz_lab.attention.metrics import js_divergence
 from bertviz_lab.lab import InputError, load
-from bertviz_lab.mlm.twin_lesson import UNCHANGED, js_divergence, permutations
+from bertviz_lab.mlm.twin_lesson import UNCHANGED, permutations
 from bertviz_lab.tasks.positions_lesson import LessonRequest, positions_lesson
 
 pytestmark = pytest.mark.slow  # trains tiny twins (a few seconds) once for the module
@@ -39,12 +40,12 @@ def loader(name):
 
 
 def test_js_divergence_by_hand():
-    p = torch.tensor([[1.0, 0.0], [0.5, 0.5]], dtype=torch.float64)
-    q = torch.tensor([[0.0, 1.0], [0.5, 0.5]], dtype=torch.float64)
+    p = np.array([[[1.0, 0.0]], [[0.5, 0.5]]])  # (2 orders, 1 masked position, vocab 2): the lesson's shapes
+    q = np.array([[[0.0, 1.0]], [[0.5, 0.5]]])
     assert js_divergence(p, q).tolist() == pytest.approx([math.log(2), 0.0])
     # (0.9, 0.1) vs (0.1, 0.9): M = (0.5, 0.5); KL(p||M) = 0.9 ln 1.8 + 0.1 ln 0.2, the same for q
     half = 0.9 * math.log(1.8) + 0.1 * math.log(0.2)
-    assert float(js_divergence(torch.tensor([0.9, 0.1]), torch.tensor([0.1, 0.9]))) == pytest.approx(half, rel=1e-5)
+    assert float(js_divergence(np.array([[0.9, 0.1]]), np.array([[0.1, 0.9]]))) == pytest.approx(half, rel=1e-5)
 
 
 def test_a_permutation_moves_only_the_other_tokens():

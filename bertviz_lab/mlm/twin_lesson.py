@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ..attention.metrics import js_divergence
 from ..bert.positions.scheme import Geometry
 from ..bert.runtime.model_thread import on_model_thread
 from ..lab import Analysis, InputError, Lab
@@ -63,7 +64,7 @@ class TwinView:
     shuffle: ShuffleDemo
 
 
-def masked_positions(lab: Lab, analysis: Analysis) -> tuple[list[int], bool]:
+def masked_positions(analysis: Analysis) -> tuple[list[int], bool]:
     """The typed [MASK] positions, or the middle word's first piece (masked for the demonstration)."""
     typed = [p.position for p in analysis.mlm]
     if typed:
@@ -88,17 +89,8 @@ def permutations(ids: torch.Tensor, keep: Sequence[int], shuffles: int, seed: in
     return torch.stack(rows)
 
 
-def js_divergence(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
-    """Jensen-Shannon divergence (nats) of the rows of two (…, vocab) probability tensors."""
-    m = 0.5 * (p + q)
-
-    def kl(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        return torch.where(a > 0, a * (a.clamp_min(1e-30).log() - b.clamp_min(1e-30).log()), 0.0).sum(-1)
-    return 0.5 * kl(p, m) + 0.5 * kl(q, m)
-
-
 def shuffle_demo(lab: Lab, analysis: Analysis, shuffles: int = 30, seed: int = 0) -> ShuffleDemo:
-    positions, chosen = masked_positions(lab, analysis)
+    positions, chosen = masked_positions(analysis)
     ids = torch.tensor(analysis.token_ids)
     ids[positions] = lab.tokenizer.token_to_id("[MASK]")
     special = [i for i, t in enumerate(analysis.tokens) if t in SPECIAL_TOKENS]
@@ -113,9 +105,11 @@ def shuffle_demo(lab: Lab, analysis: Analysis, shuffles: int = 30, seed: int = 0
                                mlm_positions=at_masks.to(lab.device)).mlm_logits  # (rows x masked, vocab)
         probs = torch.softmax(logits.double().cpu(), dim=-1).reshape(len(batch), len(positions), -1)
         top = probs.argmax(-1)  # (1 + shuffles, masked)
-        return js_divergence(probs[:1], probs[1:]).mean(-1).numpy(), top  # (shuffles,) mean over masked positions
+        return probs.numpy(), top
 
-    js, top = on_model_thread(run)
+    probs, top = on_model_thread(run)
+    js = js_divergence(probs[:1], probs[1:]).astype(np.float64)  # (shuffles,): mean over the masked positions
+
     kept = float((top[1:] == top[:1]).all(-1).double().mean())
     demo = ShuffleDemo(positions, chosen, js, [lab.tokenizer.id_to_token(int(t)) for t in top[0]], kept)
     rate = ratio_interval(js, np.ones_like(js), seed=seed)  # the mean over orders; orders resampled
