@@ -249,3 +249,75 @@ def test_the_model_card_says_what_the_numbers_say():
     card = twin_card(record, measures, {"twin-learned.safetensors": 6_900_000, "twin-none.safetensors": 6_800_000})
     assert "2 files, 13.7 MB together" in card and "| 1200 | 5.820 | 5.800 |" in card
     assert "within 0.05 nats of it: learned 5.82" in card and "cannot reach position 129" in card
+
+
+def test_a_start_the_recipe_cannot_have_is_refused_by_name(corpus, words_and_tokenizer):
+    words, _ = words_and_tokenizer
+    with pytest.raises(ValueError, match="unknown start 'pretrained'; choose from scratch, minilm, distill"):
+        build_twins(tiny(corpus, init="pretrained"), words)
+    with pytest.raises(ValueError, match="fit only its own size .*not --hidden 16, --layers 2, --heads 2, --ffn 32"):
+        build_twins(tiny(corpus, init="minilm"), words)
+
+
+@pytest.mark.slow
+def test_a_twin_started_from_the_embedded_encoder_is_it_without_its_positions(corpus, words_and_tokenizer):
+    """At the embedded size, the no-position twin started from `minilm` computes what `default` computes with its
+    position table set to zero: the same layers, head and segment table, and an identity projection."""
+    words, tokenizer = words_and_tokenizer
+    recipe = tiny(corpus, init="minilm", hidden=384, layers=6, heads=12, ffn=1536, schemes=("none", "learned"))
+    twins = build_twins(recipe, words)
+    default = load("default", device="cpu").model.float().eval()
+    with torch.no_grad():
+        default.bert.embeddings.position_embeddings.weight.zero_()
+    ids = torch.tensor([tokenizer.encode("the teacher said that [MASK] student passed .").ids])
+    with torch.no_grad():
+        expected = default(ids).mlm_logits  # (1, pos, vocab)
+        got = twins["none"].eval()(ids).mlm_logits
+    torch.testing.assert_close(got, expected, atol=2e-4, rtol=1e-4)
+    # the learned twin's table is its own (BERT's initialisation), not the embedded encoder's 512 rows
+    assert twins["learned"].bert.embeddings.position_embeddings.weight.shape == (recipe.length, 384)
+
+
+def test_a_distilled_twin_is_pulled_toward_the_teacher_and_scored_on_the_gold_word(corpus, words_and_tokenizer):
+    """loss = (1 - w) CE + w KL(teacher || twin): with the twin's own distribution as the teacher the KL is 0, and a
+    teacher sure of another word adds exactly w times that KL (hand-computed here)."""
+    from bertviz_lab.mlm.twins import DISTILL_WEIGHT, mlm_loss_of
+
+    words, _ = words_and_tokenizer
+    model = build_twins(tiny(corpus, schemes=("none",)), words)["none"].eval()
+    inputs = torch.tensor([[101, 2000, 103, 2003, 102]])
+    labels = torch.full_like(inputs, -100)
+    labels[0, 2] = 2040
+    mask = torch.ones_like(inputs)
+    with torch.no_grad():
+        own = model(inputs, attention_mask=mask, mlm_positions=labels != -100).mlm_logits.float().log_softmax(-1)
+        ce = mlm_loss_of(model, inputs, labels, mask)
+        torch.testing.assert_close(mlm_loss_of(model, inputs, labels, mask, own), (1 - DISTILL_WEIGHT) * ce)
+        sure = torch.full_like(own, -1e4)
+        sure[0, 7] = 0.0  # the teacher puts all its mass on word 7
+        kl = -own[0, 7]  # KL(one-hot at 7 || twin) = -log q(7)
+        torch.testing.assert_close(mlm_loss_of(model, inputs, labels, mask, sure),
+                                   (1 - DISTILL_WEIGHT) * ce + DISTILL_WEIGHT * kl)
+
+
+def test_the_card_says_where_the_twins_started_from_the_pilot_it_reads():
+    """The Initialisation paragraph is the pilot's table and its rule's choice; when the shipped twins started
+    elsewhere (trained before the pilot), the card says so rather than claiming the choice."""
+    from bertviz_lab.mlm.twin_card import initialisation_text
+
+    effect = {"mean": 5.0, "ci_low": 4.9, "ci_high": 5.1, "n": 200}
+    trained_start = {"size": {"hidden": 256, "layers": 4, "heads": 4, "ffn": 1024}, "shipped_mb": 47.6, "fits": True,
+                     "mean_loss": effect, "minus_scratch": None, "order_gain": {"learned": effect, "rotary": effect}}
+    pilot = {"steps": 200, "schemes": ["learned", "rotary", "none"], "blocks": 200, "rule": "lowest loss.",
+             "chosen": "distill", "why": "distill has the lowest mean held-out loss.",
+             "starts": {"scratch": trained_start,
+                        "minilm": {"size": {"hidden": 384, "layers": 6, "heads": 12, "ffn": 1536},
+                                   "shipped_mb": 153.8, "fits": False},
+                        "distill": {**trained_start, "minus_scratch": {**effect, "mean": -0.1}}}}
+    text = initialisation_text({"init": "scratch"}, pilot)
+    assert "| minilm | 384 wide, 6 layers | 153.8 | not trained: too large | - | - | - |" in text
+    assert "| distill | 256 wide, 4 layers | 47.6 | 5.000 [4.900, 5.100] | -0.100 [4.900, 5.100] |" in text
+    assert "Its choice: **distill**." in text and "a retrain from distill (`train-twins --init distill`)" in text
+    assert "started from scratch (BERT's initialisation), as chosen" in initialisation_text(
+        {"init": "scratch"}, {**pilot, "chosen": "scratch"})
+    assert "not measured for this run" in initialisation_text({}, None)

@@ -203,7 +203,7 @@ def run_train(args: argparse.Namespace) -> int:
 
 
 def add_train_twins(sub: argparse._SubParsersAction) -> None:
-    from ..mlm.twins import SCHEMES, TwinRecipe
+    from ..mlm.twins import INITS, SCHEMES, TwinRecipe
 
     d = TwinRecipe()
     p = command(sub, "train-twins", "train the position-scheme twins together (same data, masks, seed and steps)",
@@ -215,6 +215,9 @@ def add_train_twins(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--lr", type=float, default=d.lr)
     p.add_argument("--seed", type=seed, default=d.seed)
     p.add_argument("--schemes", default=",".join(SCHEMES), help=f"comma-separated, of {', '.join(SCHEMES)}")
+    p.add_argument("--init", choices=INITS, default=d.init,
+                   help="where every twin starts: BERT's initialisation (scratch), the embedded encoder's weights "
+                        "but its positions (minilm; its size only), or scratch distilled from the default head")
     p.add_argument("--device", default="cpu", help="cpu, cuda or mps")
     p.add_argument("--no-bf16", action="store_true", help="train in float32 (default: bfloat16 autocast)")
     p.add_argument("--resume", action="store_true", help="continue from --out/checkpoint.pt (same settings)")
@@ -230,7 +233,7 @@ def add_train_twins(sub: argparse._SubParsersAction) -> None:
 
 
 def run_train_twins(args: argparse.Namespace) -> int:
-    from ..mlm.twins import SCHEMES, Leg, TwinRecipe, export_twins, merge_twins, shared_words, train_twins
+    from ..mlm.twins import SCHEMES, Leg, TwinRecipe, check_init, export_twins, merge_twins, shared_words, train_twins
 
     schemes = tuple(s.strip() for s in args.schemes.split(",") if s.strip())
     unknown = [s for s in schemes if s not in SCHEMES]
@@ -238,9 +241,14 @@ def run_train_twins(args: argparse.Namespace) -> int:
         raise InputError(f"--schemes: {', '.join(unknown) or 'none given'}; choose from {', '.join(SCHEMES)}")
     recipe = TwinRecipe(corpus=args.corpus, hidden=args.hidden, layers=args.layers, heads=args.heads, ffn=args.ffn,
                         length=args.length, batch=args.batch, steps=args.steps, lr=args.lr, seed=args.seed,
-                        eval_every=args.eval_every, schemes=schemes, device=args.device, bf16=not args.no_bf16)
+                        eval_every=args.eval_every, schemes=schemes, device=args.device, bf16=not args.no_bf16,
+                        init=args.init)
     if args.hidden % args.heads:
         raise InputError(f"--hidden {args.hidden} is not a multiple of --heads {args.heads}")
+    try:
+        check_init(recipe)
+    except ValueError as error:
+        raise InputError(str(error)) from None
     if not (Path(args.corpus) / "train_docs.jsonl").is_file():
         raise InputError(f"{args.corpus} has no train_docs.jsonl: build it with build-corpus --running-text")
     shared = shared_words()

@@ -60,7 +60,42 @@ def measures_table(measures: dict[str, Any]) -> str:
     return "\n".join(rows)
 
 
-def twin_card(record: dict[str, Any], measures: dict[str, Any], sizes: dict[str, int]) -> str:
+def initialisation_text(recipe: dict[str, Any], pilot: dict[str, Any] | None) -> str:
+    """Where the twins started and why, from the pilot of the three starts (``benchmarks/pilot_twin_init.py``,
+    its ``init_pilot.json``) when the folder has one: its table and its rule's choice, generated from the numbers."""
+    start = recipe.get("init", "scratch")
+    names = {"scratch": "from scratch (BERT's initialisation)", "minilm": "from the embedded encoder's weights",
+             "distill": "from scratch, distilled from the `default` masked-word head"}
+    if not pilot:
+        return (f"{names[start].capitalize()}, the same start for every twin. The other starts the issue names were "
+                "not measured for this run.")
+    rows = ["| start | size | 7 twins (MB) | mean held-out loss | minus scratch (paired) | order gain, learned | "
+            "order gain, rotary |", "|---|---|---|---|---|---|---|"]
+
+    def cell(effect: dict | None) -> str:
+        return "-" if not effect else f"{effect['mean']:.3f} [{effect['ci_low']:.3f}, {effect['ci_high']:.3f}]"
+
+    for init, r in pilot["starts"].items():
+        size = r["size"]
+        measured = [cell(r["mean_loss"]), cell(r["minus_scratch"]), cell(r["order_gain"]["learned"]),
+                    cell(r["order_gain"]["rotary"])] if "mean_loss" in r else ["not trained: too large", "-", "-", "-"]
+        rows.append(f"| {init} | {size['hidden']} wide, {size['layers']} layers | {r['shipped_mb']} | " +
+                    " | ".join(measured) + " |")
+    same = pilot["chosen"] == start
+    return (f"Chosen by a pilot (`benchmarks/pilot_twin_init.py`, BENCHMARKS `twin-init`): each start the issue names "
+            f"trained the {', '.join(pilot['schemes'])} twins for {pilot['steps']} steps of this recipe, measured on "
+            f"{pilot['blocks']} held-out blocks (masked-word loss in nats, 95 % intervals over blocks; \"order "
+            "gain\" is the no-position twin's loss minus that twin's, above 0 when it uses its positions):\n\n" +
+            "\n".join(rows) + f"\n\nThe rule, fixed before the pilot ran: {pilot['rule']}\n\nIts choice: "
+            f"**{pilot['chosen']}**. {pilot['why']} " +
+            (f"These twins started {names[start]}, as chosen." if same else
+             f"These twins started {names[start]}: they were trained before the pilot, so a retrain from "
+             f"{pilot['chosen']} (`train-twins --init {pilot['chosen']}`) is the next run, and until then the "
+             "numbers below are those of the plain start."))
+
+
+def twin_card(record: dict[str, Any], measures: dict[str, Any], sizes: dict[str, int],
+              pilot: dict[str, Any] | None = None) -> str:
     recipe, history = record["recipe"], record["history"]
     schemes = list(recipe["schemes"])
     final = {s: history[-1]["loss"][s] for s in schemes if s in history[-1]["loss"]}
@@ -91,10 +126,7 @@ MosaicBERT), and no positions at all. Load one as `twin-<scheme>` (`--model twin
   disentangled table; sinusoids, rotary angles and ALiBi slopes have none) and everything trained after the start.
 
 ## Initialisation
-From scratch (BERT's initialisation), the same start for every twin, as above. The other starts the issue names were
-not measured: the embedded encoder's own layers do not fit this size (it is 384 wide and 6 deep), and distilling from
-the `default` head needs a teacher pass per step that this CPU budget did not allow. A larger run (below) can start
-from either; the card of that run should say which and why.
+{initialisation_text(recipe, pilot)}
 
 ## Training
 Text: running text only, the corpus's `train_docs.jsonl` (UD English EWT, GUM and LinES train splits and the Brown
@@ -134,13 +166,15 @@ as for non-commercial (teaching and research) use.
 
 
 def write_twin_card(folder: Path) -> Path:
-    """``MODEL_CARD.md`` of a twins folder, from its ``twins.json`` and ``measures.json``."""
+    """``MODEL_CARD.md`` of a twins folder, from its ``twins.json``, ``measures.json`` and ``init_pilot.json``."""
     import json
 
     record = json.loads((folder / "twins.json").read_text(encoding="utf-8"))
     measures_file = folder / "measures.json"
     measures = json.loads(measures_file.read_text(encoding="utf-8")) if measures_file.is_file() else {}
+    pilot_file = folder / "init_pilot.json"
+    pilot = json.loads(pilot_file.read_text(encoding="utf-8")) if pilot_file.is_file() else None
     sizes = {p.name: p.stat().st_size for p in sorted(folder.glob("twin-*.safetensors"))}
     out = folder / "MODEL_CARD.md"
-    out.write_text(twin_card(record, measures, sizes), encoding="utf-8")
+    out.write_text(twin_card(record, measures, sizes, pilot), encoding="utf-8")
     return out

@@ -39,6 +39,12 @@ from .twin_card import write_twin_card
 FIRST_REAL_TOKEN = 999  # BERT's uncased vocabulary: ids below are [PAD], [unusedN] and the specials
 SCHEMES = ("learned", "sinusoidal", "relative", "disentangled", "rotary", "alibi", "none")
 WORDS = "bert.embeddings.word_embeddings.weight"  # shared and frozen: never saved with a twin
+# Where the twins start, the issue's three candidates: BERT's initialisation; the embedded encoder's own weights
+# but its positions (only at its size: 384 wide, 6 layers of 12 heads, feed-forward 1536); or BERT's initialisation
+# trained to match the `default` masked-word head's distribution as well as the gold word (distillation).
+INITS = ("scratch", "minilm", "distill")
+MINILM_SIZE = {"hidden": 384, "layers": 6, "heads": 12, "ffn": 1536}
+DISTILL_WEIGHT = 0.5  # loss = (1 - w) * cross-entropy with the gold word + w * KL(teacher || twin), as Hinton et al.
 
 
 @dataclass
@@ -63,6 +69,7 @@ class TwinRecipe:
     schemes: tuple[str, ...] = SCHEMES
     device: str = "cpu"
     bf16: bool = True  # bfloat16 autocast of the forward passes (CPU with AMX / AVX-512 BF16, CUDA); off on MPS
+    init: str = "scratch"  # one of INITS: where every twin starts (the same for all; chosen by pilot_twin_init.py)
 
 
 def sinusoid_scale(words: torch.Tensor) -> float:
@@ -118,11 +125,40 @@ def shared_words() -> tuple[torch.Tensor, Any]:
     return minilm.model.bert.embeddings.word_embeddings.weight.detach().float().clone(), minilm.tokenizer
 
 
+def check_init(recipe: TwinRecipe) -> None:
+    """Refuse a start the recipe cannot have, by name: an unknown one, or the embedded encoder's weights at a size
+    they do not fit."""
+    if recipe.init not in INITS:
+        raise ValueError(f"unknown start {recipe.init!r}; choose from {', '.join(INITS)}")
+    wrong = {k: getattr(recipe, k) for k, v in MINILM_SIZE.items() if getattr(recipe, k) != v}
+    if recipe.init == "minilm" and wrong:
+        raise ValueError("the embedded encoder's weights fit only its own size (" +
+                         ", ".join(f"--{k} {v}" for k, v in MINILM_SIZE.items()) + "), not " +
+                         ", ".join(f"--{k} {v}" for k, v in wrong.items()))
+
+
+def embedded_start(recipe: TwinRecipe, words: torch.Tensor) -> dict[str, torch.Tensor]:
+    """The `default` weights (the embedded MiniLM with our masked-word head) as a twin's state: every weight but the
+    learned position table, and an identity projection after the embeddings (the twin's 384 -> hidden is 384 -> 384
+    here), so each twin starts as the embedded encoder with its own positions in place of the table."""
+    from ..lab import load
+
+    state = {k: v.detach().float().clone() for k, v in load("default", device="cpu").model.state_dict().items()
+             if "position_embeddings" not in k}
+    state["bert.embeddings_project.weight"] = torch.eye(recipe.hidden, words.shape[1])
+    state["bert.embeddings_project.bias"] = torch.zeros(recipe.hidden)
+    return state
+
+
 def build_twins(recipe: TwinRecipe, words: torch.Tensor) -> dict[str, BertLab]:
     """Every twin by BERT's initialisation from the same seed, then every weight the twins have in common (all but
     the position scheme's) copied from one reference model, so they start from the same point, not only from the
-    same seed (a position table drawn first would shift every later draw); the shared words frozen in place."""
+    same seed (a position table drawn first would shift every later draw); the shared words frozen in place.
+    With ``recipe.init == "minilm"`` the reference is the embedded encoder (``embedded_start``)."""
+    check_init(recipe)
     reference = init_weights(BertLab(twin_config("none", recipe, words)), seed=recipe.seed).state_dict()
+    if recipe.init == "minilm":
+        reference.update(embedded_start(recipe, words))
     twins = {}
     for scheme in recipe.schemes:
         model = init_weights(BertLab(twin_config(scheme, recipe, words)), seed=recipe.seed)
@@ -172,10 +208,35 @@ def masked_batch(blocks: torch.Tensor, rows: list[int], recipe: TwinRecipe, step
     return inputs, labels, real.long()
 
 
-def mlm_loss_of(model: BertLab, inputs: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+def mlm_loss_of(model: BertLab, inputs: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor,
+                teacher_log_probs: torch.Tensor | None = None) -> torch.Tensor:
+    """Masked-word cross-entropy; with ``teacher_log_probs`` (n chosen, vocab), mixed with KL(teacher || twin)."""
     chosen = labels != IGNORE
-    logits = model(inputs, attention_mask=mask, mlm_positions=chosen).mlm_logits  # (n chosen, vocab)
-    return torch.nn.functional.cross_entropy(logits.float(), labels[chosen])
+    logits = model(inputs, attention_mask=mask, mlm_positions=chosen).mlm_logits.float()  # (n chosen, vocab)
+    loss = torch.nn.functional.cross_entropy(logits, labels[chosen])
+    if teacher_log_probs is None:
+        return loss
+    kl = torch.nn.functional.kl_div(logits.log_softmax(-1), teacher_log_probs, log_target=True, reduction="batchmean")
+    return (1 - DISTILL_WEIGHT) * loss + DISTILL_WEIGHT * kl
+
+
+def teacher_of(recipe: TwinRecipe) -> BertLab | None:
+    """The `default` masked-word model, frozen, when the twins are distilled from it; otherwise None."""
+    if recipe.init != "distill":
+        return None
+    from ..lab import load
+
+    return load("default", device=recipe.device).model.eval().requires_grad_(False)
+
+
+def teacher_log_probs_of(teacher: BertLab | None, inputs: torch.Tensor, labels: torch.Tensor,
+                         mask: torch.Tensor) -> torch.Tensor | None:
+    """(n chosen, vocab) the teacher's log-probabilities at the masked positions of this step, once for all twins."""
+    if teacher is None:
+        return None
+    with torch.no_grad():
+        logits = teacher(inputs, attention_mask=mask, mlm_positions=labels != IGNORE).mlm_logits  # (n chosen, vocab)
+    return logits.float().log_softmax(-1)
 
 
 def validation_losses(twins: dict[str, BertLab], blocks: torch.Tensor, recipe: TwinRecipe, mask_id: int,
@@ -221,6 +282,7 @@ def train_twins(out: Path, recipe: TwinRecipe, shared: tuple[torch.Tensor, Any],
     validation = validation[:recipe.validation_blocks]
     mask_id, vocab = tokenizer.token_to_id("[MASK]"), words.shape[0]
     twins = build_twins(recipe, words)
+    teacher = teacher_of(recipe)
     optimisers = {s: torch.optim.AdamW([p for p in m.parameters() if p.requires_grad], lr=recipe.lr,
                                        weight_decay=recipe.weight_decay) for s, m in twins.items()}
     lr_at = schedule(recipe)
@@ -243,6 +305,7 @@ def train_twins(out: Path, recipe: TwinRecipe, shared: tuple[torch.Tensor, Any],
                                             run.step, mask_id, vocab)
         inputs, labels, mask = inputs.to(recipe.device), labels.to(recipe.device), mask.to(recipe.device)
         losses = {}
+        teacher_log_probs = teacher_log_probs_of(teacher, inputs, labels, mask)
         for scheme, model in twins.items():
             for group in optimisers[scheme].param_groups:
                 group["lr"] = recipe.lr * lr_at(run.step)
@@ -251,7 +314,7 @@ def train_twins(out: Path, recipe: TwinRecipe, shared: tuple[torch.Tensor, Any],
             torch.manual_seed(recipe.seed * 7_919 + run.step * 31 + SCHEMES.index(scheme))
             with torch.autocast(torch.device(recipe.device).type, dtype=torch.bfloat16,
                                 enabled=recipe.bf16 and torch.device(recipe.device).type in ("cpu", "cuda")):
-                loss = mlm_loss_of(model, inputs, labels, mask)
+                loss = mlm_loss_of(model, inputs, labels, mask, teacher_log_probs)
             loss.backward()
             torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], 1.0)
             optimisers[scheme].step()
