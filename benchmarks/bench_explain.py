@@ -57,10 +57,10 @@ def measure(repeat: int, tokens: int) -> dict:
     from bertviz_lab.app.state import Session
 
     lab = load("default", device="cpu")
-    handlers = build_demo(lab).bvl_handlers
+    handlers = build_demo(lab).bvl_controllers
     text = sentence(lab, tokens)
-    session = handlers.analyze(RunInput(text), Session(model=lab.checkpoint_id, device="cpu"))[handlers.ui.session]
-    calls = (lambda: lab.analyze(text), lambda: lab.analyze(text, source="decompx"), lambda: handlers.explain(session))
+    session = handlers.run.analyze(RunInput(text), Session(model=lab.checkpoint_id, device="cpu"))[handlers.page.ui.session]
+    calls = (lambda: lab.analyze(text), lambda: lab.analyze(text, source="decompx"), lambda: handlers.inspect.explain(session))
     return {"model": lab.checkpoint_info().describe(), "tokens": len(session.analysis.tokens),
             "ms": {name: times_ms(call, repeat) for name, call in zip(ACTIONS, calls)}}
 

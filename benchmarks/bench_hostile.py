@@ -287,7 +287,7 @@ def issue26(soak_seconds: float) -> None:
     _, url, _ = demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
                             **launch_kwargs(limits, demo))
     folder = Path(tempfile.mkdtemp())
-    handlers = demo.bvl_handlers
+    handlers = demo.bvl_controllers
     try:
         client = Client(url, verbose=False)
         accepted = []
@@ -320,9 +320,9 @@ def issue26(soak_seconds: float) -> None:
             call(client, "export_npz" if i < 30 else "export_csv")
         gradio_cache = Path(os.environ["GRADIO_TEMP_DIR"])
         print(f"disk after 30 .npz + 10 CSV exports at 256 tokens from one client: exports "
-              f"{folder_mb(handlers.exports.root):.1f} MB, payloads {folder_mb(handlers.payloads.root):.1f} MB, "
+              f"{folder_mb(handlers.page.exports.root):.1f} MB, payloads {folder_mb(handlers.page.payloads.root):.1f} MB, "
               f"Gradio cache {folder_mb(gradio_cache):.1f} MB; in all "
-              f"{folder_mb(handlers.exports.root, handlers.payloads.root, gradio_cache):.1f} MB")
+              f"{folder_mb(handlers.page.exports.root, handlers.page.payloads.root, gradio_cache):.1f} MB")
 
         said, written, once = pairs_job(folder)
         print(f"probe job over de/dev.conllu + fr/dev.conllu: says {said} pairs, {written} pair folders written, "

@@ -115,11 +115,21 @@ def shape_57(root: Path) -> dict[str, object]:
         kwargs += sum(1 for node in functions(ast.parse(text)) if node.args.kwarg is not None)
     model = next(p for p in (package / "bert" / "encoder" / "model.py", package / "bert" / "model.py") if p.is_file())
     app = sorted((package / "app").glob("*.py"), key=lambda p: len(p.read_text().splitlines()))[-1]
+    app_trees = [ast.parse(p.read_text(encoding="utf-8")) for p in sorted((package / "app").glob("*.py"))]
+    mixed = sum(1 for tree in app_trees for node in ast.walk(tree) if isinstance(node, ast.ClassDef) and len(node.bases) > 1)
+    stubs = sum(1 for tree in app_trees for node in ast.walk(tree) if isinstance(node, ast.Raise)
+                and "NotImplementedError" in ast.unparse(node))
+    reflective = sum(1 for p in sorted((package / "app").glob("*.py"))
+                     for line in p.read_text(encoding="utf-8").splitlines()
+                     if re.search(r"inspect\.Parameter\(|get_type_hints\(", line) and not line.lstrip().startswith("#"))
     return {"lines of model.py (bert/, now bert/encoder/)": len(model.read_text().splitlines()),
             "places reading architecture flags (outside positions/ and the loader)": flag_reads,
             "files reading them": len(flag_files),
             "functions taking **kwargs": kwargs,
             "largest app module (lines)": f"{len(app.read_text().splitlines())} ({app.name})",
+            "app classes mixing in others (more than one base)": mixed,
+            "app stubs raising NotImplementedError": stubs,
+            "app lines rebuilding a handler's signature (inspect.Parameter, get_type_hints)": reflective,
             "package files naming the ALiBi scheme": len(scheme_files(package, "alibi")) or "-",
             "package files naming the no-positions scheme": len(scheme_files(package, "none")) or "-",
             **door_counts(package)}
@@ -242,7 +252,9 @@ def main_57(args: argparse.Namespace) -> None:
                "treebank parses, score-heads job of 2 checkpoints x 2 treebanks": "2",
                "places in the doors applying the default-checkpoint rule": "0",
                "places in the doors running score-heads or structure themselves": "0",
-               "places in the doors checking a source's name": "0"}
+               "places in the doors checking a source's name": "0",
+               "app classes mixing in others (more than one base)": "0", "app stubs raising NotImplementedError": "0",
+               "app lines rebuilding a handler's signature (inspect.Parameter, get_type_hints)": "0"}
     rows = [[name, before[name], after[name], targets.get(name, "")] for name in after]
     body = markdown_table(["figure", f"before ({args.before})", "this tree", "issue 57's target"], rows)
     body += ("\n\nWhere the no-positions scheme is named now: " + ", ".join(scheme_files(ROOT / "bertviz_lab", "none"))

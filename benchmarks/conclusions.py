@@ -26,7 +26,7 @@ from sections import markdown_table, write_section  # noqa: E402  (benchmarks/ i
 from bertviz_lab import load
 from bertviz_lab.bert import ORIGINAL_CHECKPOINT
 from bertviz_lab.interventions import make_intervention
-from bertviz_lab.interventions.faithfulness import faithfulness
+from bertviz_lab.interventions.faithfulness import FaithfulnessSettings, faithfulness
 from bertviz_lab.interventions.sets import directional_set, intervention_and_control
 from bertviz_lab.sentences import truncation_note
 from bertviz_lab.syntax.run import run_syntax
@@ -69,7 +69,7 @@ def positional(lab, lines: list[str], n: int) -> str:
 
 
 def faith(lab, lines: list[str], n: int) -> str:
-    result = faithfulness(lab, lines, max_sentences=n)
+    result = faithfulness(lab, lines, FaithfulnessSettings(max_sentences=n))
 
     def cell(r, key):
         return f"{r[key]:.3f} [{r[key + '_ci_low']:.3f}, {r[key + '_ci_high']:.3f}]"

@@ -9,8 +9,8 @@ stage before and after side by side: its "before" columns are the breakdown befo
    the Run event (its preprocess, the handler, its postprocess), then the completed message
    encoded as the queue's SSE route encodes it (``model_dump`` + orjson). Inside the handler, the
    library calls it makes are timed by wrapping them on the live objects: the forward pass
-   (``Lab.analyze``), the payload of the page's views (``Handlers.payload``: ``view_payload`` and
-   writing the codes file), the server-drawn figures (``Handlers.tab_figures``) and the rest
+   (``Lab.analyze``), the payload of the page's views (``ViewController.payload``: ``view_payload`` and
+   writing the codes file), the server-drawn figures (``ViewController.tab_figures``) and the rest
    (token choices, predictions table, notes, cleared views).
 2. End to end, a real server (``build_demo``, ``queue_kwargs``, ``launch_kwargs``, in a process with the
    allocator setting ``python app.py`` gives it: ``keep_freed_memory``) and Chromium:
@@ -242,7 +242,7 @@ class TimedOrjson:
 
 def instrument(demo: Any, lab: Any, probes: Probes, server: bool) -> None:
     """The handler's library calls and Gradio's phases; with ``server``, also the queue and the SSE route."""
-    handlers = demo.bvl_handlers
+    handlers = demo.bvl_controllers
     probes.wrap(lab, "analyze", "forward")
     probes.wrap(handlers, "payload", "payload")
     probes.wrap(handlers, "tab_figures", "figures")
@@ -402,7 +402,7 @@ def in_process(demo: Any, probes: Probes, texts: tuple[str, str], repeat: int) -
     from bertviz_lab.app.events import RUN_INPUTS
 
     block_fn = next(fn for fn in demo.fns.values() if fn.api_name == RUN_API)
-    ui = demo.bvl_handlers.ui
+    ui = demo.bvl_controllers.page.ui
     rows = []
     for i in range(repeat + 1):  # the first: warm-up
         inputs = [texts[i % 2] if name == "text" else getattr(ui, name).value for name in RUN_INPUTS]

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -232,42 +232,6 @@ def neighbour(index: TokenIndex, rank: int, i: int, score: float) -> Neighbour:
     text = " ".join(shown).replace(" ##", "")
     text = ("… " if lo > 1 else "") + text + (" …" if hi < len(tokens) - 1 else "")
     return Neighbour(rank, round(score, 4), r["token"], r["sentence"], r["position"], r["upos"], r["deprel"], text)
-
-
-@dataclass(frozen=True)
-class TokenQuery:
-    """A token of a typed sentence to search the corpus for: by its text (its first occurrence) or
-    by its position (0 = [CLS]), at a layer (None: the index's last), over some heads (contexts)."""
-
-    text: str
-    token: str | None = None
-    position: int | None = None
-    layer: int | None = None
-    heads: tuple[int, ...] | None = None  # 0-based; None: every head
-
-
-def token_position(tokens: Sequence[str], token: str | None = None, position: int | None = None) -> int:
-    """Where the query token is: ``position`` as given, else the first token equal to ``token``
-    (compared lower-cased: uncased tokenizers lower it)."""
-    if token is None:
-        if position is None:
-            raise InputError("name the token to search for, or its position")
-        return position
-    matches = [i for i, t in enumerate(tokens) if t.lower() == token.lower()]
-    if not matches:
-        raise InputError(f"{token!r} is not one of the tokens {list(tokens)}")
-    return matches[0]
-
-
-def search_record(lab: Lab, index: TokenIndex, query: TokenQuery, k: int = 10) -> dict:
-    """The ``k`` corpus tokens nearest to the query token, with the index's weights named."""
-    check_same_weights(lab, index)
-    tokens = lab.encode(query.text, truncate=True).tokens
-    position = token_position(tokens, query.token, query.position)
-    layer = index.layers if query.layer is None else query.layer
-    found = nearest(index, query_vector(lab, query.text, position, layer, index.kind), layer, k, query.heads)
-    return {"model": index.model, "kind": index.kind, "layer": layer, "position": position,
-            "token": tokens[position], "neighbours": [asdict(n) for n in found]}
 
 
 def index_record(index: TokenIndex, folder: Path) -> dict:

@@ -356,13 +356,13 @@ def test_a_source_the_registry_does_not_know_is_refused_not_replaced(tiny_lab):
     from bertviz_lab.app.state import Session
 
     demo = build_demo(tiny_lab)
-    handlers, ui = demo.bvl_handlers, demo.bvl_handlers.ui
+    handlers, ui = demo.bvl_controllers, demo.bvl_controllers.page.ui
     session = Session(model=tiny_lab.checkpoint_id, device="cpu")
-    handlers.analyze(RunInput("the cat sat"), session)
-    out = handlers.toggles(ViewControls(), session, "no-such-source")
+    handlers.run.analyze(RunInput("the cat sat"), session)
+    out = handlers.views.switch_source(ViewControls(), session, "no-such-source")
     assert out[ui.notes].startswith("⚠️ unknown attention source 'no-such-source'; choose one of attention, norm")
     assert session.source == "attention" and ui.payload not in out
-    assert handlers.toggles(ViewControls(layer=2), session, "norm")[ui.payload]["source_label"] == " (norm)"
+    assert handlers.views.switch_source(ViewControls(layer=2), session, "norm")[ui.payload]["source_label"] == " (norm)"
     assert session.source == "norm" and session.options.layer == 1
 
 
@@ -389,32 +389,85 @@ def test_api_callers_keep_their_positions_and_the_old_tab_id(tiny_app, tiny_lab)
     assert json.loads(drawn["plot"])["layout"]["title"]["text"].startswith("Layer 2, head 1")
 
 
-def test_event_function_gathers_a_handlers_forms_from_the_flat_values_in_the_apis_order():
+# Every endpoint's parameter names, in order: the public API gradio_client callers script against. A controller's
+# event handler takes these as its own parameters (no adapter rebuilds them), so a renamed parameter shows here.
+API_PARAMETERS = {
+    "ablation_set": ["n", "ablation", "sentence_set", "upload"],
+    "ablation_sweep": ["text", "pair", "picked", "ablation"],
+    "agent_analyze": ["text", "pair"],
+    "agent_explain": ["text"],
+    "agent_predict_masked": ["text", "top_k"],
+    "agent_score_heads": ["treebank", "source"],
+    "analyze": ["text", "pair", "top_k", "layer", "head", "hide", "word", "pair_filter", "scale"],
+    "analyze_example": ["text", "pair", "top_k", "layer", "head", "hide", "word", "pair_filter", "scale"],
+    "analyze_submit": ["text", "pair", "top_k", "layer", "head", "hide", "word", "pair_filter", "scale"],
+    "attention": ["text", "pair", "top_k"],
+    "attention_source": ["layer", "head", "hide", "word", "pair_filter", "source", "scale"],
+    "clear_set_results": [],
+    "clear_set_results_size": [],
+    "clear_set_results_upload": [],
+    "colour_scale": ["layer", "head", "hide", "word", "pair_filter", "source", "tab", "scale"],
+    "directional_set": ["n", "sinks", "sentence_set", "upload"],
+    "directional_sweep": ["text", "pair", "picked", "sinks"],
+    "explain": [],
+    "export_csv": [],
+    "export_npz": [],
+    "faithfulness": ["n"],
+    "from_url": [],
+    "head_similarity": ["which"],
+    "hide_special": ["layer", "head", "hide", "word", "pair_filter", "source", "scale"],
+    "intervention": ["text", "pair", "top_k", "kind", "picked", "heads", "shift", "seed", "sinks", "unit", "ablation"],
+    "intervention_controls": ["kind"],
+    "intervention_set": ["kind", "heads", "shift", "seed", "sinks", "unit", "ablation", "n", "sentence_set", "upload"],
+    "load_model": ["checkpoint", "device_name"],
+    "mask_tokens": ["text", "pair", "top_k", "chosen", "layer", "head", "hide", "word", "pair_filter", "scale"],
+    "neuron_view": ["layer", "head", "token"],
+    "patching": ["text", "donor", "correct", "wrong"],
+    "pick_head": ["value"],
+    "position_controls": ["text", "pair", "picked", "shift"],
+    "position_embeddings": ["n"],
+    "positions_lesson": ["twins", "text", "layer", "head"],
+    "qk_space": ["layer", "head", "which", "color_by", "method"],
+    "score_heads": ["treebank", "upload", "use_loaded", "compare", "score_source"],
+    "score_parts": ["layer", "head"],
+    "search_tokens": ["position", "layer", "head", "kind", "heads"],
+    "select_tab": ["layer", "head", "hide", "word", "pair_filter", "source", "scale"],
+    "select_work_tab": ["layer", "head", "hide", "word", "pair_filter", "source", "scale"],
+    "structural_probe": ["treebank", "upload", "use_loaded"],
+    "sync_view": ["layer", "head", "hide", "word", "pair_filter", "source", "tab", "scale"],
+    "syntax_arcs": ["index", "layer", "head", "text"],
+    "syntax_direction": ["relation", "direction"],
+    "syntax_relation": ["relation", "direction"],
+    "syntax_sentence": ["index", "layer", "head", "text"],
+    "word_level": ["layer", "head", "hide", "word", "pair_filter", "source", "scale"],
+}
+
+
+def test_every_endpoint_keeps_its_parameter_names_in_order(tiny_lab):
+    from bertviz_lab.app import build_demo
+
+    endpoints = build_demo(tiny_lab).get_api_info()["named_endpoints"]
+    got = {name.lstrip("/"): [p["parameter_name"] for p in e["parameters"]] for name, e in endpoints.items()}
+    expected = {**API_PARAMETERS}
+    if "positions_lesson" not in got:  # without shipped twins (a checkout without assets/twins) the tab is absent
+        expected.pop("positions_lesson")
+    assert got == expected
+
+
+def test_every_event_names_a_handler_its_controller_has_with_one_parameter_per_input(tiny_lab):
+    """The event table and the controllers agree: each "controller.method" exists, and takes exactly the event's
+    inputs (plus what Gradio injects: progress, the event data)."""
     import inspect
 
-    import gradio as gr
+    from bertviz_lab.app import build_demo
+    from bertviz_lab.app.events import EVENTS, method_of
 
-    from bertviz_lab.app.forms import InterventionChoice, RunInput, event_function
-
-    seen = {}
-
-    def handler(run: RunInput, choice: InterventionChoice, picked: list, session, progress=gr.Progress()):
-        seen.update(run=run, choice=choice, picked=picked, session=session)
-        return "done"
-
-    inputs = ("text", "pair", "top_k", "intervention_kind", "picker", "intervention_heads", "intervention_shift",
-              "intervention_seed", "session", "intervention_sinks", "intervention_unit", "intervention_ablation")
-    fn = event_function(handler, inputs)
-    parameters = inspect.signature(fn).parameters
-    assert list(parameters) == ["text", "pair", "top_k", "kind", "picked", "heads", "shift", "seed", "session", "sinks",
-                                "unit", "ablation", "progress"]
-    assert parameters["session"].default is inspect.Parameter.empty and parameters["sinks"].default == "symmetric"
-    assert isinstance(parameters["progress"].default, gr.Progress)  # Gradio still injects it
-    assert fn("a cat", "", 3, "shift-positions", [1], "1-1", 7, 2, "S", "strict") == "done"
-    assert seen == {"run": RunInput("a cat", "", 3), "choice": InterventionChoice("shift-positions", "1-1", 7, 2, "strict"),
-                    "picked": [1], "session": "S"}
-    with pytest.raises(TypeError, match="no parameter left for the input 'extra'"):
-        event_function(handler, inputs + ("extra", "more"))
+    controllers = build_demo(tiny_lab).bvl_controllers
+    for event in EVENTS:
+        owner, name = method_of(controllers, event.handler)
+        parameters = [p for p in inspect.signature(getattr(owner, name)).parameters.values()
+                      if p.name not in ("progress", "evt")]
+        assert len(parameters) == len(event.inputs), (event.api_name, [p.name for p in parameters], event.inputs)
 
 
 def test_a_run_sends_control_properties_only_when_they_change(tiny_lab):
@@ -424,36 +477,36 @@ def test_a_run_sends_control_properties_only_when_they_change(tiny_lab):
     from bertviz_lab.app.forms import RunInput
     from bertviz_lab.app.state import Session
 
-    handlers = build_demo(tiny_lab).bvl_handlers
-    ui = handlers.ui
+    handlers = build_demo(tiny_lab).bvl_controllers
+    ui = handlers.page.ui
     session = Session(model=tiny_lab.checkpoint_id, device="cpu")
-    first = handlers.analyze(RunInput("the cat sat"), session)
+    first = handlers.run.analyze(RunInput("the cat sat"), session)
     assert [label for label, _ in first[ui.picker]["choices"]] == ["1 the", "2 cat", "3 sat"]
     assert first[ui.layer] == {"__type__": "update", "maximum": tiny_lab.n_layers, "value": 1}
     assert first[ui.views_box] == {"__type__": "update", "elem_classes": []}
-    again = handlers.analyze(RunInput("the cat sat"), session)  # the same tokens and model: plain values
+    again = handlers.run.analyze(RunInput("the cat sat"), session)  # the same tokens and model: plain values
     assert again[ui.picker] == [] and again[ui.search_token] is None and again[ui.layer] == again[ui.head] == 1
     assert ui.views_box not in again
-    other = handlers.analyze(RunInput("a dog ran"), session)  # new tokens: new choices, the same maxima
+    other = handlers.run.analyze(RunInput("a dog ran"), session)  # new tokens: new choices, the same maxima
     assert [label for label, _ in other[ui.picker]["choices"]] == ["1 a", "2 dog", "3 ran"]
     assert other[ui.search_token]["choices"] == other[ui.picker]["choices"] and other[ui.layer] == 1
-    refused = handlers.analyze(RunInput("   "), session)
+    refused = handlers.run.analyze(RunInput("   "), session)
     assert refused[ui.views_box] == {"__type__": "update", "elem_classes": ["bvl-stale"]}
-    assert handlers.analyze(RunInput("a dog ran"), session)[ui.views_box] == {"__type__": "update", "elem_classes": []}
+    assert handlers.run.analyze(RunInput("a dog ran"), session)[ui.views_box] == {"__type__": "update", "elem_classes": []}
     # greyed, then a model switch (no analysis) and a second refusal that greys nothing: the page is still grey,
     # so the next Run that succeeds un-greys it
-    handlers.analyze(RunInput("   "), session)
-    handlers.switch_model(tiny_lab.checkpoint_id, "cpu", session, progress=lambda *a, **k: None)
-    assert ui.views_box not in handlers.analyze(RunInput("   "), session)
-    back = handlers.analyze(RunInput("a dog ran"), session)
+    handlers.run.analyze(RunInput("   "), session)
+    handlers.run.switch_model(tiny_lab.checkpoint_id, "cpu", session, progress=lambda *a, **k: None)
+    assert ui.views_box not in handlers.run.analyze(RunInput("   "), session)
+    back = handlers.run.analyze(RunInput("a dog ran"), session)
     assert back[ui.views_box] == {"__type__": "update", "elem_classes": []} and "choices" in back[ui.picker]
     # a refusal by the gate may come after a handler noted controls as sent (e.g. the lens pass over the budget):
     # the session forgets them, so the next Run sends every property again
     demo = build_demo(tiny_lab)
     gate, session = demo.bvl_gate, Session(model=tiny_lab.checkpoint_id, device="cpu")
-    handlers.analyze(RunInput("a dog ran"), session)
+    handlers.run.analyze(RunInput("a dog ran"), session)
     gate.refused((session,), {}, ("message", "views_box"), "over the budget")
-    again = handlers.analyze(RunInput("a dog ran"), session)
+    again = handlers.run.analyze(RunInput("a dog ran"), session)
     assert again[ui.layer]["maximum"] == tiny_lab.n_layers and again[ui.views_box]["elem_classes"] == []
 
 
@@ -464,11 +517,11 @@ def test_only_the_page_opening_knows_the_views_drawn_on_request_are_empty(tiny_l
     from bertviz_lab.app.forms import RunInput
     from bertviz_lab.app.state import Session
 
-    handlers = build_demo(tiny_lab).bvl_handlers
-    ui = handlers.ui
-    first = handlers.analyze(RunInput("the cat sat"), Session(model=tiny_lab.checkpoint_id, device="cpu"))
+    handlers = build_demo(tiny_lab).bvl_controllers
+    ui = handlers.page.ui
+    first = handlers.run.analyze(RunInput("the cat sat"), Session(model=tiny_lab.checkpoint_id, device="cpu"))
     assert first[ui.explain_plot] is None and ui.neuron_html in first
-    opened = handlers.from_url(Session(model=tiny_lab.checkpoint_id, device="cpu"), None)
+    opened = handlers.run.from_url(Session(model=tiny_lab.checkpoint_id, device="cpu"), None)
     assert ui.payload in opened and ui.explain_plot not in opened and ui.neuron_html not in opened
 
 
@@ -480,20 +533,20 @@ def test_the_open_heads_codes_travel_inside_the_reply_up_to_the_limit_then_in_a_
     import base64
 
     from bertviz_lab.app import build_demo
-    from bertviz_lab.app import handlers as handlers_module
+    from bertviz_lab.app import view_controller as controller_module
     from bertviz_lab.app.forms import RunInput
     from bertviz_lab.app.state import Session
 
-    handlers = build_demo(default_lab).bvl_handlers
-    ui = handlers.ui
+    handlers = build_demo(default_lab).bvl_controllers
+    ui = handlers.page.ui
     for words, limit, bits, inline in ((12, None, 16, True), (600, None, 8, True), (200, 64 * 1024, 16, False)):
         if limit is not None:
-            monkeypatch.setattr(handlers_module, "INLINE_HEAD_MAX", limit)
+            monkeypatch.setattr(controller_module, "INLINE_HEAD_MAX", limit)
         session = Session(model=default_lab.checkpoint_id, device="cpu")
-        p = handlers.analyze(RunInput(" ".join(["cat"] * words), top_k=1), session)[ui.payload]
+        p = handlers.run.analyze(RunInput(" ".join(["cat"] * words), top_k=1), session)[ui.payload]
         n = len(p["labels"])
         size = n * n * bits // 8  # one head's codes
-        assert p["bits"] == bits and p["head_bytes"] == size and (size <= handlers_module.INLINE_HEAD_MAX) is inline
+        assert p["bits"] == bits and p["head_bytes"] == size and (size <= controller_module.INLINE_HEAD_MAX) is inline
         if inline:
             assert "head_url" not in p
             first = np.frombuffer(base64.b64decode(p["head_codes"]), dtype="<u2" if bits == 16 else np.uint8)

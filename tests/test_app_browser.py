@@ -410,10 +410,10 @@ def test_the_open_head_is_drawn_from_its_own_codes_before_every_heads_arrive(bro
     (56 tokens: the Run's one request is every head's codes), else from a small file (4 x 56 tokens, the limit
     lowered to 64 KB as for a long-context model's input: two requests). Holding back every head's codes leaves
     the heatmap drawn (right values) and the other heads waiting; releasing them, a head switch works."""
-    from bertviz_lab.app import handlers as handlers_module
+    from bertviz_lab.app import view_controller as controller_module
 
     if requests == 2:
-        monkeypatch.setattr(handlers_module, "INLINE_HEAD_MAX", 64 * 1024)  # the app's server runs in this process
+        monkeypatch.setattr(controller_module, "INLINE_HEAD_MAX", 64 * 1024)  # the app's server runs in this process
     page = open_app(browser, default_app)
     page.wait_for_function("() => window.bvl.state.codes !== null")  # the opening example is wholly loaded
     seen, held = [], []

@@ -207,12 +207,18 @@ def test_no_two_modules_share_a_name():
 def test_the_command_line_is_small_modules_and_few_functions_take_many_parameters():
     """Each cli/ module stays under 300 lines, and at most 15 functions take more than 6 parameters
     (four of them keep signatures others define: BertViz's head_view, model_view and neuron_view.show,
-    and BertLab.forward's Hugging Face arguments)."""
+    and BertLab.forward's Hugging Face arguments). The page's event handlers are not counted: their parameters
+    are the public API's, one per control in the event's order (pinned by test_app_api), and each only builds
+    the typed forms the work behind it takes."""
+    from bertviz_lab.app.events import EVENTS
+
+    handlers = {event.handler.split(".")[1] for event in EVENTS}
     cli = sorted((PACKAGE / "cli").glob("*.py"))
     assert cli and [p.name for p in cli if len(p.read_text(encoding="utf-8").splitlines()) > 300] == []
     many = [f"{p.relative_to(ROOT)}:{n.lineno} {n.name}" for p in modules()
             for n in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
             if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and not (p.name.endswith("_controller.py") and n.name in handlers)
             and len([a for a in n.args.posonlyargs + n.args.args + n.args.kwonlyargs if a.arg not in ("self", "cls")])
             + bool(n.args.vararg) + bool(n.args.kwarg) > 6]
     assert len(many) <= 15, many

@@ -55,7 +55,7 @@ def test_a_runs_reply_equals_gradios_and_rebuilds_no_skipped_output(tiny_lab, co
     demo = build_demo(tiny_lab)
     assert isinstance(demo, LabBlocks)
     block_fn = next(fn for fn in demo.fns.values() if fn.api_name == "analyze")
-    ui = demo.bvl_handlers.ui
+    ui = demo.bvl_controllers.page.ui
     ours, gradios = SessionState(demo), SessionState(demo)
 
     def handled(text):

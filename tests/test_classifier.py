@@ -235,19 +235,19 @@ def test_the_page_names_the_classifier_and_its_predicted_class(classifiers):
     lab = load(str(folder), device="cpu")
     assert "classifier: negative, neutral, positive" in status_line(lab)
     demo = build_demo(lab)
-    handlers, ui = demo.bvl_handlers, demo.bvl_handlers.ui
-    out = handlers.analyze(RunInput("the cat sat"), Session(model=lab.checkpoint_id, device="cpu"))
+    handlers, ui = demo.bvl_controllers, demo.bvl_controllers.page.ui
+    out = handlers.run.analyze(RunInput("the cat sat"), Session(model=lab.checkpoint_id, device="cpu"))
     top = lab.analyze("the cat sat").classes[0]
     assert f"Class: {top.label} (P = {top.probability:.2f})." in out[ui.message]
     assert out[ui.nsp_md].startswith(f"**Predicted class:** {top.label} {top.probability:.3f}")
     session = out[ui.session]
-    drawn = handlers.draw_tab(session, "predictions")[ui.classes_plot]  # the bar beside the masked words
+    drawn = handlers.views.draw_tab(session, "predictions")[ui.classes_plot]  # the bar beside the masked words
     fig = json.loads(drawn.plot)
     [bars] = fig["data"]
     assert bars["y"] == [c.label for c in session.analysis.classes]
     assert bars["x"] == pytest.approx([c.probability for c in session.analysis.classes])
     assert fig["layout"]["title"]["text"].startswith(f"Predicted class: {top.label} (P = {top.probability:.3f})")
-    why = handlers.explain(session)  # nothing masked: "Why this word?" explains the predicted class
+    why = handlers.inspect.explain(session)  # nothing masked: "Why this word?" explains the predicted class
     assert f"the logit of class '{top.label}'" in why[ui.explain_message]
     drawn = json.loads(why[ui.explain_plot].plot)
     assert drawn["layout"]["title"]["text"].startswith(f"Why class '{top.label}' (P = {top.probability:.3f})")

@@ -178,14 +178,28 @@ def test_rankings_are_spelled_from_the_source_registry():
     assert "decompx" in RANKINGS and "value-zeroing (rollout)" in RANKINGS and "GlobEnc" not in RANKINGS
 
 
-def test_old_ranking_spellings_and_keywords_still_work_for_one_release(sharp_lab):
+def test_ranking_spellings_are_read_and_settings_are_one_typed_value(sharp_lab):
+    """Names are read however a person spells them; the settings travel as one FaithfulnessSettings (the keywords
+    of the signature before issue 42 are gone with their release)."""
     assert check_rankings(["ALTI", "GlobEnc", "value zeroing rollout"]) == (
         "value-zeroing (rollout)", "globenc", "alti", "random")
-    with pytest.warns(DeprecationWarning):
-        result = faithfulness(sharp_lab, LINES, max_sentences=1, k_max=2, sources=["rollout"])
-    assert result.rankings == ("rollout", "random") and result.sources == result.rankings
-    again = faithfulness(sharp_lab, LINES, FaithfulnessSettings(k_max=2, max_sentences=1, rankings=("rollout",)))
-    np.testing.assert_allclose(again.drops, result.drops)
+    with pytest.raises(TypeError):
+        faithfulness(sharp_lab, LINES, max_sentences=1, k_max=2, sources=["rollout"])
+    result = faithfulness(sharp_lab, LINES, FaithfulnessSettings(k_max=2, max_sentences=1, rankings=("rollout",)))
+    assert result.rankings == ("rollout", "random") and result.drops.shape == (1, 2, 3)
+
+
+def test_the_task_names_its_lines_and_gives_the_command_lines_record(sharp_lab, tmp_path):
+    from bertviz_lab.tasks.faithfulness_check import SHIPPED_LINES, FaithfulnessRequest, faithfulness_check
+
+    lines = tmp_path / "lines.txt"
+    lines.write_text("\n".join(LINES))
+    settings = FaithfulnessSettings(k_max=2, max_sentences=2, rankings=("rollout",))
+    record = faithfulness_check(FaithfulnessRequest(str(lines), settings, resamples=50), sharp_lab).to_json()
+    direct = faithfulness(sharp_lab, LINES, settings).to_json(resamples=50)
+    assert record["text_file"] == str(lines) and record["k"] == 2
+    assert record["rankings"] == direct["rankings"] and record["conclusion"] == direct["conclusion"]
+    assert FaithfulnessRequest().lines() and str(SHIPPED_LINES).endswith("heldout.txt")
 
 
 def test_chosen_rankings_keep_the_control_and_refuse_unknown_names():

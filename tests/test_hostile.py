@@ -85,7 +85,7 @@ def test_cli_answers_one_line_never_a_traceback(case, tmp_path, tiny_folder):
 
 
 def test_export_folders_and_payload_files_are_deleted_when_old_or_too_many():
-    from bertviz_lab.app.state import TempFolder
+    from bertviz_lab.app.temp_folders import TempFolder
 
     exports = TempFolder("test-exports-", max_age=0)
     first = exports.new()

@@ -335,9 +335,9 @@ def test_the_inspector_draws_the_rotary_bands_and_sources_refuse_on_the_page(lab
     from bertviz_lab.interventions import rotary_bands
 
     demo = build_demo(lab)
-    handlers, ui = demo.bvl_handlers, demo.bvl_handlers.ui
-    session = handlers.analyze(RunInput("the cat sat on the mat"), Session(model=lab.checkpoint_id, device="cpu"))[ui.session]
-    out = handlers.run_positions(20, session)
+    handlers, ui = demo.bvl_controllers, demo.bvl_controllers.page.ui
+    session = handlers.run.analyze(RunInput("the cat sat on the mat"), Session(model=lab.checkpoint_id, device="cpu"))[ui.session]
+    out = handlers.interventions.run_positions(20, session)
     assert "Rotary positions (no position table)" in out[ui.positions_message]
     fig = json.loads(out[ui.positions_plot].plot)
     bands = rotary_bands(lab)

@@ -118,24 +118,24 @@ def test_cli_index_and_search(tiny_folder, tmp_path, default_lab):
 def test_the_app_searches_from_a_token_of_the_analysis(tiny_lab):
     from bertviz_lab.app import build_demo
     from bertviz_lab.app.forms import RunInput
-    from bertviz_lab.app.search_handlers import SEARCH_HINT
+    from bertviz_lab.app.search_controller import SEARCH_HINT
     from bertviz_lab.app.state import Session
 
     demo = build_demo(tiny_lab)
-    handlers, ui = demo.bvl_handlers, demo.bvl_handlers.ui
+    handlers, ui = demo.bvl_controllers, demo.bvl_controllers.page.ui
     session = Session(model=tiny_lab.checkpoint_id, device="cpu")
-    assert "Press Run first" in handlers.search_tokens(session, 1, 1, 1)[ui.search_message]
-    handlers.analyze(RunInput("the cat sat on the mat"), session)
-    out = handlers.search_tokens(session, 2, 2, 1, "embeddings")
+    assert "Press Run first" in handlers.search.search_tokens(session, 1, 1, 1)[ui.search_message]
+    handlers.run.analyze(RunInput("the cat sat on the mat"), session)
+    out = handlers.search.search_tokens(session, 2, 2, 1, "embeddings")
     table = out[ui.search_table]
     assert len(table) == 15 and list(table["rank"]) == list(range(1, 16))
     assert table["similarity"].is_monotonic_decreasing
     assert "**cat** (position 2) after layer 2" in out[ui.search_message]
     assert tiny_lab.checkpoint_info().sha256[:12] in out[ui.search_message]  # names its weights
-    by_head = handlers.search_tokens(session, 2, 2, 1, "contexts", "the chosen head")
+    by_head = handlers.search.search_tokens(session, 2, 2, 1, "contexts", "the chosen head")
     assert "head 1 only" in by_head[ui.search_message] and by_head[ui.search_table]["similarity"].max() <= 1.0001
-    assert "not [CLS] or [SEP]" in handlers.search_tokens(session, 0, 2, 1)[ui.search_message]
-    again = handlers.analyze(RunInput("a dog ran"), session)  # a new input clears the old search
+    assert "not [CLS] or [SEP]" in handlers.search.search_tokens(session, 0, 2, 1)[ui.search_message]
+    again = handlers.run.analyze(RunInput("a dog ran"), session)  # a new input clears the old search
     assert again[ui.search_message] == SEARCH_HINT and len(again[ui.search_table]) == 0
 
 
@@ -148,3 +148,24 @@ def test_search_in_the_browser(browser, tiny_app):
     assert page.locator("#search-table").is_visible()
     assert "[" in page.locator("#search-table").inner_text()  # each neighbour shown in its sentence
     page.close()
+
+
+def test_the_search_task_checks_the_query_token_once_for_every_door(tiny_lab, sample_index):
+    """A position past the input, a special token, or neither token nor position is one sentence (the command
+    line used to fail with an IndexError past the input); a good query finds itself first, as nearest does."""
+    from bertviz_lab.lab import InputError
+    from bertviz_lab.tasks.search import SearchRequest, search
+
+    sentences, index = sample_index
+    text = " ".join(sentences[3].words)
+    n = len(tiny_lab.encode(text).tokens)
+    with pytest.raises(InputError, match=f"the token must be a whole number from 0 to {n - 1} \\(got 99\\)"):
+        search(SearchRequest(text, position=99), tiny_lab, index)
+    with pytest.raises(InputError, match="choose a word piece, not \\[CLS\\] or \\[SEP\\]"):
+        search(SearchRequest(text, position=0), tiny_lab, index)
+    with pytest.raises(InputError, match="name the token to search for, or its position"):
+        search(SearchRequest(text), tiny_lab, index)
+    record = search(SearchRequest(text, position=2, layer=2, k=3), tiny_lab, index)
+    direct = nearest(index, query_vector(tiny_lab, text, 2, 2), 2, k=3)
+    assert [(x.sentence, x.position) for x in record.neighbours] == [(x.sentence, x.position) for x in direct]
+    assert record.to_json()["token"] == tiny_lab.encode(text).tokens[2] and record.layer == 2

@@ -63,12 +63,12 @@ def test_the_app_shows_the_neuron_view_in_a_frame_of_its_own(tiny_lab):
     from bertviz_lab.app.state import Session
 
     demo = build_demo(tiny_lab)
-    handlers = demo.bvl_handlers
+    handlers = demo.bvl_controllers
     session = Session(model=tiny_lab.checkpoint_id, device="cpu")
-    before = handlers.neuron_view(session, 1, 1)
+    before = handlers.inspect.neuron_view(session, 1, 1)
     assert "press Run first" in next(iter(before.values()))
-    handlers.analyze(RunInput(TEXT), session, ViewControls())
-    frame = next(iter(handlers.neuron_view(session, 2, 1).values()))
+    handlers.run.analyze(RunInput(TEXT), session, ViewControls())
+    frame = next(iter(handlers.inspect.neuron_view(session, 2, 1).values()))
     assert frame.startswith("<iframe") and 'sandbox="allow-scripts allow-downloads"' in frame  # no same-origin
     assert re.search(r"&quot;layer&quot;: 1, &quot;head&quot;: 0", frame)
 
@@ -81,15 +81,15 @@ def test_a_new_run_or_a_refused_one_never_leaves_views_that_do_not_match(tiny_la
     from bertviz_lab.app.tabs import EXPLAIN_HINT
 
     demo = build_demo(tiny_lab, limits=Limits(max_tokens=12))
-    handlers, ui = demo.bvl_handlers, demo.bvl_handlers.ui
+    handlers, ui = demo.bvl_controllers, demo.bvl_controllers.page.ui
     session = Session(model=tiny_lab.checkpoint_id, device="cpu")
-    handlers.analyze(RunInput(TEXT), session)
-    assert handlers.neuron_view(session, 1, 1)[ui.neuron_html].startswith("<iframe")
-    again = handlers.analyze(RunInput("the dog ran"), session)
+    handlers.run.analyze(RunInput(TEXT), session)
+    assert handlers.inspect.neuron_view(session, 1, 1)[ui.neuron_html].startswith("<iframe")
+    again = handlers.run.analyze(RunInput("the dog ran"), session)
     assert again[ui.neuron_html] == "" and again[ui.explain_message] == EXPLAIN_HINT and len(again[ui.explain_table]) == 0
     from bertviz_lab.app.events import RUN_OUTPUTS
 
-    run = demo.bvl_gate.wrap(handlers.analyze, RUN_OUTPUTS)  # as the page's Run goes: through the budget
+    run = demo.bvl_gate.wrap(handlers.run.analyze, RUN_OUTPUTS)  # as the page's Run goes: through the budget
     refused = run(RunInput("the cat " * 20), session)
     assert "still show the previous input (5 tokens)" in refused[ui.message] and ui.payload not in refused
 

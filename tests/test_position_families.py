@@ -416,9 +416,9 @@ def test_the_single_head_view_shows_mpnets_score_parts_and_they_make_its_attenti
     np.testing.assert_allclose(torch.softmax(torch.tensor(plain.parts[0]), -1).numpy(), plain.attention, atol=1e-6)
 
     demo = build_demo(lab)
-    handlers, ui = demo.bvl_handlers, demo.bvl_handlers.ui
-    session = handlers.analyze(RunInput("the cat sat on the mat"), Session(model=lab.checkpoint_id, device="cpu"))[ui.session]
-    out = handlers.score_parts(session, 2, 3)
+    handlers, ui = demo.bvl_controllers, demo.bvl_controllers.page.ui
+    session = handlers.run.analyze(RunInput("the cat sat on the mat"), Session(model=lab.checkpoint_id, device="cpu"))[ui.session]
+    out = handlers.qk.score_parts(session, 2, 3)
     assert out[ui.parts_message].startswith("Head 2-3: its scores are content: q·k/√d + relative-position bias")
     fig = json.loads(out[ui.parts_plot].plot)
     assert [t["hovertemplate"].split("<br>")[0] for t in fig["data"]] == [

@@ -170,8 +170,8 @@ def test_the_page_inspector_shows_mpnets_relative_bias_and_berts_sinusoids(mpnet
     table = relative_bias_table(lab)
     for model, said in ((lab, "relative-position bias every layer adds"), (tiny_lab, "learned ones beside sinusoidal")):
         demo = build_demo(model)
-        handlers, ui = demo.bvl_handlers, demo.bvl_handlers.ui
-        out = handlers.run_positions(8, Session(model=model.checkpoint_id, device="cpu"))
+        handlers, ui = demo.bvl_controllers, demo.bvl_controllers.page.ui
+        out = handlers.interventions.run_positions(8, Session(model=model.checkpoint_id, device="cpu"))
         assert said in out[ui.positions_message]
         drawn = json.loads(out[ui.positions_plot].plot)
         if model is lab:  # the relative-bias panel: the table's values, as the figure function draws them

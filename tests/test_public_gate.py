@@ -179,7 +179,7 @@ def test_set_handlers_check_their_size_also_when_called_directly(tiny_lab):
 
     demo = build_demo(tiny_lab, limits=public_limits())
     with pytest.raises(Exception, match=f"up to {CAP_SENTENCES} sentences per request \\(got 21\\)"):
-        demo.bvl_handlers.set_size(21)
+        demo.bvl_controllers.sets.set_size(21)
 
 
 def test_a_request_past_its_time_is_stopped_with_a_sentence(tiny_lab):
@@ -188,10 +188,10 @@ def test_a_request_past_its_time_is_stopped_with_a_sentence(tiny_lab):
     from bertviz_lab.app.state import Session
 
     demo = build_demo(tiny_lab, limits=public_limits(seconds=0))
-    handlers = demo.bvl_handlers
+    handlers = demo.bvl_controllers
     gated = next(f.fn for f in demo.fns.values() if f.api_name == "directional_set")
     out = gated(5, "symmetric", Session(), "heldout", None, progress=lambda *a, **k: None)
-    assert "stopped after 0 s" in out[handlers.ui.direction_set_message]
+    assert "stopped after 0 s" in out[handlers.page.ui.direction_set_message]
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
@@ -237,11 +237,11 @@ def test_pick_head_and_select_tab_check_what_the_api_sends(tiny_lab):
     from bertviz_lab.app.state import Session
 
     demo = build_demo(tiny_lab)
-    handlers, ui = demo.bvl_handlers, demo.bvl_handlers.ui
+    handlers, ui = demo.bvl_controllers, demo.bvl_controllers.page.ui
     session = Session(model=tiny_lab.checkpoint_id)
-    assert set(handlers.pick("100000,-4,1", session)) == {ui.layer}  # skipped: no such head
-    assert set(handlers.pick("x", session)) == {ui.layer}
-    out = handlers.pick("1,2,1", session)
+    assert set(handlers.views.pick("100000,-4,1", session)) == {ui.layer}  # skipped: no such head
+    assert set(handlers.views.pick("x", session)) == {ui.layer}
+    out = handlers.views.pick("1,2,1", session)
     assert out[ui.layer] == 2 and out[ui.head] == 3
     url = launch(demo)
     try:
@@ -254,7 +254,7 @@ def test_pick_head_and_select_tab_check_what_the_api_sends(tiny_lab):
 
 # ---- disk --------------------------------------------------------------------------------------------
 def test_temp_folder_keeps_each_owner_and_the_server_within_budget(tmp_path):
-    from bertviz_lab.app.state import MARKER, TempFolder
+    from bertviz_lab.app.temp_folders import MARKER, TempFolder
 
     folder = TempFolder("test-budget-", max_age=3600, max_bytes=250, per_owner=2)
     a = [folder.write(b"a" * 100, ".bin", "alice") for _ in range(3)]
@@ -273,7 +273,7 @@ def test_exports_stay_bounded_and_are_never_copied(tiny_lab):
     limits = public_limits()
     demo = build_demo(tiny_lab, limits=limits)
     url = launch(demo, limits)
-    handlers = demo.bvl_handlers
+    handlers = demo.bvl_controllers
     gradio_cache = Path(os.environ["GRADIO_TEMP_DIR"])
     try:
         client = gradio_client.Client(url, verbose=False)
@@ -282,7 +282,7 @@ def test_exports_stay_bounded_and_are_never_copied(tiny_lab):
             out = call(client, "export_npz" if i % 3 else "export_csv")
             assert out["message"].startswith("Exported")
             assert Path(out["export_file"]).stat().st_size > 0  # downloaded by the client as the page does
-        assert len(handlers.exports.entries()) == limits.files_per_session
+        assert len(handlers.page.exports.entries()) == limits.files_per_session
         assert not [p for p in gradio_cache.rglob("*") if p.suffix in (".npz", ".csv")]  # Gradio copied none
     finally:
         demo.close()
@@ -294,16 +294,16 @@ def test_a_full_disk_answers_one_sentence_and_run_recovers(tiny_lab, monkeypatch
     from bertviz_lab.app.state import Session
 
     demo = build_demo(tiny_lab)
-    handlers, ui = demo.bvl_handlers, demo.bvl_handlers.ui
+    handlers, ui = demo.bvl_controllers, demo.bvl_controllers.page.ui
     run = next(f.fn for f in demo.fns.values() if f.api_name == "analyze")
     export = next(f.fn for f in demo.fns.values() if f.api_name == "export_npz")
     session = Session(model=tiny_lab.checkpoint_id)
 
     def full(*_args, **_kwargs):
-        raise OSError(errno.ENOSPC, "No space left on device", str(handlers.payloads.root / "x.bin"))
+        raise OSError(errno.ENOSPC, "No space left on device", str(handlers.page.payloads.root / "x.bin"))
 
     with monkeypatch.context() as patch:
-        patch.setattr(handlers.payloads, "write", full)
+        patch.setattr(handlers.page.payloads, "write", full)
         out = run("the cat sat", "", 5, session)
         assert out[ui.message] == f"⚠️ {DISK_FULL}" and "/tmp" not in out[ui.message]
         assert out[ui.views_box] == {"__type__": "update", "elem_classes": ["bvl-stale"]}  # the views are greyed
@@ -312,7 +312,7 @@ def test_a_full_disk_answers_one_sentence_and_run_recovers(tiny_lab, monkeypatch
     with monkeypatch.context() as patch:
         patch.setattr(np, "savez_compressed", full)
         assert export(session) == {ui.message: f"⚠️ {DISK_FULL}"}
-    assert not [p for p in handlers.exports.root.rglob("*") if p.is_file() and p.suffix != ""]
+    assert not [p for p in handlers.page.exports.root.rglob("*") if p.is_file() and p.suffix != ""]
 
 
 def test_payloads_are_fetched_by_name_without_server_paths(public_app):
@@ -328,7 +328,7 @@ def test_payloads_are_fetched_by_name_without_server_paths(public_app):
 
 
 def test_stale_folders_of_dead_servers_are_removed_and_only_those(tmp_path):
-    from bertviz_lab.app.state import MARKER, process_started, remove_stale_folders
+    from bertviz_lab.app.temp_folders import MARKER, process_started, remove_stale_folders
 
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()

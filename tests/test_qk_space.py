@@ -102,27 +102,27 @@ def test_the_app_draws_the_qk_space_and_head_similarity(tiny_lab):
 
     from bertviz_lab.app import build_demo
     from bertviz_lab.app.forms import RunInput
-    from bertviz_lab.app.qk_handlers import QK_HINT
+    from bertviz_lab.app.qk_controller import QK_HINT
     from bertviz_lab.app.state import Session
 
     demo = build_demo(tiny_lab)
-    handlers, ui = demo.bvl_handlers, demo.bvl_handlers.ui
+    handlers, ui = demo.bvl_controllers, demo.bvl_controllers.page.ui
     session = Session(model=tiny_lab.checkpoint_id, device="cpu")
-    assert "press Run first" in handlers.qk_space(session, 1, 1)[ui.qk_message]
-    handlers.analyze(RunInput("the big cat sat on the mat"), session)
-    out = handlers.qk_space(session, 2, 1, "input", "value_norm")
+    assert "press Run first" in handlers.qk.qk_space(session, 1, 1)[ui.qk_message]
+    handlers.run.analyze(RunInput("the big cat sat on the mat"), session)
+    out = handlers.qk.qk_space(session, 2, 1, "input", "value_norm")
     fig = json.loads(out[ui.qk_plot]["plot"] if isinstance(out[ui.qk_plot], dict) else out[ui.qk_plot].plot)
     queries, keys = fig["data"]
     n = len(tiny_lab.encode("the big cat sat on the mat").ids)
     assert len(queries["x"]) == len(keys["x"]) == n and "value-vector norm" in fig["layout"]["title"]["text"]
-    by_pos = handlers.qk_space(session, 2, 1, "sample", "upos")
+    by_pos = handlers.qk.qk_space(session, 2, 1, "sample", "upos")
     legend = {t["name"] for t in json.loads(by_pos[ui.qk_plot].plot)["data"]}
     assert {"queries: NOUN", "keys: VERB", "queries: special"} <= legend  # one entry per part of speech
-    assert "part of speech comes from a treebank" in handlers.qk_space(session, 2, 1, "input", "upos")[ui.qk_message]
-    sim = json.loads(handlers.qk_similarity(session, "sample")[ui.qk_sim_plot].plot)["data"][0]
+    assert "part of speech comes from a treebank" in handlers.qk.qk_space(session, 2, 1, "input", "upos")[ui.qk_message]
+    sim = json.loads(handlers.qk.qk_similarity(session, "sample")[ui.qk_sim_plot].plot)["data"][0]
     heads = tiny_lab.n_layers * tiny_lab.n_heads
     assert len(sim["z"]) == heads and sim["customdata"][0][heads - 1] == [tiny_lab.n_layers - 1, tiny_lab.n_heads - 1]
-    assert handlers.analyze(RunInput("a dog"), session)[ui.qk_message] == QK_HINT  # a new input clears them
+    assert handlers.run.analyze(RunInput("a dog"), session)[ui.qk_message] == QK_HINT  # a new input clears them
 
 
 def test_clicking_the_head_similarity_opens_that_head(browser, tiny_app, tiny_lab):

@@ -153,31 +153,31 @@ def sharp_handlers(sharp_lab):
     from bertviz_lab.app import build_demo
 
     demo = build_demo(sharp_lab)
-    yield demo.bvl_handlers
+    yield demo.bvl_controllers
     demo.close()
 
 
 def test_a_run_landing_during_why_this_word_leaves_the_answer_titled_with_its_own_input(sharp_handlers, monkeypatch):
-    from bertviz_lab.app import handlers as handlers_module
+    from bertviz_lab.app import inspect_controller as controller_module
     from bertviz_lab.app.forms import RunInput
     from bertviz_lab.app.state import Session
 
     h, session = sharp_handlers, Session()
-    h.analyze(RunInput(SENTENCES[0]), session)
+    h.run.analyze(RunInput(SENTENCES[0]), session)
     asked = session.analysis
-    real_explain = handlers_module.explain_analysis
+    real_explain = controller_module.explain_analysis
 
     def explain_while_a_run_lands(lab, analysis, *args, **kwargs):
         result = real_explain(lab, analysis, *args, **kwargs)
-        h.analyze(RunInput("a completely different [MASK] sentence with more words in it"), session)
+        h.run.analyze(RunInput("a completely different [MASK] sentence with more words in it"), session)
         return result
 
-    monkeypatch.setattr(handlers_module, "explain_analysis", explain_while_a_run_lands)
-    out = h.explain(session)
-    figure = out[h.ui.explain_plot].plot
+    monkeypatch.setattr(controller_module, "explain_analysis", explain_while_a_run_lands)
+    out = h.inspect.explain(session)
+    figure = out[h.page.ui.explain_plot].plot
     assert session.analysis is not asked  # the Run did land
-    assert "before your last Run" in out[h.ui.explain_message]
-    assert f"{len(asked.tokens)} tokens" in out[h.ui.explain_message]
+    assert "before your last Run" in out[h.page.ui.explain_message]
+    assert f"{len(asked.tokens)} tokens" in out[h.page.ui.explain_message]
     drawn = __import__("json").loads(figure)
     shown = [str(t) for t in drawn["data"][0]["y"]] + [str(t) for t in drawn["data"][0].get("x", [])]
     assert "sentence" not in " ".join(shown)  # no token of the new input in the drawn answer
@@ -191,14 +191,14 @@ def test_a_model_switch_landing_mid_request_is_one_sentence_not_another_models_a
     from bertviz_lab.app.state import Session
 
     h, session = sharp_handlers, Session()
-    h.analyze(RunInput(SENTENCES[0]), session)
-    monkeypatch.setattr(h.cache, "allowed", [*h.cache.allowed, "tiny"])
-    monkeypatch.setitem(h.cache._labs, ("tiny", session.device), tiny_lab)  # the switch's model, loaded
+    h.run.analyze(RunInput(SENTENCES[0]), session)
+    monkeypatch.setattr(h.page.cache, "allowed", [*h.page.cache.allowed, "tiny"])
+    monkeypatch.setitem(h.page.cache._labs, ("tiny", session.device), tiny_lab)  # the switch's model, loaded
     session.model = "tiny"
     said = "⚠️ the model was switched while this ran; press Run with the new model, then ask again"
-    assert h.explain(session) == {h.ui.explain_message: said}
-    assert h.run_directional("", "", [], session) == {h.ui.direction_message: said}
-    assert h.score_parts(session, 1, 1) == {h.ui.parts_message: said}
+    assert h.inspect.explain(session) == {h.page.ui.explain_message: said}
+    assert h.interventions.run_directional("", "", [], session) == {h.page.ui.direction_message: said}
+    assert h.qk.score_parts(session, 1, 1) == {h.page.ui.parts_message: said}
 
 
 def test_a_slow_model_load_holds_up_only_the_requests_for_that_model(sharp_lab, monkeypatch):

@@ -192,7 +192,7 @@ def test_the_twins_are_among_the_shipped_models_the_page_lists(exported, monkeyp
 
 
 def test_the_page_lists_only_the_interventions_of_a_twins_scheme(exported, monkeypatch):
-    from bertviz_lab.app.tabs import intervention_choices
+    from bertviz_lab.app.interventions_tab import intervention_choices
 
     monkeypatch.setenv("BERTVIZ_LAB_TWINS", str(exported))
     listed = {scheme: {kind for _, kind in intervention_choices(load(f"twin-{scheme}", device="cpu"))}

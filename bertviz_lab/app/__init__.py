@@ -1,5 +1,5 @@
-"""The Gradio app: one builder per tab (``tabs``), handlers returning ``{component: value}``
-(``handlers``), the event table (``events``), per-session state and the shared model cache
+"""The Gradio app: one builder per tab (``tabs``), one controller per tab whose handlers return
+``{component: value}`` (``controllers``), the event table (``events``), per-session state and the shared model cache
 (``state``), and the static JS that adds SVG export and click-to-open thumbnails."""
 from __future__ import annotations
 
@@ -17,13 +17,15 @@ from ..bert.loading.checkpoints import shipped_checkpoints
 from ..bert.loading.twin_checkpoints import twin_names
 from ..lab import Lab, load
 from ..resources import STATIC
-from . import positions_tab, tabs
+from . import interventions_tab, positions_tab, syntax_tab, tabs
 from .agent_tools import AgentTools, only_agent_tools, register
 from .blocks import LabBlocks
+from .controllers import build_controllers
 from .events import RUN_PROGRESS, URL_OUTPUTS, handler_of, progress_targets, wire
 from .gate import Gate
-from .handlers import Handlers, codes_route
-from .state import LabCache, Limits, gradio_cache_folder, remove_stale_folders
+from .state import LabCache, Limits
+from .temp_folders import gradio_cache_folder, remove_stale_folders
+from .view_controller import codes_route
 
 CSS = """
 #header {align-items: center}
@@ -92,27 +94,27 @@ def build_demo(lab: Lab | None = None, allowed_models: list[str] | None = None, 
                 with gr.Tabs(selected="single", **WRAP_TABS) as ui.tabs:
                     tabs.build_view_tabs(ui)
         with gr.Tabs(selected="interventions", elem_id="work-tabs") as ui.work_tabs:  # longer work, full width
-            tabs.build_interventions_tab(ui, lab, limits)
-            tabs.build_syntax_tab(ui)
+            interventions_tab.build_interventions_tab(ui, lab, limits)
+            syntax_tab.build_syntax_tab(ui)
             if twin_names():
                 positions_tab.build(ui)
             tabs.build_export_tab(ui)
         gr.Markdown("Figures: use the camera icon for PNG and the disk icon for SVG. "
                     "API: every action is scriptable with `gradio_client` (see the README).",
                     elem_classes=["bvl-note"])
-        handlers = Handlers(ui, cache, lab, limits)
-        gr.set_static_paths([handlers.exports.root])  # exports are downloaded from our folder (Gradio copies none)
+        controllers = build_controllers(ui, cache, lab, limits)
+        gr.set_static_paths([controllers.page.exports.root])  # exports are downloaded from our folder (Gradio copies none)
         gate = Gate(ui, limits)
-        wire(ui, handlers, gate)
+        wire(ui, controllers, gate)
         if twin_names():
             positions_tab.wire(ui, positions_tab.PositionsLesson(ui, cache, str(lab.device)), gate)
-        demo.load(handler_of(handlers, "from_url", gate, URL_OUTPUTS), [ui.session],
+        demo.load(handler_of(controllers, "run.from_url", gate, URL_OUTPUTS), [ui.session],
                   [getattr(ui, n) for n in URL_OUTPUTS], api_name="from_url",
                   show_progress=RUN_PROGRESS["show_progress"],
                   show_progress_on=[getattr(ui, n) for n in progress_targets(URL_OUTPUTS, RUN_PROGRESS)])
-        gr.api(gate.wrap(handlers.attention_api, ()), api_name="attention")
+        gr.api(gate.wrap(controllers.run.attention_api, ()), api_name="attention")
         register(AgentTools(lab, cache, limits), lambda tool, corpus: gate.wrap(tool, (), corpus=corpus))  # the MCP tools, same gate
-    demo.bvl_gate, demo.bvl_handlers = gate, handlers  # for tests and benchmarks
+    demo.bvl_gate, demo.bvl_controllers = gate, controllers  # for tests and benchmarks
     return demo
 
 
@@ -133,7 +135,7 @@ def launch_kwargs(limits: Limits = LIMITS, demo: gr.Blocks | None = None, mcp: b
               # Gradio's run history re-serialises up to 100 past calls, outputs included, into localStorage on every
               # event: ~200 ms of the page's main thread per Run at 128 tokens (benchmarks/run_breakdown.py)
               "run_history": False,
-              "app_kwargs": {"routes": [codes_route(demo.bvl_handlers.payloads)]} if demo is not None else {}}
+              "app_kwargs": {"routes": [codes_route(demo.bvl_controllers.page.payloads)]} if demo is not None else {}}
     if mcp and demo is not None:
         kwargs["mcp_server"] = True
         kwargs["app_kwargs"]["lifespan"] = only_agent_tools(demo)

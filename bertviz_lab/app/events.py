@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
-from .forms import event_function
 from .intervention_controls import CONTROLLED
 from .state import Session
 from .zerogpu import on_gpu
@@ -82,7 +81,7 @@ CLIENT_EVENTS = (
 class Event:
     trigger: str  # component name on ``ui``
     kind: str  # click, submit, input, change, or a path such as load_input_event.then
-    handler: str  # method name on Handlers
+    handler: str  # "controller.method" on the page's Controllers (app/controllers.py)
     inputs: tuple[str, ...]
     outputs: tuple[str, ...]
     api_name: str
@@ -118,85 +117,85 @@ CORPUS_SLOT = "syntax"
 # corpus-sized work, one at a time: Gradio's queue, and the gate's slot that the API and MCP doors share (gate.py)
 ONE_TREEBANK_AT_A_TIME = {"concurrency_id": CORPUS_SLOT, "concurrency_limit": 1}
 EVENTS = (
-    Event("run_btn", "click", "analyze", RUN_INPUTS, RUN_OUTPUTS, "analyze", RUN_PROGRESS),
-    Event("text", "submit", "analyze", RUN_INPUTS, RUN_OUTPUTS, "analyze_submit", RUN_PROGRESS),
-    Event("examples", "load_input_event.then", "analyze", RUN_INPUTS, RUN_OUTPUTS, "analyze_example", RUN_PROGRESS),
-    Event("mask_btn", "click", "mask", ("text", "pair", "top_k", "picker", "session", "layer", "head", "hide", "word",
+    Event("run_btn", "click", "run.run", RUN_INPUTS, RUN_OUTPUTS, "analyze", RUN_PROGRESS),
+    Event("text", "submit", "run.run", RUN_INPUTS, RUN_OUTPUTS, "analyze_submit", RUN_PROGRESS),
+    Event("examples", "load_input_event.then", "run.run", RUN_INPUTS, RUN_OUTPUTS, "analyze_example", RUN_PROGRESS),
+    Event("mask_btn", "click", "run.mask", ("text", "pair", "top_k", "picker", "session", "layer", "head", "hide", "word",
                                         "pair_filter", "scale"), RUN_OUTPUTS, "mask_tokens", RUN_PROGRESS),
-    Event("sync_btn", "click", "sync_view", CONTROLS + ("view_tab", "scale"), TAB_OUTPUTS, "sync_view", FAST),
-    Event("tabs", "select", "select_tab", CONTROLS + ("scale",), TAB_OUTPUTS, "select_tab"),
-    Event("work_tabs", "select", "select_tab", CONTROLS + ("scale",), TAB_OUTPUTS, "select_work_tab"),
-    Event("hide", "input", "toggles", CONTROLS + ("scale",), TOGGLE_OUTPUTS, "hide_special"),
-    Event("word", "input", "toggles", CONTROLS + ("scale",), TOGGLE_OUTPUTS, "word_level"),
-    Event("source", "input", "toggles", CONTROLS + ("scale",), TOGGLE_OUTPUTS, "attention_source"),
+    Event("sync_btn", "click", "views.sync_view", CONTROLS + ("view_tab", "scale"), TAB_OUTPUTS, "sync_view", FAST),
+    Event("tabs", "select", "views.select_tab", CONTROLS + ("scale",), TAB_OUTPUTS, "select_tab"),
+    Event("work_tabs", "select", "views.select_tab", CONTROLS + ("scale",), TAB_OUTPUTS, "select_work_tab"),
+    Event("hide", "input", "views.toggles", CONTROLS + ("scale",), TOGGLE_OUTPUTS, "hide_special"),
+    Event("word", "input", "views.toggles", CONTROLS + ("scale",), TOGGLE_OUTPUTS, "word_level"),
+    Event("source", "input", "views.toggles", CONTROLS + ("scale",), TOGGLE_OUTPUTS, "attention_source"),
     # the page redraws the single head and head view itself (CLIENT_EVENTS); the server, its open tabs
-    Event("scale", "input", "sync_view", CONTROLS + ("view_tab", "scale"), TAB_OUTPUTS, "colour_scale", FAST),
-    Event("overview_pick", "change", "pick", ("overview_pick", "session"), ("layer", "head", "tabs", "session"),
+    Event("scale", "input", "views.sync_view", CONTROLS + ("view_tab", "scale"), TAB_OUTPUTS, "colour_scale", FAST),
+    Event("overview_pick", "change", "views.pick", ("overview_pick", "session"), ("layer", "head", "tabs", "session"),
           "pick_head", client_then=ClientEvent("", "", ("layer", "head"), SELECT_JS)),
-    Event("explain_btn", "click", "explain", ("session",), ("explain_message", "explain_plot", "explain_table"),
+    Event("explain_btn", "click", "inspect.explain", ("session",), ("explain_message", "explain_plot", "explain_table"),
           "explain"),
-    Event("neuron_btn", "click", "neuron_view", ("session", "layer", "head", "headview_token"), ("neuron_html",),
+    Event("neuron_btn", "click", "inspect.neuron_view", ("session", "layer", "head", "headview_token"), ("neuron_html",),
           "neuron_view"),
-    Event("parts_btn", "click", "score_parts", ("session", "layer", "head"), ("parts_message", "parts_plot"),
+    Event("parts_btn", "click", "qk.score_parts", ("session", "layer", "head"), ("parts_message", "parts_plot"),
           "score_parts"),
-    Event("search_btn", "click", "search_tokens", ("session", "search_token", "layer", "head", "search_kind",
+    Event("search_btn", "click", "search.search_tokens", ("session", "search_token", "layer", "head", "search_kind",
                                                    "search_heads"), ("search_message", "search_table"), "search_tokens"),
-    Event("qk_btn", "click", "qk_space", ("session", "layer", "head", "qk_set", "qk_color", "qk_method"),
+    Event("qk_btn", "click", "qk.qk_space", ("session", "layer", "head", "qk_set", "qk_color", "qk_method"),
           ("qk_message", "qk_plot"), "qk_space", ONE_TREEBANK_AT_A_TIME),
-    Event("qk_sim_btn", "click", "qk_similarity", ("session", "qk_set"), ("qk_message", "qk_sim_plot"),
+    Event("qk_sim_btn", "click", "qk.qk_similarity", ("session", "qk_set"), ("qk_message", "qk_sim_plot"),
           "head_similarity", ONE_TREEBANK_AT_A_TIME),
-    Event("load_btn", "click", "switch_model", ("model_box", "device_box", "session"), MODEL_OUTPUTS, "load_model",
+    Event("load_btn", "click", "run.switch_model", ("model_box", "device_box", "session"), MODEL_OUTPUTS, "load_model",
           {"show_progress_on": ("message", "status")}),
-    Event("csv_btn", "click", "export_csv", STATE, ("export_file", "message"), "export_csv"),
-    Event("npz_btn", "click", "export_npz", STATE, ("export_file", "message"), "export_npz"),
-    Event("intervention_kind", "change", "intervention_controls", ("intervention_kind",),
+    Event("csv_btn", "click", "inspect.export_csv", STATE, ("export_file", "message"), "export_csv"),
+    Event("npz_btn", "click", "inspect.export_npz", STATE, ("export_file", "message"), "export_npz"),
+    Event("intervention_kind", "change", "interventions.intervention_controls", ("intervention_kind",),
           ("intervention_explain",) + CONTROLLED, "intervention_controls", FAST),
-    Event("intervention_btn", "click", "run_intervention", ("text", "pair", "top_k", "intervention_kind", "picker",
+    Event("intervention_btn", "click", "interventions.run_intervention", ("text", "pair", "top_k", "intervention_kind", "picker",
                                                             "intervention_heads", "intervention_shift",
                                                             "intervention_seed", "session", "intervention_sinks",
                                                             "intervention_unit", "intervention_ablation"),
           INTERVENTION_OUTPUTS, "intervention", client_then=POINT_MESSAGE),
-    Event("positions_table_btn", "click", "run_position_controls", ("text", "pair", "picker", "intervention_shift",
+    Event("positions_table_btn", "click", "interventions.run_position_controls", ("text", "pair", "picker", "intervention_shift",
                                                                     "session"),
           ("controls_message", "controls_table"), "position_controls", client_then=point_from("controls_message")),
-    Event("direction_set_btn", "click", "run_directional_set", ("set_n", "intervention_sinks", "session",
+    Event("direction_set_btn", "click", "sets.run_directional_set", ("set_n", "intervention_sinks", "session",
                                                                 "sentence_set", "set_upload"),
           ("direction_set_message", "direction_set_table"), "directional_set", ONE_TREEBANK_AT_A_TIME),
-    Event("ablation_set_btn", "click", "run_ablation_set", ("set_n", "intervention_ablation", "session",
+    Event("ablation_set_btn", "click", "sets.run_ablation_set", ("set_n", "intervention_ablation", "session",
                                                             "sentence_set", "set_upload"),
           ("ablation_set_message", "ablation_set_plot"), "ablation_set", ONE_TREEBANK_AT_A_TIME),
-    Event("intervention_set_btn", "click", "run_intervention_set", ("intervention_kind", "intervention_heads",
+    Event("intervention_set_btn", "click", "sets.run_intervention_set", ("intervention_kind", "intervention_heads",
                                                                     "intervention_shift", "intervention_seed",
                                                                     "intervention_sinks", "intervention_unit",
                                                                     "intervention_ablation", "set_n", "session",
                                                                     "sentence_set", "set_upload"),
           ("intervention_set_message", "intervention_set_table"), "intervention_set", ONE_TREEBANK_AT_A_TIME),
-    Event("sentence_set", "change", "clear_set_results", (), SET_BOUND, "clear_set_results", FAST),
-    Event("set_upload", "change", "clear_set_results", (), SET_BOUND, "clear_set_results_upload", FAST),
-    Event("set_n", "change", "clear_set_results", (), SET_BOUND, "clear_set_results_size", FAST),
-    Event("patch_btn", "click", "run_patching", ("text", "patch_donor", "patch_correct", "patch_wrong", "session"),
+    Event("sentence_set", "change", "run.clear_set_results", (), SET_BOUND, "clear_set_results", FAST),
+    Event("set_upload", "change", "run.clear_set_results", (), SET_BOUND, "clear_set_results_upload", FAST),
+    Event("set_n", "change", "run.clear_set_results", (), SET_BOUND, "clear_set_results_size", FAST),
+    Event("patch_btn", "click", "interventions.run_patching", ("text", "patch_donor", "patch_correct", "patch_wrong", "session"),
           ("patch_message", "patch_plot"), "patching"),
-    Event("direction_btn", "click", "run_directional", ("text", "pair", "picker", "session", "intervention_sinks"),
+    Event("direction_btn", "click", "interventions.run_directional", ("text", "pair", "picker", "session", "intervention_sinks"),
           ("direction_message", "direction_table"), "directional_sweep", client_then=point_from("direction_message")),
-    Event("ablation_btn", "click", "run_ablation", ("text", "pair", "picker", "session", "intervention_ablation"),
+    Event("ablation_btn", "click", "interventions.run_ablation", ("text", "pair", "picker", "session", "intervention_ablation"),
           ("ablation_message", "ablation_plot"), "ablation_sweep", client_then=point_from("ablation_message")),
-    Event("positions_btn", "click", "run_positions", ("positions_n", "session"),
+    Event("positions_btn", "click", "interventions.run_positions", ("positions_n", "session"),
           ("positions_message", "positions_plot"), "position_embeddings"),
-    Event("faith_btn", "click", "run_faithfulness", ("faith_n", "session"), ("faith_message", "faith_table"),
+    Event("faith_btn", "click", "sets.run_faithfulness", ("faith_n", "session"), ("faith_message", "faith_table"),
           "faithfulness", ONE_TREEBANK_AT_A_TIME),
-    Event("syntax_btn", "click", "run_syntax", ("syntax_treebank", "syntax_upload", "syntax_use_loaded",
+    Event("syntax_btn", "click", "syntax.run_syntax", ("syntax_treebank", "syntax_upload", "syntax_use_loaded",
                                                 "syntax_compare", "session", "syntax_score_source"), SYNTAX_OUTPUTS,
           "score_heads", ONE_TREEBANK_AT_A_TIME),
-    Event("structure_btn", "click", "run_structure_view", ("syntax_treebank", "syntax_upload", "syntax_use_loaded",
+    Event("structure_btn", "click", "syntax.run_structure_view", ("syntax_treebank", "syntax_upload", "syntax_use_loaded",
                                                           "session"), ("structure_message", "structure_plot"),
           "structural_probe", ONE_TREEBANK_AT_A_TIME),
-    Event("syntax_relation", "input", "syntax_relation_view", ("syntax_relation", "syntax_direction", "session"),
+    Event("syntax_relation", "input", "syntax.syntax_relation_view", ("syntax_relation", "syntax_direction", "session"),
           ("syntax_plot", "syntax_diff", "syntax_message"), "syntax_relation"),
-    Event("syntax_direction", "input", "syntax_relation_view", ("syntax_relation", "syntax_direction", "session"),
+    Event("syntax_direction", "input", "syntax.syntax_relation_view", ("syntax_relation", "syntax_direction", "session"),
           ("syntax_plot", "syntax_diff", "syntax_message"), "syntax_direction"),
-    Event("syntax_sentence", "input", "syntax_arcs", ("syntax_sentence", "layer", "head", "session", "text"),
+    Event("syntax_sentence", "input", "syntax.syntax_arcs", ("syntax_sentence", "layer", "head", "session", "text"),
           ("syntax_arcs_text", "syntax_arcs"), "syntax_sentence"),
-    Event("syntax_arcs_btn", "click", "syntax_arcs", ("syntax_sentence", "layer", "head", "session", "text"),
+    Event("syntax_arcs_btn", "click", "syntax.syntax_arcs", ("syntax_sentence", "layer", "head", "session", "text"),
           ("syntax_arcs_text", "syntax_arcs"), "syntax_arcs"),
 )
 
@@ -210,13 +209,16 @@ def api_outputs(api_name: str) -> tuple[str, ...]:
 
 
 # Handlers that run the model (the others re-render cached results): these get a GPU on ZeroGPU.
-MODEL_HANDLERS = {"analyze", "mask", "run_intervention", "run_directional", "run_ablation",
-                  "run_positions", "run_position_controls", "run_directional_set", "run_ablation_set", "run_intervention_set",
-                  "run_patching", "run_faithfulness", "run_syntax", "run_structure_view", "syntax_arcs", "from_url", "toggles", "sync_view",
-                  "select_tab", "explain", "neuron_view", "search_tokens", "qk_space", "qk_similarity", "score_parts"}
+MODEL_HANDLERS = {"run.run", "run.mask", "interventions.run_intervention", "interventions.run_directional",
+                  "interventions.run_ablation", "interventions.run_positions", "interventions.run_position_controls",
+                  "sets.run_directional_set", "sets.run_ablation_set", "sets.run_intervention_set",
+                  "interventions.run_patching", "sets.run_faithfulness", "syntax.run_syntax",
+                  "syntax.run_structure_view", "syntax.syntax_arcs", "run.from_url", "views.toggles",
+                  "views.sync_view", "views.select_tab", "inspect.explain", "inspect.neuron_view",
+                  "search.search_tokens", "qk.qk_space", "qk.qk_similarity", "qk.score_parts"}
 
 
-CLEARS_ON_REQUEST = {"analyze", "mask", "from_url"}  # their answers clear the views drawn on request
+CLEARS_ON_REQUEST = {"run.run", "run.mask", "run.from_url"}  # their answers clear the views drawn on request
 
 
 def marks_on_request(fn, components: set):
@@ -242,25 +244,32 @@ def marks_on_request(fn, components: set):
     return once
 
 
-def mark_on_request(handlers: Any) -> None:
-    """Every handler of ``handlers`` whose answer can fill a view drawn on request notes it on its session (the
-    instance's methods are replaced, so a direct call, as tests and scripts make, notes it too)."""
+def method_of(controllers: Any, name: str) -> tuple[Any, str]:
+    """(the controller, the method's name) of "controller.method"."""
+    owner, method = name.split(".")
+    return getattr(controllers, owner), method
+
+
+def mark_on_request(controllers: Any) -> None:
+    """Every handler whose answer can fill a view drawn on request notes it on its session (the controllers'
+    methods are replaced, so a direct call, as tests and scripts make, notes it too)."""
+    components = {getattr(controllers.page.ui, n) for n in ON_REQUEST}
     for event in EVENTS:
         if event.handler not in CLEARS_ON_REQUEST and set(event.outputs) & set(ON_REQUEST):
-            components = {getattr(handlers.ui, n) for n in ON_REQUEST}
-            method = getattr(handlers, event.handler)
+            owner, name = method_of(controllers, event.handler)
+            method = getattr(owner, name)
             if not getattr(method, "__bvl_marks__", False):
                 marked = marks_on_request(method, components)
                 marked.__bvl_marks__ = True
-                setattr(handlers, event.handler, marked)
+                setattr(owner, name, marked)
 
 
-def handler_of(handlers: Any, name: str, gate: Any = None, outputs: tuple[str, ...] = (), inputs: tuple[str, ...] = (),
-               corpus: bool = False):
-    """The handler as an event runs it: one value per input (``forms.event_function`` gathers the handler's
-    forms from them), through the gate (the server's limits; see ``gate.py``), and on a GPU on ZeroGPU if it
-    runs the model (inside the gate, so the budget is set where the model runs)."""
-    fn = event_function(getattr(handlers, name), inputs) if inputs else getattr(handlers, name)
+def handler_of(controllers: Any, name: str, gate: Any = None, outputs: tuple[str, ...] = (), corpus: bool = False):
+    """The handler "controller.method" as an event runs it: through the gate (the server's limits; see
+    ``gate.py``), and on a GPU on ZeroGPU if it runs the model (inside the gate, so the budget is set where the
+    model runs). Its parameters are the API's, one per input, in the event's order."""
+    owner, method = method_of(controllers, name)
+    fn = getattr(owner, method)
     if gate is not None:
         fn = gate.wrap(fn, outputs, corpus=corpus)
     return on_gpu(fn) if name in MODEL_HANDLERS else fn
@@ -274,14 +283,14 @@ def listener(ui: SimpleNamespace, trigger: str, kind: str):
     return target
 
 
-def wire(ui: SimpleNamespace, handlers: Any, gate: Any) -> None:
+def wire(ui: SimpleNamespace, controllers: Any, gate: Any) -> None:
     """Attach every event of EVENTS to its component and handler (each through ``gate``), and
     CLIENT_EVENTS to the page's JS."""
     for event in EVENTS:
         options = dict(event.options)
         options["show_progress_on"] = [getattr(ui, n) for n in progress_targets(event.outputs, options)]
         dependency = listener(ui, event.trigger, event.kind)(
-            handler_of(handlers, event.handler, gate, event.outputs, event.inputs,
+            handler_of(controllers, event.handler, gate, event.outputs,
                        corpus=event.options.get("concurrency_id") == CORPUS_SLOT),
             [getattr(ui, n) for n in event.inputs],
             [getattr(ui, n) for n in event.outputs], api_name=event.api_name, **options)

@@ -87,13 +87,15 @@ def add_search(sub: argparse._SubParsersAction) -> None:
 
 
 def run_search(args: argparse.Namespace) -> int:
-    from ..neighbours import TokenIndex, TokenQuery, search_record
+    from ..neighbours import TokenIndex
+    from ..tasks.search import SearchRequest, search
 
     if (args.token is None) == (args.position is None):
         raise InputError("give --token or --position (one of the two)")
     index = TokenIndex.load(args.index)
     lab = lab_from_args(args, chosen_checkpoint(args, recorded=index.source))  # the index's weights by default
-    record = search_record(lab, index, TokenQuery(args.text, args.token, args.position, args.layer, args.heads), args.k)
+    request = SearchRequest(args.text, args.token, args.position, args.layer, args.heads, args.k)
+    record = search(request, lab, index).to_json()
     return emit(args, record, [
         f"{record['kind']} at layer {record['layer']} of {record['model']}: nearest to {record['token']!r} "
         f"(position {record['position']})",

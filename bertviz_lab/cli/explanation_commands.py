@@ -47,25 +47,24 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
 
 def run_faithfulness(args: argparse.Namespace) -> int:
-    from ..interventions.faithfulness import FaithfulnessSettings, faithfulness
+    from ..interventions.faithfulness import FaithfulnessSettings
+    from ..tasks.faithfulness_check import FaithfulnessRequest, faithfulness_check
 
     if args.protocol == "naopc-sst2":
         return run_naopc(args)
     if args.sentences is not None:
         from ..lab import InputError
         raise InputError("--sentences is for --protocol naopc-sst2; the default protocol reads --text-file")
-    from ..resources import DEFAULT_MLM_HEAD
-    from ..sentences import heldout_lines, read_lines, truncation_note
+    from ..sentences import truncation_note
 
-    lines = read_lines(args.text_file) if args.text_file else heldout_lines()
-    lab = lab_from_args(args)
     settings = FaithfulnessSettings(k_max=args.k, seed=args.seed, max_sentences=args.max_sentences,
                                     rankings=tuple(args.rankings or RANKINGS))
+    request = FaithfulnessRequest(str(args.text_file) if args.text_file else None, settings, args.resamples)
+    lab = lab_from_args(args)
     with WorkBar("faithfulness", "sentence", faithfulness_work(settings), "the first sentence") as bar:
-        result = faithfulness(lab, lines, settings, progress=bar)
-    out = {"k": args.k, "text_file": str(args.text_file or DEFAULT_MLM_HEAD / "heldout.txt"),
-           **result.to_json(resamples=args.resamples, seed=args.seed)}
-    note = truncation_note(result.truncated) if result.truncated else ""
+        record = faithfulness_check(request, lab, progress=bar)
+    out = record.to_json()
+    note = truncation_note(record.result.truncated) if record.result.truncated else ""
     return emit(args, out, faithfulness_summary(out, note))
 
 

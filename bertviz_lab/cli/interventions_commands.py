@@ -93,21 +93,23 @@ def add_compare(sub: argparse._SubParsersAction) -> None:
 
 
 def run_compare(args: argparse.Namespace) -> int:
-    from ..interventions import make_intervention
-    from ..interventions.records import ablation_reference, compare_record, compare_set_record
+    from ..interventions.records import ablation_reference
+    from ..tasks.intervene import InterveneRequest, InterveneSetRequest, InterventionSpec, intervene, intervene_set
 
     lines = sentence_set_of(args)
     lab = lab_from_args(args)
-    intervention = make_intervention(args.intervention, (lab.n_layers, lab.n_heads), positions=args.positions,
-                                     heads=args.heads, shift=args.shift, seed=args.seed, sinks=args.sinks,
-                                     unit=args.unit, mode=args.ablation,
-                                     reference=lambda: ablation_reference(lab, ablation_of(args)))
+    spec = InterventionSpec(args.intervention, heads=args.heads, shift=args.shift, seed=args.seed, sinks=args.sinks,
+                            unit=args.unit, ablation=args.ablation)
+    reference = lambda: ablation_reference(lab, ablation_of(args))  # noqa: E731 (made only if the ablation needs it)
     if lines is not None:
-        record = compare_set_record(lab, lines, intervention, seed=args.seed, max_sentences=args.max_sentences)
+        record = intervene_set(InterveneSetRequest(tuple(lines), spec, seed=args.seed,
+                                                   max_sentences=args.max_sentences), lab, reference).to_json()
         return emit(args, record, [f"model: {record['model']}", f"intervention: {record['intervention']}, over a "
                                    "sentence set (one seeded masked gold word per line; mean, 95% interval)",
                                    *(effect_line(m, record[m]) for m in ("mean JS (nats)", "change in P(gold)"))])
-    record = compare_record(lab, args.text, intervention, pair=args.pair, mask=args.mask, top_k=args.top_k)
+    targets = tuple(args.positions) if spec.targets_picked_tokens else ()  # --positions: mask-tokens / hide-keys only
+    request = InterveneRequest(args.text, spec, args.pair, picked=targets, mask=tuple(args.mask), top_k=args.top_k)
+    record = intervene(request, lab, reference).to_json()
     return emit(args, record, compare_summary(record))
 
 

@@ -30,10 +30,8 @@ the masked position itself are never hidden.
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -92,11 +90,6 @@ class FaithfulnessResult:
     truncated: int = 0  # lines cut to SET_MAX_TOKENS
     comprehensiveness: np.ndarray | None = None  # (sentences, rankings, bins) ERASER, probability of the top word
     sufficiency: np.ndarray | None = None  # (sentences, rankings, bins)
-
-    @property
-    def sources(self) -> tuple[str, ...]:
-        """Old name of ``rankings`` (before issue 42), kept for one release."""
-        return self.rankings
 
     @property
     def aopc(self) -> np.ndarray:  # (sentences, rankings)
@@ -293,12 +286,11 @@ def sentence_scores(lab: Lab, item: MaskedSentence, k_max: int, seed: int, names
 
 
 def faithfulness(lab: Lab, lines: Sequence[str], settings: FaithfulnessSettings | None = None,
-                 progress: Callable[[int, int], None] | None = None, **old: Any) -> FaithfulnessResult:
+                 progress: Callable[[int, int], None] | None = None) -> FaithfulnessResult:
     """AOPC, comprehensiveness and sufficiency of every ranking over sentences with one seeded
     masked whole word each. ``progress(done, total)`` is told the sentences scored of those kept
-    (0 before the first). ``k_max=``, ``seed=``, ``max_sentences=`` and ``sources=`` (the old name of
-    the rankings) are the keywords before issue 42, accepted for one release."""
-    settings = _settings(settings, old)
+    (0 before the first)."""
+    settings = settings or FaithfulnessSettings()
     names, k_max, seed = check_rankings(settings.rankings), settings.k_max, settings.seed
     if not lab.model.has_mlm_head:
         raise InputError("this checkpoint has no MLM head, so the faithfulness check cannot score predictions")
@@ -316,15 +308,3 @@ def faithfulness(lab: Lab, lines: Sequence[str], settings: FaithfulnessSettings 
     return FaithfulnessResult(names, np.stack([s.drops for s in scored]), lab.checkpoint_info().describe(),
                               truncated_count(items), np.stack([s.comprehensiveness for s in scored]),
                               np.stack([s.sufficiency for s in scored]))
-
-
-def _settings(settings: FaithfulnessSettings | None, old: dict[str, Any]) -> FaithfulnessSettings:
-    """The settings, with the keywords of the old signature folded in (``sources`` -> ``rankings``)."""
-    if "sources" in old:
-        warnings.warn("faithfulness(sources=...) is now FaithfulnessSettings(rankings=...)", DeprecationWarning,
-                      stacklevel=3)
-        old["rankings"] = tuple(old.pop("sources"))
-    unknown = set(old) - {"k_max", "seed", "max_sentences", "rankings"}
-    if unknown:
-        raise TypeError(f"faithfulness() got unexpected keywords {sorted(unknown)}")
-    return replace(settings or FaithfulnessSettings(), **old)

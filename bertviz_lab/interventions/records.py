@@ -18,10 +18,8 @@ from ..lab import InputError, Lab
 from ..naming import head_name
 from ..sentences import read_lines
 from ..treebank import SAMPLE_TREEBANK, sentence_texts
-from .compare import compare
-from .kinds import Intervention
 from .resample import ResamplePool
-from .sets import ablation_set, compare_set, directional_set, patching_set, read_pairs
+from .sets import ablation_set, directional_set, patching_set, read_pairs
 from .sweeps import (
     ablation_sweep,
     directional_sweep,
@@ -90,21 +88,6 @@ def sentence_set(text_file: Path | None = None, conllu: Path | None = None) -> l
     """A sentence set's lines: a text file (one per line), a CoNLL-U file's sentences, or the
     shipped sample treebank's sentences when neither is given."""
     return read_lines(text_file) if text_file is not None else sentence_texts(conllu or SAMPLE_TREEBANK)
-
-
-def compare_record(lab: Lab, text: str, intervention: Intervention, pair: str | None = None,
-                   mask: Sequence[int] = (), top_k: int = 5) -> dict:
-    """Baseline vs intervened run of one input."""
-    c = compare(lab, text, intervention, pair=pair, mask_positions=mask, top_k=top_k)
-    return {"model": weights_of(lab), **c.to_json(), "mean_js_divergence": float(c.js.mean())}
-
-
-def compare_set_record(lab: Lab, lines: Sequence[str], intervention: Intervention, seed: int = 0,
-                       max_sentences: int | None = 500) -> dict:
-    """One intervention over a sentence set: mean effects on the gold word with 95% intervals."""
-    effects = compare_set(lab, lines, intervention, seed=seed, max_sentences=max_sentences)
-    return {"model": weights_of(lab), "intervention": intervention.describe(), "scored": "gold",
-            **effects.to_json()}
 
 
 def sweep_record(lab: Lab, text: str, sweep: Sweep) -> dict:

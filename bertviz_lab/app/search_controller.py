@@ -1,4 +1,4 @@
-"""Handlers of corpus search (mixed into ``Handlers``): exBERT's "find similar tokens" for a token
+"""Corpus search's controller: exBERT's "find similar tokens" for a token
 of the last analysis, over the sample treebank indexed once per model, device and kind."""
 from __future__ import annotations
 
@@ -9,11 +9,12 @@ import pandas as pd
 
 from ..figures.syntax import markdown_text
 from ..lab import InputError, Lab
-from ..naming import SPECIAL_TOKENS
-from ..neighbours import KINDS, TokenIndex, build_index, nearest, query_vector
+from ..neighbours import KINDS, TokenIndex, build_index
 from ..resources import SAMPLE_TREEBANK
+from ..tasks.search import SearchRequest, search
 from ..tasks.validation import whole
 from ..treebank import read_conllu
+from .page import Page
 from .state import Session
 
 SEARCH_COLUMNS = ["rank", "similarity", "token", "POS", "relation", "in its sentence"]
@@ -22,13 +23,11 @@ SEARCH_HINT = ("Choose a token of the analysed input and press *Find similar tok
 CORPUS = "the sample treebank (66 English sentences, UD-style labels)"
 
 
-class SearchHandlers:
-    ui: Any
-    indexes: dict  # (model, device, kind) -> TokenIndex over the sample treebank (Handlers.__init__ makes it)
-    index_lock: threading.Lock
-
-    def lab_of(self, session: Session) -> Lab:
-        raise NotImplementedError
+class SearchController:
+    def __init__(self, page: Page) -> None:
+        self.page, self.ui = page, page.ui
+        self.indexes: dict = {}  # (model, device, kind) -> TokenIndex over the sample treebank, built on first use
+        self.index_lock = threading.Lock()
 
     def corpus_index(self, lab: Lab, kind: str) -> TokenIndex:
         """The sample treebank's index for this model, built on first use (under a second on CPU)."""
@@ -46,25 +45,23 @@ class SearchHandlers:
         if a is None:
             return {ui.search_message: "⚠️ Press Run first: the search starts from a token of the analysed input."}
         try:
-            if position in (None, ""):
-                raise InputError("choose a token of the analysed input first")
-            position = whole(position, "the token", 0, len(a.tokens) - 1)
-            if a.tokens[position] in SPECIAL_TOKENS:
-                raise InputError("choose a word piece, not [CLS] or [SEP] (they are not indexed)")
             kind = kind if kind in KINDS else "embeddings"
-            lab = self.lab_of(session)
+            lab = self.page.lab_of(session)
             snap.bound_to(lab)  # the model was not switched after the analysis was read
             layer_number = whole(layer, "layer", 1, lab.n_layers)
             chosen = None if kind == "embeddings" or heads != "the chosen head" else [whole(head, "head", 1, lab.n_heads) - 1]
-            index = self.corpus_index(lab, kind)
-            query = query_vector(lab, a.text, position, layer_number, kind, encoded=a.encoded())
-            found = nearest(index, query, layer_number, k=15, heads=chosen)
+            if position in (None, ""):
+                raise InputError("choose a token of the analysed input first")
+            record = search(SearchRequest(a.text, position=position, layer=layer_number,
+                                          heads=tuple(chosen) if chosen else None, k=15),
+                            lab, self.corpus_index(lab, kind), encoded=a.encoded())
         except InputError as error:
             return {ui.search_message: f"⚠️ {error}"}
+        position, found = record.position, record.neighbours
         scope = "" if chosen is None else f", head {chosen[0] + 1} only"
         message = (f"Nearest to **{markdown_text(a.tokens[position])}** (position {position}) after layer {layer_number} "
-                   f"({kind}{scope}) among {index.vectors.shape[1]:,} tokens of {CORPUS}: inner product of unit "
-                   f"vectors, as exBERT searches. Weights: {markdown_text(index.model)}.")
+                   f"({kind}{scope}) among {record.corpus_tokens:,} tokens of {CORPUS}: inner product of unit "
+                   f"vectors, as exBERT searches. Weights: {markdown_text(record.model)}.")
         table = pd.DataFrame([(n.rank, n.score, n.token, n.upos, n.deprel, n.context) for n in found],
                              columns=SEARCH_COLUMNS)
         return {ui.search_message: message, ui.search_table: table}

@@ -1,10 +1,9 @@
-"""Handlers of the Syntax tab (mixed into ``Handlers``): scoring a treebank with published
+"""The Syntax tab's controller: scoring a treebank with published
 weights by default, the per-relation views, and one sentence's arcs."""
 from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import gradio as gr
 
@@ -21,6 +20,7 @@ from ..tasks.structural_probes import StructureRequest, structure
 from ..tasks.weights import other_weights, weights_for
 from ..treebank import TreebankError
 from .forms import TreebankChoice
+from .page import Page
 from .state import Limits, Session, plot
 
 
@@ -41,22 +41,21 @@ def treebank_request(choice: TreebankChoice, limits: Limits, loaded: str,
                              shown_names=tuple(p.name for p in treebanks))  # never the server's cache path
 
 
-class SyntaxHandlers:
-    ui: Any
-    cache: Any
-    limits: Limits
+class SyntaxController:
+    def __init__(self, page: Page) -> None:
+        self.page, self.ui = page, page.ui
 
-    def run_syntax(self, choice: TreebankChoice, compare: bool, session: Session, score_source: str = "attention",
-                   progress=gr.Progress()) -> dict:
+    def run_syntax(self, treebank: str, upload: str | None, use_loaded: bool, compare: bool, session: Session,
+                   score_source: str = "attention", progress=gr.Progress()) -> dict:
         """Every head scored on the treebank, on ``score_source`` (an unknown source is refused, never replaced)."""
-        ui = self.ui
+        ui, choice = self.ui, TreebankChoice(treebank, upload, use_loaded)
         try:
-            request = treebank_request(choice, self.limits, session.model, source=score_source)
+            request = treebank_request(choice, self.page.limits, session.model, source=score_source)
             chosen = request.models[0]
             other = other_weights(chosen, session.model)
             if compare and other != chosen:
                 request = replace(request, compare_checkpoint=other)
-            scored = score_heads(request, lambda model: self.cache.get(model, session.device),
+            scored = score_heads(request, lambda model: self.page.cache.get(model, session.device),
                                  progress=lambda f, what: progress(f, desc=what))
         except (TreebankError, CheckpointError, DeviceError, ValueError) as error:  # InputError is a ValueError
             return {ui.syntax_message: f"⚠️ {syntax_views.markdown_text(error)}"}
@@ -90,13 +89,14 @@ class SyntaxHandlers:
                 ui.syntax_diff: self.difference_plot(session, relations[0], "dep->head"),
                 ui.syntax_sentence: gr.update(choices=choices, value=0, visible=True)}
 
-    def run_structure_view(self, choice: TreebankChoice, session: Session, progress=gr.Progress()) -> dict:
+    def run_structure_view(self, treebank: str, upload: str | None, use_loaded: bool, session: Session,
+                           progress=gr.Progress()) -> dict:
         """The structural probe shipped for these weights beside attention trees, on this treebank."""
-        ui = self.ui
+        ui, choice = self.ui, TreebankChoice(treebank, upload, use_loaded)
         try:
-            scoring = treebank_request(choice, self.limits, session.model)
+            scoring = treebank_request(choice, self.page.limits, session.model)
             sentences, name = read_sentences(scoring)
-            lab = self.cache.get(scoring.models[0], session.device)
+            lab = self.page.cache.get(scoring.models[0], session.device)
             progress(0.1, desc="structural probe and attention trees")
             result = structure(StructureRequest(sentences, names=("", name)), lab,
                                progress=lambda message: progress(0.5, desc=message)).result
@@ -144,7 +144,7 @@ class SyntaxHandlers:
                 sentence = session.treebank[int(index)]
             except (TypeError, ValueError, IndexError):
                 return {ui.syntax_arcs_text: f"⚠️ No sentence {index!r}: choose one from the list."}
-        lab = self.cache.get(weights_for(False, session.syntax_model, session.model), session.device)
+        lab = self.page.cache.get(weights_for(False, session.syntax_model, session.model), session.device)
         try:
             words, _ = sentence_word_attention(lab, sentence)
         except InputTooLong as error:

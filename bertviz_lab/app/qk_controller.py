@@ -1,10 +1,8 @@
-"""Handlers of the query–key space (mixed into ``Handlers``): one head's queries and keys in one
+"""The query–key space's controller: one head's queries and keys in one
 2-D space over this input or a sentence set (AttentionViz), how alike the heads attend, whose
 click opens a head (static/figure_tools.js sends it to ``pick`` like an overview thumbnail), and the
 parts one head's scores are the sum of (MPNet's relative bias, DeBERTa's c2c/c2p/p2c)."""
 from __future__ import annotations
-
-from typing import Any
 
 from ..attention.qk_space import head_similarity, joint_embedding
 from ..figures.attention import score_parts_figure
@@ -16,6 +14,7 @@ from ..resources import SAMPLE_TREEBANK
 from ..sentences import heldout_lines
 from ..tasks.validation import whole
 from ..treebank import read_conllu
+from .page import Page
 from .state import Session, Snapshot, plot
 
 QK_SETS = {"input": "this input", "sample": "the sample treebank (66 sentences)",
@@ -33,11 +32,9 @@ def score_has_position_terms(lab: Lab) -> bool:
     return has_relative_bias(lab.model) or bool(position_term_hooks(lab.model))
 
 
-class QkHandlers:
-    ui: Any
-
-    def lab_of(self, session: Session) -> Lab:
-        raise NotImplementedError
+class QkController:
+    def __init__(self, page: Page) -> None:
+        self.page, self.ui = page, page.ui
 
     def qk_points(self, lab: Lab, snap: Snapshot, which: str, layer: int, head: int):
         if which == "input":
@@ -53,7 +50,7 @@ class QkHandlers:
         ui = self.ui
         try:
             snap = session.snapshot()
-            lab = self.lab_of(session)
+            lab = self.page.lab_of(session)
             layer_i, head_i = whole(layer, "layer", 1, lab.n_layers) - 1, whole(head, "head", 1, lab.n_heads) - 1
             which = which if which in QK_SETS else "input"
             if color_by == "upos" and which != "sample":
@@ -73,7 +70,7 @@ class QkHandlers:
         ui = self.ui
         try:
             snap = session.snapshot()
-            lab = self.lab_of(session)
+            lab = self.page.lab_of(session)
             which = which if which in QK_SETS else "input"
             if which == "input":
                 if snap.analysis is None:
@@ -94,7 +91,7 @@ class QkHandlers:
         ui = self.ui
         try:
             snap = session.snapshot()
-            lab = self.lab_of(session)
+            lab = self.page.lab_of(session)
             if snap.analysis is None:
                 raise InputError("press Run first: the parts are of the last analysed input")
             a = snap.bound_to(lab)
