@@ -225,10 +225,18 @@ def test_the_command_line_is_small_modules_and_few_functions_take_many_parameter
 
 
 def test_hook_names_come_from_the_hook_table():
-    """No module types a hook point's name: they read bert/encoder/hook_table.py (the model names the points)."""
+    """No module types a hook point's name: they read bert/encoder/hook_table.py (the model names the points). The
+    rows themselves are the encoder's (hook_table.py, hook_spot.py) and each position scheme's own, declared in its
+    ``hooks`` (bert/positions/): a scheme file types a name only there."""
     import re
 
     typed = re.compile(r"""["'](?:\*|bert\.)[\w.*{}]*hook_\w+["']""")
+    rows = re.compile(r"HookSpot\(\s*f?" + typed.pattern)
     found = [f"{p.relative_to(ROOT)}: {m}" for p in modules() if p.name not in ("hook_table.py", "model.py")
-             for m in typed.findall(p.read_text(encoding="utf-8"))]
+             for m in typed.findall(rows.sub("", p.read_text(encoding="utf-8")))]
     assert found == []
+    from bertviz_lab.bert.encoder.hook_table import FAMILY_HOOKS
+    from bertviz_lab.bert.positions import SCHEMES
+
+    owned = {spot for scheme in SCHEMES.values() for spot in scheme.hooks}
+    assert owned == set(FAMILY_HOOKS) - {"final_norm"}  # every scheme's point is named by its scheme, and only there

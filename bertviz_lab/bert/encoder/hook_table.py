@@ -8,34 +8,10 @@ the model's own list of hook points, name by name.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from ..positions import SCHEMES
+from .hook_spot import SELF, HookSpot
 
-
-@dataclass(frozen=True)
-class HookSpot:
-    """One hook point: its name template (``{layer}`` 0-based), the module it wraps and its shape."""
-
-    template: str
-    module: str
-    shape: str
-    what: str
-
-    @property
-    def per_layer(self) -> bool:
-        return "{layer}" in self.template
-
-    def name(self, layer: int | None = None) -> str:
-        """The hook point's name; per-layer spots need ``layer`` (0-based)."""
-        if self.per_layer != (layer is not None):
-            raise KeyError(f"{self.template}: {'a layer is' if self.per_layer else 'no layer is'} needed")
-        return self.template.format(layer=layer) if self.per_layer else self.template
-
-    def every_layer(self) -> str:
-        """A glob matching this spot in every layer (or its one name)."""
-        return self.template.replace("{layer}", "*")
-
-
-_SELF = "bert.encoder.layer.{layer}.attention.self"
+_SELF = SELF
 HOOK_TABLE: dict[str, HookSpot] = {
     "token": HookSpot("bert.embeddings.hook_token", "BertEmbeddings.word_embeddings", "(batch, pos, d_emb)",
                       "token embeddings"),
@@ -67,29 +43,21 @@ HOOK_TABLE: dict[str, HookSpot] = {
 }
 
 
+def scheme_hooks() -> dict[str, HookSpot]:
+    """The rows every position scheme declares for the hook points it adds (two schemes may share a point, e.g. the
+    score bias of relative buckets and ALiBi, only with the same row)."""
+    rows: dict[str, HookSpot] = {}
+    for scheme in SCHEMES.values():
+        for spot, row in scheme.hooks.items():
+            if rows.setdefault(spot, row) != row:
+                raise ValueError(f"two position schemes describe the hook point {spot!r} differently")
+    return rows
+
+
 # Hook points only some families' models have (so not in HOOK_TABLE, which every model has in full, but for
-# "position" on a model without absolute positions).
+# "position" on a model without absolute positions): each position scheme's own, and ModernBERT's final norm.
 FAMILY_HOOKS: dict[str, HookSpot] = {
-    "position_bias": HookSpot("bert.encoder.hook_position_bias", "BertEncoder (relative / alibi scheme)",
-                              "(batch | 1, heads, query, key)",
-                              "the position bias added to every layer's scores: relative buckets (MPNet, "
-                              "bert/positions/relative.py) or ALiBi's -slope * distance (bert/positions/alibi.py)"),
-    # DeBERTa (bert/positions/disentangled.py): the parts of every layer's scores, each divided by sqrt(d_head * (1 + terms));
-    # c2c + c2p + p2c + the mask is the "scores" spot. c2p / p2c exist where the config's pos_att_type names them.
-    "c2c": HookSpot(f"{_SELF}.hook_c2c", "BertSelfAttention (DeBERTa)", "(batch, heads, query, key)",
-                    "DeBERTa: content-to-content term, query content . key content, scaled"),
-    "c2p": HookSpot(f"{_SELF}.hook_c2p", "BertSelfAttention (DeBERTa)", "(batch, heads, query, key)",
-                    "DeBERTa: content-to-position term, query content . the key's relative position, scaled"),
-    "p2c": HookSpot(f"{_SELF}.hook_p2c", "BertSelfAttention (DeBERTa)", "(batch, heads, query, key)",
-                    "DeBERTa: position-to-content term, the query's relative position . key content, scaled"),
-    # Rotary positions (bert/positions/rotary.py): "q" / "k" hold the projections before the rotary turn; these hold them after it,
-    # so that rot_q . rot_k / sqrt(d_head) + the mask (padding, and the window in local layers) is the "scores" spot.
-    "rot_q": HookSpot(f"{_SELF}.hook_rot_q", "BertSelfAttention (ModernBERT)", "(batch, heads, query, d_head)",
-                      "ModernBERT: queries after the rotary turn by their positions"),
-    "rot_k": HookSpot(f"{_SELF}.hook_rot_k", "BertSelfAttention (ModernBERT)", "(batch, heads, key, d_head)",
-                      "ModernBERT: keys after the rotary turn by their positions"),
-    "rotary_positions": HookSpot("bert.encoder.hook_rotary_positions", "BertEncoder (ModernBERT)", "(batch | 1, pos)",
-                                 "ModernBERT: the (float) positions every layer rotates queries and keys by"),
+    **scheme_hooks(),
     "final_norm": HookSpot("bert.hook_final", "BertModel.final_norm (ModernBERT)", "(batch, pos, d_model)",
                            "ModernBERT: final_norm of the last layer's output, what the MLM head reads"),
 }

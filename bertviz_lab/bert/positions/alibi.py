@@ -16,6 +16,7 @@ import math
 import torch
 from torch import nn
 
+from ..encoder.hook_spot import POSITION_BIAS
 from ..encoder.hooks import HookPoint
 from .scheme import Geometry, PositionScheme, register
 
@@ -42,6 +43,7 @@ def alibi_bias(position_ids: torch.Tensor, slopes: torch.Tensor, dtype: torch.dt
 @register
 class AlibiBias(PositionScheme):
     name = "alibi"
+    hooks = {"position_bias": POSITION_BIAS}
     label = "ALiBi linear distance biases"
     citation = "Press et al. 2022; MosaicBERT (Portes et al. 2023)"
     input_only = False

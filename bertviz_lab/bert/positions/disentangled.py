@@ -33,6 +33,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..encoder.hook_spot import SELF, HookSpot
 from ..encoder.hooks import HookPoint
 from .scheme import Geometry, PositionScheme, cosine_matrix, register
 
@@ -150,6 +151,16 @@ def position_to_content(k: torch.Tensor, pos_q: torch.Tensor, index: torch.Tenso
 @register
 class DisentangledAttention(PositionScheme):
     name = "disentangled"
+    # the parts of every layer's scores, each divided by sqrt(d_head * (1 + terms)); c2c + c2p + p2c + the mask is
+    # the "scores" spot. c2p / p2c exist where the config's pos_att_type names them.
+    hooks = {
+        "c2c": HookSpot(f"{SELF}.hook_c2c", "BertSelfAttention (DeBERTa)", "(batch, heads, query, key)",
+                        "DeBERTa: content-to-content term, query content . key content, scaled"),
+        "c2p": HookSpot(f"{SELF}.hook_c2p", "BertSelfAttention (DeBERTa)", "(batch, heads, query, key)",
+                        "DeBERTa: content-to-position term, query content . the key's relative position, scaled"),
+        "p2c": HookSpot(f"{SELF}.hook_p2c", "BertSelfAttention (DeBERTa)", "(batch, heads, query, key)",
+                        "DeBERTa: position-to-content term, the query's relative position . key content, scaled"),
+    }
     label = "disentangled attention (its c2p and p2c score terms)"
     citation = "He et al. 2021 (DeBERTa)"
     input_only = False

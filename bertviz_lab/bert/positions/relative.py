@@ -17,6 +17,7 @@ import math
 import torch
 from torch import nn
 
+from ..encoder.hook_spot import POSITION_BIAS
 from ..encoder.hooks import HookPoint
 from .scheme import Geometry, PositionScheme, register
 
@@ -54,6 +55,7 @@ def relative_bias(table: nn.Embedding, n: int, dtype: torch.dtype) -> torch.Tens
 @register
 class RelativeBias(PositionScheme):
     name = "relative"
+    hooks = {"position_bias": POSITION_BIAS}
     label = "relative-position bias buckets"
     citation = "Raffel et al. 2020 (T5); Song et al. 2020 (MPNet)"
     input_only = False

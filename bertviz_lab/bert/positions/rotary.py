@@ -31,6 +31,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from ..encoder.hook_spot import SELF, HookSpot
 from ..encoder.hooks import HookPoint
 from .scheme import Geometry, PositionScheme, register
 
@@ -162,6 +163,17 @@ def positions_for(positions: torch.Tensor, spec: RotarySpec, d_head: int, bias: 
 @register
 class RotaryPositionsScheme(PositionScheme):
     name = "rotary"
+    # "q" / "k" hold the projections before the turn; these hold them after it, so that rot_q . rot_k / sqrt(d_head)
+    # + the mask (padding, and the window in local layers) is the "scores" spot
+    hooks = {
+        "rot_q": HookSpot(f"{SELF}.hook_rot_q", "BertSelfAttention (ModernBERT)", "(batch, heads, query, d_head)",
+                          "ModernBERT: queries after the rotary turn by their positions"),
+        "rot_k": HookSpot(f"{SELF}.hook_rot_k", "BertSelfAttention (ModernBERT)", "(batch, heads, key, d_head)",
+                          "ModernBERT: keys after the rotary turn by their positions"),
+        "rotary_positions": HookSpot("bert.encoder.hook_rotary_positions", "BertEncoder (ModernBERT)",
+                                     "(batch | 1, pos)",
+                                     "ModernBERT: the (float) positions every layer rotates queries and keys by"),
+    }
     label = "rotary positions"
     citation = "Su et al. 2021 (RoFormer); Warner et al. 2024 (ModernBERT)"
     input_only = False

@@ -16,6 +16,8 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
+from ..encoder.hook_spot import HookSpot
+
 SCHEMES: dict[str, type[PositionScheme]] = {}
 
 
@@ -76,6 +78,9 @@ class PositionScheme:
     input_only: ClassVar[bool] = True
     reads_position_ids: ClassVar[bool] = False  # position ids change what it does (interventions move them)
     adds_position_vectors: ClassVar[bool] = False  # a (position, d_model) table is added to the token embeddings
+    # the rows of the hook points this scheme adds (short name -> HookSpot): bert/encoder/hook_table.py's
+    # FAMILY_HOOKS is built from every scheme's, so a new scheme's points are named in its own file
+    hooks: ClassVar[dict[str, HookSpot]] = {}
 
     def __init__(self, cfg: Any) -> None:
         self.cfg = cfg
