@@ -321,3 +321,35 @@ def test_the_card_says_where_the_twins_started_from_the_pilot_it_reads():
     assert "started from scratch (BERT's initialisation), as chosen" in initialisation_text(
         {"init": "scratch"}, {**pilot, "chosen": "scratch"})
     assert "not measured for this run" in initialisation_text({}, None)
+
+
+def test_the_position_inspector_shows_what_each_twins_scheme_is(exported, monkeypatch):
+    """The inspector asks the loaded schemes: ALiBi draws each head's slope times the distance, relative buckets
+    their learned bias, the sinusoidal twin its table; the twin without positions says it has none (it used to
+    answer every one of these with "no disentangled position terms")."""
+    import base64
+
+    import numpy as np
+
+    from bertviz_lab.app.position_inspector import inspect_positions
+    from bertviz_lab.bert.positions.alibi import alibi_slopes
+
+    def heat(figure) -> np.ndarray:
+        z = figure["data"][0]["z"]
+        shape = tuple(int(x) for x in z["shape"].split(", "))
+        return np.frombuffer(base64.b64decode(z["bdata"]), dtype=np.float32).reshape(shape)
+
+    monkeypatch.setenv("BERTVIZ_LAB_TWINS", str(exported))
+    found, settings, figure = inspect_positions(load("twin-alibi", device="cpu"), 6)
+    assert found.startswith("ALiBi linear distance biases: fixed, not learned") and settings == "6 tokens"
+    z = heat(figure)  # (heads, distance 0..5)
+    np.testing.assert_allclose(z, -np.array(alibi_slopes(2))[:, None] * np.arange(6)[None], rtol=1e-6)
+    found, _, figure = inspect_positions(load("twin-relative", device="cpu"), 4)
+    assert found.startswith("relative-position bias buckets:") and figure["data"][0]["x"] == [
+        "-3", "-2", "-1", "0", "+1", "+2", "+3"]
+    found, _, figure = inspect_positions(load("twin-sinusoidal", device="cpu"), 5)
+    assert found.startswith("fixed sinusoidal positions:") and np.allclose(np.diag(heat(figure)), 1.0, atol=1e-6)
+    found, _, figure = inspect_positions(load("twin-none", device="cpu"), 5)
+    assert found.startswith("This model has no positions") and figure is None
+    found, _, _ = inspect_positions(load("twin-learned", device="cpu"), 5)
+    assert found.startswith("Cosine similarity of the first 5 positions: the model's learned ones beside sinusoidal")

@@ -14,12 +14,7 @@ from ..interventions import (
     InterventionError,
     ablation_sweep,
     directional_sweep,
-    position_similarity,
-    relative_bias_table,
-    relative_embedding_similarity,
-    rotary_bands,
 )
-from ..interventions.kinds import has_absolute_positions, has_relative_bias, has_rotary_positions
 from ..interventions.resample import ResamplePool
 from ..interventions.sweeps import patching_sweep, position_controls, sample_mean_outputs
 from ..lab import InputError, Lab
@@ -30,6 +25,7 @@ from ..treebank import sentence_texts
 from .forms import RunInput
 from .intervention_controls import explanation, visible_controls
 from .page import Page, Updates
+from .position_inspector import inspect_positions
 from .result_titles import quoted, title, warning
 from .state import Session, Snapshot, plot
 
@@ -171,34 +167,12 @@ class InterventionController:
                 ui.patch_plot: plot(figure)}
 
     def run_positions(self, n: float, session: Session) -> Updates:
+        """The position embedding inspector: what the loaded model's schemes look like for n tokens."""
         ui = self.ui
         lab = self.page.lab_of(session)
         try:
-            n = whole(n, "the number of positions", 2, lab.max_tokens)
-            if has_rotary_positions(lab.model):  # ModernBERT: positions turn q and k, band by band
-                bands = rotary_bands(lab)
-                found = (f"Rotary positions (no position table): each frequency band's wavelength in tokens, global layers "
-                         f"{', '.join(map(str, bands.global_layers))} and local layers (window ±{bands.half_window}); "
-                         f"bands under {n} tokens tell positions in a {n}-token input apart.")
-                return {ui.positions_message: title("Position embedding inspector", found, None, f"{n} tokens",
-                                                    lab.checkpoint_id),
-                        ui.positions_plot: plot(intervention_views.rotary_bands_figure(bands, n))}
-            if not has_absolute_positions(lab.model):  # DeBERTa-v3: its positions are the relative table's rows
-                figure = intervention_views.relative_embedding_figure(relative_embedding_similarity(lab, n), n)
-                found = (f"Cosine similarity of the relative-position embeddings {n} tokens read (DeBERTa has no "
-                         "absolute positions): one row per bucketed offset, shared by every layer.")
-                return {ui.positions_message: title("Position embedding inspector", found, None, f"{n} tokens",
-                                                    lab.checkpoint_id), ui.positions_plot: plot(figure)}
-            learned, sinusoid = position_similarity(lab, n)
+            found, settings, figure = inspect_positions(lab, whole(n, "the number of positions", 2, lab.max_tokens))
         except (InterventionError, InputError) as error:
             return {ui.positions_message: warning(error)}
-        if has_relative_bias(lab.model):  # MPNet: its second position scheme, the relative-bias buckets
-            found = (f"Cosine similarity of the first {n} learned positions, beside the relative-position bias every "
-                     "layer adds (heads x offset buckets).")
-            figure = intervention_views.position_geometry_figure(learned, relative_bias_table(lab))
-        else:
-            found = f"Cosine similarity of the first {n} positions: the model's learned ones beside sinusoidal ones."
-            figure = intervention_views.position_figure(learned, sinusoid)
-        return {ui.positions_message: title("Position embedding inspector", found, None, f"first {n} positions",
-                                            lab.checkpoint_id),
-                ui.positions_plot: plot(figure)}
+        return {ui.positions_message: title("Position embedding inspector", found, None, settings, lab.checkpoint_id),
+                ui.positions_plot: plot(figure) if figure is not None else None}

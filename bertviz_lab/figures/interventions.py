@@ -211,3 +211,19 @@ def position_geometry_figure(learned: np.ndarray, table: RelativeBiasTable) -> F
                               for name, x in (("learned position embeddings", 0.2),
                                               ("relative-position bias (every layer)", 0.76))]}
     return figure([cosine, bias], layout, f"position-geometry-{n}")
+
+
+def scheme_geometry_figure(geometry, n: int) -> Figure:
+    """The position inspector for a scheme without a view of its own (``PositionScheme.geometry``: ALiBi's slopes,
+    relative buckets alone, fixed sinusoids): its one matrix, on a diverging scale centred on 0."""
+    values = np.asarray(geometry.values, dtype=float)
+    top = float(np.nanmax(np.abs(values))) or 1.0
+    axis = {"type": "category", "tickfont": {"size": 10}, "automargin": True}
+    data = [{"type": "heatmap", "z": typed(values), "x": list(geometry.columns), "y": list(geometry.rows),
+             "colorscale": DIVERGING, "zmin": -top, "zmax": top, "zmid": 0,
+             "colorbar": {"thickness": 10, "title": colorbar_title("value", **GRID_BAR)},
+             "hovertemplate": f"{geometry.row_title} %{{y}}<br>{geometry.column_title} %{{x}}<br>%{{z:.3f}}<extra></extra>"}]
+    layout = {"title": {"text": f"{geometry.title} ({n} tokens)"}, "height": 520,
+              "xaxis": {**axis, "title": {"text": geometry.column_title}},
+              "yaxis": {**axis, "autorange": "reversed", "title": {"text": geometry.row_title}}}
+    return figure(data, layout, f"position-scheme-{n}")
