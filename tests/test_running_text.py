@@ -279,9 +279,10 @@ def test_whole_documents_fall_back_to_passages_where_they_would_take_far_more_th
     assert unit == "document" and len(held) == len(validation) == 1 and len(train) == 18
 
 
-def test_passage_files_name_their_origin_and_old_ones_still_read(tmp_path):
-    """A passage's text comes from an *origin* (a source is only ever an attention source): new files
-    write "origin"; files written before issue 42 say "source" and still read, for one release."""
+def test_passage_files_name_their_origin_and_old_ones_are_refused_in_a_sentence(tmp_path):
+    """A passage's text comes from an *origin* (a source is only ever a kind of token-to-token weight): files
+    write "origin"; one written before issue 42 ("source") is one sentence asking for a rebuild."""
+    from bertviz_lab.lab import InputError
     from bertviz_lab.mlm.running_text import read_passages_jsonl, write_passages_jsonl
 
     new = tmp_path / "new.jsonl"
@@ -289,4 +290,6 @@ def test_passage_files_name_their_origin_and_old_ones_still_read(tmp_path):
     assert json.loads(new.read_text())["origin"] == "ewt"
     old = tmp_path / "old.jsonl"
     old.write_text(json.dumps({"source": "gum", "document": "d2", "sentences": ["x y"]}) + "\n")
-    assert read_passages_jsonl(old) == [Passage("gum", "d2", ["x y"])] and read_passages_jsonl(new)[0].origin == "ewt"
+    with pytest.raises(InputError, match="a passage has no 'origin' .*rebuild it with build-corpus"):
+        read_passages_jsonl(old)
+    assert read_passages_jsonl(new)[0].origin == "ewt"

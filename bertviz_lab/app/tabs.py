@@ -38,7 +38,6 @@ TABS = {"Single head": "single", "Head view": "headview", "Model overview": "ove
         "Head summary": "summary", "Masked words": "predictions", "Interventions": "interventions", "Syntax": "syntax",
         "Export": "export"}
 TAB_IDS = {tab_id: label for label, tab_id in TABS.items()}
-TAB_ALIASES = {"probes": "interventions"}  # old tab ids API callers may still send (until the next release)
 SERVER_TABS = ("overview", "aggregates", "summary", "predictions", "interventions")
 WORK_TABS = ("interventions", "syntax", "export")  # the lower, full-width group
 ON_USE = ["bvl-on-use"]  # hidden by the page's CSS while empty: no blank frame before the first result

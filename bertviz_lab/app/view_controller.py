@@ -25,7 +25,7 @@ from ..tasks.validation import whole
 from .forms import ViewControls
 from .page import Page, Updates
 from .state import Session, plot
-from .tabs import SERVER_TABS, TAB_ALIASES, TABS, WORK_TABS, source_about
+from .tabs import SERVER_TABS, TABS, WORK_TABS, source_about
 from .temp_folders import TempFolder
 
 # The open head's codes, up to this size (512 tokens at 8 bits: any input a BERT takes), travel inside the reply as
@@ -161,7 +161,6 @@ class ViewController:
 
     def follow(self, view: ViewControls, session: Session, tab: str = "") -> Updates:
         """The controls' values into the session, and the open tab's figure if the server draws it."""
-        tab = TAB_ALIASES.get(tab, tab)
         try:
             self.read_options(session, view)
         except InputError as error:

@@ -93,7 +93,7 @@ def run_search(args: argparse.Namespace) -> int:
     if (args.token is None) == (args.position is None):
         raise InputError("give --token or --position (one of the two)")
     index = TokenIndex.load(args.index)
-    lab = lab_from_args(args, chosen_checkpoint(args, recorded=index.source))  # the index's weights by default
+    lab = lab_from_args(args, chosen_checkpoint(args, recorded=index.checkpoint_id))  # the index's weights by default
     request = SearchRequest(args.text, args.token, args.position, args.layer, args.heads, args.k)
     record = search(request, lab, index).to_json()
     return emit(args, record, [

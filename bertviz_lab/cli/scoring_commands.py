@@ -1,5 +1,5 @@
 """Commands that check heads and layers against a treebank: ``score-heads`` (every head's accuracy
-per relation, Clark et al. 2019; ``probe`` is its old name, kept as an alias) and
+per relation, Clark et al. 2019) and
 ``structural-probe`` (Hewitt & Manning's probes beside attention trees and head ensembles)."""
 from __future__ import annotations
 

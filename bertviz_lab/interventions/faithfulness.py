@@ -75,10 +75,6 @@ RANKING_LIST = (Ranking("attention", "last layer"), Ranking("attention", "all la
                 Ranking("alti"), Ranking("decompx"), Ranking(None))
 RANKINGS = tuple(r.name for r in RANKING_LIST)
 _BY_NAME = {r.name: r for r in RANKING_LIST}
-# the spellings before issue 42 (which named methods unlike the registry), accepted for one release
-OLD_RANKING_NAMES = {"value zeroing (last layer)": "value-zeroing (last layer)",
-                     "value zeroing rollout": "value-zeroing (rollout)", "GlobEnc": "globenc", "ALTI": "alti",
-                     "DecompX": "decompx"}
 ERASER_BINS = (0.01, 0.05, 0.10, 0.20, 0.50)  # DeYoung et al. 2020, section 4.2
 
 
@@ -198,8 +194,8 @@ def rankings(captured: Captured, position: int, seed: int, names: Sequence[str] 
 
 
 def check_rankings(names: Sequence[str]) -> tuple[str, ...]:
-    """The rankings asked for (old spellings accepted), in RANKINGS order, with the random control always included."""
-    names = {OLD_RANKING_NAMES.get(name, name) for name in names}
+    """The rankings asked for, in RANKINGS order, with the random control always included."""
+    names = set(names)
     unknown = sorted(names - set(RANKINGS))
     if unknown:
         raise InputError(f"unknown ranking {', '.join(map(repr, unknown))}; choose from {', '.join(RANKINGS)}")

@@ -43,10 +43,14 @@ def write_passages_jsonl(path: Path, passages: list[Passage]) -> None:
 
 
 def read_passages_jsonl(path: Path) -> list[Passage]:
+    """The passages of a file ``write_passages_jsonl`` wrote; one of another shape is one sentence saying so."""
     with open(path, encoding="utf-8") as handle:
-        # "source" is the key files written before issue 42 use: read for one release
-        return [Passage(row.get("origin", row.get("source")), row["document"], row["sentences"])
-                for row in map(json.loads, handle) if row["sentences"]]
+        rows = [json.loads(line) for line in handle]
+    missing = next((key for row in rows for key in ("origin", "document", "sentences") if key not in row), None)
+    if missing is not None:
+        raise InputError(f"{path}: a passage has no {missing!r} (a file of another format or release): rebuild it "
+                         "with build-corpus")
+    return [Passage(row["origin"], row["document"], row["sentences"]) for row in rows if row["sentences"]]
 
 
 FORMATS = ("conllu", "brown")

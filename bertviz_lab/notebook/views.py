@@ -3,9 +3,8 @@ JupyterLab, VS Code and Colab with Plotly's own offline renderers (plotly.js emb
 notebook by Plotly's ``notebook`` renderer, or the front end's bundled copy; never a CDN)."""
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -90,33 +89,11 @@ class AnalysisDisplay:
     token: int | None = None
 
 
-DISPLAY_KEYWORDS = ("hide_special", "word_level", "pair_filter", "token")  # deprecated: AnalysisDisplay's fields
-
-
-def _fold_display(options: dict[str, Any], stacklevel: int) -> dict[str, Any]:
-    """``options`` with the deprecated display keywords (``hide_special=True``, ...) folded into
-    ``display``, warning at the caller ``stacklevel`` frames up; kept for one release."""
-    old = {k: v for k, v in options.items() if k in DISPLAY_KEYWORDS}
-    if not old:
-        return options
-    given = ", ".join(f"{k}={v!r}" for k, v in old.items())
-    warnings.warn(f"{given} as keywords are deprecated (gone in the next release): pass display=AnalysisDisplay({given})",
-                  DeprecationWarning, stacklevel=stacklevel + 1)
-    rest = {k: v for k, v in options.items() if k not in DISPLAY_KEYWORDS}
-    return {**rest, "display": replace(rest.get("display") or AnalysisDisplay(), **old)}
-
-
 def analysis_figure(analysis: Analysis, kind: str = "single-head", layer: int = 1, head: int = 1,
-                    display: AnalysisDisplay | None = None, **old: Any):
+                    display: AnalysisDisplay | None = None):
     """One view of an analysis as a Plotly Figure; ``layer`` and ``head`` are 1-based; ``display``
-    hides special tokens, goes to word level, filters sentence pairs or picks the head view's token.
-    The old keywords (``hide_special=``, ``word_level=``, ``pair_filter=``, ``token=``) still work
-    for one release, with a DeprecationWarning."""
-    folded = _fold_display({**old, "display": display}, stacklevel=2)
-    unknown = sorted(set(folded) - {"display"})
-    if unknown:
-        raise TypeError(f"analysis_figure() got an unexpected keyword argument {unknown[0]!r}")
-    d = folded["display"] or AnalysisDisplay()
+    hides special tokens, goes to word level, filters sentence pairs or picks the head view's token."""
+    d = display or AnalysisDisplay()
     o = _options(analysis, layer, head, hide_special=d.hide_special, word_level=d.word_level,
                  pair_filter=d.pair_filter, head_view_token=d.token)
     builders: dict[str, Callable[[], Figure]] = {
@@ -165,7 +142,7 @@ def figure(obj: Analysis | Comparison | SyntaxSummary, kind: str | None = None, 
     ``figure(comparison, "comparison", layer=2, head=1)``, ``figure(summary, "best-heads")``.
     The data classes hold no drawing code (they sit below this layer); this is the one door to it."""
     if isinstance(obj, Analysis):
-        return analysis_figure(obj, kind or "single-head", **_fold_display(options, stacklevel=2))
+        return analysis_figure(obj, kind or "single-head", **options)
     if isinstance(obj, Comparison):
         return comparison_figure(obj, kind or "comparison", **options)
     if isinstance(obj, SyntaxSummary):
