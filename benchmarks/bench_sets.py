@@ -15,7 +15,7 @@ import time
 from sections import run_recorded
 
 from bertviz_lab import load
-from bertviz_lab.interventions.sets import ablation_set, directional_set
+from bertviz_lab.interventions.sets import SetSettings, ablation_set, directional_set
 from bertviz_lab.interventions.sweeps import ablation_drops, mean_head_outputs
 from bertviz_lab.resources import DEFAULT_MLM_HEAD, SAMPLE_TREEBANK
 from bertviz_lab.sentences import masked_items
@@ -27,7 +27,7 @@ def main() -> None:
     lines = (DEFAULT_MLM_HEAD / "heldout.txt").read_text().splitlines()
     for sinks in ("symmetric", "strict"):
         start = time.perf_counter()
-        effects = directional_set(lab, lines, sinks=sinks, max_sentences=500).effects
+        effects = directional_set(lab, lines, sinks=sinks, settings=SetSettings(max_sentences=500)).effects
         seconds = time.perf_counter() - start
         cells = ", ".join(f"{c} {float(e.mean):.3f} [{float(e.ci_low):.3f}, {float(e.ci_high):.3f}]"
                           for c, e in effects.items())
@@ -35,7 +35,7 @@ def main() -> None:
     reference = mean_head_outputs(lab, [s.text for s in read_conllu(SAMPLE_TREEBANK)])
     for name, ref in (("zero", None), ("mean", reference)):
         start = time.perf_counter()
-        result = ablation_set(lab, lines, ref, max_sentences=200)
+        result = ablation_set(lab, lines, ref, settings=SetSettings(max_sentences=200))
         seconds = time.perf_counter() - start
         best = result.most_important
         e = best.effect

@@ -27,7 +27,7 @@ from bertviz_lab import load
 from bertviz_lab.bert import ORIGINAL_CHECKPOINT
 from bertviz_lab.interventions import make_intervention
 from bertviz_lab.interventions.faithfulness import FaithfulnessSettings, faithfulness
-from bertviz_lab.interventions.sets import directional_set, intervention_and_control
+from bertviz_lab.interventions.sets import SetSettings, directional_set, intervention_and_control
 from bertviz_lab.sentences import truncation_note
 from bertviz_lab.syntax.run import run_syntax
 from bertviz_lab.syntax.summary import Settings
@@ -49,7 +49,7 @@ def differences_table(differences) -> str:
 def directional(lab, lines: list[str], n: int) -> str:
     parts = []
     for sinks in ("symmetric", "strict"):
-        result = directional_set(lab, lines, sinks=sinks, max_sentences=n)
+        result = directional_set(lab, lines, sinks=sinks, settings=SetSettings(max_sentences=n))
         rows = [[c, interval(e), e.n] for c, e in result.effects.items()]
         parts.append(f"**{sinks} sinks** (P(gold) of one seeded masked word per sentence; {lab.name})\n\n"
                      + markdown_table(["condition", "mean P(gold) [95% CI]", "n"], rows) + "\n\n"
@@ -59,7 +59,7 @@ def directional(lab, lines: list[str], n: int) -> str:
 
 def positional(lab, lines: list[str], n: int) -> str:
     result = intervention_and_control(lab, lines, make_intervention("sinusoidal-positions"),
-                               make_intervention("random-positions"), max_sentences=n)
+                               make_intervention("random-positions"), SetSettings(max_sentences=n))
     rows = [[name, *(interval(s.effects[m]) for m in s.effects)] for name, s in
             (("sinusoidal-positions (intervention)", result.intervention), ("random-positions (control)", result.control))]
     return (f"Learned position embeddings replaced by the fixed sinusoidal table, or by random vectors of\n"

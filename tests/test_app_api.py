@@ -251,7 +251,7 @@ def test_mean_ablation_through_the_api(sharp_app):
 
 def test_sets_through_the_api(sharp_app, sharp_lab, tmp_path):
     from bertviz_lab.interventions import make_intervention
-    from bertviz_lab.interventions.sets import compare_set
+    from bertviz_lab.interventions.sets import SetSettings, compare_set
     from bertviz_lab.treebank import sentence_texts
 
     client = gradio_client.Client(sharp_app, verbose=False)
@@ -263,7 +263,8 @@ def test_sets_through_the_api(sharp_app, sharp_lab, tmp_path):
     assert rows["both"][-1] == 3  # n: every uploaded sentence
     out = call(client, "intervention_set", "sinusoidal-positions", "1-1", 0, 0, "symmetric", "words", "zero", 20, "sample",
                None)
-    expected = compare_set(sharp_lab, sentence_texts(), make_intervention("sinusoidal-positions"), max_sentences=20)
+    expected = compare_set(sharp_lab, sentence_texts(), make_intervention("sinusoidal-positions"),
+                           settings=SetSettings(max_sentences=20))
     table = {row[0]: row for row in out["intervention_set_table"]["data"]}
     assert table["mean JS (nats)"][1] == pytest.approx(round(float(expected.effects["mean JS (nats)"].mean), 4))
     ablation = call(client, "ablation_set", 20, "mean", "sample", None)

@@ -338,11 +338,11 @@ def test_sets_carry_intervals():
 
 
 def test_directional_set_matches_single_runs(sharp_lab):
-    from bertviz_lab.interventions.sets import directional_set
+    from bertviz_lab.interventions.sets import SetSettings, directional_set
     from bertviz_lab.sentences import masked_items
 
     lines = ["the big cat sat on the red mat", "a small dog ran to the park"]
-    result = directional_set(sharp_lab, lines, resamples=20)
+    result = directional_set(sharp_lab, lines, settings=SetSettings(resamples=20))
     effects = result.effects
     assert effects["both"].n == 2
     both = []
@@ -442,7 +442,7 @@ def test_an_ablation_set_draws_again_for_each_sentence(sharp_lab):
 
 
 def test_sets_report_how_many_lines_were_cut(sharp_lab):
-    from bertviz_lab.interventions.sets import directional_set
+    from bertviz_lab.interventions.sets import SetSettings, directional_set
     from bertviz_lab.sentences import SET_MAX_TOKENS, masked_items, truncated_count, truncation_note
 
     cut = min(SET_MAX_TOKENS, sharp_lab.max_tokens)
@@ -451,7 +451,7 @@ def test_sets_report_how_many_lines_were_cut(sharp_lab):
     items = masked_items(sharp_lab, lines, 0, None)
     assert len(items[0][0].ids) == cut and items[0][0].n_tokens_before_truncation > cut
     assert truncated_count(items) == 1
-    assert directional_set(sharp_lab, lines, resamples=10).to_json()["truncated_lines"] == 1
+    assert directional_set(sharp_lab, lines, settings=SetSettings(resamples=10)).to_json()["truncated_lines"] == 1
     assert truncation_note(1) == "1 line was longer than 128 tokens and cut to the first 128"
     assert truncation_note(0) == ""
 
@@ -460,16 +460,16 @@ def test_intervention_and_control_are_compared_sentence_by_sentence(sharp_lab):
     """The same intervention as probe and control: every paired difference is exactly 0 and the tool
     says so; the sinusoidal probe against its random control gives a difference equal to the
     difference of the two means (paired over the same sentences)."""
-    from bertviz_lab.interventions.sets import intervention_and_control
+    from bertviz_lab.interventions.sets import SetSettings, intervention_and_control
 
     lines = ["the big cat sat on the red mat", "a small dog ran to the park", "the red bird sat on a big tree"]
     same = intervention_and_control(sharp_lab, lines, make_intervention("left-only"), make_intervention("left-only"),
-                             resamples=50)
+                                    SetSettings(resamples=50))
     for d in same.differences:
         assert float(d.effect.mean) == 0 and float(d.effect.ci_low) == 0 == float(d.effect.ci_high)
         assert "indistinguishable" in d.verdict()
     pc = intervention_and_control(sharp_lab, lines, make_intervention("sinusoidal-positions"),
-                           make_intervention("random-positions"), resamples=50)
+                           make_intervention("random-positions"), SetSettings(resamples=50))
     change = pc.differences[1]
     assert float(change.effect.mean) == pytest.approx(float(pc.intervention.effects["change in P(gold)"].mean) -
                                                       float(pc.control.effects["change in P(gold)"].mean))

@@ -13,7 +13,7 @@ from ..figures import interventions as intervention_views
 from ..figures.base import fit_title
 from ..interventions import InterventionError
 from ..interventions.faithfulness import FaithfulnessSettings
-from ..interventions.sets import ablation_set, directional_set, effects_table
+from ..interventions.sets import SetSettings, ablation_set, directional_set, effects_table
 from ..lab import InputError
 from ..naming import head_name
 from ..sentences import heldout_lines, read_lines
@@ -62,7 +62,7 @@ class SetController:
         try:
             result = directional_set(self.page.lab_of(session), self.set_lines(sentence_set, upload),
                                      sinks=sinks if sinks == "strict" else "symmetric",
-                                     max_sentences=self.set_size(n),
+                                     settings=SetSettings(max_sentences=self.set_size(n)),
                                      progress=lambda done, total: progress(done / total, desc="directional set"))
         except (InputError, CheckpointError) as error:
             return {ui.direction_set_message: warning(error)}
@@ -81,7 +81,7 @@ class SetController:
         try:
             lab = self.page.lab_of(session)
             result = ablation_set(lab, self.set_lines(sentence_set, upload), self.interventions.reference(lab, ablation),
-                                  max_sentences=self.set_size(n),
+                                  settings=SetSettings(max_sentences=self.set_size(n)),
                                   progress=lambda done, total: progress(done / total, desc="ablation set"))
         except (InputError, CheckpointError) as error:
             return {ui.ablation_set_message: warning(error)}

@@ -19,7 +19,7 @@ from ..naming import head_name
 from ..sentences import read_lines
 from ..treebank import SAMPLE_TREEBANK, sentence_texts
 from .resample import ResamplePool
-from .sets import ablation_set, directional_set, patching_set, read_pairs
+from .sets import SetSettings, ablation_set, directional_set, patching_set, read_pairs
 from .sweeps import (
     ablation_sweep,
     directional_sweep,
@@ -118,11 +118,11 @@ def sweep_set_record(lab: Lab, lines: Sequence[str], sweep: Sweep, max_sentences
                          "positional intervention over the set)")
     head = {"model": weights_of(lab), "kind": sweep.kind, "scored": "gold"}
     if sweep.kind == "directional":
-        effects = directional_set(lab, lines, sinks=sweep.sinks, seed=sweep.seed, max_sentences=max_sentences,
-                                  progress=progress)
+        effects = directional_set(lab, lines, sinks=sweep.sinks, progress=progress,
+                                  settings=SetSettings(seed=sweep.seed, max_sentences=max_sentences))
         return {**head, "sinks": sweep.sinks, **effects.to_json()}
-    result = ablation_set(lab, lines, ablation_reference(lab, sweep.ablation), seed=sweep.seed,
-                          max_sentences=max_sentences, progress=progress)
+    result = ablation_set(lab, lines, ablation_reference(lab, sweep.ablation), progress=progress,
+                          settings=SetSettings(seed=sweep.seed, max_sentences=max_sentences))
     return {**head, "ablation": sweep.ablation.mode, **result.to_json()}
 
 

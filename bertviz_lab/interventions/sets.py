@@ -4,8 +4,7 @@ over sentences. A single sentence shows what happens; a set with an interval sup
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -24,19 +23,11 @@ Progress = Callable[[int, int], None]
 class SetSettings:
     """How a sentence set is drawn and summarised: the seed of the masked words (and of the
     controls), at most ``max_sentences`` lines, and the bootstrap's resamples. Every ``*_set`` function
-    takes these as keywords (``seed=``, ``max_sentences=``, ``resamples=``)."""
+    takes one (``settings=``; None: these defaults, 500 sentences for the directional set)."""
 
     seed: int = 0
     max_sentences: int | None = 200
     resamples: int = 1000
-
-
-def set_settings(keywords: dict[str, Any], max_sentences: int | None = 200) -> SetSettings:
-    """The settings a ``*_set`` call gave as keywords; anything else is a TypeError, as a signature would raise."""
-    unknown = set(keywords) - {"seed", "max_sentences", "resamples"}
-    if unknown:
-        raise TypeError(f"unexpected keywords {sorted(unknown)}; a sentence set takes seed, max_sentences, resamples")
-    return replace(SetSettings(max_sentences=max_sentences), **keywords)
 
 
 @dataclass
@@ -128,11 +119,11 @@ def items_of(lab: Lab, lines: Sequence[str], seed: int, max_sentences: int | Non
 
 
 def directional_set(lab: Lab, lines: Sequence[str], sinks: str = "symmetric", progress: Progress | None = None,
-                    **settings: Any) -> DirectionalSet:
+                    settings: SetSettings | None = None) -> DirectionalSet:
     """Mean P(gold) with both sides, left only, right only and the matched random controls, and the
-    paired differences (each directional mask minus its control; left minus right) with intervals.
-    ``settings``: ``seed``, ``max_sentences`` (500 here), ``resamples`` (``SetSettings``)."""
-    chosen = set_settings(settings, max_sentences=500)
+    paired differences (each directional mask minus its control; left minus right) with intervals
+    (``settings``: None is 500 sentences)."""
+    chosen = settings or SetSettings(max_sentences=500)
     seed, max_sentences, resamples = chosen.seed, chosen.max_sentences, chosen.resamples
     items = items_of(lab, lines, seed, max_sentences)
     values = np.empty((len(items), len(CONDITIONS)))
@@ -210,10 +201,9 @@ class CompareSet:
 
 
 def ablation_set(lab: Lab, lines: Sequence[str], reference: torch.Tensor | ResamplePool | None = None,
-                 progress: Progress | None = None, **settings: Any) -> AblationSet:
-    """Drop in log P(gold) per head when it alone is ablated, over sentences with one masked word each
-    (``settings``: ``seed``, ``max_sentences``, ``resamples``)."""
-    chosen = set_settings(settings)
+                 progress: Progress | None = None, settings: SetSettings | None = None) -> AblationSet:
+    """Drop in log P(gold) per head when it alone is ablated, over sentences with one masked word each."""
+    chosen = settings or SetSettings()
     seed, max_sentences, resamples = chosen.seed, chosen.max_sentences, chosen.resamples
     items = items_of(lab, lines, seed, max_sentences)
     drops = np.empty((len(items), lab.n_layers, lab.n_heads))
@@ -245,11 +235,10 @@ def compare_values(lab: Lab, items, intervention, progress: Progress | None = No
 
 
 def compare_set(lab: Lab, lines: Sequence[str], intervention, progress: Progress | None = None,
-                **settings: Any) -> CompareSet:
+                settings: SetSettings | None = None) -> CompareSet:
     """Any intervention over sentences (one seeded masked word each, the gold word known): the mean
-    JS divergence of attention (nats) and the mean change in P(gold), each with its interval
-    (``settings``: ``seed``, ``max_sentences``, ``resamples``)."""
-    chosen = set_settings(settings)
+    JS divergence of attention (nats) and the mean change in P(gold), each with its interval."""
+    chosen = settings or SetSettings()
     seed, max_sentences, resamples = chosen.seed, chosen.max_sentences, chosen.resamples
     items = items_of(lab, lines, seed, max_sentences)
     values = compare_values(lab, items, intervention, progress)
@@ -271,10 +260,9 @@ class InterventionAndControl:
 
 
 def intervention_and_control(lab: Lab, lines: Sequence[str], intervention, control,
-                             **settings: Any) -> InterventionAndControl:
-    """``intervention`` and ``control`` over the same masked sentences, compared sentence by sentence
-    (``settings``: ``seed``, ``max_sentences``, ``resamples``)."""
-    chosen = set_settings(settings)
+                             settings: SetSettings | None = None) -> InterventionAndControl:
+    """``intervention`` and ``control`` over the same masked sentences, compared sentence by sentence."""
+    chosen = settings or SetSettings()
     seed, resamples = chosen.seed, chosen.resamples
     items = items_of(lab, lines, seed, chosen.max_sentences)
     a, b = compare_values(lab, items, intervention), compare_values(lab, items, control)

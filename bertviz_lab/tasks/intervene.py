@@ -15,7 +15,7 @@ from ..interventions import REGISTRY, compare, make_intervention
 from ..interventions.compare import Comparison
 from ..interventions.kinds import Intervention
 from ..interventions.records import weights_of
-from ..interventions.sets import Progress, compare_set
+from ..interventions.sets import Progress, SetSettings, compare_set
 from ..lab import InputError, Lab
 from .validation import positions, whole
 
@@ -110,6 +110,6 @@ def intervene_set(request: InterveneSetRequest, lab: Lab, reference: Reference |
     if request.spec.targets_picked_tokens:
         raise InputError("mask and hide interventions need picked tokens; over a set, choose another intervention")
     intervention = request.spec.build(lab, (), reference)
-    effects = compare_set(lab, list(request.lines), intervention, seed=request.seed,
-                          max_sentences=request.max_sentences, progress=progress)
+    effects = compare_set(lab, list(request.lines), intervention, progress,
+                          SetSettings(seed=request.seed, max_sentences=request.max_sentences))
     return InterveneSetRecord(effects, intervention, weights_of(lab))
