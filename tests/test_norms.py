@@ -132,8 +132,10 @@ def test_layer_matrix_of_norm_residual_is_what_each_head_shows(tiny_lab):
 
 def test_comparisons_in_a_norm_source(sharp_lab):
     from bertviz_lab.interventions import compare, make_intervention
+    from bertviz_lab.interventions.compare import Readout
 
-    c = compare(sharp_lab, "the big cat [MASK] on the red mat", make_intervention("left-only"), source="norm")
+    c = compare(sharp_lab, "the big cat [MASK] on the red mat", make_intervention("left-only"),
+                readout=Readout(source="norm"))
     assert c.baseline.source == c.intervened.source == "norm"
     np.testing.assert_allclose(c.baseline.attention, with_source(sharp_lab, sharp_lab.analyze(
         "the big cat [MASK] on the red mat"), "norm").attention, rtol=1e-5, atol=1e-6)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..interventions import REGISTRY, compare, make_intervention
-from ..interventions.compare import Comparison
+from ..interventions.compare import Comparison, Readout
 from ..interventions.kinds import Intervention
 from ..interventions.records import weights_of
 from ..interventions.sets import Progress, SetSettings, compare_set
@@ -78,8 +78,8 @@ def intervene(request: InterveneRequest, lab: Lab, reference: Reference | None =
     targets = picked if request.spec.targets_picked_tokens else []
     masked = [*positions(list(request.mask)), *([] if request.spec.targets_picked_tokens else picked)]
     intervention = request.spec.build(lab, targets, reference)
-    c = compare(lab, request.text, intervention, pair=request.pair or None, mask_positions=masked,
-                top_k=whole(request.top_k, "top-k", 1, 50), source=request.source)
+    c = compare(lab, request.text, intervention, pair=request.pair or None,
+                readout=Readout(masked, whole(request.top_k, "top-k", 1, 50), request.source))
     return InterveneRecord(c, intervention, weights_of(lab))
 
 
