@@ -11,6 +11,7 @@ from sections import run_recorded
 
 from bertviz_lab import load
 from bertviz_lab.interventions import ablation_sweep
+from bertviz_lab.interventions.sweeps import AblationRun
 
 
 def timed(fn, repeat=5):
@@ -25,11 +26,11 @@ def main() -> None:
     if "[MASK]" not in text:
         raise SystemExit("the benchmark sentence lost its [MASK]")
     n = len(lab.encode(text).ids)
-    batched = ablation_sweep(lab, text, batched=True).drops
-    single = ablation_sweep(lab, text, batched=False).drops
+    batched = ablation_sweep(lab, text, run=AblationRun(batched=True)).drops
+    single = ablation_sweep(lab, text, run=AblationRun(batched=False)).drops
     assert np.allclose(batched, single, atol=1e-4)
-    t_batched = timed(lambda: ablation_sweep(lab, text, batched=True))
-    t_single = timed(lambda: ablation_sweep(lab, text, batched=False))
+    t_batched = timed(lambda: ablation_sweep(lab, text, run=AblationRun(batched=True)))
+    t_single = timed(lambda: ablation_sweep(lab, text, run=AblationRun(batched=False)))
     heads = lab.n_layers * lab.n_heads
     print(f"{heads} heads, {n} tokens, model {lab.name}")
     print(f"batched sweep:      {t_batched * 1e3:7.1f} ms (target <= 1000 ms)")

@@ -16,7 +16,7 @@ from sections import run_recorded
 
 from bertviz_lab import load
 from bertviz_lab.interventions.sets import SetSettings, ablation_set, directional_set
-from bertviz_lab.interventions.sweeps import ablation_drops, mean_head_outputs
+from bertviz_lab.interventions.sweeps import AblationRun, ablation_drops, mean_head_outputs
 from bertviz_lab.resources import DEFAULT_MLM_HEAD, SAMPLE_TREEBANK
 from bertviz_lab.sentences import masked_items
 from bertviz_lab.treebank import read_conllu
@@ -49,7 +49,7 @@ def main() -> None:
     batched = time.perf_counter() - start
     start = time.perf_counter()
     for enc, position, gold in items:
-        ablation_drops(lab, enc, [position], [gold], batched=False)
+        ablation_drops(lab, enc, [position], [gold], run=AblationRun(batched=False))
     loop = time.perf_counter() - start
     print(f"ablation over {len(items)} sentences: batched {batched:.1f} s, one forward per head {loop:.1f} s, "
           f"ratio {loop / batched:.1f}x (target >= 3x)")

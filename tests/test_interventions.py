@@ -17,6 +17,7 @@ from bertviz_lab.interventions import (
     position_similarity,
 )
 from bertviz_lab.interventions.edits import directional_bias, random_positions, scaled_sinusoidal, sinusoidal_table
+from bertviz_lab.interventions.sweeps import AblationRun
 
 TEXT = "the big cat [MASK] on the red mat and slept"
 
@@ -243,7 +244,8 @@ def test_offset_profile_by_hand():
 
 
 def test_ablation_sweep_batched_equals_one_at_a_time(sharp_lab):
-    batched, single = ablation_sweep(sharp_lab, TEXT).drops, ablation_sweep(sharp_lab, TEXT, batched=False).drops
+    batched = ablation_sweep(sharp_lab, TEXT).drops
+    single = ablation_sweep(sharp_lab, TEXT, run=AblationRun(batched=False)).drops
     np.testing.assert_allclose(batched, single, atol=1e-5)
 
 

@@ -16,7 +16,7 @@ from ..interventions import (
     directional_sweep,
 )
 from ..interventions.resample import ResamplePool
-from ..interventions.sweeps import patching_sweep, position_controls, sample_mean_outputs
+from ..interventions.sweeps import AblationRun, patching_sweep, position_controls, sample_mean_outputs
 from ..lab import InputError, Lab
 from ..naming import layer_head, layer_name
 from ..tasks.intervene import InterveneRequest, InterventionSpec, intervene
@@ -118,9 +118,9 @@ class InterventionController:
         ui = self.ui
         try:
             lab, text, pair, _ = self.analysed(session, text, pair)
-            importance = ablation_sweep(lab, text, pair=pair, mask_positions=positions(picked), chunk=24,
+            importance = ablation_sweep(lab, text, pair=pair, mask_positions=positions(picked),
                                         reference=self.reference(lab, ablation),
-                                        progress=lambda f, d: progress(f, desc=d))
+                                        run=AblationRun(chunk=24, progress=lambda f, d: progress(f, desc=d)))
         except (InputError, InterventionError) as error:
             return {ui.ablation_message: warning(error)}
         drops = importance.drops

@@ -4,8 +4,7 @@ learned vs sinusoidal position embeddings."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -132,11 +131,10 @@ class AblationRun:
 
 
 def ablation_drops(lab: Lab, enc: Encoded, positions: Sequence[int], targets: Sequence[int],
-                   reference: torch.Tensor | None = None, **run: Any) -> np.ndarray:
+                   reference: torch.Tensor | None = None, run: AblationRun | None = None) -> np.ndarray:
     """Drop in the mean log-probability of ``targets`` at ``positions`` when each head alone is
-    replaced (zero, or ``reference`` outputs): (layers, heads). ``run``: ``AblationRun``'s fields as
-    keywords (``batched``, ``chunk``, ``progress``, ``measure``)."""
-    options = replace(AblationRun(), **run)
+    replaced (zero, or ``reference`` outputs): (layers, heads), run as ``run`` says."""
+    options = run or AblationRun()
     batched, chunk, progress, measure = options.batched, options.chunk, options.progress, options.measure
     layers, heads = lab.n_layers, lab.n_heads
     rows: list[tuple[int, int] | None] = [None] + [(l, h) for l in range(layers) for h in range(heads)]
@@ -171,11 +169,12 @@ class HeadImportance:
 
 
 def ablation_sweep(lab: Lab, text: str, pair: str | None = None, mask_positions: Sequence[int] = (),
-                   reference: torch.Tensor | ResamplePool | None = None, **run: Any) -> HeadImportance:
+                   reference: torch.Tensor | ResamplePool | None = None, run: AblationRun | None = None
+                   ) -> HeadImportance:
     """Drop in log-probability of the gold word (when the user masked known words; else of the
     baseline's top-1; see ``scored_tokens``), mean over masked positions, when each head alone is
     zeroed — or replaced by ``reference`` outputs (mean or resample ablation): (layers, heads).
-    Positive = the head helped this prediction. ``run``: ``AblationRun``'s fields as keywords."""
+    Positive = the head helped this prediction."""
     if not lab.model.has_mlm_head:
         raise InputError("this checkpoint has no MLM head, so head importance for predictions cannot be measured")
     base = lab.analyze(text, pair, masks=mask_positions, truncate=True)
@@ -183,7 +182,7 @@ def ablation_sweep(lab: Lab, text: str, pair: str | None = None, mask_positions:
         raise InputError("mask at least one token (type [MASK] or pick tokens) to run the ablation sweep")
     targets, scored = scored_tokens(lab, base)
     enc = base.encoded()
-    drops = ablation_drops(lab, enc, [p.position for p in base.mlm], targets, reference_for(reference, enc), **run)
+    drops = ablation_drops(lab, enc, [p.position for p in base.mlm], targets, reference_for(reference, enc), run)
     return HeadImportance(drops, scored)
 
 
@@ -217,7 +216,7 @@ def patching_sweep(lab: Lab, target: str, donor: str, correct: str, wrong: str) 
     def difference(scores: torch.Tensor) -> torch.Tensor:  # (rows, 1, vocab) log-probabilities
         return scores[:, 0, ids[0]] - scores[:, 0, ids[1]]
 
-    heads = -ablation_drops(lab, enc_t, [position], [ids[0]], head_outputs(lab, enc_d), measure=difference)
+    heads = -ablation_drops(lab, enc_t, [position], [ids[0]], head_outputs(lab, enc_d), AblationRun(measure=difference))
     _, cache = lab.run(lab.batch_tensors([enc_d]), capture=(every_layer("out"),), compute_mlm=False)
     rows = lab.n_layers + 1
     edits = {}
