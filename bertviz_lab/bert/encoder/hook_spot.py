@@ -30,10 +30,3 @@ class HookSpot:
     def every_layer(self) -> str:
         """A glob matching this spot in every layer (or its one name)."""
         return self.template.replace("{layer}", "*")
-
-
-# The bias a relative or ALiBi scheme adds to every layer's scores (one hook point for either).
-POSITION_BIAS = HookSpot("bert.encoder.hook_position_bias", "BertEncoder (relative / alibi scheme)",
-                         "(batch | 1, heads, query, key)",
-                         "the position bias added to every layer's scores: relative buckets (MPNet, "
-                         "bert/positions/relative.py) or ALiBi's -slope * distance (bert/positions/alibi.py)")

@@ -16,9 +16,8 @@ import math
 import torch
 from torch import nn
 
-from ..encoder.hook_spot import POSITION_BIAS
 from ..encoder.hooks import HookPoint
-from .scheme import Geometry, PositionScheme, register
+from .scheme import POSITION_BIAS, Geometry, PositionScheme, register
 
 
 def alibi_slopes(n_heads: int) -> list[float]:

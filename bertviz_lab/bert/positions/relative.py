@@ -17,9 +17,8 @@ import math
 import torch
 from torch import nn
 
-from ..encoder.hook_spot import POSITION_BIAS
 from ..encoder.hooks import HookPoint
-from .scheme import Geometry, PositionScheme, register
+from .scheme import POSITION_BIAS, Geometry, PositionScheme, register
 
 BUCKETS = 32  # what transformers' MPNetEncoder.compute_position_bias passes, whatever the config says
 MAX_DISTANCE = 128

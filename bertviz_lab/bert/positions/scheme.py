@@ -29,6 +29,13 @@ def register(cls: type[PositionScheme]) -> type[PositionScheme]:
     return cls
 
 
+# The bias a relative or ALiBi scheme adds to every layer's scores (one hook point for either).
+POSITION_BIAS = HookSpot("bert.encoder.hook_position_bias", "BertEncoder (relative / alibi scheme)",
+                         "(batch | 1, heads, query, key)",
+                         "the position bias added to every layer's scores: relative buckets (MPNet, "
+                         "bert/positions/relative.py) or ALiBi's -slope * distance (bert/positions/alibi.py)")
+
+
 @dataclass(frozen=True)
 class Geometry:
     """What a scheme's positions look like, as one matrix a heatmap draws: ``values[row, column]`` with the labels of
