@@ -29,11 +29,10 @@ def register(cls: type[PositionScheme]) -> type[PositionScheme]:
     return cls
 
 
-# The bias a relative or ALiBi scheme adds to every layer's scores (one hook point for either).
-POSITION_BIAS = HookSpot("bert.encoder.hook_position_bias", "BertEncoder (relative / alibi scheme)",
+# The bias a scheme adds to every layer's scores (one hook point, whichever scheme fills it; see its ``hooks``).
+POSITION_BIAS = HookSpot("bert.encoder.hook_position_bias", "BertEncoder (a scheme that adds a score bias)",
                          "(batch | 1, heads, query, key)",
-                         "the position bias added to every layer's scores: relative buckets (MPNet, "
-                         "bert/positions/relative.py) or ALiBi's -slope * distance (bert/positions/alibi.py)")
+                         "the position bias added to every layer's scores, as the scheme that adds it computes it")
 
 
 @dataclass(frozen=True)
