@@ -13,9 +13,10 @@ import os
 import signal
 import sys
 import warnings
+from unittest import mock
 
 from bertviz_lab.app import LIMITS, build_demo, env_list, launch_kwargs, queue_kwargs
-from bertviz_lab.app.ports import port_problem
+from bertviz_lab.app.ports import patient_url_ok, port_problem
 from bertviz_lab.app.state import Limits
 
 
@@ -103,8 +104,9 @@ def main(argv=None) -> None:
     demo = build_demo(lab, allowed_models=models, allow_any_model=args.allow_any_model and not args.public,
                       limits=limits)
     signal.signal(signal.SIGTERM, signal.default_int_handler)  # as Ctrl-C: Gradio closes, temp folders go (atexit)
-    demo.queue(**queue_kwargs(limits)).launch(server_name=args.host, server_port=args.port, share=args.share,
-                                                   **launch_kwargs(limits, demo, mcp=args.mcp))
+    with mock.patch("gradio.networking.url_ok", patient_url_ok):  # a busy machine answers the first check late
+        demo.queue(**queue_kwargs(limits)).launch(server_name=args.host, server_port=args.port, share=args.share,
+                                                       **launch_kwargs(limits, demo, mcp=args.mcp))
 
 
 if __name__ == "__main__":

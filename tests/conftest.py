@@ -41,25 +41,6 @@ def minilm_lab():
     return bertviz_lab.load("default", device="cpu", mlm_head=None)
 
 
-def patient_url_ok(url: str, seconds: float = 180.0) -> bool:
-    """Gradio's check that its server answers, waiting for the condition: Gradio's own ``url_ok`` gives up at the
-    first HEAD that takes over 3 s, which a loaded machine (a training run beside the suite) can take, and then
-    refuses to start ("localhost is not accessible")."""
-    import time
-
-    import httpx
-
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            if httpx.head(url, timeout=30, verify=False).status_code in (200, 401, 301, 302, 303, 307, 308):
-                return True
-        except (httpx.ConnectError, httpx.TimeoutException):
-            pass
-        time.sleep(0.2)
-    return False
-
-
 def launch(demo, limits=None):
     """Start a Blocks app in this process on a free loopback port, with the app's limits; returns its URL."""
     from unittest import mock
@@ -67,9 +48,9 @@ def launch(demo, limits=None):
     from bertviz_lab.app import LIMITS, launch_kwargs, queue_kwargs
 
     demo.queue(**queue_kwargs(limits or LIMITS))
-    from bertviz_lab.app.ports import free_port
-
     # a port chosen now, never Gradio's default 7860+ (where a user's own app runs)
+    from bertviz_lab.app.ports import free_port, patient_url_ok
+
     with mock.patch("gradio.networking.url_ok", patient_url_ok):
         _, url, _ = demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True,
                                 quiet=True, **launch_kwargs(limits or LIMITS, demo))

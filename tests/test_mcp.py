@@ -201,7 +201,7 @@ def mcp_app(public_demo):
     public_demo.queue(**queue_kwargs(limits))
     from unittest import mock
 
-    from conftest import patient_url_ok
+    from bertviz_lab.app.ports import patient_url_ok
 
     with warnings.catch_warnings(), mock.patch("gradio.networking.url_ok", patient_url_ok):
         # the warning is about the page's events, before the lifespan narrows the tools (as the launcher)

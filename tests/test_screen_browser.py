@@ -220,11 +220,11 @@ def test_each_result_has_its_own_titled_place_that_goes_with_its_input(browser, 
     direction = shown_text(page, "direction-message")
     assert "on “the cat [MASK] on the mat”" in direction and "symmetric sinks" in direction
     assert "Intervention: left-only" in shown_text(page, "intervention-message")  # not overwritten by the sweep
-    page.get_by_text("Position embedding inspector").click()
+    page.get_by_text("Position inspector: what this model").click()
     page.click("#positions-btn")
     page.wait_for_function("document.querySelector('#positions-message').innerText.includes('Cosine similarity')",
                            timeout=60000)
-    assert "Position embedding inspector" in shown_text(page, "positions-message")
+    assert "Position inspector" in shown_text(page, "positions-message")
     page.get_by_text("Over a set of sentences, with 95% intervals").click()
     page.get_by_role("radio", name="sample treebank").click()
     page.click("#direction-set-btn")
@@ -236,7 +236,7 @@ def test_each_result_has_its_own_titled_place_that_goes_with_its_input(browser, 
                            timeout=30000)
     page.wait_for_selector("#direction-message", state="hidden", timeout=60000)
     assert page.locator("#direction-table").is_hidden() and page.locator("#intervention-plot").is_hidden()
-    assert "Position embedding inspector" in shown_text(page, "positions-message")
+    assert "Position inspector" in shown_text(page, "positions-message")
     assert "P(gold word)" in shown_text(page, "direction-set-message")  # the set did not change
     page.get_by_role("radio", name="held-out lines (shipped)").click()  # now it did
     page.wait_for_selector("#direction-set-message", state="hidden", timeout=60000)

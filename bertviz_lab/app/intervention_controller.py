@@ -167,12 +167,12 @@ class InterventionController:
                 ui.patch_plot: plot(figure)}
 
     def run_positions(self, n: float, session: Session) -> Updates:
-        """The position embedding inspector: what the loaded model's schemes look like for n tokens."""
+        """The position inspector: what the loaded model's schemes look like for n tokens."""
         ui = self.ui
         lab = self.page.lab_of(session)
         try:
             found, settings, figure = inspect_positions(lab, whole(n, "the number of positions", 2, lab.max_tokens))
         except (InterventionError, InputError) as error:
             return {ui.positions_message: warning(error)}
-        return {ui.positions_message: title("Position embedding inspector", found, None, settings, lab.checkpoint_id),
+        return {ui.positions_message: title("Position inspector", found, None, settings, lab.checkpoint_id),
                 ui.positions_plot: plot(figure) if figure is not None else None}

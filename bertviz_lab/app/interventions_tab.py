@@ -105,12 +105,12 @@ def build_interventions_tab(ui: SimpleNamespace, lab: Lab, limits: Limits) -> No
                 ui.patch_btn = gr.Button("Patch every head from the donor", elem_id="patch-btn", scale=1)
             result_title(ui, "patch_message")
             ui.patch_plot = gr.Plot(label="Change in logit difference per head", elem_id="patch-plot", elem_classes=ON_USE)
-        with gr.Accordion("Position embedding inspector", open=False):
+        with gr.Accordion("Position inspector: what this model's positions look like", open=False):
             with gr.Row():
                 ui.positions_n = gr.Slider(2, lab.max_tokens, value=64, step=1, label="First N positions")
-                ui.positions_btn = gr.Button("Show position similarity", elem_id="positions-btn")
+                ui.positions_btn = gr.Button("Show the positions", elem_id="positions-btn")
             result_title(ui, "positions_message")
-            ui.positions_plot = gr.Plot(label="Position embeddings", elem_id="positions-plot", elem_classes=ON_USE)
+            ui.positions_plot = gr.Plot(label="Positions", elem_id="positions-plot", elem_classes=ON_USE)
         build_faithfulness_box(ui, limits)
 
 

@@ -1,4 +1,5 @@
-"""Ports: a free one chosen at run time (tests, benchmarks), and a busy one said in one sentence (the launcher).
+"""Ports: a free one chosen at run time (tests, benchmarks), a busy one said in one sentence (the launcher), and a
+patient check that the server answers (``patient_url_ok``).
 
 Gradio, given no port, tries 7860 and up; a test suite that did so took the ports a user's ``python app.py``
 wants, which then failed with Gradio's 15-line traceback (issue 56)."""
@@ -6,6 +7,7 @@ from __future__ import annotations
 
 import errno
 import socket
+import time
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -32,3 +34,20 @@ def port_problem(host: str, port: int) -> str | None:
                 return f"port {port} needs administrator rights; choose one above 1023 with --port"
             return f"cannot listen on {host}:{port} ({error.strerror}); choose another --host or --port"
     return None
+
+
+def patient_url_ok(url: str, seconds: float = 180.0) -> bool:
+    """Gradio's check that its server answers, waiting for the condition: Gradio's own ``networking.url_ok`` gives up
+    at the first HEAD that takes over 3 s, which a loaded machine (a training run, a test suite) can take, and then
+    refuses to start with "localhost is not accessible". The launcher and the tests start Gradio with this one."""
+    import httpx
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if httpx.head(url, timeout=30, verify=False).status_code in (200, 401, 301, 302, 303, 307, 308):
+                return True
+        except (httpx.ConnectError, httpx.TimeoutException):
+            pass
+        time.sleep(0.2)
+    return False

@@ -1,4 +1,4 @@
-"""The position embedding inspector of the Interventions tab: what the loaded model's position schemes look like for
+"""The position inspector of the Interventions tab: what the loaded model's position schemes look like for
 inputs of n tokens, chosen by the schemes the model has (its config's ``positions``), never by testing flags.
 
 Four combinations have a view of their own that says more than one matrix (ModernBERT's rotary bands with its local
