@@ -141,7 +141,10 @@ def test_roberta_masks_typed_as_bert_masks_and_the_lab_works_unchanged(family):
     with torch.no_grad():
         probs = torch.softmax(hf(input_ids=ids).logits[0, position], -1)
     assert a.mlm[0].predictions[0].probability == pytest.approx(float(probs.max()), abs=1e-5)
-    assert bertviz_lab.figure(a, "single-head", layer=2, head=1, hide_special=True).layout.title.text == "Layer 2, head 1"
+    from bertviz_lab.notebook import AnalysisDisplay
+
+    shown = bertviz_lab.figure(a, "single-head", layer=2, head=1, display=AnalysisDisplay(hide_special=True))
+    assert shown.layout.title.text == "Layer 2, head 1"
     c = compare(lab, "the cat [MASK] on the mat", make_intervention("left-only"))
     assert c.js.shape == (2, 4)
     scores = score_treebank(lab, read_conllu(SAMPLE_TREEBANK), max_sentences=5)

@@ -27,7 +27,7 @@ class BertConfig:
     type_vocab_size: int = 2
     layer_norm_eps: float = 1e-12
     pad_token_id: int = 0
-    # The rest of the BERT family (bert/loading/families.py): ELECTRA's smaller embeddings, RoBERTa's
+    # The rest of the BERT family (bert/loading/families/): ELECTRA's smaller embeddings, RoBERTa's
     # first position, the MLM head's own activation where it is not hidden_act.
     embedding_size: int | None = None  # None: the hidden size (no projection after the embeddings)
     position_offset: int = 0  # position i reads row i + offset of the position table
