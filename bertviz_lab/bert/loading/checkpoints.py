@@ -38,12 +38,11 @@ from .config_checks import (
     check_config,
     check_field,
     check_sizes,
-    checked_fields,
     parse_config,
     parse_json_object,
     written_fields,
 )
-from .families import BERT_SPECIALS, Family, bert_config_dict, bert_names, family_of
+from .families import BERT_SPECIALS, Family, bert_config_dict, bert_names, checked_fields, family_of
 from .mpnet_parts import PartsError, mpnet_folder
 from .twin_checkpoints import TwinMissing, is_twin, read_twin, twin_names
 
@@ -160,8 +159,9 @@ def config_and_fields(folder: Path) -> tuple[BertConfig, Written]:
     family = "bert"
     try:
         raw = parse_config(path)
-        family = family_of(raw).name
-        cfg = BertConfig.from_dict(bert_config_dict(checked_fields(raw, family), family_of(raw)))
+        kind = family_of(raw)
+        family = kind.name
+        cfg = BertConfig.from_dict(bert_config_dict(checked_fields(raw, kind), kind))
         check_config(cfg)
     except ValueError as error:  # ConfigRefused, and the families' refusals by name
         raise CheckpointError(f"{path}: {error}") from None
@@ -485,7 +485,7 @@ def model_from_transformers(hf_model: Any) -> BertLab:
     family = family_of(raw)
     where = f"the {family.name} model passed in"
     try:
-        cfg = BertConfig.from_dict(bert_config_dict(checked_fields(raw, family.name), family))
+        cfg = BertConfig.from_dict(bert_config_dict(checked_fields(raw, family), family))
         check_config(cfg)
     except ConfigRefused as error:
         raise CheckpointError(f"{where}: {error}") from None

@@ -89,44 +89,12 @@ COMMON = {"vocab_size": whole(1, MAX_VOCAB), "hidden_size": whole(1, MAX_WIDTH),
 DISTILBERT_NAMES = {"dim": "hidden_size", "n_layers": "num_hidden_layers", "n_heads": "num_attention_heads",
                     "hidden_dim": "intermediate_size", "activation": "hidden_act", "dropout": "hidden_dropout_prob",
                     "attention_dropout": "attention_probs_dropout_prob"}
-MODERNBERT_READS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
-                    "max_position_embeddings", "pad_token_id", "classifier_dropout", "initializer_range",
-                    "architectures", "id2label", "position_embedding_type")
-FAMILY_FIELDS: dict[str, dict[str, Field]] = {
-    "bert": COMMON,
-    "roberta": {**COMMON, "pad_token_id": whole(0, MAX_VOCAB - 1)},  # its positions start at pad_token_id + 1
-    "electra": {**COMMON, "embedding_size": whole(1, MAX_WIDTH)},
-    "albert": {**COMMON, "embedding_size": whole(1, MAX_WIDTH), "num_hidden_groups": whole(1, MAX_LAYERS),
-               "inner_group_num": whole(1, MAX_LAYERS)},
-    "mpnet": {**{k: v for k, v in COMMON.items() if k != "type_vocab_size"},
-              "relative_attention_num_buckets": whole(1, MAX_BUCKETS)},
-    "distilbert": {**{k: v for k, v in COMMON.items() if k not in ("type_vocab_size", "layer_norm_eps")},
-                   **{theirs: COMMON[ours] for theirs, ours in DISTILBERT_NAMES.items()}},
-    "deberta-v2": {**COMMON, "embedding_size": whole(1, MAX_WIDTH, null=True),
-                   "attention_head_size": whole(1, MAX_WIDTH, null=True),
-                   "pooler_hidden_size": whole(1, MAX_WIDTH, null=True), "conv_kernel_size": whole(0, 1024, null=True),
-                   "pooler_hidden_act": TEXT, "position_biased_input": FLAG, "relative_attention": FLAG,
-                   "share_att_key": FLAG, "position_buckets": whole(-1, MAX_BUCKETS),
-                   "max_relative_positions": whole(-1, MAX_POSITIONS), "pos_att_type": Field("text-or-words", null=True),
-                   "norm_rel_ebd": TEXT},
-    "modernbert": {**{k: COMMON[k] for k in MODERNBERT_READS}, "hidden_activation": ACTIVATION,
-                   "classifier_activation": ACTIVATION, "norm_eps": EPSILON, "mlp_dropout": OPTIONAL_PROBABILITY,
-                   "attention_dropout": OPTIONAL_PROBABILITY, "global_attn_every_n_layers": whole(1, MAX_LAYERS),
-                   "local_attention": whole(0, MAX_POSITIONS), "layer_types": Field("words", null=True),
-                   "rope_parameters": Field("rope", null=True),
-                   "global_rope_theta": real(0, MAX_THETA, null=True, open_low=True),
-                   "local_rope_theta": real(0, MAX_THETA, null=True, open_low=True),
-                   **{name: FLAG for name in ("decoder_bias", "norm_bias", "attention_bias", "mlp_bias",
-                                              "classifier_bias")}},
-}
 # BertConfig's fields that only the loader sets (from the family and the weights): a config.json never has them, and
 # one that does must not switch on another family's layers or heads.
 LOADER_FIELDS = ("position_offset", "head_act", "share_layers", "positions", "norm_placement", "mlp", "final_norm",
                  "disentangled", "rotary", "has_pooler", "has_mlm_head",
                  "has_nsp_head", "n_classes", "classifier_act", "extra")
-# Another family's fields: transformers ignores them in a family that does not have them, and so does this loader.
-OWN_FIELDS = {"embedding_size": ("electra", "albert", "deberta-v2"), "relative_attention_num_buckets": ("mpnet",),
-              "position_biased_input": ("deberta-v2",)}
+
 
 
 def parse_config(path: Path) -> dict[str, Any]:
@@ -178,16 +146,6 @@ def shown(value: Any) -> str:
     if isinstance(value, dict):
         return "an object"
     return type(value).__name__
-
-
-def checked_fields(raw: dict[str, Any], family: str) -> dict[str, Any]:
-    """``raw`` without the fields only the loader sets or only other families have, once every field this family
-    reads has passed ``check_field``."""
-    for name, spec in FAMILY_FIELDS[family].items():
-        if name in raw:
-            check_field(name, raw[name], spec)
-    foreign = {name for name, owners in OWN_FIELDS.items() if family not in owners}
-    return {k: v for k, v in raw.items() if k not in LOADER_FIELDS and k not in foreign}
 
 
 def check_field(name: str, value: Any, spec: Field) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 
+from ..config_checks import LOADER_FIELDS, check_field
 from .family import BERT_SPECIALS, FAMILY_CLASSES, Family, head_name
 
 for _module in pkgutil.iter_modules(__path__):  # every file here is a family that registers itself
@@ -23,7 +24,7 @@ for _module in pkgutil.iter_modules(__path__):  # every file here is a family th
 
 FAMILIES = tuple(sorted(FAMILY_CLASSES, key=lambda name: FAMILY_CLASSES[name].order))
 
-__all__ = ["BERT_SPECIALS", "FAMILIES", "Family", "bert_config_dict", "bert_names", "family_of"]
+__all__ = ["BERT_SPECIALS", "FAMILIES", "Family", "bert_config_dict", "bert_names", "checked_fields", "family_of"]
 
 
 def family_of(raw: dict[str, Any]) -> Family:
@@ -32,6 +33,16 @@ def family_of(raw: dict[str, Any]) -> Family:
     if kind not in FAMILY_CLASSES:
         raise ValueError(f"model_type {kind!r} is not in the BERT family this model loads ({', '.join(FAMILIES)})")
     return FAMILY_CLASSES[kind](raw)
+
+
+def checked_fields(raw: dict[str, Any], family: Family) -> dict[str, Any]:
+    """``raw`` without the fields only the loader sets or only other families have, once every field this family
+    reads has passed ``check_field``."""
+    for name, spec in family.fields.items():
+        if name in raw:
+            check_field(name, raw[name], spec)
+    foreign = {name for other in FAMILY_CLASSES.values() for name in other.own_fields} - set(family.own_fields)
+    return {k: v for k, v in raw.items() if k not in LOADER_FIELDS and k not in foreign}
 
 
 def bert_config_dict(raw: dict[str, Any], family: Family) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..config_checks import COMMON, MAX_LAYERS, MAX_WIDTH, whole
 from .family import Family, register
 
 ALBERT_SPECIALS = {"cls": "[CLS]", "sep": "[SEP]", "mask": "[MASK]", "pad": "<pad>"}  # SentencePiece's pad
@@ -22,6 +23,9 @@ ALBERT_SHARED = "encoder.albert_layer_groups.0.albert_layers.0."  # the one laye
 class ALBERT(Family):
     name = "albert"
     order = 4
+    fields = {**COMMON, "embedding_size": whole(1, MAX_WIDTH), "num_hidden_groups": whole(1, MAX_LAYERS),
+              "inner_group_num": whole(1, MAX_LAYERS)}
+    own_fields = ("embedding_size",)
     specials = ALBERT_SPECIALS
     heads = {"predictions.dense.": "cls.predictions.transform.dense.",
              "predictions.LayerNorm.": "cls.predictions.transform.LayerNorm.",

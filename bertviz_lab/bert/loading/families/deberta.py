@@ -21,6 +21,7 @@ from typing import Any
 import torch
 
 from ...positions.disentangled import position_terms
+from ..config_checks import COMMON, FLAG, MAX_BUCKETS, MAX_POSITIONS, MAX_WIDTH, TEXT, Field, whole
 from .family import Family, head_name, register, renamed_layer
 
 DEBERTA_LAYER = [("attention.self.query_proj", "attention.self.query"), ("attention.self.key_proj", "attention.self.key"),
@@ -33,6 +34,14 @@ DEBERTA_CLASSIFIER = {"pooler.dense.": "classifier.dense.", "classifier.weight":
 class DeBERTa(Family):
     name = "deberta-v2"
     order = 6
+    fields = {**COMMON, "embedding_size": whole(1, MAX_WIDTH, null=True),
+              "attention_head_size": whole(1, MAX_WIDTH, null=True),
+              "pooler_hidden_size": whole(1, MAX_WIDTH, null=True), "conv_kernel_size": whole(0, 1024, null=True),
+              "pooler_hidden_act": TEXT, "position_biased_input": FLAG, "relative_attention": FLAG,
+              "share_att_key": FLAG, "position_buckets": whole(-1, MAX_BUCKETS),
+              "max_relative_positions": whole(-1, MAX_POSITIONS), "pos_att_type": Field("text-or-words", null=True),
+              "norm_rel_ebd": TEXT}
+    own_fields = ("embedding_size", "position_biased_input")
     prefix = "deberta"
     heads = {"cls.predictions.decoder.bias": "cls.predictions.bias",  # what the legacy head adds
              "cls.predictions.": "cls.predictions.",

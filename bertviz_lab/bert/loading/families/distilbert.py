@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..config_checks import COMMON
 from .family import Family, register, renamed_layer
 
 DISTILBERT_CONFIG = {"dim": "hidden_size", "n_layers": "num_hidden_layers", "n_heads": "num_attention_heads",
@@ -20,6 +21,8 @@ DISTILBERT_LAYER = [("attention.q_lin", "attention.self.query"), ("attention.k_l
 class DistilBERT(Family):
     name = "distilbert"
     order = 2
+    fields = {**{k: v for k, v in COMMON.items() if k not in ("type_vocab_size", "layer_norm_eps")},
+              **{theirs: COMMON[ours] for theirs, ours in DISTILBERT_CONFIG.items()}}
     classifier_act = "relu"
     classifier_renames = {"pre_classifier.": "classifier.dense.", "classifier.weight": "classifier.out_proj.weight",
                           "classifier.bias": "classifier.out_proj.bias"}

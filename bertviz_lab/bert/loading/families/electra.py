@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..config_checks import COMMON, MAX_WIDTH, whole
 from .family import Family, register
 
 
@@ -13,6 +14,8 @@ from .family import Family, register
 class ELECTRA(Family):
     name = "electra"
     order = 3
+    fields = {**COMMON, "embedding_size": whole(1, MAX_WIDTH)}
+    own_fields = ("embedding_size",)
     classifier_act = "gelu"
     classifier_renames = {"classifier.dense.": "classifier.dense.", "classifier.out_proj.": "classifier.out_proj."}
     classifier_marker = "classifier.out_proj.weight"

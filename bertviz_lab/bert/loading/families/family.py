@@ -10,6 +10,8 @@ from typing import Any, ClassVar
 
 import torch
 
+from ..config_checks import COMMON, Field
+
 BERT_SPECIALS = {"cls": "[CLS]", "sep": "[SEP]", "mask": "[MASK]", "pad": "[PAD]"}
 BPE_SPECIALS = {"cls": "<s>", "sep": "</s>", "mask": "<mask>", "pad": "<pad>"}
 # heads no family's encoder + MLM model or sequence classifier runs: replaced-token, QA, sentence-order, task heads
@@ -61,6 +63,10 @@ class Family:
     classifier_renames: ClassVar[dict[str, str]] = {"classifier.weight": "classifier.out_proj.weight",
                                                     "classifier.bias": "classifier.out_proj.bias"}
     classifier_marker: ClassVar[str | None] = None
+    # config.json's fields it reads, each with what it may hold (checked before anything is built), and those of
+    # them no other family has (ignored in a family that has not got them, as transformers does)
+    fields: ClassVar[dict[str, Field]] = COMMON
+    own_fields: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, raw: dict[str, Any]) -> None:
         self.unused = self.unused_names(raw)  # checkpoint names (after the prefix) the model never reads: dropped

@@ -20,8 +20,25 @@ from typing import Any
 import torch
 
 from ...positions.rotary import GLOBAL, LOCAL, layer_types, rope_thetas
+from ..config_checks import (
+    ACTIVATION,
+    COMMON,
+    EPSILON,
+    FLAG,
+    MAX_LAYERS,
+    MAX_POSITIONS,
+    MAX_THETA,
+    OPTIONAL_PROBABILITY,
+    Field,
+    real,
+    whole,
+)
 from .family import Family, register
 
+# the fields of BERT's it reads (its others are its own names)
+MODERNBERT_READS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
+                    "max_position_embeddings", "pad_token_id", "classifier_dropout", "initializer_range",
+                    "architectures", "id2label", "position_embedding_type")
 MODERNBERT_NAMES = [(r"^embeddings\.tok_embeddings\.", "embeddings.word_embeddings."),
                     (r"^embeddings\.norm\.", "embeddings.LayerNorm."),
                     (r"^layers\.(\d+)\.attn\.(query|key|value)\.", r"encoder.layer.\1.attention.self.\2."),
@@ -33,6 +50,14 @@ MODERNBERT_NAMES = [(r"^embeddings\.tok_embeddings\.", "embeddings.word_embeddin
 class ModernBERT(Family):
     name = "modernbert"
     order = 7
+    fields = {**{k: COMMON[k] for k in MODERNBERT_READS}, "hidden_activation": ACTIVATION,
+              "classifier_activation": ACTIVATION, "norm_eps": EPSILON, "mlp_dropout": OPTIONAL_PROBABILITY,
+              "attention_dropout": OPTIONAL_PROBABILITY, "global_attn_every_n_layers": whole(1, MAX_LAYERS),
+              "local_attention": whole(0, MAX_POSITIONS), "layer_types": Field("words", null=True),
+              "rope_parameters": Field("rope", null=True),
+              "global_rope_theta": real(0, MAX_THETA, null=True, open_low=True),
+              "local_rope_theta": real(0, MAX_THETA, null=True, open_low=True),
+              **{name: FLAG for name in ("decoder_bias", "norm_bias", "attention_bias", "mlp_bias", "classifier_bias")}}
     prefix = "model"
     heads = {"head.dense.": "cls.predictions.transform.dense.", "head.norm.": "cls.predictions.transform.LayerNorm.",
              "decoder.weight": "cls.predictions.decoder.weight", "decoder.bias": "cls.predictions.bias"}

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..config_checks import COMMON, MAX_BUCKETS, whole
 from .family import BPE_SPECIALS, Family, register, renamed_layer
 from .roberta import ROBERTA_HEAD
 
@@ -18,6 +19,9 @@ MPNET_LAYER = [("attention.attn.q", "attention.self.query"), ("attention.attn.k"
 class MPNet(Family):
     name = "mpnet"
     order = 5
+    fields = {**{k: v for k, v in COMMON.items() if k != "type_vocab_size"},
+              "relative_attention_num_buckets": whole(1, MAX_BUCKETS)}
+    own_fields = ("relative_attention_num_buckets",)
     classifier_act = "tanh"
     classifier_renames = {"classifier.dense.": "classifier.dense.", "classifier.out_proj.": "classifier.out_proj."}
     classifier_marker = "classifier.out_proj.weight"

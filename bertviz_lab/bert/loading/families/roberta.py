@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..config_checks import COMMON, MAX_VOCAB, whole
 from .family import BPE_SPECIALS, Family, register
 
 ROBERTA_HEAD = {"lm_head.dense.": "cls.predictions.transform.dense.",
@@ -17,6 +18,7 @@ ROBERTA_HEAD = {"lm_head.dense.": "cls.predictions.transform.dense.",
 class RoBERTa(Family):
     name = "roberta"
     order = 1
+    fields = {**COMMON, "pad_token_id": whole(0, MAX_VOCAB - 1)}  # its positions start at pad_token_id + 1
     classifier_act = "tanh"
     classifier_renames = {"classifier.dense.": "classifier.dense.", "classifier.out_proj.": "classifier.out_proj."}
     classifier_marker = "classifier.out_proj.weight"
