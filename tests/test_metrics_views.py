@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from bertviz_lab import export
-from bertviz_lab.attention import attention_view, head_statistics, rollout, to_word_level, word_groups
+from bertviz_lab.attention import Display, attention_view, head_statistics, rollout, to_word_level, word_groups
 from bertviz_lab.figures import analysis as views
 
 
@@ -29,7 +29,7 @@ def test_word_level_sums_to_and_averages_from():
 def test_hide_special_renormalises_and_labels_are_unique():
     tokens = ["[CLS]", "the", "cat", "the", "[SEP]"]
     a = random_rows(np.random.default_rng(1), 5, 5)
-    view = attention_view(a, tokens, [None, 0, 1, 2, None], [0] * 5, hide_special=True)
+    view = attention_view(a, tokens, [None, 0, 1, 2, None], [0] * 5, Display(hide_special=True))
     assert view.query_labels == ["1 the", "2 cat", "3 the"]
     np.testing.assert_allclose(view.weights.sum(-1), 1.0)
     np.testing.assert_allclose(view.weights[0], a[1, 1:4] / a[1, 1:4].sum())
@@ -40,7 +40,7 @@ def test_pair_filters_select_segments():
     tokens = ["[CLS]", "a", "[SEP]", "b", "c", "[SEP]"]
     seg = [0, 0, 0, 1, 1, 1]
     a = random_rows(np.random.default_rng(2), 6, 6)
-    view = attention_view(a, tokens, [None, 0, None, 1, 2, None], seg, pair_filter="A->B")
+    view = attention_view(a, tokens, [None, 0, None, 1, 2, None], seg, Display(pair_filter="A->B"))
     assert view.query_index == [0, 1, 2] and view.key_index == [3, 4, 5]
     np.testing.assert_array_equal(view.weights, a[:3, 3:])
 

@@ -19,11 +19,11 @@ def test_payload_round_trip_is_within_the_quantisation_step(tiny_lab):
 
 
 def test_payload_word_level_and_hidden_specials_match_the_python_view(tiny_lab):
-    from bertviz_lab.attention import attention_view
+    from bertviz_lab.attention import Display, attention_view
 
     a = tiny_lab.analyze("unbelievably tokenized words", pair="and a second sentence")
     meta, codes = view_payload(a, ViewOptions(hide_special=True, word_level=True, pair_filter="A->B"))
-    view = attention_view(a.attention, a.tokens, a.word_ids, a.segment_ids, hide_special=True, word_level=True)
+    view = attention_view(a.attention, a.tokens, a.word_ids, a.segment_ids, Display(hide_special=True, word_level=True))
     assert meta["labels"] == view.query_labels and meta["segments"] == view.query_segments
     assert meta["pair_filter"] == "A->B"  # applied by the page (rows A, columns B), not here
     np.testing.assert_allclose(dequantise(meta, codes), view.weights, atol=1e-4)

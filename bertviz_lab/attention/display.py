@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -68,20 +67,26 @@ def drop_and_renormalise(weights: np.ndarray, keep: Sequence[int]) -> np.ndarray
     return np.divide(sub, total, out=np.zeros_like(sub), where=total > 0)
 
 
+@dataclass(frozen=True)
+class Display:
+    """How a view shows attention: at word level (merged pieces), without [CLS]/[SEP] (rows renormalised), and
+    which sentence pair's rows and columns."""
+
+    hide_special: bool = False
+    word_level: bool = False
+    pair_filter: str = "all"
+
+
 def attention_view(
     weights: np.ndarray,  # (..., query, key)
     tokens: Sequence[str],
     word_ids: Sequence[int | None],
     segment_ids: Sequence[int],
-    **display: Any,
+    display: Display | None = None,
 ) -> AttentionView:
-    """Apply the display options in a fixed order: word level, hide specials, pair filter.
-    ``display``: ``hide_special`` (False), ``word_level`` (False), ``pair_filter`` ("all")."""
-    unknown = set(display) - {"hide_special", "word_level", "pair_filter"}
-    if unknown:
-        raise TypeError(f"attention_view() got unexpected keywords {sorted(unknown)}")
-    hide_special, word_level = display.get("hide_special", False), display.get("word_level", False)
-    pair_filter = display.get("pair_filter", "all")
+    """Apply the display options in a fixed order: word level, hide specials, pair filter."""
+    display = display or Display()
+    hide_special, word_level, pair_filter = display.hide_special, display.word_level, display.pair_filter
     notes: list[str] = []
     labels = list(tokens)
     segments = list(segment_ids)

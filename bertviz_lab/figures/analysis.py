@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from ..attention import HEAD_STATS, attention_view, head_statistics
+from ..attention import HEAD_STATS, Display, attention_view, head_statistics
 from ..attention.sources import get_source
 from ..bert.sources.flow import attention_flow, row_normalised
 from ..lab import Analysis
@@ -37,7 +37,7 @@ class ViewOptions:
 
 def _view(analysis: Analysis, weights: np.ndarray, opts: ViewOptions):
     return attention_view(weights, analysis.tokens, analysis.word_ids, analysis.segment_ids,
-                          hide_special=opts.hide_special, word_level=opts.word_level, pair_filter=opts.pair_filter)
+                          Display(opts.hide_special, opts.word_level, opts.pair_filter))
 
 
 def map_scale(analysis: Analysis, scale: str, whose: str = "this head's") -> MapScale:
@@ -112,7 +112,7 @@ def aggregates(analysis: Analysis, opts: ViewOptions, layers: np.ndarray | None 
 def head_view(analysis: Analysis, opts: ViewOptions) -> Figure:
     opts = opts.clamp(analysis)
     view = attention_view(analysis.attention[opts.layer], analysis.tokens, analysis.word_ids, analysis.segment_ids,
-                          hide_special=opts.hide_special, word_level=opts.word_level)
+                          Display(opts.hide_special, opts.word_level))
     labels = [lab.split(" ", 1)[1] for lab in view.query_labels]
     token = opts.head_view_token if opts.head_view_token is not None and opts.head_view_token < len(labels) else None
     return head_view_figure(view.weights, labels, opts.layer, token=token)

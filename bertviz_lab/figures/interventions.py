@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..attention import attention_view
+from ..attention import Display, attention_view
 from ..interventions import Comparison, DirectionalRow, RelativeBiasTable
 from ..interventions.sweeps import RelativeEmbeddingSimilarity, RotaryBands
 from ..naming import head_labels, layer_head, layer_head_file, layer_name
@@ -44,7 +44,7 @@ def comparison_figure(c: Comparison, opts: ViewOptions, scale: str = "auto") -> 
     l, h = opts.layer, opts.head
     b, p = c.baseline.attention[l, h], c.intervened.attention[l, h]
     views = [attention_view(z, c.baseline.tokens, c.baseline.word_ids, c.baseline.segment_ids,
-                            hide_special=opts.hide_special, word_level=opts.word_level, pair_filter=opts.pair_filter)
+                            Display(opts.hide_special, opts.word_level, opts.pair_filter))
              for z in (b, p)]
     diff = views[1].weights - views[0].weights
     # what was done goes in the title: as a panel's name it would run into the next panel's

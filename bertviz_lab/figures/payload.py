@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..attention import AttentionView, attention_view
+from ..attention import AttentionView, Display, attention_view
 from ..lab import Analysis
 from .attention import heatmap_figure, short_label
 from .base import HEAD_COLOURS, ROWS_SUM_TO_ONE, Figure, colorbar_title, quantity, resolve_scale, scale_note
@@ -150,7 +150,7 @@ def view_payload(analysis: Analysis, opts: ViewOptions, extra_notes: Sequence[st
     and pair filter and on the colour ``scale`` ("fixed", "per-head" or "auto"): the JSON part and the codes.
     ``token_index``: each row's first token position in the analysis (the neuron view opens on it)."""
     view = attention_view(analysis.attention, analysis.tokens, analysis.word_ids, analysis.segment_ids,
-                          hide_special=opts.hide_special, word_level=opts.word_level)
+                          Display(opts.hide_special, opts.word_level))
     shown = PayloadView(layer=opts.layer, head=opts.head, pair_filter=opts.pair_filter,
                         notes=list(extra_notes) + view.notes, source_label=source_label, model=analysis.model,
                         source=analysis.source, scale=scale)
