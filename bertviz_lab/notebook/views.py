@@ -70,11 +70,13 @@ def notebook_figure_class():
     return _FIGURE_CLASS
 
 
-def _options(analysis: Analysis, layer: int, head: int, **display: Any) -> views.ViewOptions:
-    """1-based layer/head, as the figures' titles and the app's sliders say them."""
+def _options(analysis: Analysis, layer: int, head: int, display: AnalysisDisplay | None = None) -> views.ViewOptions:
+    """1-based layer/head, as the figures' titles and the app's sliders say them, and how the weights are shown."""
     if not (1 <= layer <= analysis.n_layers and 1 <= head <= analysis.n_heads):
         raise ValueError(f"layer and head are 1-based: layer 1-{analysis.n_layers}, head 1-{analysis.n_heads}")
-    return views.ViewOptions(layer=layer - 1, head=head - 1, **display)
+    d = display or AnalysisDisplay()
+    return views.ViewOptions(layer=layer - 1, head=head - 1, hide_special=d.hide_special, word_level=d.word_level,
+                             pair_filter=d.pair_filter, head_view_token=d.token)
 
 
 @dataclass(frozen=True)
@@ -93,9 +95,7 @@ def analysis_figure(analysis: Analysis, kind: str = "single-head", layer: int = 
                     display: AnalysisDisplay | None = None):
     """One view of an analysis as a Plotly Figure; ``layer`` and ``head`` are 1-based; ``display``
     hides special tokens, goes to word level, filters sentence pairs or picks the head view's token."""
-    d = display or AnalysisDisplay()
-    o = _options(analysis, layer, head, hide_special=d.hide_special, word_level=d.word_level,
-                 pair_filter=d.pair_filter, head_view_token=d.token)
+    o = _options(analysis, layer, head, display)
     builders: dict[str, Callable[[], Figure]] = {
         "single-head": lambda: views.single_head(analysis, o)[0],
         "overview": lambda: views.overview(analysis, selected=(o.layer, o.head)),
