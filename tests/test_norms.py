@@ -132,7 +132,7 @@ def test_layer_matrix_of_norm_residual_is_what_each_head_shows(tiny_lab):
 
 def test_comparisons_in_a_norm_source(sharp_lab):
     from bertviz_lab.interventions import compare, make_intervention
-    from bertviz_lab.interventions.compare import Readout
+    from bertviz_lab.lab import Readout
 
     c = compare(sharp_lab, "the big cat [MASK] on the red mat", make_intervention("left-only"),
                 readout=Readout(source="norm"))

@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 
 from bertviz_lab.interventions import compare, make_intervention
-from bertviz_lab.interventions.compare import Readout
-from bertviz_lab.lab import InputError
+from bertviz_lab.lab import InputError, Readout
 from bertviz_lab.tasks.intervene import (
     InterveneRequest,
     InterveneSetRequest,
@@ -28,7 +27,7 @@ def test_picked_tokens_are_the_targets_of_hide_and_masked_in_both_runs_otherwise
     assert hidden.comparison.baseline.masked_positions == []  # targets, not masked
     left = intervene(InterveneRequest(TEXT, InterventionSpec("left-only", sinks="strict"), picked=(3,)), sharp_lab)
     expected = compare(sharp_lab, TEXT, make_intervention("left-only", sinks="strict"),
-                       readout=Readout(mask_positions=[3]))
+                       readout=Readout(masks=[3]))
     assert left.comparison.baseline.masked_positions == [3] == expected.baseline.masked_positions
     np.testing.assert_array_equal(left.comparison.intervened.attention, expected.intervened.attention)
     assert left.to_json()["mean_js_divergence"] == pytest.approx(float(expected.js.mean()))

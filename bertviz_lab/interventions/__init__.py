@@ -1,6 +1,6 @@
 """Interventions: typed descriptions of what to change in a forward pass (one registry), the
 baseline-vs-intervened comparison, and sweeps over many interventions."""
-from .compare import Comparison, PredictionChange, Readout, compare
+from .compare import Comparison, PredictionChange, compare
 from .kinds import (
     KINDS,
     REGISTRY,
@@ -23,6 +23,6 @@ from .sweeps import (
 )
 
 __all__ = ["KINDS", "REGISTRY", "Comparison", "DirectionalRow", "Intervention", "InterventionError",
-           "InterventionInputs", "PredictionChange", "Readout", "ablation_sweep", "compare", "directional_sweep",
+           "InterventionInputs", "PredictionChange", "ablation_sweep", "compare", "directional_sweep",
            "make_intervention", "option_names", "parse_heads", "position_similarity", "RelativeBiasTable",
            "relative_bias_table", "relative_embedding_similarity", "rotary_bands"]

@@ -2,14 +2,13 @@
 divergence per head, offset profiles, and the masked-word predictions of both runs."""
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from ..attention import js_divergence, relative_offset_profile
 from ..bert.sources.flow import row_normalised
-from ..lab import Analysis, Encoded, Lab
+from ..lab import Analysis, Encoded, Lab, Readout
 from .kinds import Intervention
 
 
@@ -69,22 +68,14 @@ def _reorder(analysis: Analysis, order: list[int]) -> Analysis:
                    mlm=[replace(p, position=int(order[p.position])) for p in analysis.mlm], **per_token)
 
 
-@dataclass(frozen=True)
-class Readout:
-    """What both runs of a comparison read: the positions masked in both, how many predictions each lists, and the
-    source compared (softmax attention or another registered source; for sources whose rows do not sum to 1 the
-    JS divergence is taken between rows renormalised to sum to 1)."""
-
-    mask_positions: Sequence[int] = ()
-    top_k: int = 5
-    source: str = "attention"
-
-
 def compare(lab: Lab, text: str, intervention: Intervention, pair: str | None = None, encoded: Encoded | None = None,
             readout: Readout | None = None) -> Comparison:
-    """Baseline vs intervened run of one input (``text``, or an already ``encoded`` one)."""
+    """Baseline vs intervened run of one input (``text``, or an already ``encoded`` one). ``readout``: the positions
+    masked in both runs (``masks``), the top-k listed and the source compared (softmax attention or another registered
+    source; for sources whose rows do not sum to 1 the JS divergence is taken between rows renormalised to sum to 1);
+    where to predict and whether to keep the distributions are the comparison's own."""
     readout = readout or Readout()
-    mask_positions, top_k, source = readout.mask_positions, readout.top_k, readout.source
+    mask_positions, top_k, source = readout.masks, readout.top_k, readout.source
     predict_at = intervention.targets
     encoded = encoded if encoded is not None else lab.encode(text, pair, truncate=True)
     base = lab.analyze_encoded(encoded, text, pair, masks=mask_positions, top_k=top_k, source=source,

@@ -15,9 +15,9 @@ from ..bert import layer_hook
 from ..bert.encoder.hook_table import every_layer
 from ..bert.positions.relative import relative_position_bucket
 from ..bert.positions.rotary import wavelengths
-from ..lab import Analysis, Encoded, ForwardChanges, InputError, Lab, checked_text
+from ..lab import Analysis, Encoded, ForwardChanges, InputError, Lab, Readout, checked_text
 from ..treebank import sentence_texts
-from .compare import Readout, compare, probability_of
+from .compare import compare, probability_of
 from .edits import batched_ablation_edits, learned_positions, scaled_sinusoidal
 from .kinds import (
     NO_POSITION_TERMS,
@@ -311,7 +311,7 @@ def position_controls(lab: Lab, text: str, pair: str | None = None, mask_positio
     rows = []
     for kind in position_kinds(lab):
         c = compare(lab, text, make_intervention(kind, shift=shift, seed=seed), pair=pair,
-                    readout=Readout(mask_positions))
+                    readout=Readout(masks=mask_positions))
         change = float(np.mean([x.change for x in c.changes])) if c.changes else float("nan")
         js, rank = masked_word_shift(lab, c)
         rows.append({"intervention": c.intervention.describe(), "mean JS (nats)": float(c.js.mean()),

@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..interventions import REGISTRY, compare, make_intervention
-from ..interventions.compare import Comparison, Readout
+from ..interventions.compare import Comparison
 from ..interventions.kinds import Intervention
 from ..interventions.records import weights_of
 from ..interventions.sets import Progress, SetSettings, compare_set
-from ..lab import InputError, Lab
+from ..lab import InputError, Lab, Readout
 from .validation import positions, whole
 
 Reference = Callable[[], Any]  # made only when the ablation needs it: mean head outputs or a resample pool
