@@ -335,15 +335,14 @@ class Lab:
         needs none); ``source`` chooses what ``attention`` holds: softmax weights, or norm-based
         weights computed in the same pass; ``truncate`` cuts an input longer than the model takes.
         Interventions and sweeps use ``analyze_encoded``."""
-        return self.analyze_encoded(self.encode(text, pair, truncate=truncate), text, pair, masks=masks, top_k=top_k,
-                                    source=source)
+        return self.analyze_encoded(self.encode(text, pair, truncate=truncate), text, pair,
+                                    Readout(masks=masks, top_k=top_k, source=source))
 
     def analyze_encoded(self, enc: Encoded, text: str = "", pair: str | None = None, readout: Readout | None = None,
-                        changes: ForwardChanges | None = None, **readout_fields: Any) -> Analysis:
+                        changes: ForwardChanges | None = None) -> Analysis:
         """``analyze`` of an encoded input, with what an intervention compiled to (``changes``) and
-        what to read off the pass (``readout``; its fields may also be given as keywords:
-        ``masks=``, ``top_k=``, ``source=``, ``predict_at=``, ``keep_probabilities=``)."""
-        readout = replace(readout or Readout(), **readout_fields)
+        what to read off the pass (``readout``)."""
+        readout = readout or Readout()
         masks, top_k, source, predict_at = readout.masks, readout.top_k, readout.source, readout.predict_at
         keep_probabilities = readout.keep_probabilities
         try:

@@ -7,7 +7,7 @@ import torch
 
 from bertviz_lab.interventions.attribution import context_positions, erasure, explain, gradient_methods
 from bertviz_lab.interventions.faithfulness import ERASER_BINS, RANKINGS, bin_size
-from bertviz_lab.lab import ForwardChanges
+from bertviz_lab.lab import ForwardChanges, Readout
 
 TEXT = "the big cat [MASK] on the red mat"
 
@@ -22,8 +22,8 @@ def test_erasure_is_the_drop_when_one_token_is_hidden(sharp_lab):
     def logp(hidden):
         bias = torch.zeros((1, 1, 1, len(analysis.tokens)))
         bias[..., hidden] = torch.finfo(torch.float32).min
-        a = sharp_lab.analyze_encoded(analysis.encoded(), changes=ForwardChanges(attention_bias=bias),
-                                      keep_probabilities=True)
+        a = sharp_lab.analyze_encoded(analysis.encoded(), readout=Readout(keep_probabilities=True),
+                                      changes=ForwardChanges(attention_bias=bias))
         return float(np.log(a.mlm_probabilities[0, target]))
 
     base = logp([])
@@ -94,8 +94,8 @@ def test_explain_reports_each_sources_faithfulness_on_this_input(sharp_lab):
     def probability(hidden):
         bias = torch.zeros((1, 1, 1, len(analysis.tokens)))
         bias[..., hidden] = torch.finfo(torch.float32).min
-        return float(sharp_lab.analyze_encoded(analysis.encoded(), changes=ForwardChanges(attention_bias=bias),
-                                               keep_probabilities=True).mlm_probabilities[0, target])
+        return float(sharp_lab.analyze_encoded(analysis.encoded(), readout=Readout(keep_probabilities=True),
+                                               changes=ForwardChanges(attention_bias=bias)).mlm_probabilities[0, target])
 
     full = probability([])
     drops = [0.0] + [np.log(full) - np.log(probability(order[:k])) for k in range(1, 6)]

@@ -20,7 +20,7 @@ from bertviz_lab.interventions.faithfulness import (
     rankings,
     sentence_scores,
 )
-from bertviz_lab.lab import ForwardChanges, InputError
+from bertviz_lab.lab import ForwardChanges, InputError, Readout
 from bertviz_lab.sentences import masked_items
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -46,7 +46,8 @@ def test_batched_perturbations_equal_one_hidden_set_at_a_time(sharp_lab):
     def logp(hidden):
         bias = torch.zeros((1, 1, 1, len(enc.ids)))
         bias[..., hidden] = torch.finfo(torch.float32).min
-        a = sharp_lab.analyze_encoded(enc, changes=ForwardChanges(attention_bias=bias), keep_probabilities=True)
+        a = sharp_lab.analyze_encoded(enc, readout=Readout(keep_probabilities=True),
+                                      changes=ForwardChanges(attention_bias=bias))
         return float(np.log(a.mlm_probabilities[0, gold]))
 
     base = logp([])
@@ -147,8 +148,8 @@ def test_comprehensiveness_and_sufficiency_equal_single_runs_for_the_top_word(sh
     def probabilities(hidden):
         bias = torch.zeros((1, 1, 1, len(enc.ids)))
         bias[..., hidden] = torch.finfo(torch.float32).min
-        return sharp_lab.analyze_encoded(enc, changes=ForwardChanges(attention_bias=bias),
-                                         keep_probabilities=True).mlm_probabilities[0]
+        return sharp_lab.analyze_encoded(enc, readout=Readout(keep_probabilities=True),
+                                         changes=ForwardChanges(attention_bias=bias)).mlm_probabilities[0]
 
     full = probabilities([])
     top = int(np.argmax(full))

@@ -18,6 +18,7 @@ from bertviz_lab.interventions import (
 )
 from bertviz_lab.interventions.edits import directional_bias, random_positions, scaled_sinusoidal, sinusoidal_table
 from bertviz_lab.interventions.sweeps import AblationRun
+from bertviz_lab.lab import Readout
 
 TEXT = "the big cat [MASK] on the red mat and slept"
 
@@ -256,7 +257,7 @@ def test_ablation_sweep_scores_top1_at_a_typed_mask_and_gold_at_a_picked_one(sha
 
 def test_ablation_sweep_matches_a_direct_ablation(sharp_lab):
     batched = ablation_sweep(sharp_lab, TEXT).drops  # (layers, heads)
-    base = sharp_lab.analyze_encoded(sharp_lab.encode(TEXT), TEXT, keep_probabilities=True)
+    base = sharp_lab.analyze_encoded(sharp_lab.encode(TEXT), TEXT, Readout(keep_probabilities=True))
     top = base.mlm[0].predictions[0]
     ablated = compare(sharp_lab, TEXT, make_intervention("ablate-heads", heads=[(1, 3)]))
     expected = math.log(top.probability) - math.log(ablated.changes[0].intervened_probability)
@@ -349,7 +350,7 @@ def test_directional_set_matches_single_runs(sharp_lab):
     assert effects["both"].n == 2
     both = []
     for enc, position, gold in masked_items(sharp_lab, lines, 0, None):
-        a = sharp_lab.analyze_encoded(enc, keep_probabilities=True)
+        a = sharp_lab.analyze_encoded(enc, readout=Readout(keep_probabilities=True))
         both.append(a.mlm_probabilities[[p.position for p in a.mlm].index(position), gold])
     assert float(effects["both"].mean) == pytest.approx(float(np.mean(both)), rel=1e-4)
     # the paired differences the directional claims rest on, each with the sentence its interval supports

@@ -78,8 +78,7 @@ def compare(lab: Lab, text: str, intervention: Intervention, pair: str | None = 
     mask_positions, top_k, source = readout.masks, readout.top_k, readout.source
     predict_at = intervention.targets
     encoded = encoded if encoded is not None else lab.encode(text, pair, truncate=True)
-    base = lab.analyze_encoded(encoded, text, pair, masks=mask_positions, top_k=top_k, source=source,
-                               predict_at=predict_at, keep_probabilities=True)
+    base = lab.analyze_encoded(encoded, text, pair, Readout(mask_positions, top_k, source, predict_at, True))
     inputs = intervention.inputs_for(lab.model, base.tokens, base.word_ids)
     masks = sorted(set(mask_positions) | set(inputs.mask_positions))
     if inputs.token_order is not None:
@@ -87,12 +86,12 @@ def compare(lab: Lab, text: str, intervention: Intervention, pair: str | None = 
         enc = Encoded([base.tokens[i] for i in order], [base.token_ids[i] for i in order], base.segment_ids,
                       [base.word_ids[i] for i in order], [base.offsets[i] for i in order], len(order))
         inverse = [int(i) for i in np.argsort(order)]
-        intervened = lab.analyze_encoded(enc, text, pair, top_k=top_k, source=source,
-                                         predict_at=[inverse[p.position] for p in base.mlm], keep_probabilities=True)
+        intervened = lab.analyze_encoded(enc, text, pair, Readout((), top_k, source, [inverse[p.position] for p in base.mlm],
+                                                                  True))
         intervened = _reorder(intervened, order)
     else:
-        intervened = lab.analyze_encoded(encoded, text, pair, masks=masks, top_k=top_k, source=source,
-                                         predict_at=predict_at, changes=inputs.changes(), keep_probabilities=True)
+        intervened = lab.analyze_encoded(encoded, text, pair, Readout(masks, top_k, source, predict_at, True),
+                                         changes=inputs.changes())
     changes = []
     intervened_by_pos = {p.position: p for p in intervened.mlm}
     for p in base.mlm:

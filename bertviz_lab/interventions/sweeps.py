@@ -68,10 +68,10 @@ def directional_sweep(lab: Lab, text: str, pair: str | None = None, mask_positio
     if not lab.model.has_mlm_head:
         raise InputError("this checkpoint has no MLM head, so the directional sweep cannot score predictions")
     enc = lab.encode(text, pair, truncate=True)
-    base = lab.analyze_encoded(enc, text, pair, masks=mask_positions, keep_probabilities=True)
+    base = lab.analyze_encoded(enc, text, pair, Readout(masks=mask_positions, keep_probabilities=True))
     if not base.mlm:
         raise InputError("mask at least one token (type [MASK] or pick tokens) to run the directional sweep")
-    runs = {c: lab.analyze_encoded(enc, text, pair, masks=mask_positions, keep_probabilities=True,
+    runs = {c: lab.analyze_encoded(enc, text, pair, Readout(masks=mask_positions, keep_probabilities=True),
                                    changes=ForwardChanges(attention_bias=condition_bias(base.tokens, c, sinks, seed)))
             for c in CONDITIONS[1:]}
     rows = []

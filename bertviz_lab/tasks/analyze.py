@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..attention.sources import get_source, with_source
-from ..lab import Analysis, InputError, InputTooLong, Lab, checked_text
+from ..lab import Analysis, InputError, InputTooLong, Lab, Readout, checked_text
 from .explain import ExplainRequest, Explanation, explain_analysis
 from .validation import whole
 
@@ -63,8 +63,8 @@ class AnalyzeRecord:
 def analyze(request: AnalyzeRequest, lab: Lab) -> AnalyzeRecord:
     try:
         result = lab.analyze_encoded(lab.encode(request.text, request.pair or None, truncate=request.truncate),
-                                     request.text, request.pair or None, masks=request.masks, top_k=request.top_k,
-                                     predict_at=request.predict_at)
+                                     request.text, request.pair or None,
+                                     Readout(masks=request.masks, top_k=request.top_k, predict_at=request.predict_at))
     except InputTooLong as error:
         raise InputError(f"the input is {error.n_tokens} tokens long, more than the model maximum of "
                          f"{error.maximum}; shorten it, or ask for it to be cut (--truncate)") from None
