@@ -222,7 +222,8 @@ def test_the_python_api_draws_the_comparison(tiny_lab, tmp_path, tiny_structure)
     import bertviz_lab
 
     path = save_probes(tmp_path / "probes.safetensors", tiny_structure)
-    result = bertviz_lab.structural_probe(tiny_lab, SAMPLE_TREEBANK, probes=path, resamples=30, min_arcs=5)
+    result = bertviz_lab.structural_probe(tiny_lab, SAMPLE_TREEBANK, probes=path, min_arcs=5,
+                                          settings=StructureSettings(resamples=30))
     expected = run_structure(tiny_lab, StructureTreebanks(read_conllu(SAMPLE_TREEBANK)), StructureSettings(resamples=30),
                              trained=load_probes(path, tiny_lab))
     assert result.comparison.equals(expected.comparison) and len(result.ensembles)

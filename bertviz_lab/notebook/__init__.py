@@ -4,6 +4,7 @@ model's attention. Nothing here needs a server of ours or the network."""
 from .dropin import head_view, model_view, show
 from .views import (
     AnalysisDisplay,
+    StructureSettings,
     analysis_figure,
     comparison_figure,
     figure,
@@ -13,5 +14,5 @@ from .views import (
     syntax_figure,
 )
 
-__all__ = ["AnalysisDisplay", "analysis_figure", "comparison_figure", "figure", "head_similarity", "head_view", "model_view", "qk_space",
-           "show", "structural_probe", "syntax_figure"]
+__all__ = ["AnalysisDisplay", "StructureSettings", "analysis_figure", "comparison_figure", "figure", "head_similarity",
+           "head_view", "model_view", "qk_space", "show", "structural_probe", "syntax_figure"]

@@ -154,14 +154,14 @@ def figure(obj: Analysis | Comparison | SyntaxSummary, kind: str | None = None, 
 
 
 def structural_probe(lab: Lab, treebank: Any, train: Any = None, probes: Any = None, min_arcs: int = 50,
-                     **settings: Any) -> StructureResult:
+                     settings: StructureSettings | None = None) -> StructureResult:
     """Structural probes per layer beside attention trees and head ensembles (``tasks/structure.py``):
     ``treebank`` and ``train`` are CoNLL-U paths or lists of Sentences; ``probes`` a probes.safetensors
     saved earlier for these weights instead of ``train`` (neither: the probes bertviz-lab ships for the published
-    weights). ``figure(result)`` draws the comparison; ``result.conclusions`` says what the paired intervals
-    support."""
+    weights); ``settings``: how the probes train and the intervals resample (``StructureSettings``).
+    ``figure(result)`` draws the comparison; ``result.conclusions`` says what the paired intervals support."""
     request = StructureRequest(treebank, train, Path(probes) if probes is not None else None,
-                               settings=StructureSettings(**settings), min_arcs=min_arcs)
+                               settings=settings or StructureSettings(), min_arcs=min_arcs)
     return structure(request, lab).result
 
 
