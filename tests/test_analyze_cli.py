@@ -275,7 +275,7 @@ COMMAND_ARGS = {"analyze": ["x"], "compare": ["x", "--intervention", "left-only"
                 "patch": [], "positions": [], "faithfulness": [], "eval-mlm": [], "eval-nsp": ["--text-file", "d"],
                 "train-mlm-head": ["--out", "o"], "select-head": ["--chain", "c"], "score-heads": ["--out", "o"],
                 "structural-probe": ["--treebank", "t", "--out", "o"], "qk-space": ["x"], "index": ["--out", "o"],
-                "search": ["x", "--index", "i"]}
+                "search": ["x", "--index", "i"], "perturbed-masking": []}
 NEEDS_THE_MLM_HEAD = {"analyze", "compare", "sweep", "patch", "faithfulness", "eval-mlm", "eval-nsp", "train-mlm-head",
                       "select-head"}
 

@@ -146,7 +146,7 @@ def test_score_heads_and_sentence_arcs_through_the_api(sharp_app, sharp_lab, tmp
     assert [row[column("relation")] for row in table["data"]] == list(expected.relation)
     assert [row[column("best_head")] for row in table["data"]] == list(expected.best_head)
     assert [row[column("ci_low")] for row in table["data"]] == list(expected.ci_low.round(3))
-    arcs = call(client, "syntax_arcs", 0, 2, 3, "")
+    arcs = call(client, "syntax_arcs", 0, 2, 3)
     assert "Layer 2, head 3 recovers" in arcs["syntax_arcs_text"] and "**nsubj**: sat → cat" in arcs["syntax_arcs_text"]  # head → dependent
     # an uploaded file that is not CoNLL-U gives a message, not a crash
     bad = tmp_path / "bad.conllu"
@@ -168,16 +168,20 @@ def test_structural_probe_beside_attention_trees_in_the_app(default_app, minilm_
     from bertviz_lab.treebank import SAMPLE_TREEBANK, read_conllu
 
     client = gradio_client.Client(default_app, verbose=False)
-    out = call(client, "structural_probe", "sample", None, False)
+    out = call(client, "structural_probe", "sample", None, False, True)
     assert minilm_lab.checkpoint_info().sha256[:12] in out["structure_message"]  # the published weights, named
-    expected = run_structure(minilm_lab, StructureTreebanks(read_conllu(SAMPLE_TREEBANK)), StructureSettings(),
-                             trained=shipped_probes(minilm_lab))
+    expected = run_structure(minilm_lab, StructureTreebanks(read_conllu(SAMPLE_TREEBANK)),
+                             StructureSettings(perturbed_masking=True), trained=shipped_probes(minilm_lab))
     for line in expected.conclusions:  # the page says what the paired intervals support
         assert line.replace("->", "-&gt;")[:60] in out["structure_message"] or line[:60] in out["structure_message"]
     traces = {t["name"]: t for t in json.loads(out["structure_plot"]["plot"])["data"]}
     probe = traces["structural probe (representations)"]
     rows = expected.comparison[expected.comparison.method == "structural probe"].sort_values("layer")
     assert probe["x"] == rows.layer.tolist() and probe["y"] == pytest.approx(rows.uuas.tolist())
+    masking = traces["perturbed masking (no probe; Eisner, gold root)"]  # Perturbed Masking's trees, beside them
+    rows = expected.comparison[expected.comparison.method == "perturbed masking tree"].sort_values("layer")
+    assert masking["x"] == list(range(1, 7)) and masking["y"] == pytest.approx(rows.uuas.tolist())
+    assert "the perturbed-masking tree at layer" in out["structure_message"]
 
 
 def test_views_switch_to_norm_based_attention(tiny_app, tiny_lab):
@@ -394,7 +398,7 @@ def test_api_callers_keep_their_positions_and_the_old_tab_id(tiny_app, tiny_lab)
 API_PARAMETERS = {
     "ablation_set": ["n", "ablation", "sentence_set", "upload"],
     "ablation_sweep": ["text", "pair", "picked", "ablation"],
-    "agent_analyze": ["text", "pair"],
+    "agent_analyze": ["text", "pair", "parse"],
     "agent_explain": ["text"],
     "agent_predict_masked": ["text", "top_k"],
     "agent_score_heads": ["treebank", "source"],
@@ -433,12 +437,13 @@ API_PARAMETERS = {
     "search_tokens": ["position", "layer", "head", "kind", "heads"],
     "select_tab": ["layer", "head", "hide", "word", "pair_filter", "source", "scale"],
     "select_work_tab": ["layer", "head", "hide", "word", "pair_filter", "source", "scale"],
-    "structural_probe": ["treebank", "upload", "use_loaded"],
+    "structural_probe": ["treebank", "upload", "use_loaded", "perturbed_masking"],
     "sync_view": ["layer", "head", "hide", "word", "pair_filter", "source", "tab", "scale"],
-    "syntax_arcs": ["index", "layer", "head", "text"],
+    "parse_sentence": ["text", "layer", "head"],
+    "syntax_arcs": ["index", "layer", "head"],
     "syntax_direction": ["relation", "direction"],
     "syntax_relation": ["relation", "direction"],
-    "syntax_sentence": ["index", "layer", "head", "text"],
+    "syntax_sentence": ["index", "layer", "head"],
     "word_level": ["layer", "head", "hide", "word", "pair_filter", "source", "scale"],
 }
 
@@ -555,3 +560,24 @@ def test_the_open_heads_codes_travel_inside_the_reply_up_to_the_limit_then_in_a_
                                        atol=1e-4 if bits == 16 else 2e-3)
         else:
             assert "head_codes" not in p and p["head_url"].startswith("bvl-codes/")
+
+
+def test_parse_sentence_draws_the_parsers_arcs_and_every_heads_agreement(tiny_app, tiny_lab):
+    from bertviz_lab.syntax.live_parser import parse_text
+    from bertviz_lab.syntax.scoring import sentence_word_attention
+    from bertviz_lab.syntax.sentence_agreement import head_agreement
+
+    client = gradio_client.Client(tiny_app, verbose=False)
+    text = "The keys to the cabinet are on the table."
+    out = call(client, "parse_sentence", text, 2, 1)
+    message = out["syntax_parse_message"]
+    assert "a parser's arcs, not gold" in message and "UD English EWT test" in message
+    assert "Layer 2, head 1 recovers" in message and "**cop**: table → are" in message  # converted: the noun heads
+    arcs = json.loads(out["syntax_parse_arcs"]["plot"])
+    assert "the parser's arcs (above)" in arcs["layout"]["title"]["text"]
+    sentence = parse_text(text)
+    shares, _ = head_agreement(sentence, sentence_word_attention(tiny_lab, sentence)[0])
+    trace = json.loads(out["syntax_parse_agreement"]["plot"])["data"][1]  # the head->dep panel
+    z = np.frombuffer(__import__("base64").b64decode(trace["z"]["bdata"]), dtype=trace["z"]["dtype"])
+    np.testing.assert_allclose(z.reshape(shares["head->dep"].shape), shares["head->dep"], atol=1e-6)
+    assert call(client, "parse_sentence", "   ", 1, 1)["syntax_parse_message"].startswith("⚠️")

@@ -163,7 +163,7 @@ def test_the_tools_keep_their_names_types_and_docstrings_in_the_api(public_demo)
     info = public_demo.get_api_info()["named_endpoints"]
     params = {name: [(p["parameter_name"], p["type"]["type"]) for p in info[f"/agent_{name}"]["parameters"]]
               for name in TOOLS}
-    assert params == {"analyze": [("text", "string"), ("pair", "string")],
+    assert params == {"analyze": [("text", "string"), ("pair", "string"), ("parse", "boolean")],
                       "predict_masked": [("text", "string"), ("top_k", "integer")],
                       "explain": [("text", "string")],
                       "score_heads": [("treebank", "string"), ("source", "string")]}

@@ -173,7 +173,13 @@ def test_the_comparison_has_every_method_on_the_same_held_out_sentences(tiny_str
     assert sorted(c[c.method == "structural probe"].layer) == list(range(layers + 1))
     assert sorted(c[c.method == "best head tree"].layer) == list(range(1, layers + 1))
     assert set(c.method) == {"structural probe", "structural probe, random weights", "best head tree",
-                             "head ensemble tree", "right-branching"}
+                             "head ensemble tree", "right-branching", "structural probe, control task",
+                             "structural probe, control task, random weights"}
+    selective = tiny_structure.selectivity  # Hewitt & Liang: the same probe on the control task, paired
+    assert sorted(selective[selective.model == "the model"].layer) == list(range(layers + 1))
+    assert np.allclose(selective.selectivity, selective.probe_uuas - selective.control_uuas)
+    assert (selective.ci_low <= selective.selectivity + 1e-9).all() and (selective.selectivity <= selective.ci_high + 1e-9).all()
+    assert any("(selectivity, Hewitt & Liang 2019" in line for line in tiny_structure.conclusions)
     assert c.sentences.nunique() == 1 and (c.ci_low <= c.uuas + 1e-9).all() and (c.uuas <= c.ci_high + 1e-9).all()
     table = tiny_structure.probe_table
     assert set(table.kind) == {"distance", "depth"} and table.root_accuracy.notna().any()
@@ -194,7 +200,7 @@ def test_ensembles_table_is_held_out_with_a_paired_interval(tiny_structure):
 def test_probes_are_saved_with_the_weights_hash_and_refused_for_other_weights(tiny_structure, tiny_lab, tmp_path):
     path = save_probes(tmp_path / "probes.safetensors", tiny_structure)
     again = load_probes(path, tiny_lab)
-    assert set(again) == {"model/distance", "model/depth", "null/distance"}
+    assert set(again) == {"model/distance", "model/depth", "null/distance", "control/distance", "null-control/distance"}
     assert np.allclose(again["model/distance"][2].proj, tiny_structure.probes["model/distance"][2].proj, atol=1e-3)
     with pytest.raises(InputError, match="trained on other weights"):
         load_probes(path, null_model(tiny_lab, seed=3))

@@ -24,6 +24,7 @@ import numpy as np
 from ..attention.metrics import head_statistics
 from ..bert import BudgetExceeded, CheckpointError, DeviceError
 from ..lab import Analysis, InputError, Lab, load
+from ..syntax.live_parser import ParserUnavailable
 from ..syntax.run import best_heads_long
 from ..tasks.analyze import AnalyzeRequest, analyze
 from ..tasks.explain import ExplainRequest
@@ -97,16 +98,19 @@ class AgentTools:
     def __init__(self, lab: Lab, cache: LabCache | None = None, limits: Limits | None = None) -> None:
         self.lab, self.cache, self.limits = lab, cache, limits or Limits()
 
-    def _analysis(self, text: str, pair: str = "", top_k: int = 5, explain: ExplainRequest | None = None):
-        return analyze(AnalyzeRequest(text, pair or None, top_k=top_k, explain=explain), self.lab)
+    def _analysis(self, text: str, pair: str = "", top_k: int = 5, explain: ExplainRequest | None = None,
+                  parse: bool = False):
+        return analyze(AnalyzeRequest(text, pair or None, top_k=top_k, explain=explain, parse=parse), self.lab)
 
-    def analyze(self, text: str, pair: str = "") -> dict[str, Any]:
+    def analyze(self, text: str, pair: str = "", parse: bool = False) -> dict[str, Any]:
         """Run BERT on a text and summarise its attention: the tokens, one summary per attention head,
         and the predictions for every [MASK].
 
         Args:
             text: the sentence to analyse; write [MASK] where the model should predict a word
             pair: an optional second sentence (BERT's sentence-pair input); empty for none
+            parse: also parse the text offline (spaCy, converted to UD heads; not with a pair) and score every head on
+                its arcs
 
         Returns:
             a JSON object with model, tokens, segment_ids, layers and heads (how many)
@@ -116,15 +120,21 @@ class AgentTools:
             next_sentence_probability: with a pair, P(pair follows text), when the checkpoint has that head
             classes: a sequence classifier's classes with their probabilities, most probable first (else empty)
             attention: the full array (layers x heads x query x key), only when it has at most 20000 numbers
+            parse (with parse): words, heads (1-based word indices, 0 = root), relations, parser (a parser's arcs, not
+                gold, with its measured agreement with gold UD); head_agreement: per 1-based layer and head, the share
+                of the parse's arcs each of Clark's directions (dep->head, head->dep) recovers, and the best head
         """
-        with answered_in_a_sentence(InputError):
-            a = self._analysis(text, pair).analysis
+        with answered_in_a_sentence(InputError, ParserUnavailable):
+            record = self._analysis(text, pair, parse=bool(parse))
+        a = record.analysis
         out = {"model": a.model, "tokens": a.tokens, "segment_ids": a.segment_ids, "layers": a.n_layers,
                "heads": a.n_heads, "head_summary": head_summary(a), "masked": masked_words(a),
                "masked_note": a.mlm_note, "next_sentence_probability": None if a.nsp is None else number(a.nsp),
                "classes": [{"label": c.label, "probability": number(c.probability)} for c in a.classes]}
         if a.attention.size <= FULL_ATTENTION_NUMBERS:
             out["attention"] = np.round(a.attention.astype(np.float64), 4).tolist()  # (layers, heads, query, key)
+        if record.syntax is not None:
+            out.update(record.syntax.to_json())
         return out
 
     def predict_masked(self, text: str, top_k: int = 5) -> dict[str, Any]:

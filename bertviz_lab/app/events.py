@@ -187,15 +187,17 @@ EVENTS = (
                                                 "syntax_compare", "session", "syntax_score_source"), SYNTAX_OUTPUTS,
           "score_heads", ONE_TREEBANK_AT_A_TIME),
     Event("structure_btn", "click", "syntax.run_structure_view", ("syntax_treebank", "syntax_upload", "syntax_use_loaded",
-                                                          "session"), ("structure_message", "structure_plot"),
+                                                          "session", "structure_masking"), ("structure_message", "structure_plot"),
           "structural_probe", ONE_TREEBANK_AT_A_TIME),
     Event("syntax_relation", "input", "syntax.syntax_relation_view", ("syntax_relation", "syntax_direction", "session"),
           ("syntax_plot", "syntax_diff", "syntax_message"), "syntax_relation"),
     Event("syntax_direction", "input", "syntax.syntax_relation_view", ("syntax_relation", "syntax_direction", "session"),
           ("syntax_plot", "syntax_diff", "syntax_message"), "syntax_direction"),
-    Event("syntax_sentence", "input", "syntax.syntax_arcs", ("syntax_sentence", "layer", "head", "session", "text"),
+    Event("syntax_sentence", "input", "syntax.syntax_arcs", ("syntax_sentence", "layer", "head", "session"),
           ("syntax_arcs_text", "syntax_arcs"), "syntax_sentence"),
-    Event("syntax_arcs_btn", "click", "syntax.syntax_arcs", ("syntax_sentence", "layer", "head", "session", "text"),
+    Event("syntax_parse_btn", "click", "syntax.parse_sentence", ("text", "layer", "head", "session"),
+          ("syntax_parse_message", "syntax_parse_arcs", "syntax_parse_agreement"), "parse_sentence"),
+    Event("syntax_arcs_btn", "click", "syntax.syntax_arcs", ("syntax_sentence", "layer", "head", "session"),
           ("syntax_arcs_text", "syntax_arcs"), "syntax_arcs"),
 )
 
@@ -213,7 +215,7 @@ MODEL_HANDLERS = {"run.run", "run.mask", "interventions.run_intervention", "inte
                   "interventions.run_ablation", "interventions.run_positions", "interventions.run_position_controls",
                   "sets.run_directional_set", "sets.run_ablation_set", "sets.run_intervention_set",
                   "interventions.run_patching", "sets.run_faithfulness", "syntax.run_syntax",
-                  "syntax.run_structure_view", "syntax.syntax_arcs", "run.from_url", "views.toggles",
+                  "syntax.run_structure_view", "syntax.syntax_arcs", "syntax.parse_sentence", "run.from_url", "views.toggles",
                   "views.sync_view", "views.select_tab", "inspect.explain", "inspect.neuron_view",
                   "search.search_tokens", "qk.qk_space", "qk.qk_similarity", "qk.score_parts"}
 

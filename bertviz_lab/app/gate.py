@@ -36,7 +36,8 @@ from ..bert.runtime.errors import InputError
 from .state import Limits, Session, SessionSlots
 
 # Where each event says what went wrong: the first of these among its outputs.
-MESSAGE_OUTPUTS = ("message", "intervention_message", "syntax_message", "syntax_arcs_text", "notes")
+MESSAGE_OUTPUTS = ("message", "intervention_message", "syntax_message", "syntax_arcs_text", "syntax_parse_message",
+                   "notes")
 STALE = ["bvl-stale"]  # the views' class after a refused Run: they show the previous input, greyed
 DISK_FULL = "the server's disk is full right now; nothing was saved. Try again in a few minutes."
 DISK_ERROR = "the server could not write a file; nothing was saved. Try again in a few minutes."

@@ -12,10 +12,13 @@ from ..figures import syntax as syntax_views
 from ..figures.structure_figure import structure_figure
 from ..lab import InputError, InputTooLong
 from ..syntax.directions import CLARK_DIRECTIONS, normalize_direction
-from ..syntax.parse import spacy_model_name, spacy_parse
+from ..syntax.live_parser import ParserUnavailable
+from ..syntax.parser_agreement import agreement_note
 from ..syntax.scoring import sentence_word_attention
+from ..syntax.structure import StructureSettings
 from ..syntax.summary import HELD_OUT_NOTE
 from ..tasks.score_heads import ScoreHeadsRequest, read_sentences, score_heads
+from ..tasks.sentence_syntax import SentenceSyntaxRequest, sentence_syntax
 from ..tasks.structural_probes import StructureRequest, structure
 from ..tasks.weights import other_weights, weights_for
 from ..treebank import TreebankError
@@ -68,8 +71,6 @@ class SyntaxController:
             skipped += (f", skipped {summary.sentences_skipped_empty_words} with a word the tokenizer deletes "
                         f"({summary.words_without_pieces} such words, e.g. only zero-width or control characters)")
         choices = [(f"{i + 1}: {s.text[:80]}", i) for i, s in enumerate(sentences[:2000])]
-        if spacy_model_name() is not None:
-            choices.insert(0, ("the sentence typed above (parsed by spaCy)", -1))
         weights = (f"**Weights scored:** {syntax_views.markdown_text(summary.checkpoint.describe())}; heads scored "
                    f"on **{summary.source}**")
         if run.compare is not None:
@@ -90,7 +91,7 @@ class SyntaxController:
                 ui.syntax_sentence: gr.update(choices=choices, value=0, visible=True)}
 
     def run_structure_view(self, treebank: str, upload: str | None, use_loaded: bool, session: Session,
-                           progress=gr.Progress()) -> dict:
+                           perturbed_masking: bool = False, progress=gr.Progress()) -> dict:
         """The structural probe shipped for these weights beside attention trees, on this treebank."""
         ui, choice = self.ui, TreebankChoice(treebank, upload, use_loaded)
         try:
@@ -98,7 +99,8 @@ class SyntaxController:
             sentences, name = read_sentences(scoring)
             lab = self.page.cache.get(scoring.models[0], session.device)
             progress(0.1, desc="structural probe and attention trees")
-            result = structure(StructureRequest(sentences, names=("", name)), lab,
+            settings = StructureSettings(perturbed_masking=bool(perturbed_masking))
+            result = structure(StructureRequest(sentences, names=("", name), settings=settings), lab,
                                progress=lambda message: progress(0.5, desc=message)).result
         except (TreebankError, CheckpointError, DeviceError, InputError) as error:
             return {ui.structure_message: f"⚠️ {syntax_views.markdown_text(error)}", ui.structure_plot: None}
@@ -131,13 +133,32 @@ class SyntaxController:
             return {ui.syntax_message: f"⚠️ {error.args[0]}"}
         return {ui.syntax_plot: plot(figure), ui.syntax_diff: self.difference_plot(session, relation, direction)}
 
-    def syntax_arcs(self, index: int | None, layer: float, head: float, session: Session, text: str = "") -> dict:
+    def parse_sentence(self, text: str, layer: float, head: float, session: Session) -> dict:
+        """The typed sentence parsed offline: its arcs beside the chosen head's, and every head's agreement."""
         ui = self.ui
-        if index == -1:  # the sentence typed above, parsed by spaCy
-            sentence = spacy_parse(text) if text and text.strip() else None
-            if sentence is None:
-                return {ui.syntax_arcs_text: "⚠️ Type a sentence above (spaCy parses it)."}
-        elif not session.treebank or index is None:
+        lab = self.page.cache.get(session.model, session.device)
+        try:
+            result = sentence_syntax(SentenceSyntaxRequest(text), lab)
+        except ParserUnavailable as error:
+            return {ui.syntax_parse_message: f"⚠️ {error}.", ui.syntax_parse_arcs: None, ui.syntax_parse_agreement: None}
+        except (InputError, ValueError) as error:
+            return {ui.syntax_parse_message: f"⚠️ {syntax_views.markdown_text(error)}", ui.syntax_parse_arcs: None,
+                    ui.syntax_parse_agreement: None}
+        layer_index = int(min(max(int(layer) - 1, 0), lab.n_layers - 1))
+        head_index = int(min(max(int(head) - 1, 0), lab.n_heads - 1))
+        fig, summary = syntax_views.arcs_figure(result.sentence, result.word_attn, layer_index, head_index,
+                                                reference="parser")
+        best = "; ".join(f"{direction}: layer {b[0] + 1}, head {b[1] + 1} ({b[2]:.2f})"
+                         for direction, b in ((d, result.best(d)) for d in result.shares))
+        message = (f"**Parsed by** {syntax_views.markdown_text(result.parser.describe())} — *a parser's arcs, not "
+                   f"gold*. {agreement_note()}  \n**Weights:** {syntax_views.markdown_text(result.checkpoint)}. "
+                   f"Heads agreeing most with the parse's {result.arcs} arcs: {best}.\n\n{summary}")
+        return {ui.syntax_parse_message: message, ui.syntax_parse_arcs: plot(fig),
+                ui.syntax_parse_agreement: plot(syntax_views.sentence_agreement_figure(result.shares, result.arcs))}
+
+    def syntax_arcs(self, index: int | None, layer: float, head: float, session: Session) -> dict:
+        ui = self.ui
+        if not session.treebank or index is None:
             return {ui.syntax_arcs_text: "⚠️ Score the treebank first, then choose a sentence."}
         else:
             try:

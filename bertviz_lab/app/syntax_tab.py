@@ -7,10 +7,37 @@ from types import SimpleNamespace
 import gradio as gr
 
 from ..attention.sources import SOURCES
+from ..syntax.live_parser import INSTALL_HINT, parser_package
 from .tabs import ARCS_INTRO, ON_USE, PER_HEAD_SOURCES, SYNTAX_HINT, TAB_IDS
+
+PARSE_INTRO = ("**Your sentence's syntax.** An offline parser (spaCy's small English model, converted to UD heads) "
+               "draws the typed sentence's dependency arcs beside the arcs of the head chosen with the Layer/Head "
+               "sliders, and scores every head on them, in both of Clark et al.'s directions. They are a "
+               "*parser's* arcs, not gold.")
+
+
+def parse_hint() -> str:
+    """What the parse section says before its first use: how to add the parser when it is missing."""
+    if parser_package() is None:
+        return f"⚠️ No offline parser is installed here: {INSTALL_HINT}."
+    return "Press **Parse the sentence typed above**; the parse, its measured agreement with gold UD and every head's score appear here."
 
 STRUCTURE_HINT = ("The probes shipped for the published MiniLM were trained on UD English EWT's train split; for "
                   "other weights, train them with `bertviz-lab structural-probe --train FILE`.")
+
+
+def build_typed_sentence(ui: SimpleNamespace) -> None:
+    """The typed sentence's own syntax: an offline parser's arcs beside a head's, and every head's agreement."""
+    with gr.Row(equal_height=True):
+        gr.Markdown(PARSE_INTRO, elem_id="syntax-parse-intro")
+        ui.syntax_parse_btn = gr.Button("Parse the sentence typed above", elem_id="syntax-parse-btn", scale=0,
+                                        min_width=240)
+    ui.syntax_parse_message = gr.Markdown(parse_hint(), elem_id="syntax-parse-message")
+    with gr.Row():
+        ui.syntax_parse_arcs = gr.Plot(label="The parser's arcs and the chosen head's", elem_id="syntax-parse-arcs",
+                                       elem_classes=ON_USE, scale=3)
+        ui.syntax_parse_agreement = gr.Plot(label="Every head's agreement with the parse",
+                                            elem_id="syntax-parse-agreement", elem_classes=ON_USE, scale=2)
 
 
 def build_syntax_tab(ui: SimpleNamespace) -> None:
@@ -19,6 +46,7 @@ def build_syntax_tab(ui: SimpleNamespace) -> None:
                     "arcs where a word's most-attended other word is its gold head (dep->head), or where the "
                     "word that attends most to it is its gold head (head->dep), at word level (Clark et al. "
                     "2019). Heads are layer-head, 1-based.")
+        build_typed_sentence(ui)
         ui.syntax_weights = gr.Markdown("", elem_id="syntax-weights")
         with gr.Row():
             ui.syntax_treebank = gr.Radio([("sample treebank (66 English sentences)", "sample"),
@@ -58,7 +86,11 @@ def build_syntax_tab(ui: SimpleNamespace) -> None:
                     "vectors (Hewitt & Manning 2019); beside it, trees decoded from each layer's best head and from "
                     "its best ensemble of up to 4 heads (Limisiewicz et al. 2020), and right-branching, on the same "
                     "held-out half of the treebank chosen above.")
-        ui.structure_btn = gr.Button("Compare the structural probe with attention trees", elem_id="structure-btn")
+        with gr.Row():
+            ui.structure_masking = gr.Checkbox(label="Also Perturbed Masking's trees (no probe: Wu et al. 2020; "
+                                                     "slower, one forward pass per pair of words)", value=False,
+                                               elem_id="structure-masking")
+            ui.structure_btn = gr.Button("Compare the structural probe with attention trees", elem_id="structure-btn")
         ui.structure_message = gr.Markdown(STRUCTURE_HINT, elem_id="structure-message")
         ui.structure_plot = gr.Plot(label="Structural probe vs attention trees (UUAS per layer)",
                                     elem_id="structure-plot", elem_classes=ON_USE)

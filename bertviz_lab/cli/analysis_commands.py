@@ -49,6 +49,9 @@ def add_analyze(sub: argparse._SubParsersAction) -> None:
                         "integrated gradients, and each attention source's Spearman rho with erasure (JSON: explain)")
     p.add_argument("--qk", action="store_true",
                    help="also each head's query and key vectors (JSON: queries, keys; layers x heads x tokens x dim)")
+    p.add_argument("--parse", action="store_true",
+                   help="also parse the text with the offline parser (spaCy, converted to UD) and score every head's "
+                        "agreement with its arcs in both of Clark's directions (JSON: parse, head_agreement)")
     p.set_defaults(func=run_analyze)
 
 
@@ -68,7 +71,8 @@ def run_analyze(args: argparse.Namespace) -> int:
 
     request = AnalyzeRequest(one_input(args), args.pair, tuple(args.mask or ()), tuple(args.position or ()),
                              args.top_k, top_k_cap=None, truncate=args.truncate, source=args.source, lens=args.lens,
-                             qk=args.qk, explain=ExplainRequest("all", args.explain_class) if args.explain else None)
+                             qk=args.qk, explain=ExplainRequest("all", args.explain_class) if args.explain else None,
+                             parse=args.parse)
     lab = lab_from_args(args)
     record = analyze(request, lab)
     result = record.analysis
@@ -111,6 +115,21 @@ def analyze_summary(result: Analysis, extra: dict) -> Iterator[str]:
         yield "classes: " + ", ".join(f"{c.label} {c.probability:.3f}" for c in result.classes)
     if "queries" in extra:
         yield "queries and keys: in the JSON (--json)"
+    if "parse" in extra:
+        yield from parse_summary(extra["parse"], extra["head_agreement"])
+
+
+def parse_summary(parse: dict, agreement: dict) -> Iterator[str]:
+    """The parser's arcs (marked as a parser's, not gold) and the heads that agree with them most."""
+    words = parse["words"]
+    yield f"parse by {parse['parser']['package']} {parse['parser']['version']} (a parser's arcs, not gold; " \
+          "converted to UD by rules):"
+    yield "  " + "  ".join(f"{words[h - 1] if h else 'ROOT'} -{r}-> {w}" for w, h, r in
+                           zip(words, parse["heads"], parse["relations"]))
+    yield f"  {parse['parser']['agreement_note']}"
+    for direction, best in agreement["best"].items():
+        yield (f"head agreeing most with the parse ({direction}): layer {best['layer']} head {best['head']}, "
+               f"{best['share']:.2f} of {agreement['arcs']} arcs")
 
 
 # ---- qk-space ------------------------------------------------------------------------------

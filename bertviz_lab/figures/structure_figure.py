@@ -14,6 +14,9 @@ SERIES = (  # method, legend, colour, dash, marker
     ("best head tree", "tree of the layer's best single head", "#dd6b20", "solid", "square"),
     ("structural probe, random weights", "structural probe on random weights (null model)", "#e53e3e", "dot",
      "x"),
+    ("structural probe, control task", "structural probe on the control task (Hewitt & Liang; selectivity = "
+     "the gap)", "#2b6cb0", "dot", "circle-open"),
+    ("perturbed masking tree", "perturbed masking (no probe; Eisner, gold root)", "#6b46c1", "dash", "triangle-up"),
 )
 BASELINE = "right-branching"
 

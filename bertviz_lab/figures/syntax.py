@@ -159,12 +159,19 @@ def spaced_labels(labels: list[tuple[float, float, str]], n_words: int, y_span: 
     return out
 
 
-def arcs_figure(sentence: Sentence, word_attn: np.ndarray, layer: int, head: int) -> tuple[Figure, str]:
+REFERENCES = {"gold": ("gold arc (treebank)", "gold arcs", "gold arc", "{k} of {n} gold arcs"),
+              "parser": ("parser's arc (not gold)", "the parser's arcs", "parser's arc", "{k} of the parser's {n} arcs")}
+
+
+def arcs_figure(sentence: Sentence, word_attn: np.ndarray, layer: int, head: int,
+                reference: str = "gold") -> tuple[Figure, str]:
     """One sentence's arcs, every one drawn and listed head → dependent, as UD draws them: the gold
     arcs above the words, the head's predicted arcs below. A word's predicted head is the word it
     attends to most (Clark et al.'s dep->head predictor), so each word gets one arc from the word it
     attends to most; green where that is the gold arc, orange where it is a gold arc reversed. The
-    summary lists, per gold arc, which of Clark's two predictors recovers it."""
+    summary lists, per gold arc, which of Clark's two predictors recovers it. ``reference="parser"`` draws
+    a parser's arcs in the gold arcs' place and says so in the legend, title and summary."""
+    legend_name, plural, singular, counted = REFERENCES[reference]
     n = len(sentence.words)
     predicted = live_arcs(word_attn, layer, head)  # (word, the word it attends to most)
     attended_by = best_words(np.swapaxes(word_attn[layer, head], -1, -2))  # Clark's head->dep predictor
@@ -205,17 +212,18 @@ def arcs_figure(sentence: Sentence, word_attn: np.ndarray, layer: int, head: int
     data = [{"type": "scatter", "mode": "text", "x": list(range(n)), "y": words_y,
              "text": [plotly_text(w) for w in sentence.words], "textposition": "middle center",
              "textfont": {"size": 14 if n <= 24 else 12, "color": "#111"}, "hoverinfo": "text", "showlegend": False}]
+    legend = [(GOLD, "solid", legend_name)] + [(c, d, name.replace("gold arc", singular)) for c, d, name in ARC_LEGEND[1:]]
     data += [{"type": "scatter", "mode": "lines", "x": [None], "y": [None], "name": name,
               "line": {"color": colour, "dash": dash, "width": 2}, "hoverinfo": "skip"}
-             for colour, dash, name in ARC_LEGEND]  # the legend: one entry per kind of arc drawn
-    title = (f"{layer_head(layer, head)}: gold arcs (above) and the head's predicted arcs (below), "
+             for colour, dash, name in legend]  # the legend: one entry per kind of arc drawn
+    title = (f"{layer_head(layer, head)}: {plural} (above) and the head's predicted arcs (below), "
              "each head → dependent")
     layout = {"title": {"text": title}, "shapes": shapes, "annotations": annotations, "height": 560,
               "showlegend": True, "legend": {"orientation": "h", "x": 0, "y": -0.02, "yanchor": "top"},
               "xaxis": {"visible": False, "range": [-0.8, n - 0.2]},
               "yaxis": {"visible": False, "range": [-bottom, top]},
               "margin": {"l": 20, "r": 20, "t": 70, "b": 40}}
-    summary = (f"{layer_head(layer, head)} recovers {recovered} of {len(gold)} gold arcs. Arcs read head → dependent, "
+    summary = (f"{layer_head(layer, head)} recovers {counted.format(k=recovered, n=len(gold))}. Arcs read head → dependent, "
                "as UD draws them. The figure draws Clark's dep->head predictor (each word's most-attended word as "
                "its head); this list also counts head->dep (the word attending most to a word as its head):\n\n"
                + "\n".join(lines))
@@ -274,3 +282,14 @@ def agreement_figure(agree: pd.DataFrame, model: str) -> Figure:
               "xaxis": {"type": "category", "title": {"text": "head (layer-head)"}},
               "yaxis": {"type": "category", "autorange": "reversed", "automargin": True}}
     return figure([trace], layout, "head-agreement")
+
+
+def sentence_agreement_figure(shares: dict[str, np.ndarray], arcs: int) -> Figure:
+    """Every head's agreement with one sentence's parsed arcs, one panel per Clark direction, on one 0–1 scale."""
+    layers, heads = next(iter(shares.values())).shape
+    return heatmap_grid(list(shares.items()), head_labels(heads), layer_labels(layers),
+                        title=f"Every head's agreement with the parser's {arcs} arcs (a parser's, not gold)",
+                        filename="sentence-agreement",
+                        style=GridStyle(columns=2, height_per_row=34 * layers + 70, zmax_shared=True,
+                                        hover="layer %{y}, head %{x}<br>%{z:.2f} of the arcs", x_title="head",
+                                        y_title="layer", colorbar="share of the parser's arcs recovered (0–1)"))

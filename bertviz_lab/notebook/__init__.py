@@ -10,9 +10,10 @@ from .views import (
     figure,
     head_similarity,
     qk_space,
+    sentence_syntax,
     structural_probe,
     syntax_figure,
 )
 
 __all__ = ["AnalysisDisplay", "StructureSettings", "analysis_figure", "comparison_figure", "figure", "head_similarity",
-           "head_view", "model_view", "qk_space", "show", "structural_probe", "syntax_figure"]
+           "head_view", "model_view", "qk_space", "sentence_syntax", "show", "structural_probe", "syntax_figure"]

@@ -22,12 +22,15 @@ from ..lab import Analysis, Lab
 from ..lens import head_vectors, head_vectors_encoded, head_vectors_of_sentences, sentence_attentions
 from ..syntax.structure import StructureResult, StructureSettings
 from ..syntax.summary import SyntaxSummary
+from ..tasks.sentence_syntax import SentenceSyntax, SentenceSyntaxRequest
+from ..tasks.sentence_syntax import sentence_syntax as parse_and_score
 from ..tasks.structural_probes import StructureRequest, structure
 from ..treebank import Sentence
 
 ANALYSIS_FIGURES = ("single-head", "overview", "head-view", "aggregates", "summary", "predictions", "classes")
 COMPARISON_FIGURES = ("comparison", "divergence", "offsets")
 SYNTAX_FIGURES = ("best-heads", "relation", "uuas", "statistics")
+SENTENCE_SYNTAX_FIGURES = ("arcs", "agreement")
 
 
 def plotly_figure(fig: Figure):
@@ -136,6 +139,26 @@ def syntax_figure(summary, kind: str = "best-heads", relation: str | None = None
     return plotly_figure(builders[kind]())
 
 
+def sentence_syntax(lab: Lab, text: str) -> SentenceSyntax:
+    """A typed sentence parsed offline (spaCy, converted to UD heads: a parser's arcs, not gold) and every head's
+    agreement with its arcs in both of Clark's directions: ``result.to_json()``; ``figure(result, "arcs", layer=2,
+    head=1)`` draws the arcs beside a head's, ``figure(result, "agreement")`` every head's share."""
+    return parse_and_score(SentenceSyntaxRequest(text), lab)
+
+
+def sentence_syntax_figure(result: SentenceSyntax, kind: str = "arcs", layer: int = 1, head: int = 1):
+    """The parse's arcs beside one head's (``layer`` and ``head`` 1-based), or every head's agreement."""
+    if kind == "agreement":
+        return plotly_figure(syntax_views.sentence_agreement_figure(result.shares, result.arcs))
+    if kind != "arcs":
+        raise ValueError(f"unknown figure {kind!r}: choose one of {', '.join(SENTENCE_SYNTAX_FIGURES)}")
+    layers, heads = result.word_attn.shape[:2]
+    if not (1 <= layer <= layers and 1 <= head <= heads):
+        raise ValueError(f"layer and head are 1-based: this model has {layers} layers of {heads} heads")
+    return plotly_figure(syntax_views.arcs_figure(result.sentence, result.word_attn, layer - 1, head - 1,
+                                                  reference="parser")[0])
+
+
 def figure(obj: Analysis | Comparison | SyntaxSummary, kind: str | None = None, **options: Any):
     """Any of our results as a Plotly Figure: ``bertviz_lab.figure(analysis, "overview")``,
     ``figure(analysis, "single-head", layer=2, head=1, display=AnalysisDisplay(hide_special=True))``,
@@ -147,10 +170,12 @@ def figure(obj: Analysis | Comparison | SyntaxSummary, kind: str | None = None, 
         return comparison_figure(obj, kind or "comparison", **options)
     if isinstance(obj, SyntaxSummary):
         return syntax_figure(obj, kind or "best-heads", **options)
+    if isinstance(obj, SentenceSyntax):
+        return sentence_syntax_figure(obj, kind or "arcs", **options)
     if isinstance(obj, StructureResult):
         return plotly_figure(structure_figure(obj.comparison, obj.checkpoint.name, obj.eval_treebank or "the treebank"))
     raise TypeError(f"cannot draw a {type(obj).__name__}: pass an Analysis, a Comparison, a SyntaxSummary or the "
-                    "result of structural_probe")
+                    "result of structural_probe or sentence_syntax")
 
 
 def structural_probe(lab: Lab, treebank: Any, train: Any = None, probes: Any = None, min_arcs: int = 50,

@@ -1,49 +1,25 @@
-"""A live dependency parse of a typed sentence, when spaCy and an English pipeline happen to be
-installed (optional; never required); and the sentences a corpus index is built from, treebank
-sentences or plain lines labelled by that parse when it is there."""
+"""The sentences a corpus index is built from: treebank sentences, or plain lines labelled by the offline
+parser's converted parse when it is installed (``live_parser.py``; optional, never required)."""
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Sequence
 from pathlib import Path
 
 from ..resources import SAMPLE_TREEBANK
 from ..sentences import read_lines
 from ..treebank import Sentence, read_conllu
-
-SPACY_MODELS = ("en_core_web_sm", "en_core_web_md", "en_core_web_lg", "en_core_web_trf")
-
-
-def spacy_model_name() -> str | None:
-    """The first installed English spaCy pipeline, or None."""
-    if importlib.util.find_spec("spacy") is None:
-        return None
-    return next((name for name in SPACY_MODELS if importlib.util.find_spec(name) is not None), None)
-
-
-def spacy_parse(text: str) -> Sentence | None:
-    """The first sentence of ``text`` as a Sentence with spaCy's heads and relations, or None."""
-    name = spacy_model_name()
-    if name is None:
-        return None
-    import spacy
-
-    doc = spacy.load(name)(text)
-    sent = next(iter(doc.sents))
-    words = [t.text for t in sent]
-    heads = [0 if t.head.i == t.i else t.head.i - sent.start + 1 for t in sent]
-    return Sentence(words, heads, [t.dep_.lower() for t in sent], [t.pos_ for t in sent], sent.text)
+from .live_parser import parse_text, parser_package
 
 
 def plain_sentences(lines: Sequence[str]) -> list[Sentence]:
-    """Lines as Sentences: parsed by spaCy when a pipeline is installed (its POS and relations label
-    the tokens), otherwise split at spaces with "_" labels; empty lines are dropped."""
-    parse = spacy_model_name() is not None
+    """Lines as Sentences: parsed when the offline parser is installed (its POS and UD relations label
+    the words), otherwise split at spaces with "_" labels; empty lines are dropped."""
+    parse = parser_package() is not None
     out = []
     for line in lines:
-        parsed = spacy_parse(line) if parse else None
         words = line.split()
-        out.append(parsed or Sentence(words, [0] * len(words), ["_"] * len(words), ["_"] * len(words), line))
+        out.append(parse_text(line) if parse and words else
+                   Sentence(words, [0] * len(words), ["_"] * len(words), ["_"] * len(words), line))
     return [s for s in out if s.words]
 
 

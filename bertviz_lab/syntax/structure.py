@@ -30,6 +30,7 @@ from ..conclusions import verdict
 from ..lab import CheckpointInfo, InputError, Lab, null_model
 from ..resources import SHIPPED_PROBES
 from ..treebank import Sentence
+from .control_tasks import CONTROL, control_edges, control_sentence
 from .directions import DEP_HEAD, HEAD_ROW
 from .ensembles import (
     TreeGold,
@@ -56,6 +57,7 @@ from .structural_probe import (
     train_probes,
     word_features,
 )
+from .trees import punctuation, spanning_edges, uses_ptb_tags
 
 Progress = Callable[[str], None]
 METRICS = {"distance": ("uuas", "spearman"), "depth": ("root_accuracy", "spearman")}
@@ -71,6 +73,8 @@ class StructureSettings:
     null: bool = True  # also train the probe on the random-weight model (distance, every layer)
     epochs: int = 40
     batch_size: int = 32  # sentences per forward pass of the encoder
+    perturbed_masking: bool = False  # also the parameter-free trees of Perturbed Masking (Wu et al. 2020) per layer
+    control: bool = True  # also the distance probe on Hewitt & Liang's control task, for selectivity (control_tasks.py)
 
 
 def stop_split(sentences: Sequence[Sentence], fraction: float, seed: int) -> tuple[list[Sentence], list[Sentence]]:
@@ -116,6 +120,7 @@ class StructureResult:
     ensembles: pd.DataFrame  # per relation: ensemble vs best single head, held out
     sentences: dict[str, int] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
+    selectivity: pd.DataFrame = field(default_factory=pd.DataFrame)  # per layer: probe - control UUAS, interval
 
     conclusions: list[str] = field(default_factory=list)
 
@@ -216,6 +221,35 @@ ENSEMBLE_NOTE = ("ensemble_*: up to 4 heads per relation chosen greedily on the 
                  "per-head columns, which counts root words as misses.")
 
 
+@dataclass(frozen=True)
+class Halves:
+    """The seeded split every choice is made on (``select``) and every figure reported on (``report``), with the
+    bootstrap over the report half's sentences."""
+
+    select: np.ndarray
+    report: np.ndarray
+    resampler: Resampler
+
+
+def perturbed_masking_rows(lab: Lab, evaluate: Sequence[Sentence], common: np.ndarray, halves: Halves,
+                           steps: Steps | None) -> list[dict]:
+    """Per layer, the UUAS of Perturbed Masking's tree (their default: Eisner with the gold root) on the report
+    half with intervals, and on the selection half (``perturbed_masking.py``)."""
+    from .perturbed_masking import PERTURBED_MASKING, undirected_counts
+
+    counts = undirected_counts(lab, [evaluate[i] for i in common], progress=steps)  # (sentences, layers, 2)
+    select, report, resampler = halves.select, halves.report, halves.resampler
+    rows = []
+    rep, sel = np.searchsorted(common, report), np.searchsorted(common, select)
+    for layer in range(counts.shape[1]):
+        result = bootstrap({"num": counts[rep, layer, 0], "den": counts[rep, layer, 1]}, report, resampler)
+        on_select = float(counts[sel, layer, 0].sum() / max(counts[sel, layer, 1].sum(), 1))
+        rows.append({"layer": layer + 1, "method": PERTURBED_MASKING, "uuas": result["value"], "ci_low": result["ci"][0],
+                     "ci_high": result["ci"][1], "heads": "", "sentences": len(report), "select_uuas": on_select,
+                     "_draws": result["draws"]})
+    return rows
+
+
 def probe_uuas_rows(method: str, metrics: dict[int, SentenceMetrics], data_ids: np.ndarray, report: np.ndarray,
                     resampler: Resampler, select: np.ndarray) -> list[dict]:
     """UUAS on the report half with intervals, and on the selection half (what conclusions choose a layer by)."""
@@ -232,12 +266,19 @@ def probe_uuas_rows(method: str, metrics: dict[int, SentenceMetrics], data_ids: 
 
 def trained_kinds(s: StructureSettings) -> list[tuple[str, tuple[str, ...]]]:
     """The probes trained: each kind on the model, and (``s.null``) distance on the random-weight model."""
-    return [("model", s.kinds)] + ([("null", ("distance",))] if s.null else [])
+    controls = [(control_of(name), ("distance",)) for name in ("model", "null") if s.control and (name != "null" or s.null)]
+    return [("model", s.kinds)] + ([("null", ("distance",))] if s.null else []) + controls
+
+
+def control_of(model: str) -> str:
+    """The name of the control-task probes trained on ``model``'s word vectors: control, null-control."""
+    return CONTROL if model == "model" else f"{model}-{CONTROL}"
 
 
 def work_part(what: str, model: str = "model") -> str:
     """A part's name in ``structure_work``: what is done, and ", random weights" for the null model's."""
-    return what + (", random weights" if model == "null" else "")
+    return what + (", random weights" if model.startswith("null") else "") + (", control task" if model.endswith(CONTROL)
+                                                                                else "")
 
 
 def training_split(treebanks: StructureTreebanks, s: StructureSettings) -> tuple[list[Sentence], list[Sentence]]:
@@ -258,13 +299,15 @@ def structure_work(treebanks: StructureTreebanks, s: StructureSettings, trained:
     if trained is None:
         train, stop = (len(part) for part in training_split(treebanks, s))
         for name, kinds in trained_kinds(s):
-            parts += [(work_part("word vectors of training sentences", name), train),
-                      (work_part("word vectors of stopping sentences", name), stop)]
+            if not name.endswith(CONTROL):  # a control task reads its model's word vectors again
+                parts += [(work_part("word vectors of training sentences", name), train),
+                          (work_part("word vectors of stopping sentences", name), stop)]
             parts += [(work_part(f"{kind} probes, up to {s.epochs} epochs", name), s.epochs * (train + stop))
                       for kind in kinds]
     null = s.null if trained is None else any(key.startswith("null/") for key in trained)
     parts += [(work_part("word vectors of evaluated sentences"), evaluated)]
     parts += [(work_part("word vectors of evaluated sentences", "null"), evaluated)] if null else []
+    parts += [(work_part("perturbed masking of evaluated sentences"), evaluated)] if s.perturbed_masking else []
     return parts + [(work_part("attention maps of evaluated sentences"), evaluated)]
 
 
@@ -286,15 +329,63 @@ def train_all(lab: Lab, train: Sequence[Sentence], stop: Sequence[Sentence], s: 
                                        progress=parts.of(work_part(f"word vectors of {part} sentences", name)))
             parts.finish(work_part(f"word vectors of {part} sentences", name))
         seconds[f"{name}/features"] = round(time.time() - started, 1)
-        for kind in kinds:
+        jobs = [(name, kind, data) for kind in kinds]
+        if s.control:  # the same word vectors, the control task's parents as the tree
+            jobs.append((control_of(name), "distance", {k: as_control(v, s.seed) for k, v in data.items()}))
+        for owner, kind, sets in jobs:
             started = time.time()
-            part = work_part(f"{kind} probes, up to {s.epochs} epochs", name)
+            part = work_part(f"{kind} probes, up to {s.epochs} epochs", owner)
             epochs = parts.counting(part, s.epochs, say)  # train_probes says each epoch once, at its end
-            probes[f"{name}/{kind}"] = train_probes(data["training"], data["stopping"], range(lab.n_layers + 1), kind,
-                                                    ProbeTraining(seed=s.seed, epochs=s.epochs), progress=epochs)
+            probes[f"{owner}/{kind}"] = train_probes(sets["training"], sets["stopping"], range(lab.n_layers + 1), kind,
+                                                     ProbeTraining(seed=s.seed, epochs=s.epochs), progress=epochs)
             parts.finish(part)
-            seconds[f"{name}/{kind}"] = round(time.time() - started, 1)
+            seconds[f"{owner}/{kind}"] = round(time.time() - started, 1)
     return probes, seconds
+
+
+def as_control(data: ProbeData, seed: int) -> ProbeData:
+    """The same word vectors with each sentence's control-task parents as its tree (Hewitt & Liang 2019)."""
+    return ProbeData(data.features, [control_sentence(x, seed) for x in data.sentences], data.indices, data.skipped)
+
+
+def control_counts(probe: TrainedProbe, data: ProbeData, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per sentence, (control edges the probe's minimum spanning tree has, control edges): UUAS on the control
+    task, over the same non-punctuation words as the probe's UUAS on gold trees."""
+    ptb = uses_ptb_tags(data.sentences)
+    correct, total = np.zeros(len(data.sentences)), np.zeros(len(data.sentences))
+    for i, (predicted, sentence) in enumerate(zip(predict(probe, data), data.sentences)):
+        keep = ~punctuation(sentence, ptb)
+        gold = control_edges(sentence, keep, seed)
+        correct[i], total[i] = len(gold & spanning_edges(predicted, keep)), len(gold)
+    return correct, total
+
+
+def selectivity_rows(controls: dict[int, TrainedProbe], data: ProbeData, metrics: dict[int, SentenceMetrics],
+                     halves: Halves, seed: int, model: str = "model") -> tuple[list[dict], list[dict]]:
+    """Per layer, the distance probe's UUAS on the control task (comparison rows) and its selectivity: UUAS on gold
+    trees minus UUAS on the control task, with the paired 95% interval over the report half's sentences."""
+    ids = np.array(data.indices, dtype=np.int64)
+    select, report, resampler = halves.select, halves.report, halves.resampler
+    rep, sel = np.searchsorted(ids, report), np.searchsorted(ids, select)
+    rows, selective = [], []
+    for layer, control in controls.items():
+        correct, total = control_counts(control, data, seed)
+        ctrl = bootstrap({"num": correct[rep], "den": total[rep]}, report, resampler)
+        m = metrics[layer]
+        ling = bootstrap({"num": m.uuas_correct[rep], "den": m.uuas_total[rep]}, report, resampler)
+        method = "structural probe, control task" + (", random weights" if model == "null" else "")
+        rows.append({"layer": layer, "method": method, "uuas": ctrl["value"],
+                     "ci_low": ctrl["ci"][0], "ci_high": ctrl["ci"][1], "heads": "", "sentences": len(report),
+                     "select_uuas": float(correct[sel].sum() / max(total[sel].sum(), 1)), "_draws": ctrl["draws"]})
+        diff = ling["draws"] - ctrl["draws"]
+        lo, hi = percentile_interval(diff[~np.isnan(diff)][:, None], (1,))
+        weights = "random weights" if model == "null" else "the model"
+        selective.append({"model": weights, "layer": layer, "probe_uuas": ling["value"], "control_uuas": ctrl["value"],
+                          "selectivity": ling["value"] - ctrl["value"], "ci_low": float(lo[0]), "ci_high": float(hi[0]),
+                          "verdict": verdict(float(lo[0]), float(hi[0]), f"the structural probe's UUAS at layer {layer} "
+                                             f"on gold trees{' (random weights)' if model == 'null' else ''}",
+                                             "its UUAS on the control task")})
+    return rows, selective
 
 
 @dataclass(frozen=True)
@@ -339,15 +430,24 @@ def run_structure(lab: Lab, treebanks: StructureTreebanks, settings: StructureSe
     common = np.intersect1d(ids, maps.indices)
     select, report = split_sentences(common, s.select_fraction, s.seed)
     every, held = Resampler.over(ids, s.resamples, s.seed), Resampler.over(report, s.resamples, s.seed + 1)
-    rows, comparison = [], []
+    rows, comparison, selective, model_metrics = [], [], [], {}
     for key, probes in trained.items():
         model, kind = key.split("/")
+        if model.endswith(CONTROL):
+            continue  # scored against its model's probes below, on the same sentences
         model_ids = np.array(evals[model].indices, dtype=np.int64)  # the same sentences unless tokenizers differ
         table, metrics = probe_table(model, probes, evals[model], every, model_ids)
         rows += table
         if kind == "distance":
             method = "structural probe" if model == "model" else "structural probe, random weights"
             comparison += probe_uuas_rows(method, metrics, model_ids, report, held, select)
+            model_metrics[model] = (metrics, model_ids)
+    for model, (metrics, model_ids) in model_metrics.items():
+        if f"{control_of(model)}/distance" in trained and np.array_equal(model_ids, ids):
+            control_rows, rows_of = selectivity_rows(trained[f"{control_of(model)}/distance"], evals[model], metrics,
+                                                     Halves(select, report, held), s.seed, model)
+            comparison += control_rows
+            selective += rows_of
     for kind in dict.fromkeys(k.split("/")[1] for k in trained):  # in the order trained, every run alike
         base = sentence_metrics(kind, right_branching(kind, data.sentences), data.sentences)
         rows.append({"model": "right-branching", "kind": kind, "layer": np.nan, "sentences": len(ids),
@@ -355,16 +455,22 @@ def run_structure(lab: Lab, treebanks: StructureTreebanks, settings: StructureSe
         if kind == "distance":
             comparison += probe_uuas_rows("right-branching", {0: base}, ids, report, held, select)
     comparison += attention_layers(maps, TreeGold.of(maps), select, report, held, say)[0]
+    if s.perturbed_masking:
+        say(f"perturbed masking on {len(common)} sentences")
+        part = work_part("perturbed masking of evaluated sentences")
+        comparison += perturbed_masking_rows(lab, evaluate, common, Halves(select, report, held), parts.of(part))
+        parts.finish(part)
     draws = {(r["method"], int(r["layer"])): r.pop("_draws") for r in comparison}
     result = StructureResult(lab.checkpoint_info(), names[0], names[1], trained, pd.DataFrame(rows),
                              pd.DataFrame(comparison), relation_ensembles(maps, relations, select, held.sentences, held),
                              {"evaluated": len(ids), "skipped": data.skipped, "selection": len(select),
-                              "report": len(report)}, seconds)
-    result.conclusions = conclusions(result.comparison, draws)
+                              "report": len(report)}, seconds, pd.DataFrame(selective))
+    result.conclusions = conclusions(result.comparison, draws, result.selectivity)
     return result
 
 
-def conclusions(comparison: pd.DataFrame, draws: dict[tuple[str, int], np.ndarray]) -> list[str]:
+def conclusions(comparison: pd.DataFrame, draws: dict[tuple[str, int], np.ndarray],
+                selectivity: pd.DataFrame | None = None) -> list[str]:
     """Sentences generated from paired bootstrap intervals (the same resampled held-out sentences for
     every method): the probe's best layer against right-branching and against the attention trees
     of that layer, and the best attention tree against right-branching."""
@@ -387,6 +493,10 @@ def conclusions(comparison: pd.DataFrame, draws: dict[tuple[str, int], np.ndarra
         layer = probe[1]
         out.append(paired(probe, base, f"the structural probe at layer {layer} (its best layer on the selection half)",
                           "right-branching"))
+        own = selectivity[selectivity.model == "the model"] if selectivity is not None and len(selectivity) else None
+        if own is not None and layer in set(own.layer):
+            out.append(own[own.layer == layer].verdict.iloc[0]
+                       + " (selectivity, Hewitt & Liang 2019: what the probe finds beyond what it can memorise)")
         for method in ("head ensemble tree", "best head tree"):
             if (method, layer) in draws:
                 out.append(paired(probe, (method, layer), f"the structural probe at layer {layer}",
@@ -396,6 +506,13 @@ def conclusions(comparison: pd.DataFrame, draws: dict[tuple[str, int], np.ndarra
         if top is not None:
             out.append(paired(top, base, f"the {method.replace(' tree', '')}'s tree at layer {top[1]} (best layer on the "
                               "selection half)", "right-branching"))
+    masking = best("perturbed masking tree")
+    if masking is not None:
+        out.append(paired(masking, base, f"the perturbed-masking tree at layer {masking[1]} (best layer on the "
+                          "selection half; no trained parameters)", "right-branching"))
+        if probe is not None and (masking[0], probe[1]) in draws:
+            out.append(paired(probe, (masking[0], probe[1]), f"the structural probe at layer {probe[1]}",
+                              f"the perturbed-masking tree at layer {probe[1]}"))
     return out
 
 
@@ -466,7 +583,11 @@ def shipped_probes_file(lab: Lab) -> Path:
 def shipped_probes(lab: Lab) -> dict[str, dict[int, TrainedProbe]] | None:
     """The probes bertviz-lab ships for exactly these weights (``assets/probes/<sha256 prefix>.safetensors``), or None."""
     path = shipped_probes_file(lab)
-    return load_probes(path, lab) if path.is_file() else None
+    if not path.is_file():
+        return None
+    probes = load_probes(path, lab)
+    control = path.with_name(path.stem + "-control.safetensors")  # the control-task probes, for selectivity
+    return {**probes, **load_probes(control, lab)} if control.is_file() else probes
 
 
 def refuse_test_split(path: Path | None, what: str) -> None:

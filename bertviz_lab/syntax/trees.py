@@ -45,14 +45,15 @@ def punctuation(sentence: Sentence, ptb: bool | None = None) -> np.ndarray:
 
 
 def tree_distances(heads: Sequence[int]) -> np.ndarray:
-    """(words, words) path length in the undirected gold tree (``heads`` 1-based, 0 = root)."""
+    """(words, words) path length in the undirected gold tree (``heads`` 1-based, 0 = root); -1 between words
+    no path joins (a forest, such as a control task's: ``control_tasks.py``), which the probe's loss leaves out."""
     n = len(heads)
     neighbours: list[list[int]] = [[] for _ in range(n)]
     for child, head in enumerate(heads):
         if head:
             neighbours[child].append(head - 1)
             neighbours[head - 1].append(child)
-    out = np.zeros((n, n), dtype=np.float32)
+    out = np.full((n, n), -1.0, dtype=np.float32)
     for start in range(n):
         seen = {start: 0}
         queue = deque([start])

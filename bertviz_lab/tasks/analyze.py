@@ -12,6 +12,7 @@ from typing import Any
 from ..attention.sources import get_source, with_source
 from ..lab import Analysis, InputError, InputTooLong, Lab, Readout, checked_text
 from .explain import ExplainRequest, Explanation, explain_analysis
+from .sentence_syntax import SentenceSyntax, SentenceSyntaxRequest, sentence_syntax
 from .validation import whole
 
 TOP_K_CAP = 50  # what the page and the MCP door allow (the command line passes its own cap: none)
@@ -30,11 +31,14 @@ class AnalyzeRequest:
     lens: bool = False
     qk: bool = False
     explain: ExplainRequest | None = None
+    parse: bool = False  # also the offline parser's arcs and every head's agreement with them (sentence_syntax.py)
 
     def __post_init__(self) -> None:
         checked_text(self.text, "text")  # an empty one is refused by Lab.encode, in the one sentence every door shows
         if self.pair is not None:
             checked_text(self.pair, "pair")
+            if self.parse:
+                raise InputError("the parse reads one text, not a pair: leave out the second segment to parse it")
         object.__setattr__(self, "top_k", whole(self.top_k, "top-k", 1, self.top_k_cap or 10**9))
         get_source(self.source)
 
@@ -47,6 +51,7 @@ class AnalyzeRecord:
     explanation: Explanation | None = None
     lens: list = field(default_factory=list)
     queries_and_keys: tuple | None = None  # (layers, heads, tokens, head_dim) each
+    syntax: SentenceSyntax | None = None
 
     def to_json(self, attention: bool = True) -> dict[str, Any]:
         out = self.analysis.to_json(attention=attention)
@@ -57,6 +62,8 @@ class AnalyzeRecord:
         if self.queries_and_keys is not None:
             queries, keys = self.queries_and_keys
             out.update(queries=queries.round(6).tolist(), keys=keys.round(6).tolist())
+        if self.syntax is not None:
+            out.update(self.syntax.to_json())
         return out
 
 
@@ -81,4 +88,6 @@ def analyze(request: AnalyzeRequest, lab: Lab) -> AnalyzeRecord:
         from ..lens import queries_and_keys
 
         record.queries_and_keys = queries_and_keys(lab, result)
+    if request.parse:
+        record.syntax = sentence_syntax(SentenceSyntaxRequest(request.text), lab)
     return record
