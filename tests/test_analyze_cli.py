@@ -275,7 +275,8 @@ COMMAND_ARGS = {"analyze": ["x"], "compare": ["x", "--intervention", "left-only"
                 "patch": [], "positions": [], "faithfulness": [], "eval-mlm": [], "eval-nsp": ["--text-file", "d"],
                 "train-mlm-head": ["--out", "o"], "select-head": ["--chain", "c"], "score-heads": ["--out", "o"],
                 "structural-probe": ["--treebank", "t", "--out", "o"], "qk-space": ["x"], "index": ["--out", "o"],
-                "search": ["x", "--index", "i"], "perturbed-masking": []}
+                "search": ["x", "--index", "i"], "perturbed-masking": [],
+                "description-length": ["--train", "t", "--dev", "d"]}
 NEEDS_THE_MLM_HEAD = {"analyze", "compare", "sweep", "patch", "faithfulness", "eval-mlm", "eval-nsp", "train-mlm-head",
                       "select-head"}
 

@@ -180,6 +180,10 @@ def test_the_comparison_has_every_method_on_the_same_held_out_sentences(tiny_str
     assert np.allclose(selective.selectivity, selective.probe_uuas - selective.control_uuas)
     assert (selective.ci_low <= selective.selectivity + 1e-9).all() and (selective.selectivity <= selective.ci_high + 1e-9).all()
     assert any("(selectivity, Hewitt & Liang 2019" in line for line in tiny_structure.conclusions)
+    ensemble = tiny_structure.ensemble_selectivity  # the head-ensemble classifier's, on every arc
+    assert ensemble["selectivity"] == pytest.approx(ensemble["gold_accuracy"] - ensemble["control_accuracy"])
+    assert ensemble["ci_low"] <= ensemble["selectivity"] <= ensemble["ci_high"]
+    assert ensemble["verdict"] in tiny_structure.conclusions[-1]
     assert c.sentences.nunique() == 1 and (c.ci_low <= c.uuas + 1e-9).all() and (c.uuas <= c.ci_high + 1e-9).all()
     table = tiny_structure.probe_table
     assert set(table.kind) == {"distance", "depth"} and table.root_accuracy.notna().any()

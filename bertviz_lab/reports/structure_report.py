@@ -52,6 +52,23 @@ def curves_table(result: StructureResult) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+SELECTIVITY_NOTE = ("Selectivity (Hewitt & Liang 2019): the same probe trained the same way on a control task (each word "
+                    "type attaches to itself, the first or the last word), its score there subtracted from its score "
+                    "on gold trees; the interval is paired over the report half's sentences. A probe that reaches gold "
+                    "trees no better than it reaches the control task's shows its capacity, not the representation.")
+
+
+def selectivity_html(result: StructureResult) -> str:
+    """The structural probe's selectivity per layer and the head-ensemble classifier's, when a control was trained."""
+    if not len(result.selectivity):
+        return ""
+    ensemble = result.ensemble_selectivity
+    line = f"<p>Head-ensemble classifier: {html.escape(ensemble['verdict'])}.</p>" if ensemble else ""
+    shown = result.selectivity.drop(columns=["verdict"])
+    return (f"<h2>Selectivity: the probes against their control task</h2><p>{html.escape(SELECTIVITY_NOTE)}</p>"
+            f'<div class="wide">{html_table(shown)}</div>{line}')
+
+
 def report_html(result: StructureResult, title: str) -> str:
     fig = structure_figure(result.comparison, result.checkpoint.name, result.eval_treebank or "the treebank")
     table = html_table(result.probe_table)
@@ -69,6 +86,7 @@ choices on {n.get('selection', 0)}, reported on {n.get('report', 0)}.</p>
 <h2>Every probe on every evaluated sentence</h2>
 <p>Layer 0 is the embeddings, layer L the output of block L; right-branching has no layer.</p>
 <div class="wide">{table}</div>
+{selectivity_html(result)}
 <h2>Head ensembles per relation</h2>
 <p>{html.escape(ENSEMBLE_NOTE)}</p>
 <div class="wide">{ensembles}</div>
@@ -84,6 +102,7 @@ def write_structure(result: StructureResult, out: Path, title: str = "bertviz-la
         "structure": ("structure.csv", whole_numbers(result.comparison).to_csv(index=False, float_format="%.6f")),
         "ensembles": ("ensembles.csv", whole_numbers(result.ensembles).to_csv(index=False, float_format="%.6f")),
         "curves": ("training_curves.csv", curves_table(result).to_csv(index=False, float_format="%.6f")),
+        "selectivity": ("selectivity.csv", whole_numbers(result.selectivity).to_csv(index=False, float_format="%.6f")),
         "report": ("report.html", report_html(result, title)),
     }
     files = write_atomically(out, contents)

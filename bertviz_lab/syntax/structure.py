@@ -42,7 +42,7 @@ from .ensembles import (
     tree_counts,
     word_maps,
 )
-from .statistics import Resampler, estimate, percentile_interval, split_sentences
+from .statistics import Estimate, Resampler, estimate, percentile_interval, split_sentences
 from .structural_probe import (
     KINDS,
     ProbeData,
@@ -121,6 +121,7 @@ class StructureResult:
     sentences: dict[str, int] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
     selectivity: pd.DataFrame = field(default_factory=pd.DataFrame)  # per layer: probe - control UUAS, interval
+    ensemble_selectivity: dict = field(default_factory=dict)  # the head-ensemble classifier's, on every arc
 
     conclusions: list[str] = field(default_factory=list)
 
@@ -209,6 +210,38 @@ def relation_ensembles(maps: WordMaps, relations: Sequence[str], select: np.ndar
                                                  f"head {name_s} ({s_dir})"),
                      "ensemble_arcs": int(est_e.total)})
     return pd.DataFrame(rows)
+
+
+def ensemble_choice(maps: WordMaps, halves: Halves) -> tuple[str, Estimate]:
+    """The head-ensemble classifier on every arc ("all"): its direction and heads chosen on the selection half as
+    ``relation_ensembles`` chooses them, its accuracy on the report half (with the resampler's draws)."""
+    n_heads = maps.layers * maps.heads
+    chosen = {}
+    for direction in (DEP_HEAD, HEAD_ROW):
+        rows_sel = arc_rows(maps, "all", direction, halves.select)
+        chosen[direction] = greedy_ensemble(rows_sel.accuracy, rows_sel.single_accuracies(n_heads))
+    direction = max(chosen, key=lambda d: chosen[d][1])
+    heads = chosen[direction][0]
+    ids, hits = arc_rows(maps, "all", direction, halves.report).hits(heads)
+    return f"{ensemble_name(heads, maps.heads)} ({direction})", estimate(ids, hits[:, None], halves.resampler)
+
+
+def ensemble_selectivity(maps: WordMaps, halves: Halves, seed: int) -> dict:
+    """Selectivity of the head-ensemble classifier (Hewitt & Liang 2019): the same greedy choice of up to 4 heads
+    made for the gold parents and, separately, for the control task's parents (its arcs between two words: an
+    attention map never points a word at itself, so self-attachments are left out), each reported on the report
+    half; the difference with its paired 95% interval (the same resampled sentences)."""
+    control = WordMaps(maps.maps, [control_sentence(x, seed) for x in maps.sentences], maps.indices, maps.layers,
+                       maps.heads)
+    (gold_name, gold), (control_name, ctrl) = ensemble_choice(maps, halves), ensemble_choice(control, halves)
+    diff = gold.draws[:, 0] - ctrl.draws[:, 0]
+    lo, hi = percentile_interval(diff[~np.isnan(diff)][:, None], (1,))
+    value = float(gold.accuracy[0] - ctrl.accuracy[0])
+    return {"gold_ensemble": gold_name, "gold_accuracy": float(gold.accuracy[0]), "control_ensemble": control_name,
+            "control_accuracy": float(ctrl.accuracy[0]), "selectivity": value, "ci_low": float(lo[0]),
+            "ci_high": float(hi[0]),
+            "verdict": verdict(float(lo[0]), float(hi[0]), f"the head-ensemble classifier's accuracy on gold parents "
+                               f"({gold_name})", f"its accuracy on the control task ({control_name})")}
 
 
 ENSEMBLE_NOTE = ("ensemble_*: up to 4 heads per relation chosen greedily on the selection half (Limisiewicz et al. "
@@ -465,7 +498,11 @@ def run_structure(lab: Lab, treebanks: StructureTreebanks, settings: StructureSe
                              pd.DataFrame(comparison), relation_ensembles(maps, relations, select, held.sentences, held),
                              {"evaluated": len(ids), "skipped": data.skipped, "selection": len(select),
                               "report": len(report)}, seconds, pd.DataFrame(selective))
+    if s.control:
+        result.ensemble_selectivity = ensemble_selectivity(maps, Halves(select, report, held), s.seed)
     result.conclusions = conclusions(result.comparison, draws, result.selectivity)
+    if result.ensemble_selectivity:
+        result.conclusions.append(result.ensemble_selectivity["verdict"] + " (selectivity, Hewitt & Liang 2019)")
     return result
 
 
