@@ -115,7 +115,19 @@ def build_demo(lab: Lab | None = None, allowed_models: list[str] | None = None, 
         gr.api(gate.wrap(controllers.run.attention_api, ()), api_name="attention")
         register(AgentTools(lab, cache, limits), lambda tool, corpus: gate.wrap(tool, (), corpus=corpus))  # the MCP tools, same gate
     demo.bvl_gate, demo.bvl_controllers = gate, controllers  # for tests and benchmarks
+    warm_parser()
     return demo
+
+
+def warm_parser() -> None:
+    """Load the offline parser (about 1 s) on a background thread while the page starts, so a visitor's first
+    *Parse the sentence typed above* is as quick as the next; nothing happens when it is not installed."""
+    import threading
+
+    from ..syntax.live_parser import load_parser, parser_package
+
+    if parser_package() is not None:
+        threading.Thread(target=load_parser, name="bvl-parser-warmup", daemon=True).start()
 
 
 def queue_kwargs(limits: Limits = LIMITS) -> dict[str, Any]:

