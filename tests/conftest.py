@@ -159,6 +159,10 @@ SLOW_FILES = {'test_allocator.py', 'test_twins.py', 'test_family_conformance.py'
               'test_deberta.py', 'test_modernbert.py', 'test_space.py', 'test_position_families.py',
               'test_position_interventions.py', 'test_classifier.py', 'test_hostile_configs.py'}
 SLOW_TESTS = {
+    'test_perturbed_masking.py::test_impact_matrices_equal_their_per_piece_loop_and_merge',
+    'test_perturbed_masking.py::test_the_perturbed_masking_command_prints_and_writes_json',
+    'test_mdl.py::test_a_layer_is_coded_in_fewer_bits_than_uniform_and_the_command_says_so',
+    'test_typed_parse.py::test_analyze_parse_json_names_the_parser_and_scores_every_head',
     'test_naopc_hostile.py::test_python_m_refuses_an_oversize_field_with_exit_2_not_a_traceback',
     'test_request_isolation.py::test_explanations_and_runs_from_16_threads_equal_the_same_requests_alone',
     'test_request_isolation.py::test_a_module_hook_on_the_shared_model_would_fail_this_check',

@@ -237,6 +237,21 @@ def test_syntax_tab_draws_best_heads_with_intervals_and_names_the_weights(browse
     page.close()
 
 
+def test_the_typed_sentence_is_parsed_and_marked_as_a_parsers_arcs(browser, sharp_app):
+    page = open_app(browser, sharp_app)
+    page.fill("#text-a textarea", "The keys to the cabinet are on the table.")
+    page.get_by_role("tab", name="Syntax").click()
+    page.click("#syntax-parse-btn")
+    page.wait_for_function("document.querySelector('#syntax-parse-message').innerText.includes('not gold')",
+                           timeout=120000)
+    message = page.locator("#syntax-parse-message").inner_text()
+    assert "UD English EWT test" in message and "cop: table → are" in message  # converted: the noun heads
+    page.wait_for_function("[...document.querySelectorAll('#syntax-parse-arcs .legendtext')]"
+                           ".some(t => t.textContent === \"parser's arc (not gold)\")", timeout=CONDITION_MS)
+    page.wait_for_selector("#syntax-parse-agreement .heatmaplayer", state="attached", timeout=CONDITION_MS)
+    page.close()
+
+
 def test_shareable_link_restores_input_and_view(browser, default_app, default_lab):
     page = browser.new_page(viewport={"width": 1400, "height": 1600})
     page.goto(default_app.rstrip("/") + "/?text=The%20cat%20sat%20on%20the%20mat.&layer=2&head=3")
