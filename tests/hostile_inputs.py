@@ -44,4 +44,6 @@ BAD_INPUTS = [
     ("qk_space", (1, 1, "sample", "position", "umap"), "umap-learn"),
     ("head_similarity", ("input",), "press Run first"),
     ("intervention_controls", ("no-such-intervention",), "not in the list of choices"),
+    ("parse_sentence", ("   ", 1, 1), "no words"),
+    ("parse_sentence", ("x" * 100_001, 1, 1), "characters long"),
 ]

@@ -93,12 +93,14 @@ def test_structural_probe_counts_training_and_evaluation_passes(tmp_path, tiny_f
     assert json.loads(run.stdout)["sentences"]["evaluated"] == 66
     # 66 train sentences: 59 to train on and a seeded 10% (7) to stop on; the model's and the random
     # model's distance probes each: word vectors of all 66, then at most 2 epochs over the 66; then the
-    # 66 evaluated sentences' word vectors (model, random weights) and attention maps
-    total = 2 * (66 + 2 * 66) + 3 * 66
+    # 66 evaluated sentences' word vectors (model, random weights) and attention maps; and the control task's
+    # distance probes on each model's word vectors (Hewitt & Liang): at most 2 epochs over the 66, no new vectors
+    total = 2 * (66 + 2 * 66) + 2 * (2 * 66) + 3 * 66
     line = estimate_line(run.stderr, "structural-probe")
     assert line.startswith(f"structural-probe: up to {total} sentence passes (word vectors of training sentences: 59; "
                            "word vectors of stopping sentences: 7; distance probes, up to 2 epochs: 132; ")
     assert "attention maps of evaluated sentences: 66)" in line
+    assert "distance probes, up to 2 epochs, control task: 132; " in line
     assert finished(run.stderr, total)
 
 

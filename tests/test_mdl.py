@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from bertviz_lab.resources import SAMPLE_TREEBANK
-from bertviz_lab.syntax.mdl import FRACTIONS, CodeSettings, control_labels, cut_points, mdl_probe, online_codelength
+from bertviz_lab.syntax.mdl import FRACTIONS, CodeSettings, control_labels, cut_points, online_codelength, online_codelengths
 from bertviz_lab.treebank import read_conllu
 
 
@@ -43,7 +43,7 @@ def test_a_layer_is_coded_in_fewer_bits_than_uniform_and_the_command_says_so(tin
     from bertviz_lab.cli import main
 
     sentences = read_conllu(SAMPLE_TREEBANK)
-    [row] = mdl_probe(tiny_lab, sentences[:50], sentences[50:], CodeSettings(layers=(2,)))
+    [row] = online_codelengths(tiny_lab, sentences[:50], sentences[50:], CodeSettings(layers=(2,)))
     relations = {r for s in sentences[:50] for r, h in zip(s.relations, s.heads) if h > 0}
     assert row.classes == len(relations) and row.targets == sum(sum(h > 0 for h in s.heads) for s in sentences[:50])
     assert row.uniform_bits == pytest.approx(row.targets * math.log2(row.classes))

@@ -216,7 +216,7 @@ def test_structural_probe_command_writes_everything_and_refuses_a_test_split(tmp
                    "--out", str(tmp_path / "out"))
     assert done.returncode == 0, done.stderr
     files = json.loads(done.stdout.strip().splitlines()[-1])["files"]
-    assert set(files) == {"probe_scores", "structure", "ensembles", "curves", "report", "probes"}
+    assert set(files) == {"probe_scores", "structure", "ensembles", "curves", "selectivity", "report", "probes"}
     assert "structural probe" in (tmp_path / "out" / "report.html").read_text()
     test_split = tmp_path / "en_ewt-ud-test.conllu"
     test_split.write_text(SAMPLE_TREEBANK.read_text())

@@ -8,20 +8,20 @@ arXiv 2003.12298; released code github.com/lena-voita/description-length-probing
   the training split (their K is the label set's size, not the labels seen in the first block).
 - **Online code.** The training sentences are shuffled once (seeded) and cut at ``int(f * N)`` sentences for
   f in 0.1%, 0.2%, 0.4%, 0.8%, 1.6%, 3.2%, 6.25%, 12.5%, 25%, 50%, 100% (their ``online_coding_portion_split``).
-  The first block is sent with the uniform code (targets x log2 K); every later block with the probe trained
-  on all sentences before it (a fresh probe each time, early-stopped on the dev split, its best-dev weights
+  The first block is sent with the uniform code (targets x log2 K); every later block with the classifier trained
+  on all sentences before it (a fresh classifier each time, early-stopped on the dev split, its best-dev weights
   scoring the block). The model trained on 100% sends nothing and is not trained. Codelength is in bits;
   compression = uniform codelength (all targets x log2 K) / online codelength.
-- **Probe** (their jiant edge probe on one-word spans): each side projected to 256, concatenated, then
+- **Probe** (their jiant edge classifier on one-word spans): each side projected to 256, concatenated, then
   Linear(512, 256), Tanh, LayerNorm, Dropout(0.3), Linear(256, K), softmax cross-entropy.
 
 Where we differ, on purpose: their blocks' losses are natural-log cross-entropies added to a first block in
 bits; we count every block in bits, as the paper's formula does. A block whose training prefix is empty
 (small N) is coded uniformly, which their code leaves undefined. Their jiant run warm-starts each block from
-the previous one; we train each probe from scratch, as their control-tasks code does. Training: Adam at
+the previous one; we train each classifier from scratch, as their control-tasks code does. Training: Adam at
 1e-3, batches of 256 arcs (about their 20 sentences), an epoch at a time, stopping 4 epochs after the best dev loss, at most 40 epochs.
 
-Baselines, as the paper sets them beside the model: the same probe on Hewitt & Liang-style *control* labels
+Baselines, as the paper sets them beside the model: the same classifier on Hewitt & Liang-style *control* labels
 (each dependent word type gets one relation, drawn once from the training split's relation frequencies:
 their control for POS tags, applied to relations) and on the randomly initialised model's vectors.
 """
@@ -49,8 +49,8 @@ def cut_points(n_sentences: int, fractions: Sequence[float] = FRACTIONS) -> list
 
 
 def online_codelength(block_targets: Sequence[int], block_bits: Sequence[float | None], classes: int) -> float:
-    """Bits to send every label: the first block uniformly, each later block at the bits its probe gave it (None:
-    no probe could be trained, the block is sent uniformly too)."""
+    """Bits to send every label: the first block uniformly, each later block at the bits its classifier gave it (None:
+    no classifier could be trained, the block is sent uniformly too)."""
     uniform = math.log2(classes)
     total = block_targets[0] * uniform
     for targets, bits in zip(block_targets[1:], block_bits[1:]):
@@ -58,8 +58,8 @@ def online_codelength(block_targets: Sequence[int], block_bits: Sequence[float |
     return float(total)
 
 
-class ArcProbe(nn.Module):
-    """Their edge probe for two one-word spans: a projection per side, then the MLP classifier."""
+class RelationClassifier(nn.Module):
+    """Their edge classifier for two one-word spans: a projection per side, then the MLP classifier."""
 
     def __init__(self, dim: int, classes: int) -> None:
         super().__init__()
@@ -96,45 +96,45 @@ def arcs_of(features: Sequence[np.ndarray], sentences: Sequence[Sentence], label
                 torch.tensor(ys, dtype=torch.long), np.array(ids, dtype=np.int64))
 
 
-def train_probe(train: Arcs, dev: Arcs, classes: int, seed: int) -> ArcProbe:
-    """A fresh probe trained on ``train``, early-stopped on ``dev``'s loss; its best-dev weights."""
+def train_classifier(train: Arcs, dev: Arcs, classes: int, seed: int) -> RelationClassifier:
+    """A fresh classifier trained on ``train``, early-stopped on ``dev``'s loss; its best-dev weights."""
     torch.manual_seed(seed)
-    probe = ArcProbe(train.pairs.shape[-1], classes)
-    optimizer = torch.optim.Adam(probe.parameters(), lr=LR)
+    classifier = RelationClassifier(train.pairs.shape[-1], classes)
+    optimizer = torch.optim.Adam(classifier.parameters(), lr=LR)
     rng = np.random.default_rng(seed)
     best, best_state, since = float("inf"), None, 0
     for _ in range(EPOCHS):
-        probe.train()
+        classifier.train()
         order = torch.from_numpy(rng.permutation(len(train.labels)))
         for start in range(0, len(order), BATCH):
             rows = order[start:start + BATCH]
-            loss = nn.functional.cross_entropy(probe(train.pairs[rows]), train.labels[rows])
+            loss = nn.functional.cross_entropy(classifier(train.pairs[rows]), train.labels[rows])
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
-        loss = bits_of(probe, dev)
+        loss = bits_of(classifier, dev)
         if loss < best - 1e-3:
-            best, best_state, since = loss, {k: v.clone() for k, v in probe.state_dict().items()}, 0
+            best, best_state, since = loss, {k: v.clone() for k, v in classifier.state_dict().items()}, 0
         else:
             since += 1
             if since >= PATIENCE:
                 break
     if best_state is not None:
-        probe.load_state_dict(best_state)
-    return probe.eval()
+        classifier.load_state_dict(best_state)
+    return classifier.eval()
 
 
-def bits_of(probe: ArcProbe, arcs: Arcs) -> float:
-    """Sum over the arcs of -log2 p(label): the bits the probe sends them in."""
-    probe.eval()
+def bits_of(classifier: RelationClassifier, arcs: Arcs) -> float:
+    """Sum over the arcs of -log2 p(label): the bits the classifier sends them in."""
+    classifier.eval()
     with torch.inference_mode():
-        logits = probe(arcs.pairs)
+        logits = classifier(arcs.pairs)
         return float(nn.functional.cross_entropy(logits, arcs.labels, reduction="sum")) / math.log(2)
 
 
-def accuracy_of(probe: ArcProbe, arcs: Arcs) -> float:
+def accuracy_of(classifier: RelationClassifier, arcs: Arcs) -> float:
     with torch.inference_mode():
-        return float((probe(arcs.pairs).argmax(-1) == arcs.labels).float().mean()) if len(arcs.labels) else float("nan")
+        return float((classifier(arcs.pairs).argmax(-1) == arcs.labels).float().mean()) if len(arcs.labels) else float("nan")
 
 
 @dataclass
@@ -144,7 +144,7 @@ class Codelength:
     uniform_bits: float
     targets: int
     classes: int
-    dev_accuracy: float  # the probe trained on the largest prefix (50%), on the dev arcs
+    dev_accuracy: float  # the classifier trained on the largest prefix (50%), on the dev arcs
 
     @property
     def compression(self) -> float:
@@ -161,7 +161,7 @@ def layer_codelength(train: Arcs, dev: Arcs, n_sentences: int, classes: int, lay
     cuts = cut_points(n_sentences)
     targets = [int((train.sentence < cuts[0]).sum())]
     bits: list[float | None] = [None]
-    probe = None
+    classifier = None
     for i in range(len(cuts) - 1):
         block = (train.sentence >= cuts[i]) & (train.sentence < cuts[i + 1])
         targets.append(int(block.sum()))
@@ -169,13 +169,13 @@ def layer_codelength(train: Arcs, dev: Arcs, n_sentences: int, classes: int, lay
         if not prefix.any() or not block.any():
             bits.append(None if block.any() else 0.0)
             continue
-        probe = train_probe(Arcs(train.pairs[prefix], train.labels[prefix], train.sentence[prefix]), dev, classes,
+        classifier = train_classifier(Arcs(train.pairs[prefix], train.labels[prefix], train.sentence[prefix]), dev, classes,
                             seed + i)
         keep = torch.from_numpy(block)
-        bits.append(bits_of(probe, Arcs(train.pairs[keep], train.labels[keep], train.sentence[block])))
+        bits.append(bits_of(classifier, Arcs(train.pairs[keep], train.labels[keep], train.sentence[block])))
     online = online_codelength(targets, bits, classes)
     return Codelength(layer, online, len(train.labels) * math.log2(classes), len(train.labels), classes,
-                      accuracy_of(probe, dev) if probe is not None else float("nan"))
+                      accuracy_of(classifier, dev) if classifier is not None else float("nan"))
 
 
 def shuffled(sentences: Sequence[Sentence], seed: int) -> list[int]:
@@ -210,7 +210,7 @@ class CodeSettings:
     seed: int = 0
 
 
-def mdl_probe(lab, train: Sequence[Sentence], dev: Sequence[Sentence], settings: CodeSettings = CodeSettings(),
+def online_codelengths(lab, train: Sequence[Sentence], dev: Sequence[Sentence], settings: CodeSettings = CodeSettings(),
               progress: Callable[[str], None] | None = None) -> list[Codelength]:
     """Online codelength of the arcs' relations (or their control labels) for each layer of ``settings`` of
     ``lab``'s word vectors; train sentences sent in one seeded shuffled order."""

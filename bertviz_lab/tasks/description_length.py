@@ -1,5 +1,5 @@
 """How many bits a layer's word vectors need to send a treebank's dependency relations (MDL probing, Voita & Titov
-2020; ``syntax/mdl.py``), beside the same probe on control labels and on the random-weight model: the one way the
+2020; ``syntax/mdl.py``), beside the same classifier on control labels and on the random-weight model: the one way the
 command line and the benchmark ask for it. Test splits are refused for training, as everywhere.
 """
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..lab import Lab, null_model
-from ..syntax.mdl import Codelength, CodeSettings, mdl_probe
+from ..syntax.mdl import Codelength, CodeSettings, online_codelengths
 from ..syntax.structure import refuse_test_split
 from ..treebank import Sentence, read_conllu
 
@@ -58,5 +58,5 @@ def description_length(request: DescriptionLengthRequest, lab: Lab,
     runs = [("relations", lab, "relations")] + [("control", lab, "control")] * ("control" in request.baselines) + \
         [("random weights", null_model(lab, request.seed), "relations")] * ("random weights" in request.baselines)
     for name, model, labels in runs:
-        out.rows[name] = mdl_probe(model, train, dev, CodeSettings(labels, request.layers, request.seed), progress)
+        out.rows[name] = online_codelengths(model, train, dev, CodeSettings(labels, request.layers, request.seed), progress)
     return out
