@@ -81,18 +81,25 @@ def test_dependency_arcs_have_arrowheads_on_the_dependent():
     attention = np.zeros((1, 1, 3, 3))
     attention[0, 0] = [[0, 1, 0], [0, 0, 1], [1, 0, 0]]  # dogs->bark, bark->loudly, loudly->dogs
     fig, summary = arcs_figure(sentence, attention, 0, 0)
-    arrows = [a for a in fig["layout"]["annotations"] if a.get("showarrow")]
-    gold = sorted(a["x"] for a in arrows if a["y"] > 0)
+    heads = next(t for t in fig["data"] if t.get("name") == "arrowheads")  # one marker trace, not annotations
+    assert not any(a.get("showarrow") for a in fig["layout"]["annotations"])
+    # each arrowhead sits just before its arc's end, on the curve: x is 94% of the way from head to dependent
+    arrows = [(x, y, round(x), angle, colour) for x, y, angle, colour
+              in zip(heads["x"], heads["y"], heads["marker"]["angle"], heads["marker"]["color"])]
+    gold = sorted(end for x, y, end, _, _ in arrows if y > 0)
     assert gold == [0, 2]  # heads point at their dependents (words 0 and 2), never at the head (1)
     # below, each word's predicted head is the word it attends to most, and the arc runs from that head to
     # the word: dogs(0) attends to bark(1) and bark(1) to loudly(2), so both arrive from the right;
     # loudly(2) attends to dogs(0), so its arrow arrives from the left
-    below = sorted((a["x"], int(np.sign(a["ax"] - a["x"])), a["arrowcolor"]) for a in arrows if a["y"] < 0)
+    below = sorted((end, int(np.sign(x - end)), colour) for x, y, end, _, colour in arrows if y < 0)
     assert below == [(0, 1, "#2f855a"),  # bark -> dogs is the gold nsubj arc: green
                      (1, 1, "#dd6b20"),  # loudly -> bark is the gold advmod arc reversed: orange
                      (2, -1, "#a0aec0")]  # dogs -> loudly is no gold arc: grey
-    for a in arrows:  # each arrow starts on its arc, on the side the arc is drawn, and ends clear of the words
-        assert np.sign(a["ay"]) == np.sign(a["y"]) and abs(a["y"]) >= 0.5
+    for x, y, end, angle, _ in arrows:  # clear of the words, turned to point down onto (or up onto) the word
+        assert abs(y) >= 0.5
+        pointing_down = 90 < abs(angle) <= 180
+        assert pointing_down == (y > 0), (x, y, angle)
+        assert (angle > 0) == (end > x) or angle in (0, 180), (x, end, angle)  # leaning toward the dependent
     legend = [t["name"] for t in fig["data"] if t.get("showlegend", True) and t.get("name")]
     assert legend == ["gold arc (treebank)", "predicted = a gold arc", "predicted = a gold arc reversed",
                       "predicted, not a gold arc"]
