@@ -2,6 +2,7 @@
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 from conftest import call
 
@@ -131,6 +132,7 @@ def test_positional_intervention_and_position_inspector_through_the_api(sharp_ap
 
 
 def test_score_heads_and_sentence_arcs_through_the_api(sharp_app, sharp_lab, tmp_path):
+    from bertviz_lab.figures.syntax import ANSWER_COLUMNS
     from bertviz_lab.syntax.scoring import score_treebank
     from bertviz_lab.syntax.summary import Settings, summarise
     from bertviz_lab.treebank import SAMPLE_TREEBANK, read_conllu
@@ -141,11 +143,19 @@ def test_score_heads_and_sentence_arcs_through_the_api(sharp_app, sharp_lab, tmp
     assert f"Scored {len(sentences)} sentences" in out["syntax_message"]
     assert sharp_lab.checkpoint_info().sha256[:12] in out["syntax_weights"]  # the table names its weights
     expected = summarise(score_treebank(sharp_lab, sentences), settings=Settings(min_arcs=10)).best_heads
-    table = out["syntax_table"]
+    table = out["syntax_table"]  # one short row per relation in plain headers: held-out figures and a verdict
+    assert table["headers"] == list(ANSWER_COLUMNS)
     column = table["headers"].index
     assert [row[column("relation")] for row in table["data"]] == list(expected.relation)
-    assert [row[column("best_head")] for row in table["data"]] == list(expected.best_head)
-    assert [row[column("ci_low")] for row in table["data"]] == list(expected.ci_low.round(3))
+    heads = [f"layer {h.split('-')[0]}, head {h.split('-')[1]} ({d})"
+             for h, d in zip(expected.heldout_head, expected.heldout_direction)]
+    assert [row[column("best head (chosen on half the sentences)")] for row in table["data"]] == heads
+    accuracy = column("its accuracy on the other half [95% interval]")
+    assert [row[accuracy] for row in table["data"]] == [f"{a:.2f} [{lo:.2f}, {hi:.2f}]" for a, lo, hi in zip(
+        expected.heldout_accuracy, expected.heldout_ci_low, expected.heldout_ci_high)]
+    full = pd.read_csv(out["syntax_csv"])  # every column, one click away
+    assert list(full.relation) == list(expected.relation) and list(full.best_head) == list(expected.best_head)
+    assert np.allclose(full.ci_low, expected.ci_low, atol=1e-6)
     arcs = call(client, "syntax_arcs", 0, 2, 3)
     assert "Layer 2, head 3 recovers" in arcs["syntax_arcs_text"] and "**nsubj**: sat → cat" in arcs["syntax_arcs_text"]  # head → dependent
     # an uploaded file that is not CoNLL-U gives a message, not a crash

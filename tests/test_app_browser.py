@@ -41,13 +41,14 @@ def y_labels(page, plot="#single-plot"):
     return sorted(labels, key=lambda label: int(label.split(" ", 1)[0]))
 
 
-def wait_for_labels(page, expected, plot="#single-plot", timeout=30.0):
+def wait_for_labels(page, expected, plot="#single-plot", timeout=CONDITION_MS / 1000):
     deadline = time.time() + timeout
     while time.time() < deadline:
         if y_labels(page, plot) == expected:
             return
         time.sleep(0.1)
-    raise AssertionError(f"labels {y_labels(page, plot)} != {expected}")
+    said = page.locator("#message").inner_text()
+    raise AssertionError(f"labels {y_labels(page, plot)} != {expected}; the status line says {said!r}")
 
 
 def title(page, plot="#single-plot"):
@@ -342,6 +343,8 @@ def test_first_screen_at_1600_and_clicking_an_example_runs_it(browser, default_a
     wait_for_labels(page, [f"{i} {t}" for i, t in enumerate(first)])
     text, pair = next(example for example in EXAMPLES if example[1])  # the first sentence pair
     page.get_by_text(pair).first.click()
+    page.wait_for_function(f"document.querySelector('#text-b textarea').value === {pair!r}",
+                           timeout=CONDITION_MS)  # the example's inputs filled; its Run follows
     analysed = default_lab.analyze(text, pair=pair)
     tokens = analysed.tokens
     wait_for_labels(page, [f"{i} {t}" for i, t in enumerate(tokens)])

@@ -314,6 +314,17 @@ def test_patching_needs_inputs_of_one_length(sharp_lab):
         patching_sweep(sharp_lab, target, "a [MASK] b", "the", "mat")
 
 
+def test_patching_blames_only_the_word_that_is_not_one_token(sharp_lab):
+    from bertviz_lab import InputError
+    from bertviz_lab.interventions.sweeps import patching_sweep
+
+    target = "the big cat [MASK] on the red mat"
+    with pytest.raises(InputError) as raised:
+        patching_sweep(sharp_lab, target, target, "the", "zzqx")
+    said = str(raised.value)
+    assert "the wrong word 'zzqx' is not one token" in said and "'the'" not in said, said
+
+
 def test_mean_ablation_paths_agree(sharp_lab):
     from bertviz_lab.interventions.sweeps import ablation_drops, mean_head_outputs
 

@@ -1,6 +1,7 @@
 """What the page draws from (the payload views.js switches layers and heads with) and the
 small things a reader notices: units, arrow directions, offset signs, long labels, [mask]."""
 import numpy as np
+import pandas as pd
 import pytest
 
 from bertviz_lab.figures.analysis import ViewOptions
@@ -185,3 +186,27 @@ def test_the_drop_ins_codes_are_each_weight_times_127_over_its_heads_largest_rou
     expected = np.rint(weights * (LIGHT_LEVELS / tops)[..., None, None]).astype(np.uint8)
     assert zlib.decompress(deflated) == expected.tobytes()
     assert scales[0, 1] == 1.0 and scales[1, 0] == tops[1, 0]
+
+
+def test_relation_answers_read_the_held_out_half_and_the_paired_interval():
+    from bertviz_lab.figures.syntax import ANSWER_COLUMNS, relation_answers, relation_records
+
+    nan = float("nan")
+    best = pd.DataFrame([  # the in-sample head (2-1, 0.9) differs from the held-out one: the table shows held out
+        {"relation": "det", "count": 40, "best_head": "2-1", "heldout_head": "3-9", "heldout_direction": "dep->head",
+         "heldout_accuracy": 0.8, "heldout_ci_low": 0.7, "heldout_ci_high": 0.9, "heldout_baseline_offset": 1,
+         "heldout_baseline_accuracy": 0.6, "heldout_difference_ci_low": 0.05, "heldout_difference_ci_high": 0.3},
+        {"relation": "amod", "count": 30, "best_head": "1-1", "heldout_head": "2-5", "heldout_direction": "head->dep",
+         "heldout_accuracy": 0.5, "heldout_ci_low": 0.3, "heldout_ci_high": 0.7, "heldout_baseline_offset": -1,
+         "heldout_baseline_accuracy": 0.55, "heldout_difference_ci_low": -0.2, "heldout_difference_ci_high": 0.1},
+        {"relation": "obl", "count": 12, "best_head": "1-2", "heldout_head": nan, "heldout_direction": nan,
+         "heldout_accuracy": nan, "heldout_ci_low": nan, "heldout_ci_high": nan, "heldout_baseline_offset": nan,
+         "heldout_baseline_accuracy": nan, "heldout_difference_ci_low": nan, "heldout_difference_ci_high": nan}])
+    table = relation_answers(best)
+    assert list(table.columns) == list(ANSWER_COLUMNS)
+    assert table.iloc[0].tolist() == ["det", 40, "layer 3, head 9 (dep->head)", "0.80 [0.70, 0.90]",
+                                      "+1 (next word): 0.60", "above the baseline"]
+    assert table.iloc[1].tolist() == ["amod", 30, "layer 2, head 5 (head->dep)", "0.50 [0.30, 0.70]",
+                                      "-1 (previous word): 0.55", "not distinguishable from the baseline"]
+    assert table.iloc[2].tolist() == ["obl", 12, "—", "—", "—", "too few arcs for an interval"]
+    assert relation_records(best)[2]["best_head"] is None

@@ -215,6 +215,19 @@ def test_cli_scores_published_weights_with_intervals(tmp_path, minilm_lab):
     assert top.accuracy == pytest.approx(det.accuracy.max(), abs=1e-6)
     assert det[(det.layer == layer) & (det["head"] == head)].accuracy.item() == pytest.approx(top.accuracy, abs=1e-6)
     assert set(best.null_seeds) == {2}
+    # --json carries the held-out figures the summary prints, from the same wide row
+    answers = {r["relation"]: r for r in summary["relations"]}
+    row = best[best.relation == "det"].iloc[0]
+    assert answers["det"]["best_head"] == row.heldout_head and answers["det"]["arcs"] == row["count"]
+    assert answers["det"]["accuracy"] == pytest.approx(row.heldout_accuracy, abs=1e-6)
+    assert answers["det"]["baseline_offset"] == row.heldout_baseline_offset
+    printed = run_cli("score-heads", "--out", str(tmp_path / "again"), "--device", "cpu", "--batch-size", "16",
+                      "--resamples", "200", "--min-arcs", "20", "--null-seeds", "2")
+    assert printed.returncode == 0, printed.stderr  # without --json: the result itself, not only the files
+    layer, head = row.heldout_head.split("-")
+    assert f"layer {layer}, head {head} ({row.heldout_direction})" in printed.stdout
+    assert f"{row.heldout_accuracy:.2f} [{row.heldout_ci_low:.2f}, {row.heldout_ci_high:.2f}]" in printed.stdout
+    assert answers["det"]["verdict"] in printed.stdout and "wrote " in printed.stdout
     uuas = pd.read_csv(out / "uuas.csv")
     assert len(uuas) == minilm_lab.n_layers * minilm_lab.n_heads + 1 and "right-branching" in set(uuas.predictor)
     assert set(uuas.punctuation) == {"excluded"}

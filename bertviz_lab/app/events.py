@@ -35,7 +35,7 @@ RUN_OUTPUTS = ("session", "message", "payload", "picker", "search_token", "layer
 CONTROLS = ("layer", "head", "hide", "word", "pair_filter", "session", "source")
 TAB_OUTPUTS = ("session", "notes") + SERVER_PLOTS
 TOGGLE_OUTPUTS = ("session", "payload", "notes", "source_about", "scale") + SERVER_PLOTS
-SYNTAX_OUTPUTS = ("session", "syntax_message", "syntax_weights", "syntax_table", "syntax_bars", "syntax_relation",
+SYNTAX_OUTPUTS = ("session", "syntax_message", "syntax_weights", "syntax_table", "syntax_csv", "syntax_bars", "syntax_relation",
                   "syntax_plot", "syntax_uuas", "syntax_diff", "syntax_sentence", "syntax_direction", "syntax_arcs_intro",
                   "syntax_arcs_btn")
 INTERVENTION_OUTPUTS = ("session", "intervention_message", "intervention_plot", "js_plot", "intervention_changes",

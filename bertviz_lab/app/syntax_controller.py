@@ -80,7 +80,8 @@ class SyntaxController:
                                    f"{syntax_views.markdown_text(scored.treebank)}{skipped}. "
                                    f"Relations with at least {summary.settings.min_arcs} arcs are listed. "
                                    f"{HELD_OUT_NOTE}",
-                ui.syntax_table: syntax_views.best_heads_table(summary),
+                ui.syntax_table: syntax_views.relation_answers(summary.best_heads),
+                ui.syntax_csv: self.full_table(summary, session),
                 ui.syntax_bars: plot(syntax_views.best_heads_figure(summary)),
                 ui.syntax_relation: gr.update(choices=relations, value=relations[0], visible=True),
                 ui.syntax_direction: gr.update(visible=True), ui.syntax_arcs_intro: gr.update(visible=True),
@@ -89,6 +90,16 @@ class SyntaxController:
                 ui.syntax_uuas: plot(syntax_views.uuas_figure(summary)),
                 ui.syntax_diff: self.difference_plot(session, relations[0], "dep->head"),
                 ui.syntax_sentence: gr.update(choices=choices, value=0, visible=True)}
+
+    def full_table(self, summary, session: Session) -> str:
+        """Every column of the best-heads table (one row per relation), as a CSV the page offers for download."""
+        folder = self.page.exports.new(session.key())
+        try:
+            path = folder / "best_heads_full.csv"
+            summary.best_heads.to_csv(path, index=False, float_format="%.6f")
+        finally:
+            self.page.exports.settle(folder)
+        return str(path)
 
     def run_structure_view(self, treebank: str, upload: str | None, use_loaded: bool, session: Session,
                            perturbed_masking: bool = False, progress=gr.Progress()) -> dict:

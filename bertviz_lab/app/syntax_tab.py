@@ -7,6 +7,7 @@ from types import SimpleNamespace
 import gradio as gr
 
 from ..attention.sources import SOURCES
+from ..figures.syntax import ANSWER_NOTE
 from ..syntax.live_parser import INSTALL_HINT, parser_package
 from .tabs import ARCS_INTRO, ON_USE, PER_HEAD_SOURCES, SYNTAX_HINT, TAB_IDS
 
@@ -66,6 +67,9 @@ def build_syntax_tab(ui: SimpleNamespace) -> None:
         ui.syntax_message = gr.Markdown(SYNTAX_HINT, elem_id="syntax-message")
         ui.syntax_table = gr.Dataframe(label="Best head per relation", interactive=False, wrap=True,
                                        elem_id="syntax-table", elem_classes=ON_USE)
+        gr.Markdown(ANSWER_NOTE, elem_classes=["bvl-note"], elem_id="syntax-table-note")
+        ui.syntax_csv = gr.File(label="The full table: every column (CSV)", elem_id="syntax-csv", elem_classes=ON_USE,
+                                interactive=False)
         ui.syntax_bars = gr.Plot(label="Best head vs baseline and null model", elem_id="syntax-bars", elem_classes=ON_USE)
         with gr.Row():
             ui.syntax_relation = gr.Dropdown(choices=[], label="Relation", elem_id="syntax-relation", visible=False)

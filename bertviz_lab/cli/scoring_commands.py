@@ -110,6 +110,7 @@ def passes_work(passes: list[str]) -> Callable[[int], str]:
 
 def run_score_heads(args: argparse.Namespace) -> int:
     from ..export import check_writable
+    from ..figures.syntax import ANSWER_NOTE, relation_answers
     from ..reports.syntax_report import write_outputs
     from ..syntax.run import syntax_passes
     from ..tasks.score_heads import read_sentences, score_heads
@@ -134,9 +135,9 @@ def run_score_heads(args: argparse.Namespace) -> int:
           f"and {record['skipped_empty_words']} for {record['words_without_pieces']} words that become no word piece",
           file=sys.stderr)  # what was left out, beside the progress bar, whatever the output
     record.pop("best_heads")  # in best_heads.csv
-    return emit(args, record, [f"model: {record['model']}",
-                               f"{record['sentences']} sentences scored; wrote "
-                               f"{', '.join(map(str, scored.files.values()))}"])
+    return emit(args, record, [f"model: {record['model']}", f"{record['sentences']} sentences scored", "",
+                               ANSWER_NOTE, "", relation_answers(scored.summary.best_heads).to_string(index=False), "",
+                               f"wrote {', '.join(map(str, scored.files.values()))}"])
 
 
 def run_score_heads_job(args: argparse.Namespace, job) -> int:

@@ -209,8 +209,12 @@ def patching_sweep(lab: Lab, target: str, donor: str, correct: str, wrong: str) 
     if len(masks) != 1 or enc_d.ids[masks[0]] != lab.mask_id:
         raise InputError("write exactly one [MASK], at the same position in both inputs")
     ids = [lab.tokenizer.token_to_id(checked_text(w, "the word")) for w in (correct, wrong)]
-    if None in ids:
-        raise InputError(f"{correct!r} and {wrong!r} must each be one token of the vocabulary")
+    missing = [(role, w) for role, w, i in zip(("correct", "wrong"), (correct, wrong), ids) if i is None]
+    if missing:  # name only the word that is not one token, and what it becomes
+        said = "; ".join(f"the {role} word {w!r} is not one token of the vocabulary (it is read as "
+                         f"{' '.join(lab.tokenizer.encode(w, add_special_tokens=False).tokens) or 'nothing'})"
+                         for role, w in missing)
+        raise InputError(f"{said}: choose a word that is one token")
     position = masks[0]
 
     def difference(scores: torch.Tensor) -> torch.Tensor:  # (rows, 1, vocab) log-probabilities

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..attention.sources import get_source
+from ..figures.syntax import relation_records
 from ..lab import InputError, Lab
 from ..syntax.job import Job, checkpoints_to_score, job_record, run_job, treebank_files
 from ..syntax.run import Progress, Steps, SyntaxRun, best_heads_long, run_syntax, score_record
@@ -101,6 +102,7 @@ class HeadScores:
         summary = self.run.summary
         return {**score_record(summary, self.files), "treebank": self.treebank, "source": summary.source,
                 "sentences_used": summary.sentences_used, "sentences_skipped": summary.sentences_skipped,
+                "relations": relation_records(summary.best_heads),
                 "best_heads": best_heads_long(summary.best_heads).to_dict(orient="records")}
 
 
