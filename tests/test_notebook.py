@@ -61,8 +61,9 @@ def test_drop_in_on_bert_gpt2_and_t5_attentions(browser, hf_attentions, tmp_path
                                 html_action="return")
     assert out.data.startswith('<meta charset="utf-8">') and "plotly.js v" not in out.data  # light: no plotly.js
     page = draw(browser, out, tmp_path, "bert")
-    assert title(page) == "Layer 2"
-    assert page.get_attribute(".bvl-headview", "data-heads") == "1,3"
+    assert title(page) == "Layer 1"  # named as asked: layer=1 is BertViz's second layer, labelled 1 as BertViz does
+    assert page.get_attribute(".bvl-headview", "data-heads") == "1,3"  # (data-heads is 1-based for the page's tests)
+    assert page.locator(".bvl-hv-head").all_text_contents() == ["0", "1", "2", "3"]  # head toggles 0-based too
     a = hf_attentions["bert"][1][0].numpy()  # (heads, q, k) of layer 2
     shown = weights(page, 1, 0)
     np.testing.assert_allclose(shown, a[0], atol=a[0].max() / 127 / 2 + 1e-7)  # 7-bit codes, rounded
@@ -78,7 +79,8 @@ def test_drop_in_on_bert_gpt2_and_t5_attentions(browser, hf_attentions, tmp_path
     page = draw(browser, out, tmp_path, "gpt2")
     page.locator(".bvl-nb-layer").fill("3")
     page.wait_for_function("document.querySelector('.bvl-headview').getAttribute('data-layer') === '3'")
-    assert title(page) == "Layer 3"
+    assert title(page) == "Layer 2"  # the third layer, 0-based as the drop-in was asked
+    assert page.locator(".bvl-nb-layer-value").text_content() == "2"
     assert np.allclose(np.triu(weights(page, 2, 0), 1), 0)  # nothing above the diagonal
     assert page.locator(".bvl-hv-left").first.text_content() == "The"  # prettified
     page.close()
@@ -89,9 +91,9 @@ def test_drop_in_on_bert_gpt2_and_t5_attentions(browser, hf_attentions, tmp_path
                                 encoder_tokens=["▁a", "▁b", "▁c", "▁d", "</s>"], decoder_tokens=["<pad>", "▁x", "▁y"],
                                 html_action="return")
     page = draw(browser, out, tmp_path, "t5")
-    assert title(page) == "Encoder: Layer 1"
+    assert title(page) == "Encoder: Layer 0"
     page.select_option(".bvl-nb-section", label="Cross")
-    page.wait_for_function("document.querySelector('.bvl-hv-layer').textContent.startsWith('Cross: Layer 1')")
+    page.wait_for_function("document.querySelector('.bvl-hv-layer').textContent.startsWith('Cross: Layer 0')")
     assert weights(page, 0, 0).shape == (3, 5)  # decoder queries x encoder keys
     page.close()
 
@@ -112,7 +114,8 @@ def test_model_view_draws_every_layer_and_head_on_one_ground(browser, hf_attenti
     page = draw(browser, out, tmp_path, "model-light")
     page.wait_for_selector(".bvl-nb-thumbs[data-drawn]")
     assert page.locator(".bvl-nb.bvl-dark").count() == 0
-    assert page.locator(".bvl-nb-thumb").count() == 2 and page.locator(".bvl-nb-thumb-layer").all_text_contents() == ["L2"]
+    assert page.locator(".bvl-nb-thumb").count() == 2 and page.locator(".bvl-nb-thumb-layer").all_text_contents() == ["L1"]
+    assert page.locator(".bvl-nb-thumb").first.get_attribute("title") == "layer 1, head 0: click to open"  # as asked
     page.close()
 
 
@@ -140,6 +143,12 @@ def test_dropin_views_name_what_is_wrong(hf_attentions, view):
         view([np.zeros((2, 4, 3, 3))], ["a", "b", "c"], html_action="return")
     with pytest.raises(ValueError, match="at least one attention"):
         view(html_action="return")
+    # out-of-range indices are refused by name (BertViz's 0-based: the 4 heads are 0 to 3), never drawn as nothing
+    asked = {"heads": [50]} if view.__name__ == "head_view" else {"include_heads": [4]}
+    with pytest.raises(ValueError, match=r"(include_)?heads \[(50|4)\] out of range: this attention has 4 heads, numbered 0 to 3"):
+        view(hf_attentions["bert"], tokens, html_action="return", **asked)
+    with pytest.raises(ValueError, match="include_layers \\[7\\] out of range"):
+        view(hf_attentions["bert"], tokens, include_layers=[7], html_action="return")
 
 
 def test_analysis_figures_and_show(browser, tiny_lab, tmp_path):
@@ -213,6 +222,6 @@ def test_head_view_spans_and_exports(browser, hf_attentions, tmp_path):
     assert svg.count(">slept</text>") == 2  # both sides' labels
     with page.expect_download() as done:
         page.click(".bvl-hv-set[data-set='png']")
-    assert done.value.suggested_filename == "head-view-L1.png"
+    assert done.value.suggested_filename == "head-view-L0.png"  # named as asked (layer=0)
     assert done.value.path().read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     page.close()

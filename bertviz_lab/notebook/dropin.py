@@ -7,7 +7,8 @@ JSON floats, and every figure exports to PNG/SVG.
 
 BertViz conventions kept: ``attention`` is a tuple with one tensor per layer, each (batch, heads,
 query, key) with batch 1 (numpy arrays, or one (layers, heads, query, key) array, work too);
-``layer`` and ``heads`` are 0-based; ``sentence_b_start`` splits a pair; ``prettify_tokens``
+``layer`` and ``heads`` are 0-based, and the views label layers and heads 0-based as asked (an index out of
+range is a ValueError with the range); ``sentence_b_start`` splits a pair; ``prettify_tokens``
 turns the Ġ/▁ of BPE and SentencePiece tokens into plain text.
 """
 from __future__ import annotations
@@ -45,6 +46,14 @@ def as_array(attention: Any) -> np.ndarray:
     return np.stack(layers)  # (layers, heads, query, key)
 
 
+def check_indices(asked: Sequence[int], n: int, name: str, what: str) -> None:
+    """BertViz's 0-based indices, each an integer in [0, n): anything else is refused by name, not drawn as nothing."""
+    bad = [i for i in asked if isinstance(i, bool) or not isinstance(i, (int, np.integer)) or not 0 <= int(i) < n]
+    if bad:
+        raise ValueError(f"{name} {bad} out of range: this attention has {n} {what}, numbered 0 to {n - 1} "
+                         "(0-based, as BertViz)")
+
+
 def prettify(tokens: Sequence[str]) -> list[str]:
     """BPE (Ġ) and SentencePiece (▁) word-start marks as plain text, as BertViz shows them."""
     return [str(t).replace("Ġ", " ").replace("▁", " ").replace("Ċ", "\\n").strip() or str(t) for t in tokens]
@@ -80,8 +89,11 @@ def _section(name: str, attention: Any, rows: Sequence[str], columns: Sequence[s
              light: bool = True) -> Section:
     weights = as_array(attention)
     layer, heads, include_layers = shown.layer, shown.heads, shown.include_layers
+    n_layers, n_heads = weights.shape[:2]
     if include_layers is not None:
-        weights = weights[list(include_layers)]
+        check_indices(include_layers, n_layers, "include_layers", "layers")
+        weights = weights[[int(i) for i in include_layers]]
+    check_indices(heads or (), n_heads, "heads", "heads")
     nq, nk = weights.shape[-2:]
     rows = prettify(rows) if shown.prettify_tokens else [str(t) for t in rows]
     cols = None if columns is None else (prettify(columns) if shown.prettify_tokens else [str(t) for t in columns])
@@ -98,8 +110,9 @@ def _section(name: str, attention: Any, rows: Sequence[str], columns: Sequence[s
     meta, codes = weights_payload(weights, row_labels, segments,
                                   PayloadView(layer=start, head=min(heads or [0]), title_prefix=f"{name}: " if name else ""),
                                   keys, light=light)
-    if include_layers is not None:
-        meta["layer_names"] = [f"L{int(i) + 1}" for i in include_layers]
+    # named as asked: BertViz's 0-based indices, the original ones where include_layers keeps some layers
+    meta["layer_names"] = [int(i) for i in (include_layers if include_layers is not None else range(n_layers))]
+    meta["head_names"] = list(range(n_heads))
     if heads:
         meta["heads_shown"] = sorted({int(h) for h in heads})
     return Section(name, meta, codes, weights)
@@ -152,6 +165,7 @@ def model_view(attention=None, tokens=None, sentence_b_start=None, prettify_toke
                                               prettify_tokens=prettify_tokens))
     if include_heads is not None:
         for section in sections:
+            check_indices(include_heads, section.meta["heads"], "include_heads", "heads")
             section.meta["thumb_heads"] = sorted({int(h) for h in include_heads})
             section.meta["head"] = section.meta["thumb_heads"][0]
     if display_mode not in ("dark", "light"):

@@ -49,12 +49,16 @@ GLUE = """
   });
   var layer = root.querySelector('.bvl-nb-layer'), head = root.querySelector('.bvl-nb-head');
   var filter = root.querySelector('.bvl-nb-filter'), section = root.querySelector('.bvl-nb-section');
+  var meta = sections[0].meta;  // the open section's: its layers' and heads' names (the drop-ins: 0-based, as asked)
+  function layerName(l) { return meta.layer_names ? String(meta.layer_names[l]) : String(l + 1); }
+  function headName(h) { return meta.head_names ? String(meta.head_names[h]) : String(h + 1); }
   function label() {
-    root.querySelector('.bvl-nb-layer-value').textContent = layer.value;
-    root.querySelector('.bvl-nb-head-value').textContent = head.value;
+    root.querySelector('.bvl-nb-layer-value').textContent = layerName(layer.value - 1);
+    root.querySelector('.bvl-nb-head-value').textContent = headName(head.value - 1);
   }
   function open(i) {
     var s = sections[i];
+    meta = s.meta;
     layer.max = s.meta.layers; head.max = s.meta.heads;
     layer.value = s.meta.layer + 1; head.value = s.meta.head + 1;
     label();
@@ -73,12 +77,12 @@ GLUE = """
     for (var l = 0; l < meta.layers; l++) {
       var row = document.createElement('div');
       row.className = 'bvl-nb-thumb-row';
-      row.innerHTML = '<span class="bvl-nb-thumb-layer">' + (meta.layer_names ? meta.layer_names[l] : 'L' + (l + 1)) + '</span>';
+      row.innerHTML = '<span class="bvl-nb-thumb-layer">' + 'L' + layerName(l) + '</span>';
       for (var h = 0; h < meta.heads; h++) {
         if (shown && shown.indexOf(h) < 0) { continue; }
         var c = document.createElement('canvas'), ctx = c.getContext('2d');
         c.width = nk; c.height = nq; c.className = 'bvl-nb-thumb';
-        c.title = 'layer ' + (l + 1) + ', head ' + (h + 1) + ': click to open';
+        c.title = 'layer ' + layerName(l) + ', head ' + headName(h) + ': click to open';
         c.setAttribute('data-layer', String(l)); c.setAttribute('data-head', String(h));
         var img = ctx.createImageData(nk, nq), base = (l * meta.heads + h) * nq * nk;
         for (var i = 0; i < nq * nk; i++) {

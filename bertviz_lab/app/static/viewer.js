@@ -68,6 +68,9 @@
     layout.yaxis.automargin = false;
   }
 
+  // Layers and heads are named 1-based, except where a payload names them (BertViz's drop-ins: 0-based, as asked)
+  function layerName(p, l) { return p.layer_names ? String(p.layer_names[l]) : String(l + 1); }
+  function headName(p, h) { return p.head_names ? String(p.head_names[h]) : String(h + 1); }
   function bump(el) { el.setAttribute('data-draws', String(Number(el.getAttribute('data-draws') || 0) + 1)); }
 
   // scope: {heatmap(), caption(), headview()} return the elements to draw in (or null), and
@@ -122,13 +125,13 @@
       trace.zmax = S.scale === 'per-head' ? Math.max(m.max, 1e-6) : (p.fixed_max || 1);
       trace.colorbar = Object.assign({}, trace.colorbar, { title: Object.assign({}, (trace.colorbar || {}).title,
                                                                                { text: barTitle() }) });
-      layout.title.text = (p.title_prefix || '') + 'Layer ' + (S.layer + 1) + ', head ' + (S.head + 1) + p.source_label;
+      layout.title.text = (p.title_prefix || '') + 'Layer ' + layerName(p, S.layer) + ', head ' + headName(p, S.head) + p.source_label;
       var h = p.height, rows = Math.max(sel.rows.length, sel.cols.length);
       layout.height = Math.min(h.max, Math.max(h.min, h.base + h.row * rows));
       ticks(layout.xaxis, trace.x, pick(sel.cols, keys.short));
       ticks(layout.yaxis, trace.y, pick(sel.rows, p.short));
       labelMargins(layout, pick(sel.cols, keys.short), pick(sel.rows, p.short));
-      fig.config.toImageButtonOptions.filename = 'attention-L' + (S.layer + 1) + '-H' + (S.head + 1);
+      fig.config.toImageButtonOptions.filename = 'attention-L' + layerName(p, S.layer) + '-H' + headName(p, S.head);
       P.react(root, fig.data, layout, fig.config);
       var notes = p.notes.concat(sel.note ? [sel.note] : []), caption = scope.caption();
       if (caption) { writeCaption(caption, p.about || '', notes.join(' · ')); }
@@ -178,14 +181,14 @@
     function headToggles(bar, n) {
       bar.innerHTML = '';
       var label = document.createElement('span');
-      label.textContent = (S.p.title_prefix || '') + 'Layer ' + (S.layer + 1) + ' · heads: ';
+      label.textContent = (S.p.title_prefix || '') + 'Layer ' + layerName(S.p, S.layer) + ' · heads: ';
       label.className = 'bvl-hv-layer';
       bar.appendChild(label);
       for (var h = 0; h < S.p.heads; h++) {
         var b = document.createElement('button');
         b.className = 'bvl-hv-head' + (S.heads.has(h) ? ' on' : '');
-        b.textContent = String(h + 1);
-        b.title = 'head ' + (h + 1) + ': click to toggle, double-click to show only this head';
+        b.textContent = headName(S.p, h);
+        b.title = 'head ' + headName(S.p, h) + ': click to toggle, double-click to show only this head';
         b.style.borderColor = headColour(h);
         b.style.background = S.heads.has(h) ? headColour(h) : 'white';
         b.setAttribute('data-head', String(h));
@@ -375,7 +378,7 @@
         var set = t.getAttribute('data-set');
         if (set === 'svg' || set === 'png') {
           var drawn = headViewSvg(root);
-          window.BvlExport.save(drawn.svg, 'head-view-L' + (S.layer + 1), set, drawn.width, drawn.height);
+          window.BvlExport.save(drawn.svg, 'head-view-L' + layerName(S.p, S.layer), set, drawn.width, drawn.height);
           root.setAttribute('data-exported', set);
           return;
         }
