@@ -224,6 +224,11 @@ def test_the_command_line_prints_and_explains_the_classes(classifiers):
     assert chosen["label"] == other
     text = builders.run_cli("analyze", "the cat sat on the mat", "--model", folder).stdout
     assert "classes: " + ", ".join(f"{c.label} {c.probability:.3f}" for c in a.classes) in text
+    # printed, the class's explanation carries its faithfulness on this input, as a masked word's does
+    text = builders.run_cli("analyze", "the cat sat on the mat", "--model", folder, "--explain").stdout
+    erasure = why["faithfulness_on_this_input"]["erasure"]
+    assert (f"erasure {erasure['aopc']:.2f}/{erasure['comprehensiveness']:.2f}/{erasure['sufficiency']:.2f}"
+            in text.split("on this input, AOPC / comprehensiveness / sufficiency: ")[1])
 
 
 def test_the_page_names_the_classifier_and_its_predicted_class(classifiers):

@@ -45,8 +45,10 @@ def add_analyze(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--class", dest="explain_class", default=None, metavar="LABEL",
                    help="with --explain on a classifier: the class whose logit is explained (default: the predicted one)")
     p.add_argument("--explain", action="store_true",
-                   help="also attribute each masked prediction to the context tokens: erasure, gradient x input, "
-                        "integrated gradients, and each attention source's Spearman rho with erasure (JSON: explain)")
+                   help="also attribute each masked prediction (a classifier: its class, see --class) to the context "
+                        "tokens: erasure, gradient x input, integrated gradients, each attention source's Spearman rho "
+                        "with erasure, and each ranking's faithfulness on this input (JSON: explain, one per masked "
+                        "word; a classifier's class: explain_class)")
     p.add_argument("--qk", action="store_true",
                    help="also each head's query and key vectors (JSON: queries, keys; layers x heads x tokens x dim)")
     p.add_argument("--parse", action="store_true",
@@ -83,22 +85,29 @@ def run_analyze(args: argparse.Namespace) -> int:
     return emit(args, out, analyze_summary(result, out))
 
 
+def attribution_lines(tokens: list[str], attribution: dict) -> Iterator[str]:
+    """A masked word's or a class's attribution: each method's scores, their agreement with erasure, and each
+    ranking's faithfulness on this input (the same for a masked word and for a classifier's class)."""
+    for method, values in attribution["scores"].items():
+        yield f"  {method}: " + ", ".join(f"{tokens[j]} {v:+.3f}" for j, v in zip(attribution["context"], values))
+    yield "  agreement with erasure (Spearman rho): " + ", ".join(
+        f"{k} {v:+.2f}" for k, v in attribution["spearman_with_erasure"].items())
+    yield "  on this input, AOPC / comprehensiveness / sufficiency: " + ", ".join(
+        f"{k} {v['aopc']:.2f}/{v['comprehensiveness']:.2f}/{v['sufficiency']:.2f}"
+        for k, v in attribution["faithfulness_on_this_input"].items())
+
+
 def analyze_summary(result: Analysis, extra: dict) -> Iterator[str]:
     yield f"model: {result.model} on {result.device}; attention source: {result.source}"
-    for attribution in extra.get("explain", []):
-        yield f"why {attribution['target']!r} at position {attribution['position']} (signed; + raised it):"
-        for method, values in attribution["scores"].items():
-            yield f"  {method}: " + ", ".join(f"{result.tokens[j]} {v:+.3f}" for j, v in zip(attribution["context"], values))
-        yield "  agreement with erasure (Spearman rho): " + ", ".join(
-            f"{k} {v:+.2f}" for k, v in attribution["spearman_with_erasure"].items())
-        yield "  on this input, AOPC / comprehensiveness / sufficiency: " + ", ".join(
-            f"{k} {v['aopc']:.2f}/{v['comprehensiveness']:.2f}/{v['sufficiency']:.2f}"
-            for k, v in attribution["faithfulness_on_this_input"].items())
+    explained = [(f"why {a['target']!r} at position {a['position']} (signed; + raised it):", a)
+                 for a in extra.get("explain", [])]
     if "explain_class" in extra:
         why = extra["explain_class"]
-        yield f"why class {why['label']!r} (P = {why['probability']:.3f}; signed; + raised its logit):"
-        for method, values in why["scores"].items():
-            yield f"  {method}: " + ", ".join(f"{result.tokens[j]} {v:+.3f}" for j, v in zip(why["context"], values))
+        explained.append((f"why class {why['label']!r} (P = {why['probability']:.3f}; signed; + raised its logit):",
+                          why))
+    for heading, attribution in explained:
+        yield heading
+        yield from attribution_lines(result.tokens, attribution)
     for lens in extra.get("lens", []):
         yield f"lens at position {lens['position']} (final answer {lens['final']!r}):"
         for row in lens["layers"]:
