@@ -408,9 +408,9 @@ def test_api_callers_keep_their_positions_and_the_old_tab_id(tiny_app, tiny_lab)
 API_PARAMETERS = {
     "ablation_set": ["n", "ablation", "sentence_set", "upload"],
     "ablation_sweep": ["text", "pair", "picked", "ablation"],
-    "agent_analyze": ["text", "pair", "parse"],
-    "agent_explain": ["text"],
-    "agent_predict_masked": ["text", "top_k"],
+    "agent_analyze": ["text", "pair", "parse", "attention", "model"],
+    "agent_explain": ["text", "label", "model"],
+    "agent_predict_masked": ["text", "top_k", "model"],
     "agent_score_heads": ["treebank", "source"],
     "analyze": ["text", "pair", "top_k", "layer", "head", "hide", "word", "pair_filter", "scale"],
     "analyze_example": ["text", "pair", "top_k", "layer", "head", "hide", "word", "pair_filter", "scale"],

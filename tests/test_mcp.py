@@ -51,8 +51,31 @@ def test_analyze_returns_the_labs_tokens_predictions_and_head_statistics(tools, 
     row = out["head_summary"][6]  # 1-based layer 2, head 3
     assert (row["layer"], row["head"]) == (2, 3)
     assert row["entropy"] == sig(stats["entropy"][1, 2]) and row["to [CLS]"] == sig(stats["to [CLS]"][1, 2])
-    np.testing.assert_allclose(out["attention"], a.attention, atol=5e-5)  # small: the whole array comes along
+    assert "attention" not in out  # compact by default: the array only on request
+    full = tools.analyze(TEXT, "", attention=True)
+    np.testing.assert_allclose(full["attention"], a.attention, atol=5e-5)  # small: the whole array comes along
     json.dumps(out)  # plain JSON, no numpy values
+
+
+def test_analyze_says_why_a_large_attention_array_is_left_out(tools):
+    out = tools.analyze(" ".join(["cat"] * 60), "", attention=True)  # 2 x 4 x 62 x 62 = 30,752 numbers > 20,000
+    assert "attention" not in out and out["attention_note"].startswith("the attention array has 30752 numbers")
+
+
+def test_the_tools_take_a_checkpoint_the_server_enables(tiny_lab, sharp_lab):
+    from bertviz_lab.app.state import LabCache
+
+    cache = LabCache([tiny_lab.checkpoint_id, sharp_lab.checkpoint_id], allow_any=False)
+    cache.pin(tiny_lab, str(tiny_lab.device))
+    cache.pin(sharp_lab, str(sharp_lab.device))
+    served = AgentTools(tiny_lab, cache)
+    out = served.predict_masked("the [MASK] sat", 3, model=sharp_lab.checkpoint_id)
+    assert out["model"] == sharp_lab.analyze("the [MASK] sat").model != tiny_lab.analyze("the [MASK] sat").model
+    assert [q["token"] for q in out["masked"][0]["predictions"]] == \
+        [q.token for q in sharp_lab.analyze("the [MASK] sat", top_k=3).mlm[0].predictions]
+    assert served.analyze("the cat", model="")["model"] == tiny_lab.analyze("the cat").model  # empty: the server's
+    with pytest.raises(gr.Error, match="model 'bert-large-cased' is not enabled on this server; choose one of"):
+        served.explain(TEXT, model="bert-large-cased")
 
 
 def test_analyze_of_a_pair_marks_the_second_segment(tools, tiny_lab):
@@ -93,6 +116,20 @@ def test_explain_matches_the_attribution_of_the_first_mask(tools, tiny_lab):
     assert set(out["scores"]) == {"erasure", "gradient x input", "integrated gradients", "decompx"}
     assert out["spearman_with_erasure"]["decompx"] == sig(first.agreement["decompx"])
     json.dumps(out)
+
+
+def test_explain_explains_a_classifiers_class_chosen_by_label():
+    from bertviz_lab import load
+    from bertviz_lab.interventions.attribution import explain_class
+
+    lab = load("sst2", device="cpu")  # the shipped sentiment classifier: no masked-word head
+    a = lab.analyze("the cat sat on the mat")
+    other = a.classes[-1].label
+    out = AgentTools(lab).explain("the cat sat on the mat", label=other)
+    assert out["class"] == other and "target" not in out
+    assert [r["score"] for r in out["scores"]["erasure"]] == \
+        [sig(v) for v in explain_class(lab, a, label=other).scores["erasure"]]
+    assert AgentTools(lab).explain("the cat sat on the mat")["class"] == a.classes[0].label  # default: predicted
 
 
 def test_explain_without_a_mask_is_refused_in_a_sentence(tools):
@@ -163,9 +200,10 @@ def test_the_tools_keep_their_names_types_and_docstrings_in_the_api(public_demo)
     info = public_demo.get_api_info()["named_endpoints"]
     params = {name: [(p["parameter_name"], p["type"]["type"]) for p in info[f"/agent_{name}"]["parameters"]]
               for name in TOOLS}
-    assert params == {"analyze": [("text", "string"), ("pair", "string"), ("parse", "boolean")],
-                      "predict_masked": [("text", "string"), ("top_k", "integer")],
-                      "explain": [("text", "string")],
+    assert params == {"analyze": [("text", "string"), ("pair", "string"), ("parse", "boolean"), ("attention", "boolean"),
+                                  ("model", "string")],
+                      "predict_masked": [("text", "string"), ("top_k", "integer"), ("model", "string")],
+                      "explain": [("text", "string"), ("label", "string"), ("model", "string")],
                       "score_heads": [("treebank", "string"), ("source", "string")]}
     assert info["/agent_explain"]["description"].startswith("Explain why the model predicted the word at the first [MASK]")
 
@@ -230,15 +268,18 @@ async def over_mcp(url: str, calls: list[tuple[str, dict]]):
     from mcp.client.streamable_http import streamablehttp_client
 
     async with streamablehttp_client(f"{url}/gradio_api/mcp/") as (read, write, _), ClientSession(read, write) as s:
-        await s.initialize()
+        hello = await s.initialize()
         listed = await s.list_tools()
-        return listed.tools, [await s.call_tool(name, arguments) for name, arguments in calls]
+        return hello.serverInfo, listed.tools, [await s.call_tool(name, arguments) for name, arguments in calls]
 
 
 def test_an_agent_lists_and_calls_the_tools_over_mcp_under_the_public_gate(mcp_app, tiny_lab):
     over = " ".join(["[MASK]"] + ["cat"] * 30)
-    listed, (ok, refused) = asyncio.run(over_mcp(mcp_app, [("predict_masked", {"text": "the [MASK] sat", "top_k": 2}),
-                                                           ("analyze", {"text": over})]))
+    server, listed, (ok, refused) = asyncio.run(over_mcp(
+        mcp_app, [("predict_masked", {"text": "the [MASK] sat", "top_k": 2}), ("analyze", {"text": over})]))
+    from bertviz_lab import __version__
+
+    assert (server.name, server.version) == ("bertviz-lab", __version__)  # itself, not the MCP library's version
     assert [t.name for t in listed] == list(TOOLS)
     assert listed[2].description.startswith("Explain why the model predicted the word at the first [MASK]")
     assert not ok.isError

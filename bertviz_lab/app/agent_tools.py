@@ -99,18 +99,24 @@ class AgentTools:
         self.lab, self.cache, self.limits = lab, cache, limits or Limits()
 
     def _analysis(self, text: str, pair: str = "", top_k: int = 5, explain: ExplainRequest | None = None,
-                  parse: bool = False):
-        return analyze(AnalyzeRequest(text, pair or None, top_k=top_k, explain=explain, parse=parse), self.lab)
+                  parse: bool = False, model: str = ""):
+        lab = self._lab_named(model.strip()) if model and model.strip() else self.lab
+        return analyze(AnalyzeRequest(text, pair or None, top_k=top_k, explain=explain, parse=parse), lab)
 
-    def analyze(self, text: str, pair: str = "", parse: bool = False) -> dict[str, Any]:
+    def analyze(self, text: str, pair: str = "", parse: bool = False, attention: bool = False,
+                model: str = "") -> dict[str, Any]:
         """Run BERT on a text and summarise its attention: the tokens, one summary per attention head,
-        and the predictions for every [MASK].
+        and the predictions for every [MASK]. Compact by default; the full attention array on request.
 
         Args:
             text: the sentence to analyse; write [MASK] where the model should predict a word
             pair: an optional second sentence (BERT's sentence-pair input); empty for none
             parse: also parse the text offline (spaCy, converted to UD heads; not with a pair) and score every head on
                 its arcs
+            attention: also return the full attention array (layers x heads x query x key), when it has at most 20000
+                numbers (about 9 tokens on a 12 x 12 model, 16 on a 6 x 12 one)
+            model: a checkpoint among those this server enables (e.g. "default", "minilm-original", "sst2"); empty
+                for the server's model
 
         Returns:
             a JSON object with model, tokens, segment_ids, layers and heads (how many)
@@ -119,58 +125,72 @@ class AgentTools:
             masked: the top-5 predictions at each [MASK] (position 0 is [CLS]); masked_note says why there are none
             next_sentence_probability: with a pair, P(pair follows text), when the checkpoint has that head
             classes: a sequence classifier's classes with their probabilities, most probable first (else empty)
-            attention: the full array (layers x heads x query x key), only when it has at most 20000 numbers
+            attention (with attention): the full array (layers x heads x query x key), only when it has at most 20000
+                numbers; attention_note says why it is left out
             parse (with parse): words, heads (1-based word indices, 0 = root), relations, parser (a parser's arcs, not
                 gold, with its measured agreement with gold UD); head_agreement: per 1-based layer and head, the share
                 of the parse's arcs each of Clark's directions (dep->head, head->dep) recovers, and the best head
         """
-        with answered_in_a_sentence(InputError, ParserUnavailable):
-            record = self._analysis(text, pair, parse=bool(parse))
+        with answered_in_a_sentence(InputError, ParserUnavailable, CheckpointError, DeviceError):
+            record = self._analysis(text, pair, parse=bool(parse), model=model)
         a = record.analysis
         out = {"model": a.model, "tokens": a.tokens, "segment_ids": a.segment_ids, "layers": a.n_layers,
                "heads": a.n_heads, "head_summary": head_summary(a), "masked": masked_words(a),
                "masked_note": a.mlm_note, "next_sentence_probability": None if a.nsp is None else number(a.nsp),
                "classes": [{"label": c.label, "probability": number(c.probability)} for c in a.classes]}
-        if a.attention.size <= FULL_ATTENTION_NUMBERS:
+        if attention and a.attention.size <= FULL_ATTENTION_NUMBERS:
             out["attention"] = np.round(a.attention.astype(np.float64), 4).tolist()  # (layers, heads, query, key)
+        elif attention:
+            out["attention_note"] = (f"the attention array has {a.attention.size} numbers, over the "
+                                     f"{FULL_ATTENTION_NUMBERS} this tool returns: use the API's /attention endpoint "
+                                     "or the command line (bertviz-lab analyze --json)")
         if record.syntax is not None:
             out.update(record.syntax.to_json())
         return out
 
-    def predict_masked(self, text: str, top_k: int = 5) -> dict[str, Any]:
+    def predict_masked(self, text: str, top_k: int = 5, model: str = "") -> dict[str, Any]:
         """Predict the words hidden by [MASK] in a text: the model's most probable tokens at each
         masked position.
 
         Args:
             text: a sentence with one or more [MASK] tokens, e.g. "The capital of France is [MASK]."
             top_k: how many predictions to return per [MASK], from 1 to 50
+            model: a checkpoint among those this server enables (one with a masked-word head, e.g. "default"); empty
+                for the server's model
 
         Returns:
             a JSON object with model and tokens
             masked: per [MASK], its token position (0 is [CLS]) and its predictions (token, probability), most probable first
         """
-        with answered_in_a_sentence(InputError):
-            a = self._analysis(text, top_k=top_k).analysis
+        with answered_in_a_sentence(InputError, CheckpointError, DeviceError):
+            a = self._analysis(text, top_k=top_k, model=model).analysis
             if not a.mlm:
                 raise InputError(a.mlm_note or "write [MASK] where the model should predict a word")
         return {"model": a.model, "tokens": a.tokens, "masked": masked_words(a)}
 
-    def explain(self, text: str) -> dict[str, Any]:
-        """Explain why the model predicted the word at the first [MASK]: how much each other token
-        raised that prediction (erasure, gradients, DecompX) and how faithful attention is on this input.
+    def explain(self, text: str, label: str = "", model: str = "") -> dict[str, Any]:
+        """Explain why the model predicted the word at the first [MASK], or why a sentence classifier chose
+        its class: how much each other token raised that prediction (erasure, gradients, DecompX) and how
+        faithful attention is on this input.
 
         Args:
-            text: a sentence with a [MASK]; the top prediction at the first [MASK] is explained
+            text: a sentence with a [MASK]; the top prediction at the first [MASK] is explained. For a classifier
+                (e.g. model "sst2"), any sentence: its predicted class is explained
+            label: a classifier's class to explain instead of the predicted one (e.g. "negative"); empty for the
+                predicted class
+            model: a checkpoint among those this server enables (e.g. "default" for masked words, "sst2" for a
+                sentiment classifier); empty for the server's model
 
         Returns:
-            a JSON object with model, target (the predicted word explained), position and tokens
+            a JSON object with model and tokens; for a masked word, target (the word explained) and position; for a
+            classifier, class (the class explained) and probability
             top_token: the context token whose erasure lowers log P(target) most (top_token_by_method: per method)
             scores: per method (erasure, gradient x input, integrated gradients, decompx), a signed score per context token
             spearman_with_erasure: how well each attention-based ranking agrees with erasure
             faithfulness_on_this_input: AOPC, comprehensiveness and sufficiency of each ranking
         """
-        with answered_in_a_sentence(ValueError):  # InputError is a ValueError
-            record = self._analysis(text, explain=ExplainRequest("first"))
+        with answered_in_a_sentence(ValueError, CheckpointError, DeviceError):  # InputError is a ValueError
+            record = self._analysis(text, explain=ExplainRequest("first", label.strip() or None), model=model)
         a, first = record.analysis, record.explanation.first
         if record.explanation.of_class is not None:  # a classifier with nothing masked: why its predicted class
             return {"model": a.model, "tokens": a.tokens, **scored_tokens(a, first),
@@ -242,7 +262,9 @@ def register(tools: AgentTools, wrap: Callable[[Callable, bool], Callable]) -> N
 def only_agent_tools(demo: gr.Blocks) -> Callable:
     """A server lifespan that leaves the MCP server listing just the four tools, named ``analyze`` ...:
     Gradio lists every API endpoint as a tool, and the page's ~40 events (some named analyze,
-    explain) would crowd and rename them."""
+    explain) would crowd and rename them. The server also names itself: bertviz-lab and its version
+    (Gradio's server would report the page's title and the MCP library's version as its own)."""
+    from .. import __version__
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Any):
@@ -250,6 +272,9 @@ def only_agent_tools(demo: gr.Blocks) -> Callable:
         if server is not None:
             prefix = getattr(server, "tool_prefix", "")
             server.tool_to_endpoint = {prefix + name: f"/{API_PREFIX}{name}" for name in TOOLS}
+            protocol = getattr(server, "mcp_server", None)
+            if protocol is not None:
+                protocol.name, protocol.version = "bertviz-lab", __version__
         yield
 
     return lifespan
