@@ -241,6 +241,8 @@ def test_the_page_names_the_classifier_and_its_predicted_class(classifiers):
     assert "classifier: negative, neutral, positive" in status_line(lab)
     demo = build_demo(lab)
     handlers, ui = demo.bvl_controllers, demo.bvl_controllers.page.ui
+    # in its own words: a classifier's predictions tab is "Classes", its button "Why this class?"
+    assert ui.predictions_tab.label == "Classes" and ui.explain_btn.value.startswith("Why this class?")
     out = handlers.run.analyze(RunInput("the cat sat"), Session(model=lab.checkpoint_id, device="cpu"))
     top = lab.analyze("the cat sat").classes[0]
     assert f"Class: {top.label} (P = {top.probability:.2f})." in out[ui.message]
@@ -258,6 +260,20 @@ def test_the_page_names_the_classifier_and_its_predicted_class(classifiers):
     assert drawn["layout"]["title"]["text"].startswith(f"Why class '{top.label}' (P = {top.probability:.3f})")
     tokens = session.analysis.tokens  # RoBERTa's pieces: every one but <s> and </s> is scored
     assert drawn["data"][0]["x"] == [f"{i} {t}" for i, t in enumerate(tokens)][1:-1] and "erasure" in drawn["data"][0]["y"]
+
+
+def test_switching_the_page_to_a_classifier_renames_its_tab_and_button(tiny_lab):
+    from bertviz_lab.app import build_demo
+    from bertviz_lab.app.state import Session
+
+    demo = build_demo(tiny_lab, allowed_models=[tiny_lab.checkpoint_id, "sst2"])
+    handlers, ui = demo.bvl_controllers, demo.bvl_controllers.page.ui
+    assert ui.predictions_tab.label == "Masked words" and ui.explain_btn.value.startswith("Why this word?")
+    out = handlers.run.switch_model("sst2", "cpu", Session(model=tiny_lab.checkpoint_id, device="cpu"),
+                                    progress=lambda *a, **k: None)
+    assert out[ui.predictions_tab].label == "Classes" and out[ui.explain_btn].value.startswith("Why this class?")
+    back = handlers.run.switch_model(tiny_lab.checkpoint_id, "cpu", out[ui.session], progress=lambda *a, **k: None)
+    assert back[ui.predictions_tab].label == "Masked words"
 
 
 def test_the_notebook_draws_the_classes_most_probable_on_top(classifiers):

@@ -92,7 +92,7 @@ def build_demo(lab: Lab | None = None, allowed_models: list[str] | None = None, 
                 tabs.build_inputs(ui, lab, cache.allowed)
             with gr.Column(scale=3, min_width=480, elem_id="views") as ui.views_box:
                 with gr.Tabs(selected="single", **WRAP_TABS) as ui.tabs:
-                    tabs.build_view_tabs(ui)
+                    tabs.build_view_tabs(ui, lab)
         with gr.Tabs(selected="interventions", elem_id="work-tabs") as ui.work_tabs:  # longer work, full width
             interventions_tab.build_interventions_tab(ui, lab, limits)
             syntax_tab.build_syntax_tab(ui)

@@ -41,10 +41,11 @@ SYNTAX_OUTPUTS = ("session", "syntax_message", "syntax_weights", "syntax_table",
 INTERVENTION_OUTPUTS = ("session", "intervention_message", "intervention_plot", "js_plot", "intervention_changes",
                         "offsets_plot")
 STATE = ("session",)
-LAYOUT = ("views_box",)  # a column whose look an event changes: API clients get no value for it
+# a column, tab or button whose look an event changes: API clients get no value for it
+LAYOUT = ("views_box", "predictions_tab", "explain_btn")
 URL_OUTPUTS = RUN_OUTPUTS + ("text", "pair")
 MODEL_OUTPUTS = ("session", "message", "status", "weights_note", "payload", "picker", "search_token", "pred_table",
-                 "views_box", "intervention_kind") + SERVER_PLOTS \
+                 "views_box", "intervention_kind", "predictions_tab", "explain_btn") + SERVER_PLOTS \
     + tuple(name for name in ON_REQUEST if name not in SERVER_PLOTS) + MODEL_BOUND
 
 

@@ -27,7 +27,7 @@ from .page import Page, Updates
 from .qk_controller import PARTS_HINT, QK_HINT
 from .search_controller import SEARCH_COLUMNS, SEARCH_HINT
 from .state import Session, plot, status_line, weights_note
-from .tabs import EXAMPLES, EXPLAIN_EMPTY, EXPLAIN_HINT, INTERVENTION_HINT, source_about
+from .tabs import EXAMPLES, EXPLAIN_EMPTY, EXPLAIN_HINT, INTERVENTION_HINT, prediction_words, source_about
 from .view_controller import ViewController
 
 JSON_BYTES_PER_WEIGHT = 12  # a float written as JSON text, with its separator
@@ -196,7 +196,9 @@ class RunController:
         session.sent.pop("choices", None)  # the pickers are emptied below
         self.views.new_view(session)
         empty = plot(empty_figure("Press Run to analyse with the new model"))
-        return {ui.session: session, ui.message: f"Loaded {lab.name}. Press Run to analyse with it.",
+        tab_label, explain_label = prediction_words(lab)  # a classifier's tab and button say "class"
+        return {ui.predictions_tab: gr.Tab(label=tab_label), ui.explain_btn: gr.Button(value=explain_label),
+                ui.session: session, ui.message: f"Loaded {lab.name}. Press Run to analyse with it.",
                 ui.status: status_line(lab), ui.weights_note: weights_note(lab), ui.payload: None,
                 ui.picker: gr.update(choices=[], value=[]), ui.search_token: gr.update(choices=[], value=None),
                 ui.intervention_kind: gr.update(choices=intervention_choices(lab), value="left-only"),

@@ -38,6 +38,16 @@ TABS = {"Single head": "single", "Head view": "headview", "Model overview": "ove
         "Head summary": "summary", "Masked words": "predictions", "Interventions": "interventions", "Syntax": "syntax",
         "Export": "export"}
 TAB_IDS = {tab_id: label for label, tab_id in TABS.items()}
+CLASSES_TAB = "Classes"  # the predictions tab's label on a sequence classifier: its classes, in its own words
+TAB_ALIASES = {CLASSES_TAB: "predictions"}
+
+
+def prediction_words(lab: Lab) -> tuple[str, str]:
+    """The predictions tab's label and its explain button's, in the model's own words: a sequence classifier
+    predicts classes ("Classes", "Why this class?"), a masked-word model words."""
+    if lab.model.classifier is not None and not lab.model.has_mlm_head:
+        return CLASSES_TAB, "Why this class? Attribute the class to the context"
+    return TAB_IDS["predictions"], "Why this word? Attribute the prediction to the context"
 SERVER_TABS = ("overview", "aggregates", "summary", "predictions", "interventions")
 WORK_TABS = ("interventions", "syntax", "export")  # the lower, full-width group
 ON_USE = ["bvl-on-use"]  # hidden by the page's CSS while empty: no blank frame before the first result
@@ -135,7 +145,7 @@ def build_inputs(ui: SimpleNamespace, lab: Lab, allowed: list[str]) -> None:
     build_model_box(ui, lab, allowed)
 
 
-def build_view_tabs(ui: SimpleNamespace) -> None:
+def build_view_tabs(ui: SimpleNamespace, lab: Lab) -> None:
     with gr.Tab(TAB_IDS["single"], id="single", elem_id="tab-single"):
         ui.single_plot = gr.HTML('<div class="bvl-heatmap"></div><div class="bvl-caption bvl-note"></div>',
                                  elem_id="single-plot", js_on_load=None)
@@ -184,14 +194,14 @@ def build_view_tabs(ui: SimpleNamespace) -> None:
         ui.aggregates_plot = gr.Plot(label="Aggregates", elem_id="aggregates-plot")
     with gr.Tab(TAB_IDS["summary"], id="summary", elem_id="tab-summary"):
         ui.summary_plot = gr.Plot(label="Per-head statistics", elem_id="summary-plot")
-    with gr.Tab(TAB_IDS["predictions"], id="predictions", elem_id="tab-predictions"):
+    tab_label, explain_label = prediction_words(lab)
+    with gr.Tab(tab_label, id="predictions", elem_id="tab-predictions") as ui.predictions_tab:
         ui.nsp_md = gr.Markdown("")
         ui.classes_plot = gr.Plot(label="Classes", elem_id="classes-plot", elem_classes=ON_USE)
         ui.pred_plot = gr.Plot(label="Predictions", elem_id="pred-plot", elem_classes=ON_USE)
         ui.lens_plot = gr.Plot(label="MLM lens", elem_id="lens-plot", elem_classes=ON_USE)
         with gr.Row():
-            ui.explain_btn = gr.Button("Why this word? Attribute the prediction to the context",
-                                       elem_id="explain-btn")
+            ui.explain_btn = gr.Button(explain_label, elem_id="explain-btn")
         ui.explain_message = gr.Markdown(EXPLAIN_HINT, elem_id="explain-message", elem_classes=["bvl-note"])
         ui.explain_plot = gr.Plot(label="Attribution", elem_id="explain-plot", elem_classes=ON_USE)
         ui.explain_table = gr.Dataframe(EXPLAIN_EMPTY, label=EXPLAIN_TABLE_LABEL,

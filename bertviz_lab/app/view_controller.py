@@ -25,7 +25,7 @@ from ..tasks.validation import whole
 from .forms import ViewControls
 from .page import Page, Updates
 from .state import Session, plot
-from .tabs import SERVER_TABS, TABS, WORK_TABS, source_about
+from .tabs import SERVER_TABS, TAB_ALIASES, TABS, WORK_TABS, source_about
 from .temp_folders import TempFolder
 
 # The open head's codes, up to this size (512 tokens at 8 bits: any input a BERT takes), travel inside the reply as
@@ -180,7 +180,8 @@ class ViewController:
         not ``gr.SelectData``: called through the API there is no event data, and SelectData fails on that."""
         data = getattr(evt, "_data", None)
         label = data.get("value", "") if isinstance(data, dict) else ""
-        return self.follow(ViewControls(layer, head, hide, word, pair_filter, scale), session, TABS.get(label, ""))
+        return self.follow(ViewControls(layer, head, hide, word, pair_filter, scale), session,
+                           TABS.get(label) or TAB_ALIASES.get(label, ""))
 
     def toggles(self, layer: float, head: float, hide: bool, word: bool, pair_filter: str, session: Session,
                 source: str = "attention", scale: str = "fixed") -> Updates:
