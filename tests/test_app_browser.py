@@ -10,9 +10,11 @@ LOADED_MACHINE_MS = 120_000  # how long a page may take to open when other work 
 CONDITION_MS = 60_000  # the most a wait for what the page shows may take on a loaded machine (a bound, not a figure)
 
 
-def open_app(browser, url, width=1400, height=1600):
+def open_app(browser, url, width=1400, height=1600, opening=False):
+    """The page after its opening example; on layer 1, head 1 (a link's ?layer=1&head=1) unless ``opening``: then
+    on the head the page chooses itself (the clearest pattern, attention/opening_head.py)."""
     page = browser.new_page(viewport={"width": width, "height": height}, accept_downloads=True)
-    page.goto(url, timeout=LOADED_MACHINE_MS)
+    page.goto(url if opening else url.rstrip("/") + "/?layer=1&head=1", timeout=LOADED_MACHINE_MS)
     page.wait_for_selector("#text-a textarea", timeout=LOADED_MACHINE_MS)
     page.wait_for_selector("#single-plot .bvl-heatmap[data-draws]", state="attached",
                            timeout=LOADED_MACHINE_MS)  # opening example
@@ -336,11 +338,17 @@ def test_layer_and_head_switch_in_the_browser_without_a_request(browser, default
 
 def test_first_screen_at_1600_and_clicking_an_example_runs_it(browser, default_app, default_lab):
     from bertviz_lab.app.tabs import EXAMPLES
+    from bertviz_lab.attention.opening_head import opening_head
 
-    page = open_app(browser, default_app, width=1600, height=1000)
-    # the page opens with the first example analysed
-    first = default_lab.analyze(EXAMPLES[0][0]).tokens
+    page = open_app(browser, default_app, width=1600, height=1000, opening=True)
+    # the page opens with the first example analysed, on the head with the clearest pattern, and says why
+    opened = default_lab.analyze(EXAMPLES[0][0])
+    first = opened.tokens
     wait_for_labels(page, [f"{i} {t}" for i, t in enumerate(first)])
+    chosen = opening_head(opened.attention, first)
+    assert title(page) == f"Layer {chosen.layer + 1}, head {chosen.head + 1}" != "Layer 1, head 1"
+    page.wait_for_function(f"document.querySelector('#message').innerText.includes({chosen.reason!r})",
+                           timeout=CONDITION_MS)
     text, pair = next(example for example in EXAMPLES if example[1])  # the first sentence pair
     page.get_by_text(pair).first.click()
     page.wait_for_function(f"document.querySelector('#text-b textarea').value === {pair!r}",

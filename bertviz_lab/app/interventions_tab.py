@@ -15,6 +15,10 @@ from .intervention_controls import explanation, visible_controls
 from .state import Limits
 from .tabs import AOPC_UNIT, ERASER_UNIT, INTERVENTION_HINT, ON_USE, TAB_IDS
 
+SINKS_INFO = ("symmetric: every query also sees [CLS] and [SEP], so the left-only and right-only masks differ only "
+              "in the words they see; strict: the plain triangular masks, so the two directions also keep different "
+              "attention sinks")
+
 
 def intervention_choices(lab: Lab) -> list[tuple[str, str]]:
     """(label, kind) of the interventions that apply to the loaded model's position schemes."""
@@ -43,8 +47,7 @@ def build_intervention_controls(ui: SimpleNamespace, lab: Lab) -> dict[str, bool
                                           ("strict triangular masks", "strict")], value="symmetric",
                                          label="Directional masks", elem_id="intervention-sinks",
                                          visible=shown["intervention_sinks"],
-                                         info="strict: the plain triangular mask, so the two directions keep "
-                                              "different attention sinks")
+                                         info=SINKS_INFO)
         ui.intervention_unit = gr.Radio(["words", "tokens"], value="words", label="Shuffle unit",
                                         elem_id="intervention-unit", visible=shown["intervention_unit"],
                                         info="shuffling tokens with positions kept = shuffling positions: "

@@ -10,6 +10,7 @@ import gradio as gr
 import numpy as np
 import pandas as pd
 
+from ..attention.opening_head import opening_head
 from ..bert import CheckpointError, DeviceError
 from ..figures import analysis as views
 from ..figures import interventions as intervention_views
@@ -117,15 +118,19 @@ class RunController:
                 **self.page.hidden_titles("positions_message", "faith_message")}
 
     def analyze(self, run: RunInput, session: Session, view: ViewControls | None = None,
-                mask_positions: list[int] | None = None, unless_newer: int | None = None) -> Updates:
-        """Run one input. ``unless_newer``: the generation seen when the page opened; if another Run
-        landed meanwhile, this (the opening example's) result is dropped rather than shown over it."""
+                mask_positions: list[int] | None = None, opening: int | None = None) -> Updates:
+        """Run one input. ``opening``: the page's opening example, with the generation seen when the page
+        opened: if another Run landed meanwhile, this result is dropped rather than shown over it; else, unless
+        ``view`` names a head, it opens on the head with the clearest pattern (``opening_head``) and says why."""
         try:
             lab = self.page.lab_of(session)
             a = analyze(AnalyzeRequest(run.text, run.pair or None, tuple(mask_positions or ()), top_k=run.top_k,
                                        truncate=True), lab).analysis
-            if unless_newer is not None and session.generation != unless_newer:
+            if opening is not None and session.generation != opening:
                 return {self.ui.message: gr.skip()}
+            chosen = opening_head(a.attention, a.tokens) if opening is not None and view is None else None
+            if chosen is not None:
+                view = ViewControls(layer=chosen.layer + 1, head=chosen.head + 1)
             self.views.read_options(session, view or ViewControls(), a)
         except (InputError, CheckpointError, DeviceError) as error:
             stale = {self.ui.views_box: gr.update(elem_classes=STALE)} if session.analysis is not None else {}
@@ -146,6 +151,8 @@ class RunController:
             message += f" Next-sentence prediction: P(B follows A) = {a.nsp:.2f}."
         if a.classes:
             message += f" Class: {a.classes[0].label} (P = {a.classes[0].probability:.2f})."
+        if chosen is not None:
+            message += f" {chosen.reason}"
         return self.run_outputs(session, message)
 
     def run(self, text: str, pair: str, top_k: float, session: Session, layer: float = 1, head: float = 1,
@@ -160,9 +167,11 @@ class RunController:
         params = dict(request.query_params) if request is not None else {}
         session.shown_on_request = False  # the page just opened: its views drawn on request are empty
         text = params.get("text", "")
-        if not text.strip():
+        if not text.strip():  # the opening example: on its clearest head, or on the link's layer and head
             text, pair = EXAMPLES[0]
-            out = self.analyze(RunInput(text, pair), session, unless_newer=session.generation)
+            asked = ViewControls(layer=params.get("layer", 1), head=params.get("head", 1)) \
+                if "layer" in params or "head" in params else None
+            out = self.analyze(RunInput(text, pair), session, asked, opening=session.generation)
             return out if self.ui.payload not in out else {**out, self.ui.text: text, self.ui.pair: pair}
         out = self.analyze(RunInput(text, params.get("pair", "")), session,
                            ViewControls(layer=params.get("layer", 1), head=params.get("head", 1)))

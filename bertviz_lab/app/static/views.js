@@ -174,7 +174,14 @@
   };
   // A tab's content is mounted when the tab is first opened, and Plotly needs a visible box: draw
   // whatever became visible (tab switches, first mount, Plotly arriving late).
-  document.addEventListener('click', function (ev) { if (ev.target.closest && ev.target.closest('[role=tab]')) { later(); } });
+  document.addEventListener('click', function (ev) {
+    if (!ev.target.closest) { return; }
+    if (ev.target.closest('[role=tab]')) { later(); }
+    // An in-page link (the hint's "Interventions · Syntax · Export ↓"): scroll there. Followed, it would resolve
+    // against the page's base URL and reload a page opened by a shared link (?text=...) without its sentence.
+    var link = ev.target.closest('a[href^="#"]'), to = link && document.getElementById(link.getAttribute('href').slice(1));
+    if (to) { ev.preventDefault(); to.scrollIntoView({ block: 'start' }); }
+  });
   new MutationObserver(function (records) {
     for (var i = 0; i < records.length; i++) {
       var added = records[i].addedNodes;
