@@ -264,7 +264,12 @@ def only_agent_tools(demo: gr.Blocks) -> Callable:
     Gradio lists every API endpoint as a tool, and the page's ~40 events (some named analyze,
     explain) would crowd and rename them. The server also names itself: bertviz-lab and its version
     (Gradio's server would report the page's title and the MCP library's version as its own)."""
-    from .. import __version__
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        ours = version("bertviz-lab")  # the installed package's, as pyproject.toml sets it
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        ours = "unknown"
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Any):
@@ -274,7 +279,7 @@ def only_agent_tools(demo: gr.Blocks) -> Callable:
             server.tool_to_endpoint = {prefix + name: f"/{API_PREFIX}{name}" for name in TOOLS}
             protocol = getattr(server, "mcp_server", None)
             if protocol is not None:
-                protocol.name, protocol.version = "bertviz-lab", __version__
+                protocol.name, protocol.version = "bertviz-lab", ours
         yield
 
     return lifespan
