@@ -15,12 +15,16 @@ LINES = ["the cat sat on the mat and slept", "the dog ran to the park with a big
          "the", "a dog"]  # the last two are too short to hide two context words: not scored
 
 
+# the estimate (measured after the first unit, the warm-up), or, when one report ends the work, the time it took
+ESTIMATED = re.compile(r"on this machine \(measured after the first \w+, a warm-up\)$|; took .* on this machine$")
+
+
 def estimate_line(stderr: str, command: str) -> str:
     """The one estimate line of ``command`` (tqdm redraws its bar with carriage returns around it)."""
     lines = [line.strip() for line in re.split(r"[\r\n]", stderr)
-             if line.startswith(f"{command}: ") and "on this machine (measured on the first " in line]
+             if line.startswith(f"{command}: ") and ESTIMATED.search(line)]
     assert len(lines) == 1, stderr
-    assert re.search(r"; (about \d+ (s|min)|about \d+ h \d+ min|under a second) on this machine", lines[0]), lines[0]
+    assert re.search(r"; (took )?(about \d+ (s|min)|about \d+ h \d+ min|under a second) on this machine", lines[0]), lines[0]
     return lines[0]
 
 
@@ -40,7 +44,7 @@ def test_faithfulness_counts_the_sentences_it_scores(tmp_path, tiny_folder):
     line = estimate_line(run.stderr, "faithfulness")
     # 3 rankings (the random control always runs) x (2 steps + 5 ERASER bins hidden + 5 kept alone)
     assert line.startswith("faithfulness: 8 sentences x 3 rankings x (2 steps + 10 ERASER sets) = 288 perturbed inputs")
-    assert "(measured on the first sentence)" in line
+    assert line.endswith(("(measured after the first sentence, a warm-up)", "on this machine"))
     assert finished(run.stderr, 8)
 
 
@@ -81,7 +85,7 @@ def test_a_score_heads_job_estimates_each_pair(tmp_path, tiny_folder):
         lines = [line for line in re.split(r"[\r\n]", run.stderr) if f" x {language}/dev.conllu: 66 sentences x" in line]
         assert len(lines) == 1 and lines[0].endswith("/dev.conllu: 66 sentences x 2 passes (the checkpoint, null model, "
                                                      "seed 0) = 132 sentence passes; " + lines[0].split("; ")[-1])
-        assert lines[0].split("; ")[-1].endswith("on this machine (measured on the first batch)")
+        assert ESTIMATED.search(lines[0].split("; ")[-1]), lines[0]
     assert len(re.findall(r"\| 132/132 \[", run.stderr)) >= 2
 
 
@@ -112,16 +116,58 @@ def test_durations_read_as_a_person_says_them(seconds, said):
     assert duration(seconds) == said
 
 
-def test_the_estimate_is_the_first_units_time_scaled_to_the_total(monkeypatch, capsys):
-    """2 s for the first 4 of 100 units: about 50 s in all, said once, before the bar goes on."""
+def test_the_estimate_leaves_out_the_warm_up_and_scales_the_rest(monkeypatch, capsys):
+    """2 s for the first 4 of 100 units (the warm-up), then 1 s for the next 4: 3 s so far and 92 units at
+    0.25 s each, about 26 s in all (scaling the first units' time would say 50 s), said once."""
     from bertviz_lab.cli import options
 
-    clock = iter([10.0, 10.0, 12.0])  # made, first call (0 done: the clock starts), 4 done
+    clock = iter([10.0, 10.0, 12.0, 13.0, 13.0])  # made, first call (0 done: the clock starts), 4 done, 8 done
     monkeypatch.setattr(options.time, "perf_counter", lambda: next(clock))
-    with options.WorkBar("work", "item", lambda n: f"{n} items", "the first batch") as bar:
+    with options.WorkBar("work", "item", lambda n: f"{n} items", "batch") as bar:
         bar(0, 100)
         bar(4, 100)
+        bar(8, 100)
         bar(100, 100)
     err = capsys.readouterr().err
-    assert estimate_line(err, "work") == "work: 100 items; about 50 s on this machine (measured on the first batch)"
+    assert estimate_line(err, "work") == "work: 100 items; about 26 s on this machine (measured after the first batch, a warm-up)"
     assert finished(err, 100)
+
+
+def test_the_estimate_weighs_units_of_different_sizes(monkeypatch, capsys):
+    """Units of cost 1, 1, 4, 4: the first (3 s, the warm-up), then one unit of cost 1 in 2 s, so the last two
+    (cost 8) take 16 s: 5 s so far + 16 s = about 21 s (unweighted, the same rate would say 5 s + 2 x 2 s = 9 s)."""
+    from bertviz_lab.cli import options
+
+    weights = [1, 1, 4, 4]
+    clock = iter([0.0, 0.0, 3.0, 5.0, 5.0])
+    monkeypatch.setattr(options.time, "perf_counter", lambda: next(clock))
+    with options.WorkBar("work", "item", lambda n: f"{n} items", "item", cost=lambda k: float(sum(weights[:k]))) as bar:
+        bar(0, 4)
+        bar(1, 4)
+        bar(2, 4)
+        bar(4, 4)
+    assert estimate_line(capsys.readouterr().err, "work").startswith("work: 4 items; about 21 s on this machine")
+
+
+def test_a_work_done_in_one_report_says_how_long_it_took(monkeypatch, capsys):
+    from bertviz_lab.cli import options
+
+    clock = iter([0.0, 0.0, 40.0])
+    monkeypatch.setattr(options.time, "perf_counter", lambda: next(clock))
+    with options.WorkBar("work", "item", lambda n: f"{n} items", "item") as bar:
+        bar(0, 3)
+        bar(3, 3)
+    assert estimate_line(capsys.readouterr().err, "work") == "work: 3 items; took about 40 s on this machine"
+
+
+def test_the_naopc_estimate_weighs_each_sentence_by_its_masked_inputs(tiny_lab):
+    """Edin et al.'s exact bounds mask every subset of a sentence's words: 2^words inputs of its tokens each, plus its
+    explanations (EXPLAINING inputs' worth); a sentence out of bounds is counted, not run, so it costs nothing."""
+    from bertviz_lab.cli.explanation_commands import EXPLAINING, naopc_cost
+    from bertviz_lab.interventions.naopc import MAX_WORDS
+
+    lines = ["the cat sat", "the cat sat on the mat", " ".join(["cat"] * (MAX_WORDS + 1))]
+    cost = naopc_cost(tiny_lab, lines)
+    first = 5 * (2 ** 3 + EXPLAINING)  # [CLS] the cat sat [SEP]: 5 tokens, 3 words
+    second = 8 * (2 ** 6 + EXPLAINING)
+    assert [cost(k) for k in range(4)] == [0.0, first, first + second, first + second]

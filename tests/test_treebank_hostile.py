@@ -47,7 +47,8 @@ def score_heads(capsys, *args) -> tuple[int, str, str]:
 
 def one_error_line(err: str) -> str:
     lines = [line for line in err.replace("\r", "\n").splitlines()  # no progress bar, no estimate of the work
-             if line.strip() and "%|" not in line and "on this machine (measured on the first" not in line]
+             if line.strip() and "%|" not in line and "on this machine (measured after the first" not in line
+             and "; took " not in line]
     assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in err, err
     return lines[0]
 

@@ -62,7 +62,7 @@ def run_index(args: argparse.Namespace) -> int:
     lab = lab_from_args(args)
     layers = lab.n_layers + (args.kind == "embeddings")  # contexts have no layer 0 (the embeddings have no heads)
     with WorkBar("index", "sentence", lambda n: f"{n:,} sentences through the model, every token's {args.kind} at "
-                                                f"{layers} layers", "the first batch") as bar:
+                                                f"{layers} layers", "batch") as bar:
         index = build_index(lab, sentences, args.kind, progress=bar)
     index.save(args.out)
     record = index_record(index, args.out)

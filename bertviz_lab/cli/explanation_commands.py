@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Iterator
+from itertools import accumulate
 from pathlib import Path
 
 from ..bert.loading.checkpoints import SST2_CHECKPOINTS
@@ -61,7 +62,7 @@ def run_faithfulness(args: argparse.Namespace) -> int:
                                     rankings=tuple(args.rankings or RANKINGS))
     request = FaithfulnessRequest(str(args.text_file) if args.text_file else None, settings, args.resamples)
     lab = lab_from_args(args)
-    with WorkBar("faithfulness", "sentence", faithfulness_work(settings), "the first sentence") as bar:
+    with WorkBar("faithfulness", "sentence", faithfulness_work(settings), "sentence") as bar:
         record = faithfulness_check(request, lab, progress=bar)
     out = record.to_json()
     note = truncation_note(record.result.truncated) if record.result.truncated else ""
@@ -99,6 +100,24 @@ def faithfulness_summary(out: dict, note: str) -> Iterator[str]:
         yield note
 
 
+EXPLAINING = 290  # a sentence's explanations cost about as much as 290 of its masked inputs (benchmarks/bench_estimates.py)
+
+
+def naopc_cost(lab, lines: list[str]) -> Callable[[int], float]:
+    """The work of the protocol's first k sentences, for the estimate: a sentence in bounds costs its tokens x
+    (2^words masked inputs + its explanations), one out of bounds nearly nothing (it is counted, not run)."""
+    from ..interventions.naopc import MAX_TOKENS, MAX_WORDS, out_of_bounds, word_groups
+
+    weights = []
+    for line in (line for line in lines if line.strip()):
+        enc = lab.encode(line, truncate=True)
+        groups = word_groups(lab, enc)
+        weights.append(0.0 if out_of_bounds(enc, groups, MAX_WORDS, MAX_TOKENS) else
+                       len(enc.ids) * (2 ** len(groups) + EXPLAINING))
+    cumulative = [0.0, *accumulate(weights)]
+    return lambda k: cumulative[min(k, len(weights))]
+
+
 SST2_CHECKPOINT = SST2_CHECKPOINTS[0]  # the protocol's weights when none are named: the shipped classifier
 
 
@@ -126,7 +145,7 @@ def run_naopc(args: argparse.Namespace) -> int:
     def describe(sentences: int) -> str:
         return (f"{sentences:,} sentences x up to 2^{MAX_WORDS} masked inputs of up to {MAX_TOKENS} tokens each "
                 f"(every subset of the words, for the exact bounds) + {len(names)} rankings' explanations")
-    with WorkBar("faithfulness", "sentence", describe, "the first sentence") as bar:
+    with WorkBar("faithfulness", "sentence", describe, "sentence", cost=naopc_cost(lab, lines)) as bar:
         result = naopc(lab, lines, names, seed=args.seed, progress=bar)
     out = {"sentences_file": str(args.sentences or args.text_file), **result.to_json(args.resamples, args.seed)}
     return emit(args, out, naopc_summary(out))

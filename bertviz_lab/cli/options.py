@@ -144,16 +144,22 @@ def duration(seconds: float) -> str:
 
 
 class WorkBar:
-    """What a long command owes whoever waits for it, on stderr: one line up front with how much
-    work there is and about how long it takes on this machine, then a progress bar (tqdm) that ends
-    at its total. The time is measured, never typed: it is the first unit of work's time, scaled to
-    the total. It is the domain loop's ``progress(done, total)`` callback, so the loop stays free of
-    printing; the loop calls it with 0 before its first unit (the clock starts then), else the clock
-    starts when the bar is made. The line prints whether or not stderr is a terminal."""
+    """What a long command owes whoever waits for it, on stderr: one line with how much work there is and
+    about how long it takes on this machine, then a progress bar (tqdm) that ends at its total. The time is
+    measured, never typed: the units after the first (which warms the machine up: the first of a faithfulness
+    run took 4x its successors) scaled to the rest, plus the time spent so far. ``cost(k)``, when the units
+    differ in size (a sentence of 10 words has 2^10 masked inputs, one of 5 has 32), is the work of the first
+    k units in any one unit; without it every unit costs the same. It is the domain loop's
+    ``progress(done, total)`` callback, so the loop stays free of printing; the loop calls it with 0 before its
+    first unit (the clock starts then), else the clock starts when the bar is made. The line prints whether or
+    not stderr is a terminal."""
 
-    def __init__(self, name: str, unit: str, describe: Callable[[int], str], measured_on: str) -> None:
+    def __init__(self, name: str, unit: str, describe: Callable[[int], str], measured_on: str,
+                 cost: Callable[[int], float] | None = None) -> None:
         self.name, self.unit, self.describe, self.measured_on = name, unit, describe, measured_on
+        self.cost = cost or float
         self.started, self.bar, self.said, self.closed = time.perf_counter(), None, False, False
+        self.first: tuple[int, float] | None = None  # (units done, when) at the first report: the warm-up's end
 
     def __call__(self, done: int, total: int) -> None:
         from tqdm import tqdm
@@ -166,18 +172,33 @@ class WorkBar:
             self.bar = tqdm(total=total, desc=self.name, unit=self.unit, file=sys.stderr)
         self.bar.total = total
         if done > 0 and not self.said:
-            self.say(done, total)
+            if self.first is None and done < total:
+                self.first = (done, time.perf_counter())  # the warm-up is over: measure from here
+            else:
+                self.say(done, total)
         self.bar.update(done - self.bar.n)
         if done >= total:  # its last line stays; the next bar (a job's next pair) starts below it
             self.close()
 
     def say(self, done: int, total: int) -> None:
-        """The estimate line: the work in its units, and the first units' time scaled to all of them."""
+        """The estimate line: the work in its units, the time so far and the rate after the warm-up scaled to
+        the work left (or, when the first report ends the work, the time it took)."""
         from tqdm import tqdm
 
-        seconds = (time.perf_counter() - self.started) * total / done
+        now = time.perf_counter()
+        if self.first is None:  # all of it in one report: no estimate to make, the time it took
+            tqdm.write(f"{self.name}: {self.describe(total)}; took {duration(now - self.started)} on this machine",
+                       file=sys.stderr)
+            self.said = True
+            return
+        first_done, first_at = self.first
+        measured = self.cost(done) - self.cost(first_done)
+        if measured > 0:
+            seconds = (now - self.started) + (now - first_at) / measured * (self.cost(total) - self.cost(done))
+        else:  # units of no cost since the warm-up: the whole time so far, scaled
+            seconds = (now - self.started) * self.cost(total) / max(self.cost(done), 1e-9)
         tqdm.write(f"{self.name}: {self.describe(total)}; {duration(seconds)} on this machine "
-                   f"(measured on {self.measured_on})", file=sys.stderr)
+                   f"(measured after the first {self.measured_on}, a warm-up)", file=sys.stderr)
         self.said = True
 
     @staticmethod

@@ -51,7 +51,7 @@ def run_perturbed_masking(args: argparse.Namespace) -> int:
     request = MaskingTreesRequest(sentences, ("eisner", "cle") if args.decoder == "both" else (args.decoder,),
                                   not args.no_gold_root, resamples=args.resamples, seed=args.seed)
     lab = lab_from_args(args)
-    with WorkBar("perturbed-masking", "sentence", lambda total: f"{total:,} sentences", "the first sentence") as bar:
+    with WorkBar("perturbed-masking", "sentence", lambda total: f"{total:,} sentences", "sentence") as bar:
         done = masking_trees(request, lab, progress=bar)
     done.treebank = args.treebank.name if args.treebank else "the sample treebank"
     record = done.to_json()

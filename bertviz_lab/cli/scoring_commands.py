@@ -127,7 +127,7 @@ def run_score_heads(args: argparse.Namespace) -> int:
     settings = request.chosen_settings()
     passes = syntax_passes(settings.null_seed_list() if request.null else [], request.compare_checkpoint is not None,
                            request.ensembles and request.source == "attention")
-    with WorkBar("score-heads", "sentence", passes_work(passes), "the first batch") as bar:
+    with WorkBar("score-heads", "sentence", passes_work(passes), "batch") as bar:
         scored = score_heads(request, lambda model: lab_from_args(args, model), sentences, steps=bar)
     scored.files = write_outputs(scored.summary, args.out, title=f"Syntax scores: {name}", compare=scored.run.compare)
     record = scored.to_json()
@@ -150,7 +150,7 @@ def run_score_heads_job(args: argparse.Namespace, job) -> int:
     bars: list[WorkBar] = []
 
     def progress_for(name: str) -> WorkBar:
-        bars.append(WorkBar(name, "sentence", passes_work(passes), "the first batch"))
+        bars.append(WorkBar(name, "sentence", passes_work(passes), "batch"))
         return bars[-1]
 
     try:
@@ -210,7 +210,7 @@ def run_structure(args: argparse.Namespace) -> int:
     lab = lab_from_args(args)
     trained, _ = probes_for(request, lab)
     parts = structure_work(treebanks, settings, trained)
-    with WorkBar("structural-probe", "sentence", parts_work(parts), "the first batch") as bar:
+    with WorkBar("structural-probe", "sentence", parts_work(parts), "batch") as bar:
         done = structure(request, lab, treebanks, progress=WorkBar.note, steps=bar)
     done.files = write_structure(done.result, args.out,
                                  title=f"Syntax in {lab.checkpoint_info().name}: {args.treebank.name}")
