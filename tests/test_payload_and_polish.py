@@ -210,3 +210,13 @@ def test_relation_answers_read_the_held_out_half_and_the_paired_interval():
                                       "-1 (previous word): 0.55", "not distinguishable from the baseline"]
     assert table.iloc[2].tolist() == ["obl", 12, "—", "—", "—", "too few arcs for an interval"]
     assert relation_records(best)[2]["best_head"] is None
+
+
+def test_one_inputs_faithfulness_rows_that_tie_share_a_row():
+    from bertviz_lab.app.result_titles import collapsed_ties
+
+    table = pd.DataFrame({"ranking": ["a", "b", "c", "d"], "rho": [0.6, 0.6, 0.6, 0.2],
+                          "aopc": [0.05, 0.05, 0.07, 0.05], "suff": [0.0, 0.0, 0.0, 0.0]})
+    out = collapsed_ties(table)  # a and b tie on every score; c differs in AOPC; d in rho
+    assert out["ranking"].tolist() == ["a = b", "c", "d"]
+    assert out.iloc[0].tolist() == ["a = b", 0.6, 0.05, 0.0]

@@ -16,7 +16,7 @@ from ..lens import queries_and_keys, score_bias
 from ..tasks.explain import explain_analysis
 from ..tasks.validation import whole
 from .page import Page, Updates
-from .result_titles import quoted
+from .result_titles import TIES_NOTE, collapsed_ties, quoted
 from .state import Session, plot
 from .tabs import EXPLAIN_COLUMNS, EXPLAIN_EMPTY
 
@@ -78,11 +78,11 @@ class InspectController:
                               rho: [round(v, 3) if np.isfinite(v) else None for v in first.agreement.values()]})
         on_input = pd.DataFrame.from_dict(first.perturbation, orient="index").round(3).rename(columns=EXPLAIN_COLUMNS)
         table = table.merge(on_input, left_on="ranking", right_index=True, how="left")
-        table = table.sort_values(rho, ascending=False)
+        table = collapsed_ties(table.sort_values(rho, ascending=False, kind="stable"))
         target = f"the logit of class '{first.label}'" if hasattr(first, "label") else f"log P('{first.target}')"
         message = (f"Erasure hides each token from every layer's attention and measures the drop in {target}; "
                    f"gradient x input and integrated gradients (Captum, 32 steps, [PAD] baseline) attribute the "
-                   f"same quantity.")
+                   f"same quantity. {TIES_NOTE}")
         if session.generation != snap.generation:  # a Run landed meanwhile: say which input this answers
             message = (f"⚠️ This answers the input analysed before your last Run ({len(a.tokens)} tokens: "
                        f"{quoted(a.text)}). {message}")

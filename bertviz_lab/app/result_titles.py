@@ -71,6 +71,21 @@ def faith_table(table: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+TIES_NOTE = ("Rankings that put this input's tokens in the same order score the same, so they share a row. One input "
+             "gives no interval: the faithfulness check over a sentence set (Interventions tab) gives each ranking "
+             "its 95% interval.")
+
+
+def collapsed_ties(table: pd.DataFrame) -> pd.DataFrame:
+    """The one-input faithfulness rows with every group of rankings that score exactly alike (they order the
+    tokens the same way: 'norm (last layer) = alti') in one row, first where the first of them was."""
+    scores = [c for c in table.columns if c != "ranking"]
+    groups: dict[tuple, list] = {}  # exact values (NaN and None included): equal scores, equal token orders
+    for name, *values in table[["ranking", *scores]].itertuples(index=False):
+        groups.setdefault(tuple(map(repr, values)), [[], values])[0].append(str(name))
+    return pd.DataFrame([[" = ".join(names), *values] for names, values in groups.values()], columns=table.columns)
+
+
 def set_settings(sentence_set: str, upload: str | None, n: Any, *more: str) -> str:
     """A set result's settings: which sentences (an upload by its file name), how many, and the rest."""
     which = SET_NAMES.get(sentence_set, "held-out lines")
