@@ -172,6 +172,11 @@ def test_the_predicted_class_is_explained_on_every_family(name, classifiers):
     assert set(explained.scores) == {"erasure", "gradient x input", "integrated gradients", "decompx"}
     assert all(len(v) == len(explained.context) for v in explained.scores.values())
     assert set(CLASS_RANKINGS) <= set(explained.agreement) and "decompx" in CLASS_RANKINGS
+    # the words' DecompX shares and the specials' (said beside them) sum to the class's logit
+    assert list(explained.decompx_outside) == [f"0 {a.tokens[0]}", f"{len(a.tokens) - 1} {a.tokens[-1]}"]
+    total = sum(explained.scores["decompx"]) + sum(explained.decompx_outside.values())
+    assert total == pytest.approx(logit([]), abs=1e-4)
+    assert explained.decompx_note().endswith(f"together {total:+.3f}, the class's logit")
 
 
 @pytest.mark.parametrize("name", FAMILIES)

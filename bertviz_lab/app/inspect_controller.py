@@ -83,6 +83,8 @@ class InspectController:
         message = (f"Erasure hides each token from every layer's attention and measures the drop in {target}; "
                    f"gradient x input and integrated gradients (Captum, 32 steps, [PAD] baseline) attribute the "
                    f"same quantity. {TIES_NOTE}")
+        if hasattr(first, "decompx_note"):  # a class: what DecompX's shown shares sum to, and the specials' part
+            message += f" {first.decompx_note()}."
         if session.generation != snap.generation:  # a Run landed meanwhile: say which input this answers
             message = (f"⚠️ This answers the input analysed before your last Run ({len(a.tokens)} tokens: "
                        f"{quoted(a.text)}). {message}")

@@ -219,11 +219,21 @@ class ClassAttribution:
     # ranking or method -> AOPC (log P of the class, top 1..K hidden), ERASER comprehensiveness and
     # sufficiency (probability of the class, mean over bins) on this input alone
     perturbation: dict[str, dict[str, float]] = field(default_factory=dict)
+    # DecompX's shares of the tokens outside ``context`` ([CLS], [SEP]: "0 [CLS]" -> share): with the context's,
+    # they sum to the class's logit; the scores above show the context's alone
+    decompx_outside: dict[str, float] = field(default_factory=dict)
+
+    def decompx_note(self) -> str:
+        """What DecompX's shown shares sum to, and what the tokens left out hold (the whole is the logit)."""
+        shown, rest = sum(self.scores.get("decompx", [])), sum(self.decompx_outside.values())
+        held = ", ".join(f"{name} {share:+.3f}" for name, share in self.decompx_outside.items())
+        return (f"DecompX's shares of the words shown sum to {shown:+.3f}; the special tokens hold the rest ({held}); "
+                f"together {shown + rest:+.3f}, the class's logit")
 
     def to_json(self) -> dict:
         return {"label": self.label, "index": self.index, "probability": self.probability, "context": self.context,
                 "scores": self.scores, "spearman_with_erasure": self.agreement,
-                "faithfulness_on_this_input": self.perturbation}
+                "faithfulness_on_this_input": self.perturbation, "decompx_specials": self.decompx_outside}
 
 
 def class_logits_with_hidden(lab: Lab, enc: Encoded, hidden: Sequence[Sequence[int]]) -> np.ndarray:
@@ -280,9 +290,11 @@ def explain_class(lab: Lab, analysis: Analysis, label: str | int | None = None, 
     orders = {name: sorted(context, key=lambda i, r=ranked[name]: -float(r[i])) for name in CLASS_RANKINGS}
     orders.update({name: [context[i] for i in np.argsort(-np.asarray(values), kind="stable")]
                    for name, values in scores.items()})
+    outside = {f"{i} {analysis.tokens[i]}": float(ranked["decompx"][i])
+               for i in range(len(analysis.tokens)) if i not in context}
     return ClassAttribution(chosen.label, chosen.index, chosen.probability, context,
                             {k: [float(v) for v in values] for k, values in scores.items()}, agreement,
-                            class_perturbation(lab, analysis.encoded(), chosen.index, orders))
+                            class_perturbation(lab, analysis.encoded(), chosen.index, orders), outside)
 
 
 def class_perturbation(lab: Lab, enc: Encoded, index: int, orders: dict[str, list[int]],
