@@ -40,11 +40,10 @@ CSS = """
 #message:has([data-testid="status-tracker"] .progress-text)::before {content: "Running…"; float: right; color: #555;
   font-size: 0.9em}
 .bvl-note {color: #555; font-size: 0.9em}
-/* The token picker has a checkbox per token (4,700 px tall at 512 tokens) and sits below the views: every Run
-   gives it new tokens, and laying them out while it is off screen held the heatmap's first paint back by ~10 ms
-   at 128 tokens and ~50 ms at 512 (benchmarks/run_pair.py). Off screen it is now laid out only once scrolled
-   near; until then it keeps the height it last had (the opening example's at first). */
-#token-picker {content-visibility: auto; contain-intrinsic-size: auto 170px}
+/* The token picker sits under the input (issue 60: a class masks a word without scrolling) and has a checkbox per
+   token (4,700 px at 512 tokens): it scrolls within a few lines, its box a fixed size so that a Run's new tokens
+   move nothing else on the page. */
+#token-picker [data-testid=checkbox-group] {max-height: 9.5em; overflow-y: auto; contain: layout paint}
 .bvl-caption {min-height: 1.2em; padding: 0 8px}
 .bvl-on-use:has(.empty[aria-label="Empty value"]), .bvl-on-use:has(.table-container.no-rows) {display: none !important}
 .bvl-pointed {outline: 3px solid #f6ad55; outline-offset: 4px; transition: outline-color 1s}

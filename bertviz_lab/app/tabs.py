@@ -124,6 +124,9 @@ def build_inputs(ui: SimpleNamespace, lab: Lab, allowed: list[str]) -> None:
         ui.run_btn = gr.Button("Run", variant="primary", elem_id="run", scale=2)
         ui.top_k = gr.Slider(1, 20, value=5, step=1, label="Top-k predictions", scale=3)
     ui.message = gr.Markdown("", elem_id="message")
+    with gr.Accordion("Mask tokens (pick from the analysed input)", open=True, elem_id="mask-box"):  # by the input
+        ui.picker = gr.CheckboxGroup(choices=[], label="Tokens", elem_id="token-picker")
+        ui.mask_btn = gr.Button("Mask selected and predict", elem_id="mask-btn")
     with gr.Row():
         ui.layer = gr.Slider(1, lab.n_layers, value=1, step=1, label="Layer", elem_id="layer")
         ui.head = gr.Slider(1, lab.n_heads, value=1, step=1, label="Head", elem_id="head")
@@ -138,9 +141,6 @@ def build_inputs(ui: SimpleNamespace, lab: Lab, allowed: list[str]) -> None:
                         info="fixed: 0 to 1 for every head, so heads compare; per head: each head to its own largest "
                              "weight, so faint patterns show", elem_id="scale")
     ui.notes = gr.Markdown("", elem_classes=["bvl-note"], elem_id="notes")
-    with gr.Accordion("Mask tokens (pick from the analysed input)", open=True):
-        ui.picker = gr.CheckboxGroup(choices=[], label="Tokens", elem_id="token-picker")
-        ui.mask_btn = gr.Button("Mask selected and predict", elem_id="mask-btn")
     ui.examples = gr.Examples(EXAMPLES, inputs=[ui.text, ui.pair], cache_examples=False, label="Examples (click to run)")
     build_model_box(ui, lab, allowed)
 
