@@ -103,11 +103,17 @@ def test_directional_intervention_and_sweep_through_the_api(sharp_app, sharp_lab
     assert f"{float(expected.js.mean()):.4f}" in message
     assert table["data"][0][0] == 4
     assert table["data"][0][4] == pytest.approx(round(expected.changes[0].intervened_probability, 4))
-    sweep = call(client, "directional_sweep", text, "", [])["direction_table"]
+    swept = call(client, "directional_sweep", text, "", [])
+    sweep = swept["direction_table"]
     assert sweep["headers"][4:] == ["p both", "p left only", "p right only", "p left control", "p right control"]
     row = dict(zip(sweep["headers"], sweep["data"][0]))
     assert row["scored"] == "top-1"  # a typed [MASK]: no gold word, the full-context top-1 is scored
     assert row["p left only"] == pytest.approx(round(expected.changes[0].intervened_probability, 4))
+    bars = json.loads(swept["direction_plot"]["plot"])["data"]  # the same five probabilities, as a chart
+    assert [b["name"].split(" (")[0] for b in bars] == ["both sides", "left only", "right only", "left control",
+                                                         "right control"]
+    assert [round(b["y"][0], 4) for b in bars] == [row[c] for c in sweep["headers"][4:]]
+    assert bars[0]["x"][0] == f"4 [MASK] → {row['target']}"
 
 
 def test_positional_intervention_and_position_inspector_through_the_api(sharp_app, sharp_lab):

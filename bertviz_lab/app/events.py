@@ -21,7 +21,7 @@ RUN_INPUTS = ("text", "pair", "top_k", "session", "layer", "head", "hide", "word
 # never stands beside an input it does not match
 ON_REQUEST = ("neuron_html", "explain_message", "explain_plot", "explain_table", "intervention_message",
               "intervention_plot", "js_plot", "intervention_changes", "offsets_plot", "direction_message",
-              "direction_table", "ablation_message", "ablation_plot", "controls_message", "controls_table",
+              "direction_table", "direction_plot", "ablation_message", "ablation_plot", "controls_message", "controls_table",
               "patch_message", "patch_plot", "search_message", "search_table", "qk_message", "qk_plot", "qk_sim_plot",
               "parts_message", "parts_plot")
 # what depends on a sentence set: cleared when the set, its upload or its size changes, and by a model switch
@@ -177,7 +177,7 @@ EVENTS = (
     Event("patch_btn", "click", "interventions.run_patching", ("text", "patch_donor", "patch_correct", "patch_wrong", "session"),
           ("patch_message", "patch_plot"), "patching"),
     Event("direction_btn", "click", "interventions.run_directional", ("text", "pair", "picker", "session", "intervention_sinks"),
-          ("direction_message", "direction_table"), "directional_sweep", client_then=point_from("direction_message")),
+          ("direction_message", "direction_table", "direction_plot"), "directional_sweep", client_then=point_from("direction_message")),
     Event("ablation_btn", "click", "interventions.run_ablation", ("text", "pair", "picker", "session", "intervention_ablation"),
           ("ablation_message", "ablation_plot"), "ablation_sweep", client_then=point_from("ablation_message")),
     Event("positions_btn", "click", "interventions.run_positions", ("positions_n", "session"),

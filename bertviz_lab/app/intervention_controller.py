@@ -111,7 +111,8 @@ class InterventionController:
         found = (f"Directional sweep over {len(rows)} masked position(s) ({kind}); the controls hide as many random "
                  "keys as the directional masks.")
         return {ui.direction_message: title("Directional sweep", found, (text, pair), kind, lab.checkpoint_id),
-                ui.direction_table: intervention_views.directional_table(rows)}
+                ui.direction_table: intervention_views.directional_table(rows),
+                ui.direction_plot: plot(intervention_views.directional_figure(rows))}
 
     def run_ablation(self, text: str, pair: str, picked: list[int], session: Session, ablation: str = "zero",
                      progress=gr.Progress()) -> Updates:

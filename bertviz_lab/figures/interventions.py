@@ -103,6 +103,27 @@ def directional_table(rows: list[DirectionalRow]) -> pd.DataFrame:
                         columns=DIRECTIONAL_COLUMNS)
 
 
+DIRECTIONAL_CONDITIONS = (("both sides", "both", "#2b6cb0"), ("left only", "left_only", "#dd6b20"),
+                          ("right only", "right_only", "#2f855a"),
+                          ("left control (as many random keys hidden)", "left_control", "#fbd38d"),
+                          ("right control (as many random keys hidden)", "right_control", "#9ae6b4"))
+
+
+def directional_figure(rows: list[DirectionalRow]) -> Figure:
+    """The directional sweep at a glance (issue 60): per masked position, P(target) with both sides of the
+    context, with the left or the right side only, and with each side's control (as many random keys hidden), as
+    grouped bars on 0-1, so "the right side alone predicts it" reads without the table."""
+    x = [f"{r.position} {r.token} → {r.target}" for r in rows]
+    data = [{"type": "bar", "name": name, "x": x, "y": [float(getattr(r, key)) for r in rows],
+             "marker": {"color": colour}, "hovertemplate": f"%{{x}}<br>{name}: P = %{{y:.3f}}<extra></extra>"}
+            for name, key, colour in DIRECTIONAL_CONDITIONS]
+    layout = {"title": {"text": "Directional context: P(target) with both sides, one side only, and each side's control"},
+              "barmode": "group", "height": 380, "yaxis": {"title": {"text": "P(target)"}, "range": [0, 1]},
+              "xaxis": {"title": {"text": "masked position → the word scored"}},
+              "legend": {"orientation": "h", "y": -0.3}}
+    return figure(data, layout, "directional-sweep")
+
+
 def ablation_figure(drops: np.ndarray) -> Figure:
     return layer_head_figure(drops, "Head importance: drop in log-probability of the top-1 prediction "
                              "when the head is zeroed (mean over masked positions)", "head-ablation",
