@@ -138,6 +138,7 @@ def overview_figure(attention: np.ndarray, tile: int = 48, selected: tuple[int, 
               "y0": t / 2 - 1, "dy": t, "opacity": 0.01, "text": hover_text, "colorscale": SEQUENTIAL, "zmin": 0,
               "zmax": scale.zmax or 1.0, "showscale": True,
               "colorbar": {"thickness": 12, "lenmode": "pixels", "len": 180,  # the mosaic's height at ~560 px wide
+                           "y": 1, "yanchor": "top",  # beside the grid, which starts at the top
                            "title": colorbar_title(scale.colorbar, size=10, chars=34)},
               "hovertemplate": "%{text}<extra></extra>", "name": "overview-picker",
               "customdata": [[[l, h] for h in range(heads)] for l in range(layers)]}
@@ -155,7 +156,8 @@ def overview_figure(attention: np.ndarray, tile: int = 48, selected: tuple[int, 
                   "ticktext": head_labels(heads), "constrain": "domain"},
         "yaxis": {"range": [height - 0.5, -0.5], "showgrid": False, "zeroline": False,
                   "tickvals": [l * t + t / 2 - 1 for l in range(layers)],
-                  "ticktext": layer_labels(layers), "scaleanchor": "x", "constrain": "domain"},
+                  "ticktext": layer_labels(layers), "scaleanchor": "x", "constrain": "domain",
+                  "constraintoward": "top"},  # the grid right under its title, not centred in a tall figure
         "margin": {"l": 50, "r": 20, "t": 90, "b": 20}, "shapes": shapes,
     }
     return figure([image, picker], layout, "model-overview")
