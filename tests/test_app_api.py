@@ -198,6 +198,9 @@ def test_structural_probe_beside_attention_trees_in_the_app(default_app, minilm_
     rows = expected.comparison[expected.comparison.method == "perturbed masking tree"].sort_values("layer")
     assert masking["x"] == list(range(1, 7)) and masking["y"] == pytest.approx(rows.uuas.tolist())
     assert "the perturbed-masking tree at layer" in out["structure_message"]
+    # the shipped control-task probes (Hewitt & Liang) come with the shipped probes: selectivity is on the page
+    assert sorted(shipped_probes(minilm_lab)["control/distance"]) == list(range(1, 7))
+    assert len(expected.selectivity) and "on the control task" in out["structure_message"]
 
 
 def test_views_switch_to_norm_based_attention(tiny_app, tiny_lab):
