@@ -171,7 +171,7 @@ def test_one_word_decides_the_class_and_erasure_ranks_it_first(decisive_lab):
     np.testing.assert_allclose(negative.scores["erasure"], -np.asarray(explained.scores["erasure"]), atol=1e-4)
     assert set(explained.agreement) == set(RANKINGS) | {"gradient x input", "integrated gradients"}
     assert set(explained.to_json()) == {"label", "index", "probability", "context", "scores", "spearman_with_erasure",
-                                        "faithfulness_on_this_input"}
+                                        "faithfulness_on_this_input", "decompx_specials"}
     # every bin's top tokens by erasure hold "cat": hiding them leaves the coin toss, P = 1/2
     full = analysis.predicted_class.probability
     faithful = explained.perturbation["erasure"]
