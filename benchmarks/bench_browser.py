@@ -24,6 +24,7 @@ BertViz asks for 2.0.0) and serves them to the page at the CDN's URLs.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import statistics
@@ -111,6 +112,31 @@ def server_lab():
         keep_freed_memory()
         return load("default", device="cpu")
     return serving_lab("default", "cpu")
+
+
+@contextlib.contextmanager
+def opened_app(lab, viewport: tuple[int, int] = (1400, 1000)):
+    """The app on ``lab`` as ``python app.py`` serves it, and a Chromium page on it once the opening example's
+    heatmap is drawn; closed on leaving."""
+    from playwright.sync_api import sync_playwright
+
+    from bertviz_lab.app import build_demo, launch_kwargs, queue_kwargs
+    from bertviz_lab.app.ports import free_port
+
+    demo = build_demo(lab)
+    demo.queue(**queue_kwargs())
+    _, url, _ = demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
+                            **launch_kwargs(demo=demo))
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=ARGS)
+            page = browser.new_page(viewport={"width": viewport[0], "height": viewport[1]})
+            page.goto(url, timeout=120_000)
+            page.wait_for_selector("#single-plot .bvl-heatmap[data-draws]", state="attached", timeout=120_000)
+            yield page
+            browser.close()
+    finally:
+        demo.close()
 
 
 def text_of(lab, n_tokens: int, start: int = 0) -> str:

@@ -12,11 +12,8 @@ from __future__ import annotations
 import argparse
 import statistics
 
-from bench_browser import ARGS, server_lab, text_of
+from bench_browser import opened_app, server_lab, text_of
 from sections import run_recorded
-
-from bertviz_lab.app import build_demo, launch_kwargs, queue_kwargs
-from bertviz_lab.app.ports import free_port
 
 SETS = {2: (("twin-learned", "twin-rotary"), ("twin-sinusoidal", "twin-alibi")),
         4: (("twin-learned", "twin-rotary", "twin-none", "twin-alibi"),
@@ -47,43 +44,31 @@ def choose(page, twins) -> None:
 
 
 def main() -> None:
-    from playwright.sync_api import sync_playwright
-
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=10)
     parser.add_argument("--tokens", type=int, default=32)
     args = parser.parse_args()
+    if args.repeat % 2:  # each set of twins must end on the set the next one's first click replaces
+        parser.error("--repeat must be even: the runs alternate between two sets of twins")
     lab = server_lab()
     text = text_of(lab, args.tokens).replace("the", "[MASK]", 1)  # one [MASK]: the shuffle demonstration's word
     assert len(lab.tokenizer.encode(text).ids) == args.tokens, len(lab.tokenizer.encode(text).ids)
-    demo = build_demo(lab)
-    demo.queue(**queue_kwargs())
-    _, url, _ = demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
-                            **launch_kwargs(demo=demo))
-    try:
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=ARGS)
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(url, timeout=120_000)
-            page.wait_for_selector("#single-plot .bvl-heatmap[data-draws]", state="attached", timeout=120_000)
-            page.get_by_role("tab", name="Positions").click()
-            page.fill("#lesson-text textarea", text)
-            print(f"{args.tokens} tokens: {text!r}; medians of {args.repeat} clicks after 2 warm-up clicks\n")
-            print("| twins | click -> every figure drawn (median) | fastest | slowest | target |")
-            print("|---|---|---|---|---|")
-            for k, (first, second) in SETS.items():
-                times = []
-                for i in range(args.repeat + 2):
-                    new, old = (first, second) if i % 2 == 0 else (second, first)
-                    choose(page, new)
-                    ms = page.evaluate(CLICK_TO_DRAWN, [new[0], old[0]])
-                    if i >= 2:
-                        times.append(ms)
-                print(f"| {k} | {statistics.median(times):.0f} ms | {min(times):.0f} ms | {max(times):.0f} ms | "
-                      "<= 1000 ms |")
-            browser.close()
-    finally:
-        demo.close()
+    with opened_app(lab) as page:
+        page.get_by_role("tab", name="Positions").click()
+        page.fill("#lesson-text textarea", text)
+        print(f"{args.tokens} tokens: {text!r}; medians of {args.repeat} clicks after 2 warm-up clicks\n")
+        print("| twins | click -> every figure drawn (median) | fastest | slowest | target |")
+        print("|---|---|---|---|---|")
+        for k, (first, second) in SETS.items():
+            times = []
+            for i in range(args.repeat + 2):
+                new, old = (first, second) if i % 2 == 0 else (second, first)
+                choose(page, new)
+                ms = page.evaluate(CLICK_TO_DRAWN, [new[0], old[0]])
+                if i >= 2:
+                    times.append(ms)
+            print(f"| {k} | {statistics.median(times):.0f} ms | {min(times):.0f} ms | {max(times):.0f} ms | "
+                  "<= 1000 ms |")
 
 
 if __name__ == "__main__":

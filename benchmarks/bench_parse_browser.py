@@ -14,11 +14,8 @@ from __future__ import annotations
 import argparse
 import statistics
 
-from bench_browser import ARGS, server_lab
+from bench_browser import opened_app, server_lab
 from sections import run_recorded
-
-from bertviz_lab.app import build_demo, launch_kwargs, queue_kwargs
-from bertviz_lab.app.ports import free_port
 
 SUBJECTS = ("farmer", "sailor", "baker", "teacher", "doctor", "painter", "miner", "tailor", "driver", "singer",
             "hunter", "weaver", "porter", "dancer", "gardener", "builder", "writer", "pilot", "nurse", "soldier")
@@ -45,36 +42,22 @@ CLICK_TO_DRAWN = """async ([want, avoid]) => {
 
 
 def main() -> None:
-    from playwright.sync_api import sync_playwright
-
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=10)
     args = parser.parse_args()
     if args.repeat + 2 > len(SUBJECTS):
         parser.error(f"--repeat is at most {len(SUBJECTS) - 2}: every click parses a new sentence")
     lab = server_lab()
-    demo = build_demo(lab)
-    demo.queue(**queue_kwargs())
-    _, url, _ = demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
-                            **launch_kwargs(demo=demo))
-    try:
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=ARGS)
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(url, timeout=120_000)
-            page.wait_for_selector("#single-plot .bvl-heatmap[data-draws]", state="attached", timeout=120_000)
-            page.get_by_role("tab", name="Syntax").click()
-            page.wait_for_selector("#syntax-parse-btn", state="visible")
-            times, previous = [], ""
-            for i, subject in enumerate(SUBJECTS[:args.repeat + 2]):
-                page.fill("#text-a textarea", TEMPLATE.format(subject))
-                ms = page.evaluate(CLICK_TO_DRAWN, [subject, previous])
-                previous = subject
-                if i >= 2:
-                    times.append(ms)
-            browser.close()
-    finally:
-        demo.close()
+    with opened_app(lab) as page:
+        page.get_by_role("tab", name="Syntax").click()
+        page.wait_for_selector("#syntax-parse-btn", state="visible")
+        times, previous = [], ""
+        for i, subject in enumerate(SUBJECTS[:args.repeat + 2]):
+            page.fill("#text-a textarea", TEMPLATE.format(subject))
+            ms = page.evaluate(CLICK_TO_DRAWN, [subject, previous])
+            previous = subject
+            if i >= 2:
+                times.append(ms)
     print(f"sentence: {TEMPLATE.format('<subject>')!r} (20 words, a new subject each click); "
           f"{args.repeat} clicks after 2 warm-up clicks, on {lab.checkpoint_info().checkpoint}\n")
     print("| action | median | fastest | slowest | target |")
