@@ -90,12 +90,12 @@ def build_interventions_tab(ui: SimpleNamespace, lab: Lab, limits: Limits) -> No
         ui.js_plot = gr.Plot(label="Per-head divergence", elem_id="js-plot", elem_classes=ON_USE)
         ui.offsets_plot = gr.Plot(label="Attention by relative offset", elem_id="offsets-plot", elem_classes=ON_USE)
         result_title(ui, "direction_message")
-        with gr.Row():
+        with gr.Row(equal_height=False):  # side by side when wide; stacked at 1024 px, where the table needs the width
             ui.direction_plot = gr.Plot(label="Directional context, as a chart", elem_id="direction-plot",
-                                        elem_classes=ON_USE, scale=1)
+                                        elem_classes=ON_USE, scale=1, min_width=420)
             ui.direction_table = gr.Dataframe(intervention_views.directional_table([]), label="Directional context",
                                               interactive=False, wrap=True, elem_id="direction-table",
-                                              elem_classes=ON_USE, scale=1)
+                                              elem_classes=ON_USE, scale=1, min_width=640)
         result_title(ui, "ablation_message")
         ui.ablation_plot = gr.Plot(label="Head importance", elem_id="ablation-plot", elem_classes=ON_USE)
         result_title(ui, "controls_message")
