@@ -109,11 +109,9 @@ def analyze_summary(result: Analysis, extra: dict) -> Iterator[str]:
         yield heading
         yield from attribution_lines(result.tokens, attribution)
         if attribution.get("decompx_specials"):  # a class: the specials' DecompX shares, left out above
-            shown = sum(attribution["scores"]["decompx"])
-            rest = attribution["decompx_specials"]
-            yield (f"  decompx: the words' shares sum to {shown:+.3f}; the special tokens hold "
-                   + ", ".join(f"{k} {v:+.3f}" for k, v in rest.items())
-                   + f"; together {shown + sum(rest.values()):+.3f}, the class's logit")
+            from ..interventions.attribution import decompx_note
+
+            yield f"  {decompx_note(attribution['scores']['decompx'], attribution['decompx_specials'])}"
     for lens in extra.get("lens", []):
         yield f"lens at position {lens['position']} (final answer {lens['final']!r}):"
         for row in lens["layers"]:

@@ -224,16 +224,20 @@ class ClassAttribution:
     decompx_outside: dict[str, float] = field(default_factory=dict)
 
     def decompx_note(self) -> str:
-        """What DecompX's shown shares sum to, and what the tokens left out hold (the whole is the logit)."""
-        shown, rest = sum(self.scores.get("decompx", [])), sum(self.decompx_outside.values())
-        held = ", ".join(f"{name} {share:+.3f}" for name, share in self.decompx_outside.items())
-        return (f"DecompX's shares of the words shown sum to {shown:+.3f}; the special tokens hold the rest ({held}); "
-                f"together {shown + rest:+.3f}, the class's logit")
+        return decompx_note(self.scores.get("decompx", []), self.decompx_outside)
 
     def to_json(self) -> dict:
         return {"label": self.label, "index": self.index, "probability": self.probability, "context": self.context,
                 "scores": self.scores, "spearman_with_erasure": self.agreement,
                 "faithfulness_on_this_input": self.perturbation, "decompx_specials": self.decompx_outside}
+
+
+def decompx_note(shown: Sequence[float], outside: dict[str, float]) -> str:
+    """What DecompX's shown shares (the words') sum to, and what the tokens left out hold: together the class's
+    logit. One sentence for the page and the command line (which has them from a class attribution's JSON)."""
+    held = ", ".join(f"{name} {share:+.3f}" for name, share in outside.items())
+    return (f"DecompX's shares of the words shown sum to {sum(shown):+.3f}; the special tokens hold the rest "
+            f"({held}); together {sum(shown) + sum(outside.values()):+.3f}, the class's logit")
 
 
 def class_logits_with_hidden(lab: Lab, enc: Encoded, hidden: Sequence[Sequence[int]]) -> np.ndarray:
