@@ -235,6 +235,7 @@ class Lab:
         self.tokenizer = checkpoint.tokenizer
         self.device = device
         self.checkpoint_id = checkpoint_id  # what the user asked for: default, minilm-original, a folder or a hub id
+        self.null_base: Lab | None = None  # a random-weights null model's checkpoint (a Ray worker rebuilds it)
         # concurrent Runs of one length share a batch, run on the app's model thread (bert/runtime/model_thread.py)
         self._shared = SharedPasses(lambda items: on_model_thread(self._shared_pass, items))
         self.name = checkpoint.name
@@ -493,4 +494,6 @@ def null_model(lab: Lab, seed: int = 0) -> Lab:
     model = init_weights(BertLab(cfg), seed=seed).eval().to(lab.device)
     checkpoint = replace(lab.checkpoint, name=f"random weights (BERT init, seed {seed}), {cfg.num_hidden_layers} "
                          f"layers x {cfg.num_attention_heads} heads", head_origin=None)
-    return Lab(model, checkpoint, lab.device, f"null-model:seed={seed}")
+    null = Lab(model, checkpoint, lab.device, f"null-model:seed={seed}")
+    null.null_base = lab
+    return null

@@ -157,7 +157,8 @@ SLOW_FIXTURES = {"browser", "tiny_app", "default_app", "public_app", "default_la
 # whole files whose module fixtures build several transformers models (10-20 s of setup each)
 SLOW_FILES = {'test_allocator.py', 'test_twins.py', 'test_family_conformance.py',
               'test_deberta.py', 'test_modernbert.py', 'test_space.py', 'test_position_families.py',
-              'test_position_interventions.py', 'test_classifier.py', 'test_hostile_configs.py'}
+              'test_position_interventions.py', 'test_classifier.py', 'test_hostile_configs.py',
+              'test_engines.py'}
 SLOW_TESTS = {
     'test_perturbed_masking.py::test_impact_matrices_equal_their_per_piece_loop_and_merge',
     'test_perturbed_masking.py::test_the_perturbed_masking_command_prints_and_writes_json',

@@ -15,7 +15,7 @@ TIERS = [
     {"naming", "resources", "inline", "conclusions"},
     {"bert"},
     {"lab"},
-    {"attention", "export", "sentences", "treebank", "lens"},
+    {"attention", "export", "sentences", "treebank", "lens", "engines"},
     {"interventions", "syntax", "mlm", "neighbours"},
     {"sentiment"},  # reuses mlm/train.py's resumable legs
     {"figures"},

@@ -12,7 +12,18 @@ from pathlib import Path
 
 from ..bert.loading.checkpoints import SST2_CHECKPOINTS
 from ..interventions.faithfulness import RANKINGS
-from .options import WorkBar, add_model_options, command, count, emit, lab_from_args, positive_int, seed
+from .options import (
+    WorkBar,
+    add_engine_options,
+    add_model_options,
+    command,
+    count,
+    emit,
+    engine_from_args,
+    lab_from_args,
+    positive_int,
+    seed,
+)
 
 EXAMPLES = {
     "faithfulness": ["bertviz-lab faithfulness --max-sentences 50",
@@ -44,6 +55,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                         "rows labelled 1 are scored (default: that file, shipped in assets/naopc)")
     p.add_argument("--label-column", default="label", help="naopc-sst2: the label column of --sentences")
     add_model_options(p, needs_mlm_head=True)
+    add_engine_options(p)
     p.set_defaults(func=run_faithfulness)
 
 
@@ -60,7 +72,8 @@ def run_faithfulness(args: argparse.Namespace) -> int:
 
     settings = FaithfulnessSettings(k_max=args.k, seed=args.seed, max_sentences=args.max_sentences,
                                     rankings=tuple(args.rankings or RANKINGS))
-    request = FaithfulnessRequest(str(args.text_file) if args.text_file else None, settings, args.resamples)
+    request = FaithfulnessRequest(str(args.text_file) if args.text_file else None, settings, args.resamples,
+                                  engine_from_args(args))
     lab = lab_from_args(args)
     with WorkBar("faithfulness", "sentence", faithfulness_work(settings), "sentence") as bar:
         record = faithfulness_check(request, lab, progress=bar)
@@ -146,7 +159,7 @@ def run_naopc(args: argparse.Namespace) -> int:
         return (f"{sentences:,} sentences x up to 2^{MAX_WORDS} masked inputs of up to {MAX_TOKENS} tokens each "
                 f"(every subset of the words, for the exact bounds) + {len(names)} rankings' explanations")
     with WorkBar("faithfulness", "sentence", describe, "sentence", cost=naopc_cost(lab, lines)) as bar:
-        result = naopc(lab, lines, names, seed=args.seed, progress=bar)
+        result = naopc(lab, lines, names, seed=args.seed, progress=bar, engine=engine_from_args(args))
     out = {"sentences_file": str(args.sentences or args.text_file), **result.to_json(args.resamples, args.seed)}
     return emit(args, out, naopc_summary(out))
 

@@ -10,7 +10,17 @@ from pathlib import Path
 
 from ..interventions import KINDS
 from ..lab import InputError
-from .options import add_model_options, command, emit, lab_from_args, positive_int, seed
+from .options import (
+    WorkBar,
+    add_engine_options,
+    add_model_options,
+    command,
+    emit,
+    engine_from_args,
+    lab_from_args,
+    positive_int,
+    seed,
+)
 
 EXAMPLES = {
     "compare": ['bertviz-lab compare "The cat [MASK] on the mat." --intervention left-only --json',
@@ -35,6 +45,7 @@ def add_sentence_set_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--conllu", type=Path, default=None, help="a sentence set from a CoNLL-U file's sentences")
     p.add_argument("--sample", action="store_true", help="the sentence set of the shipped sample treebank")
     p.add_argument("--max-sentences", type=positive_int, default=500)
+    add_engine_options(p)
 
 
 def add_ablation_options(p: argparse.ArgumentParser) -> None:
@@ -62,6 +73,11 @@ def sentence_set_of(args: argparse.Namespace) -> list[str] | None:
     if not wanted and not args.text:
         raise InputError("give the input text, or --text-file / --conllu / --sample for a sentence set")
     return sentence_set(args.text_file, args.conllu) if wanted else None
+
+
+def set_work(sentences: int) -> str:
+    """What a sentence-set command's estimate line says the work is."""
+    return f"{sentences:,} sentences, one seeded masked word each"
 
 
 def effect_line(name: str, e: dict) -> str:
@@ -102,8 +118,10 @@ def run_compare(args: argparse.Namespace) -> int:
                             unit=args.unit, ablation=args.ablation)
     reference = lambda: ablation_reference(lab, ablation_of(args))  # noqa: E731 (made only if the ablation needs it)
     if lines is not None:
-        record = intervene_set(InterveneSetRequest(tuple(lines), spec, seed=args.seed,
-                                                   max_sentences=args.max_sentences), lab, reference).to_json()
+        request = InterveneSetRequest(tuple(lines), spec, seed=args.seed, max_sentences=args.max_sentences,
+                                      engine=engine_from_args(args))
+        with WorkBar("compare", "sentence", set_work, "sentence") as bar:
+            record = intervene_set(request, lab, reference, progress=bar).to_json()
         return emit(args, record, [f"model: {record['model']}", f"intervention: {record['intervention']}, over a "
                                    "sentence set (one seeded masked gold word per line; mean, 95% interval)",
                                    *(effect_line(m, record[m]) for m in ("mean JS (nats)", "change in P(gold)"))])
@@ -143,8 +161,6 @@ def add_sweep(sub: argparse._SubParsersAction) -> None:
 
 
 def run_sweep(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
     from ..interventions.records import Sweep, sweep_record, sweep_set_record
 
     lines = sentence_set_of(args)
@@ -153,12 +169,9 @@ def run_sweep(args: argparse.Namespace) -> int:
     if lines is None:
         record = sweep_record(lab, args.text, sweep)
         return emit(args, record, sweep_summary(record))
-    with tqdm(total=min(len(lines), args.max_sentences), desc=f"{args.kind} sweep", unit="sent") as bar:
-        def progress(done: int, total: int) -> None:
-            bar.total = total
-            bar.update(done - bar.n)
-
-        record = sweep_set_record(lab, lines, sweep, max_sentences=args.max_sentences, progress=progress)
+    with WorkBar(f"{args.kind} sweep", "sentence", set_work, "sentence") as bar:
+        record = sweep_set_record(lab, lines, sweep, max_sentences=args.max_sentences, progress=bar,
+                                  engine=engine_from_args(args))
     return emit(args, record, sweep_set_summary(record))
 
 
@@ -208,6 +221,7 @@ def add_patch(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--pairs-file", type=Path, default=None,
                    help="many minimal pairs, one per line: target | donor | correct | wrong (mean with 95%% CI)")
     add_model_options(p, needs_mlm_head=True)
+    add_engine_options(p, "--pairs-file's pairs")
     p.set_defaults(func=run_patch)
 
 
@@ -218,7 +232,8 @@ def run_patch(args: argparse.Namespace) -> int:
         raise InputError("give TEXT --donor --correct --wrong, or --pairs-file")
     lab = lab_from_args(args)
     if args.pairs_file is not None:
-        record = patch_set_record(lab, args.pairs_file)
+        with WorkBar("patch", "pair", lambda n: f"{n:,} minimal pairs, every head and layer patched", "pair") as bar:
+            record = patch_set_record(lab, args.pairs_file, progress=bar, engine=engine_from_args(args))
         return emit(args, record, [
             f"model: {record['model']}; {record['pairs']} minimal pairs, mean change in the logit difference",
             "  largest per head: " + ", ".join(f"{h['head']} {h['value']:+.3f}" for h in record["top_heads"]),

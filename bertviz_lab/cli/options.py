@@ -71,6 +71,24 @@ def add_model_options(p: argparse.ArgumentParser, needs_mlm_head: bool, repeatab
         p.add_argument("--allow-pickle", action="store_true", help="allow loading pytorch_model.bin pickles")
 
 
+def add_engine_options(p: argparse.ArgumentParser, unit: str = "sentences") -> None:
+    """--engine, --ray-address and --workers: where a corpus command's units run (``engines.py``)."""
+    p.add_argument("--engine", choices=("local", "ray"), default="local",
+                   help=f"local: on this machine; ray: {unit} sent to Ray Data workers, each loading the checkpoint "
+                        "once; the same records and intervals either way")
+    p.add_argument("--ray-address", default=None, help="an existing Ray cluster (default: start one on this machine)")
+    p.add_argument("--workers", type=positive_int, default=2, help="Ray workers (one checkpoint loaded in each)")
+
+
+def engine_from_args(args: argparse.Namespace):
+    """The ``engines.Engine`` the options name (the workers load the checkpoint on --device, as the driver)."""
+    from ..engines import Engine
+
+    device = getattr(args, "device", "cpu")
+    return Engine(args.engine, args.ray_address, args.workers, device="cpu" if device == "auto" else device,
+                  allow_pickle=getattr(args, "allow_pickle", False))
+
+
 def lab_from_args(args: argparse.Namespace, checkpoint: str | None = None) -> Lab:
     """Load ``checkpoint`` (default: the one ``chosen_checkpoint`` picks) with --device/--dtype/--allow-pickle."""
     return load(checkpoint or chosen_checkpoint(args), device=args.device, dtype=args.dtype,

@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import torch
@@ -40,6 +41,7 @@ from ..bert.sources import decompx
 from ..bert.sources.captured import MIXING_CAPTURES, Captured
 from ..bert.sources.flow import attention_flow
 from ..bert.sources.source_registry import get_source
+from ..engines import LOCAL, Engine, run_units
 from ..lab import Encoded, InputError, Lab
 from ..naming import SPECIAL_TOKENS
 from ..sentences import masked_items, truncated_count
@@ -281,11 +283,19 @@ def sentence_scores(lab: Lab, item: MaskedSentence, k_max: int, seed: int, names
     return SentenceScores(drops, comprehensiveness, sufficiency)
 
 
+def sentence_unit(lab: Lab, unit: tuple[MaskedSentence, int], k_max: int, names: Sequence[str]) -> SentenceScores:
+    """``sentence_scores`` of one (masked sentence, its random control's seed): a unit of work for
+    ``engines.run_units``."""
+    item, seed = unit
+    return sentence_scores(lab, item, k_max, seed, names)
+
+
 def faithfulness(lab: Lab, lines: Sequence[str], settings: FaithfulnessSettings | None = None,
-                 progress: Callable[[int, int], None] | None = None) -> FaithfulnessResult:
+                 progress: Callable[[int, int], None] | None = None, engine: Engine = LOCAL) -> FaithfulnessResult:
     """AOPC, comprehensiveness and sufficiency of every ranking over sentences with one seeded
     masked whole word each. ``progress(done, total)`` is told the sentences scored of those kept
-    (0 before the first)."""
+    (0 before the first). Each sentence is a unit on ``engine`` (local or Ray) with its seed inside it,
+    so both engines return the same per-sentence records and the intervals are computed once from them."""
     settings = settings or FaithfulnessSettings()
     names, k_max, seed = check_rankings(settings.rankings), settings.k_max, settings.seed
     if not lab.model.has_mlm_head:
@@ -294,13 +304,9 @@ def faithfulness(lab: Lab, lines: Sequence[str], settings: FaithfulnessSettings 
              if sum(t not in SPECIAL_TOKENS for t in it[0].tokens) - 1 >= k_max]  # enough context to hide
     if not items:
         raise InputError(f"no line has a maskable word and at least {k_max} other words")
-    scored = []
-    if progress is not None:
-        progress(0, len(items))  # the work is known: a caller's clock starts on the first sentence
-    for done, (enc, position, gold) in enumerate(items, start=1):
-        scored.append(sentence_scores(lab, MaskedSentence(enc, position, gold), k_max, seed + done, names))
-        if progress is not None:
-            progress(done, len(items))
+    units = [(MaskedSentence(enc, position, gold), seed + done)
+             for done, (enc, position, gold) in enumerate(items, start=1)]
+    scored = run_units(lab, partial(sentence_unit, k_max=k_max, names=names), units, engine, progress)
     return FaithfulnessResult(names, np.stack([s.drops for s in scored]), lab.checkpoint_info().describe(),
                               truncated_count(items), np.stack([s.comprehensiveness for s in scored]),
                               np.stack([s.sufficiency for s in scored]))

@@ -63,12 +63,14 @@ import io
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from ..bert.sources.captured import MIXING_CAPTURES, Captured
+from ..engines import LOCAL, Engine, run_units
 from ..lab import MAX_TEXT_CHARACTERS, Encoded, InputError, Lab
 from .faithfulness import CONTROL, RANKINGS, rankings
 from .sets import mean_interval
@@ -297,38 +299,45 @@ def out_of_bounds(enc: Encoded, groups: Sequence[Sequence[int]], max_words: int,
     return "tokens" if enc.n_tokens_before_truncation > max_tokens else ""
 
 
+def naopc_sentence(lab: Lab, unit: tuple[str, int], names: Sequence[str],
+                   bounds: tuple[int, int] = (MAX_WORDS, MAX_TOKENS)) -> dict | str:
+    """One sentence of the protocol, ``unit`` = (line, its explanations' seed): every ranking's
+    comprehensiveness and sufficiency, the exact bounds and P(class 1) of the full input; or the bound it
+    breaks ("words" or "tokens"), when it is counted and not run. A unit of work for ``engines.run_units``."""
+    line, seed = unit
+    enc = lab.encode(line, truncate=True)
+    groups = word_groups(lab, enc)
+    reason = out_of_bounds(enc, groups, *bounds)
+    if reason:
+        return reason
+    enc, scores = token_scores(lab, line, names, seed)
+    p = subset_probabilities(lab, enc, groups)
+    orders = [word_order(scores[name], groups) for name in names]
+    high, low = exact_bounds(p, len(groups))
+    return {"comprehensiveness": [comprehensiveness(p, o) for o in orders],
+            "sufficiency": [sufficiency(p, o) for o in orders], "upper": high, "lower": low, "p": float(p[0])}
+
+
 def naopc(lab: Lab, lines: Sequence[str], names: Sequence[str] | None = None, seed: int = 0,
-          progress: Callable[[int, int], None] | None = None, bounds: tuple[int, int] = (MAX_WORDS, MAX_TOKENS)
-          ) -> NaopcResult:
+          progress: Callable[[int, int], None] | None = None, engine: Engine = LOCAL) -> NaopcResult:
     """The protocol over ``lines`` (each a sentence): every ranking's comprehensiveness and sufficiency,
-    and the exact bounds, per sentence of at most ``bounds`` = (max_words, max_tokens) words and tokens (the
-    others are counted, by the bound they break, and not run: see ``out_of_bounds``)."""
-    max_words, max_tokens = bounds
+    and the exact bounds, per sentence of at most ``MAX_WORDS`` words and ``MAX_TOKENS`` tokens (the
+    others are counted, by the bound they break, and not run: see ``out_of_bounds``). Each sentence is one
+    unit on ``engine`` (local or Ray), seeded by its place in ``lines``: the records, and so every interval,
+    are the same on either."""
+    max_words, max_tokens = MAX_WORDS, MAX_TOKENS
     chosen = check_names(names)
     if not lab.model.class_labels or len(lab.model.class_labels) <= TARGET_CLASS:
         raise InputError("this checkpoint has no sequence classifier with a class 1, so the naopc-sst2 protocol "
                          "cannot score it: load a *ForSequenceClassification checkpoint")
     lines = [line for line in lines if line.strip()]
-    comp, suff, upper, lower, prob = [], [], [], [], []
-    skipped = {"words": 0, "tokens": 0}
-    if progress is not None:
-        progress(0, len(lines))
-    for done, line in enumerate(lines, start=1):
-        enc = lab.encode(line, truncate=True)
-        groups = word_groups(lab, enc)
-        reason = out_of_bounds(enc, groups, max_words, max_tokens)
-        if reason:
-            skipped[reason] += 1
-        else:
-            enc, scores = token_scores(lab, line, chosen, seed + done)
-            p = subset_probabilities(lab, enc, groups)
-            orders = [word_order(scores[name], groups) for name in chosen]
-            comp.append([comprehensiveness(p, o) for o in orders])
-            suff.append([sufficiency(p, o) for o in orders])
-            high, low = exact_bounds(p, len(groups))
-            upper.append(high), lower.append(low), prob.append(float(p[0]))
-        if progress is not None:
-            progress(done, len(lines))
+    work = partial(naopc_sentence, names=chosen, bounds=(max_words, max_tokens))
+    units = [(line, seed + done) for done, line in enumerate(lines, start=1)]
+    records = run_units(lab, work, units, engine, progress)
+    skipped = {reason: sum(r == reason for r in records) for reason in ("words", "tokens")}
+    kept = [r for r in records if not isinstance(r, str)]
+    comp, suff = [r["comprehensiveness"] for r in kept], [r["sufficiency"] for r in kept]
+    upper, lower, prob = [r["upper"] for r in kept], [r["lower"] for r in kept], [r["p"] for r in kept]
     if not upper:
         raise InputError(f"no sentence has between 1 and {max_words} words and at most {max_tokens} tokens (the "
                          f"protocol's short set): {skipped['words']} broke the word bound, {skipped['tokens']} the token bound")

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..engines import LOCAL, Engine
 from ..lab import InputError, Lab
 from ..naming import head_name
 from ..sentences import read_lines
@@ -111,18 +112,19 @@ def sweep_record(lab: Lab, text: str, sweep: Sweep) -> dict:
 
 
 def sweep_set_record(lab: Lab, lines: Sequence[str], sweep: Sweep, max_sentences: int | None = 500,
-                     progress: Progress | None = None) -> dict:
-    """A directional or ablation sweep over a sentence set, one seeded masked gold word per line."""
+                     progress: Progress | None = None, engine: Engine = LOCAL) -> dict:
+    """A directional or ablation sweep over a sentence set, one seeded masked gold word per line (each a unit
+    on ``engine``)."""
     if sweep.kind not in SET_SWEEP_KINDS:
         raise InputError("a sweep over a sentence set is directional or ablation (for positions, compare each "
                          "positional intervention over the set)")
     head = {"model": weights_of(lab), "kind": sweep.kind, "scored": "gold"}
     if sweep.kind == "directional":
         effects = directional_set(lab, lines, sinks=sweep.sinks, progress=progress,
-                                  settings=SetSettings(seed=sweep.seed, max_sentences=max_sentences))
+                                  settings=SetSettings(seed=sweep.seed, max_sentences=max_sentences, engine=engine))
         return {**head, "sinks": sweep.sinks, **effects.to_json()}
     result = ablation_set(lab, lines, ablation_reference(lab, sweep.ablation), progress=progress,
-                          settings=SetSettings(seed=sweep.seed, max_sentences=max_sentences))
+                          settings=SetSettings(seed=sweep.seed, max_sentences=max_sentences, engine=engine))
     return {**head, "ablation": sweep.ablation.mode, **result.to_json()}
 
 
@@ -135,10 +137,10 @@ def patch_record(lab: Lab, target: str, donor: str, correct: str, wrong: str) ->
             "heads": result.heads.tolist(), "residual": result.residual.tolist(), "top_heads": top_heads(result.heads)}
 
 
-def patch_set_record(lab: Lab, pairs_file: Path) -> dict:
+def patch_set_record(lab: Lab, pairs_file: Path, progress: Progress | None = None, engine: Engine = LOCAL) -> dict:
     """Activation patching over the minimal pairs of a file (target | donor | correct | wrong per
-    line): the mean change per head and per layer's residual, with 95% intervals."""
-    heads, residual = patching_set(lab, read_pairs(pairs_file))
+    line): the mean change per head and per layer's residual, with 95% intervals (each pair a unit on ``engine``)."""
+    heads, residual = patching_set(lab, read_pairs(pairs_file), progress=progress, engine=engine)
     return {"model": weights_of(lab), "pairs": heads.n, "heads": heads.to_json(), "residual": residual.to_json(),
             "top_heads": top_heads(heads.mean)}
 

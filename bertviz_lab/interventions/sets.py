@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import torch
 
 from ..conclusions import verdict
+from ..engines import LOCAL, Engine, run_units
 from ..lab import InputError, Lab
 from ..naming import head_name
 from ..sentences import masked_items, truncated_count
@@ -23,11 +25,14 @@ Progress = Callable[[int, int], None]
 class SetSettings:
     """How a sentence set is drawn and summarised: the seed of the masked words (and of the
     controls), at most ``max_sentences`` lines, and the bootstrap's resamples. Every ``*_set`` function
-    takes one (``settings=``; None: these defaults, 500 sentences for the directional set)."""
+    takes one (``settings=``; None: these defaults, 500 sentences for the directional set). ``engine``: where
+    the sentences run (``engines.py``: local or Ray), each a unit with its seed inside it, so the records and
+    intervals are the same on either."""
 
     seed: int = 0
     max_sentences: int | None = 200
     resamples: int = 1000
+    engine: Engine = LOCAL
 
 
 @dataclass
@@ -118,6 +123,20 @@ def items_of(lab: Lab, lines: Sequence[str], seed: int, max_sentences: int | Non
     return items
 
 
+def directional_unit(lab: Lab, unit: tuple, sinks: str) -> np.ndarray:
+    """P(gold) of one masked sentence, ``unit`` = (enc, position, gold, seed of its random controls), under
+    every condition (both sides, left, right, their controls) in one batch: (conditions,)."""
+    enc, position, gold, seed = unit
+    n = len(enc.ids)
+    biases = [condition_bias(enc.tokens, c, sinks, seed) for c in CONDITIONS]
+    bias = torch.stack([torch.zeros((1, n, n)) if b is None else b[0].expand(1, n, n) for b in biases])
+    tensors = lab.batch_tensors([enc] * len(CONDITIONS))
+    select = torch.zeros_like(tensors["input_ids"], dtype=torch.bool)
+    select[:, position] = True
+    out, _ = lab.run(tensors, capture=(), attention_bias=bias.to(lab.device), mlm_positions=select)
+    return torch.softmax(out.mlm_logits.float(), -1)[:, gold].cpu().numpy()
+
+
 def directional_set(lab: Lab, lines: Sequence[str], sinks: str = "symmetric", progress: Progress | None = None,
                     settings: SetSettings | None = None) -> DirectionalSet:
     """Mean P(gold) with both sides, left only, right only and the matched random controls, and the
@@ -126,18 +145,8 @@ def directional_set(lab: Lab, lines: Sequence[str], sinks: str = "symmetric", pr
     chosen = settings or SetSettings(max_sentences=500)
     seed, max_sentences, resamples = chosen.seed, chosen.max_sentences, chosen.resamples
     items = items_of(lab, lines, seed, max_sentences)
-    values = np.empty((len(items), len(CONDITIONS)))
-    for row, (enc, position, gold) in enumerate(items):
-        n = len(enc.ids)
-        biases = [condition_bias(enc.tokens, c, sinks, seed + row) for c in CONDITIONS]
-        bias = torch.stack([torch.zeros((1, n, n)) if b is None else b[0].expand(1, n, n) for b in biases])
-        tensors = lab.batch_tensors([enc] * len(CONDITIONS))
-        select = torch.zeros_like(tensors["input_ids"], dtype=torch.bool)
-        select[:, position] = True
-        out, _ = lab.run(tensors, capture=(), attention_bias=bias.to(lab.device), mlm_positions=select)
-        values[row] = torch.softmax(out.mlm_logits.float(), -1)[:, gold].cpu().numpy()
-        if progress is not None:
-            progress(row + 1, len(items))
+    units = [(enc, position, gold, seed + row) for row, (enc, position, gold) in enumerate(items)]
+    values = np.stack(run_units(lab, partial(directional_unit, sinks=sinks), units, chosen.engine, progress))
     by_condition = {c: values[:, i] for i, c in enumerate(CONDITIONS)}
     return DirectionalSet({c: mean_interval(v, resamples, seed) for c, v in by_condition.items()},
                           [paired_difference(by_condition, a, b, resamples, seed) for a, b in DIRECTIONAL_CLAIMS],
@@ -200,17 +209,26 @@ class CompareSet:
         return {**{name: e.to_json() for name, e in self.effects.items()}, "truncated_lines": self.truncated}
 
 
+def on_cpu(tensor: torch.Tensor | None) -> torch.Tensor | None:
+    return tensor.cpu() if tensor is not None else None
+
+
+def ablation_unit(lab: Lab, unit: tuple) -> np.ndarray:
+    """Drop in log P(gold) per head of one masked sentence, ``unit`` = (enc, position, gold, what replaces an
+    ablated head: None, a mean output or a pool's draw): (layers, heads)."""
+    enc, position, gold, reference = unit
+    return ablation_drops(lab, enc, [position], [gold], reference.to(lab.device) if reference is not None else None)
+
+
 def ablation_set(lab: Lab, lines: Sequence[str], reference: torch.Tensor | ResamplePool | None = None,
                  progress: Progress | None = None, settings: SetSettings | None = None) -> AblationSet:
     """Drop in log P(gold) per head when it alone is ablated, over sentences with one masked word each."""
     chosen = settings or SetSettings()
     seed, max_sentences, resamples = chosen.seed, chosen.max_sentences, chosen.resamples
     items = items_of(lab, lines, seed, max_sentences)
-    drops = np.empty((len(items), lab.n_layers, lab.n_heads))
-    for row, (enc, position, gold) in enumerate(items):
-        drops[row] = ablation_drops(lab, enc, [position], [gold], reference_for(reference, enc, draw=row))
-        if progress is not None:
-            progress(row + 1, len(items))
+    units = [(enc, position, gold, on_cpu(reference_for(reference, enc, draw=row)))
+             for row, (enc, position, gold) in enumerate(items)]
+    drops = np.stack(run_units(lab, ablation_unit, units, chosen.engine, progress))  # (sentences, layers, heads)
     return AblationSet(mean_interval(drops, resamples, seed), heldout_best_head(drops, resamples, seed),
                        truncated_count(items))
 
@@ -218,19 +236,25 @@ def ablation_set(lab: Lab, lines: Sequence[str], reference: torch.Tensor | Resam
 MEASURES = ("mean JS (nats)", "change in P(gold)")
 
 
-def compare_values(lab: Lab, items, intervention, progress: Progress | None = None) -> dict[str, np.ndarray]:
-    """Per sentence, for one intervention: mean JS divergence of attention (nats) and the change in
-    P(gold) at its masked word: {measure: (sentences,)}."""
+def compare_unit(lab: Lab, unit: tuple, intervention) -> tuple[float, float]:
+    """One masked sentence, ``unit`` = (enc, position, gold), under ``intervention``: (mean JS divergence of
+    attention in nats, change in P(gold) at the masked word)."""
     from .compare import compare, probability_of
 
-    js, change = np.empty(len(items)), np.empty(len(items))
-    for row, (enc, position, gold) in enumerate(items):
-        c = compare(lab, "", intervention, encoded=enc)
-        token = lab.tokenizer.id_to_token(gold)
-        js[row] = float(c.js.mean())
-        change[row] = probability_of(c.intervened, position, token, lab) - probability_of(c.baseline, position, token, lab)
-        if progress is not None:
-            progress(row + 1, len(items))
+    enc, position, gold = unit
+    c = compare(lab, "", intervention, encoded=enc)
+    token = lab.tokenizer.id_to_token(gold)
+    return (float(c.js.mean()),
+            probability_of(c.intervened, position, token, lab) - probability_of(c.baseline, position, token, lab))
+
+
+def compare_values(lab: Lab, items, intervention, progress: Progress | None = None,
+                   engine: Engine = LOCAL) -> dict[str, np.ndarray]:
+    """Per sentence, for one intervention: mean JS divergence of attention (nats) and the change in
+    P(gold) at its masked word: {measure: (sentences,)}."""
+    pairs = np.array(run_units(lab, partial(compare_unit, intervention=intervention), list(items), engine,
+                               progress)).reshape(len(items), 2)  # (sentences, measures)
+    js, change = pairs[:, 0], pairs[:, 1]
     return dict(zip(MEASURES, (js, change)))
 
 
@@ -241,7 +265,7 @@ def compare_set(lab: Lab, lines: Sequence[str], intervention, progress: Progress
     chosen = settings or SetSettings()
     seed, max_sentences, resamples = chosen.seed, chosen.max_sentences, chosen.resamples
     items = items_of(lab, lines, seed, max_sentences)
-    values = compare_values(lab, items, intervention, progress)
+    values = compare_values(lab, items, intervention, progress, chosen.engine)
     return CompareSet({m: mean_interval(v, resamples, seed) for m, v in values.items()}, truncated_count(items))
 
 
@@ -265,7 +289,8 @@ def intervention_and_control(lab: Lab, lines: Sequence[str], intervention, contr
     chosen = settings or SetSettings()
     seed, resamples = chosen.seed, chosen.resamples
     items = items_of(lab, lines, seed, chosen.max_sentences)
-    a, b = compare_values(lab, items, intervention), compare_values(lab, items, control)
+    a, b = (compare_values(lab, items, intervention, engine=chosen.engine),
+            compare_values(lab, items, control, engine=chosen.engine))
     cut = truncated_count(items)
     differences = [Difference(f"{intervention.describe()} ({m})", f"{control.describe()} ({m})",
                               mean_interval(a[m] - b[m], resamples, seed)) for m in MEASURES]
@@ -274,21 +299,23 @@ def intervention_and_control(lab: Lab, lines: Sequence[str], intervention, contr
                                   differences)
 
 
-def patching_set(lab: Lab, pairs: Sequence[tuple[str, str, str, str]], resamples: int = 1000, seed: int = 0,
-                 progress: Progress | None = None) -> tuple[Effect, Effect]:
-    """Activation patching over minimal pairs (target, donor, correct, wrong): the mean change in
-    the logit difference per head (layers, heads) and per layer's residual stream, with intervals."""
+def patching_unit(lab: Lab, pair: tuple[str, str, str, str]) -> tuple[np.ndarray, np.ndarray]:
+    """One minimal pair (target, donor, correct, wrong) patched: the change in the logit difference per head
+    (layers, heads) and per layer's residual stream (layers,)."""
     from .sweeps import patching_sweep
 
+    result = patching_sweep(lab, *pair)
+    return result.heads, result.residual
+
+
+def patching_set(lab: Lab, pairs: Sequence[tuple[str, str, str, str]], resamples: int = 1000, seed: int = 0,
+                 progress: Progress | None = None, engine: Engine = LOCAL) -> tuple[Effect, Effect]:
+    """Activation patching over minimal pairs (target, donor, correct, wrong): the mean change in
+    the logit difference per head (layers, heads) and per layer's residual stream, with intervals."""
     if not pairs:
         raise InputError("no minimal pair to patch")
-    heads, residual = [], []
-    for row, (target, donor, correct, wrong) in enumerate(pairs):
-        result = patching_sweep(lab, target, donor, correct, wrong)
-        heads.append(result.heads)
-        residual.append(result.residual)
-        if progress is not None:
-            progress(row + 1, len(pairs))
+    results = run_units(lab, patching_unit, list(pairs), engine, progress)
+    heads, residual = [h for h, _ in results], [r for _, r in results]
     return mean_interval(np.stack(heads), resamples, seed), mean_interval(np.stack(residual), resamples, seed)
 
 

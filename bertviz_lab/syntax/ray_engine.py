@@ -9,71 +9,26 @@ driver scores no sentence. The driver adds the results up in the plan's order, s
 ``--engine local``'s.
 
 ``ray`` is an optional dependency (``pip install "bertviz-lab[ray]"`` or ``requirements-ray.txt``),
-imported only here and only when this engine is chosen.
+imported only when this engine is chosen; starting the cluster, the workers' checkpoint and Ray Data's
+quiet settings are ``engines.py``'s, shared with every other corpus command.
 """
 from __future__ import annotations
 
 import pickle
-import warnings
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..lab import InputError, Lab, null_model
+from ..engines import QUIET as QUIET  # re-exported: the settings head scoring's tests check
+from ..engines import WorkerCheckpoint, quiet_data_context, require_ray, start_ray, worker_checkpoint
+from ..engines import gpu_workers as gpu_workers
+from ..engines import weights_dtype as weights_dtype
+from ..lab import Lab, null_model
 from ..treebank import Sentence
 from .scoring import TreebankScores, collect, plan_batches
 
 BATCHES_PER_BLOCK = 2  # a Ray Data task per 2 batches: fewer per-task costs than 1, a shorter tail than 8
-
-
-def require_ray():
-    try:
-        import ray
-        import ray.data  # noqa: F401
-    except ImportError:
-        raise InputError('--engine ray needs Ray: pip install "ray[data]" (or pip install "bertviz-lab[ray]")') from None
-    return ray
-
-
-# Ray Data's own progress bars, log lines and statistics: our caller reports progress itself, and
-# on 2 cores they cost the driver and the workers about a second of CPU per job.
-QUIET = {"enable_progress_bars": False, "enable_operator_progress_bars": False, "enable_auto_log_stats": False,
-         "enable_stats_summary_collection": False}
-
-
-@contextmanager
-def quiet_data_context(ray) -> Iterator[None]:
-    """``QUIET`` on the process's DataContext for the job, then the caller's settings back."""
-    context = ray.data.DataContext.get_current()
-    saved = {name: getattr(context, name) for name in QUIET if hasattr(context, name)}
-    for name in saved:
-        setattr(context, name, QUIET[name])
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            setattr(context, name, value)
-
-
-def weights_dtype(lab: Lab) -> str | None:
-    """The driver's weight dtype by name ("float16", ...); None for float32, every device's default."""
-    name = str(next(lab.model.parameters()).dtype).removeprefix("torch.")
-    return None if name == "float32" else name
-
-
-def gpu_workers(ray, workers: int) -> int:
-    """Each GPU worker holds a whole GPU, and Ray Data waits for the whole pool before it starts:
-    more workers than GPUs would wait forever."""
-    available = int(ray.cluster_resources().get("GPU", 0))
-    if available < 1:
-        raise InputError("--device cuda on the Ray engine needs GPUs in the Ray cluster, and it has none "
-                         "(use --device cpu, or start the cluster on GPU machines)")
-    if workers > available:
-        warnings.warn(f"--workers {workers} on {available} GPU(s): using {available} worker(s), one per GPU",
-                      stacklevel=3)
-    return min(workers, available)
 
 
 @dataclass(frozen=True)
@@ -101,29 +56,14 @@ class RayCluster:
     allow_pickle: bool = False  # the workers load the checkpoint as the driver did
 
 
-@dataclass(frozen=True)
-class WorkerCheckpoint:
-    """The checkpoint as each worker loads it: the driver's checkpoint, MLM head and dtype on the
-    worker's own device (a worker's GPU is always ``cuda``)."""
-
-    checkpoint: str
-    mlm_head: str | None
-    device: str = "cpu"
-    dtype: str | None = None
-    allow_pickle: bool = False
-
-
 class BatchScorer:
     """A Ray actor: one loaded checkpoint (and, with ``null_seeds``, its random-weights null models), many batches."""
 
     def __init__(self, checkpoint: WorkerCheckpoint, scoring: RayScoring, threads: int) -> None:
         import torch
 
-        from ..lab import load
-
         torch.set_num_threads(threads)
-        lab = load(checkpoint.checkpoint, device=checkpoint.device, mlm_head=checkpoint.mlm_head,
-                   dtype=checkpoint.dtype, allow_pickle=checkpoint.allow_pickle)
+        lab = checkpoint.load()
         self.labs = {-1: lab, **{seed: null_model(lab, seed) for seed in scoring.null_seeds}}  # -1: the checkpoint
         self.score_source, self.trees = scoring.source, scoring.trees
 
@@ -167,17 +107,10 @@ def score_treebanks_ray(lab: Lab, treebanks: Sequence[Sequence[Sentence]], scori
              for t, plan in enumerate(plans) for k, batch in reversed(list(enumerate(plan.batches))) for null in models]
     if not items:
         return
-    if not ray.is_initialized():
-        # a cluster of our own: its workers are the job (the driver scores nothing), so they run at the
-        # driver's priority, not Ray's default niceness 15, which starves them on a busy machine
-        options = ({"address": cluster.address} if cluster.address else
-                   {"num_cpus": cluster.workers, "_system_config": {"worker_niceness": 0}})
-        ray.init(include_dashboard=False, ignore_reinit_error=True, log_to_driver=False, configure_logging=False,
-                 **options)
+    start_ray(ray, cluster.address, cluster.workers)
     gpus = 1 if cluster.device.startswith("cuda") else 0
     workers = gpu_workers(ray, cluster.workers) if gpus else cluster.workers
-    checkpoint = WorkerCheckpoint(lab.checkpoint_id, lab.checkpoint.head_origin, "cuda" if gpus else cluster.device,
-                                  weights_dtype(lab), cluster.allow_pickle)  # a worker sees its own GPU as cuda
+    checkpoint = worker_checkpoint(lab, "cuda" if gpus else cluster.device, cluster.allow_pickle)  # a worker's GPU is cuda
     blocks = max(1, -(-len(items) // BATCHES_PER_BLOCK))
     done = dict.fromkeys(range(len(plans)), 0)
     with quiet_data_context(ray):

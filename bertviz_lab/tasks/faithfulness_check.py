@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ..engines import LOCAL, Engine
 from ..interventions.faithfulness import FaithfulnessResult, FaithfulnessSettings, faithfulness
 from ..lab import Lab
 from ..resources import DEFAULT_MLM_HEAD
@@ -23,6 +24,7 @@ class FaithfulnessRequest:
     text_file: str | None = None
     settings: FaithfulnessSettings = field(default_factory=FaithfulnessSettings)
     resamples: int = 1000  # bootstrap resamples of the intervals
+    engine: Engine = LOCAL  # where the sentences run (local or Ray): the same records either way
 
     def lines(self) -> list[str]:
         return read_lines(self.text_file) if self.text_file else heldout_lines()
@@ -42,4 +44,5 @@ class FaithfulnessRecord:
 def faithfulness_check(request: FaithfulnessRequest, lab: Lab,
                        progress: Callable[[int, int], None] | None = None) -> FaithfulnessRecord:
     """Every ranking scored on the request's lines (``progress(done, total)`` per sentence)."""
-    return FaithfulnessRecord(faithfulness(lab, request.lines(), request.settings, progress=progress), request)
+    return FaithfulnessRecord(faithfulness(lab, request.lines(), request.settings, progress=progress,
+                                                    engine=request.engine), request)

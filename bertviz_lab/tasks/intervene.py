@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..engines import LOCAL, Engine
 from ..interventions import REGISTRY, compare, make_intervention
 from ..interventions.compare import Comparison
 from ..interventions.kinds import Intervention
@@ -91,6 +92,7 @@ class InterveneSetRequest:
     spec: InterventionSpec
     seed: int = 0
     max_sentences: int | None = 500
+    engine: Engine = LOCAL  # where the sentences run (local or Ray): the same records either way
 
 
 @dataclass(frozen=True)
@@ -111,5 +113,6 @@ def intervene_set(request: InterveneSetRequest, lab: Lab, reference: Reference |
         raise InputError("mask and hide interventions need picked tokens; over a set, choose another intervention")
     intervention = request.spec.build(lab, (), reference)
     effects = compare_set(lab, list(request.lines), intervention, progress,
-                          SetSettings(seed=request.seed, max_sentences=request.max_sentences))
+                          SetSettings(seed=request.seed, max_sentences=request.max_sentences,
+                                      engine=request.engine))
     return InterveneSetRecord(effects, intervention, weights_of(lab))
