@@ -21,11 +21,13 @@ import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
+from itertools import accumulate
 from typing import Any, TypeVar
 
 import numpy as np
 
-from .lab import InputError, Lab, load, null_model
+from .lab import Encoded, InputError, Lab, load, null_model
 
 Unit = TypeVar("Unit")
 Work = Callable[[Lab, Any], Any]  # a module-level function (Ray ships it to the workers by reference)
@@ -97,6 +99,37 @@ def run_units(lab: Lab, work: Work, units: Sequence[Any], engine: Engine = LOCAL
                 progress(done, len(units))
         return out
     return _run_on_ray(lab, work, units, engine, progress, times)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What each batch of ``map_by_length`` reads: the hook points it captures, and ``extract(lab, cache,
+    encs)``, which turns the batch's cache into one result per input (on the worker: only results travel)."""
+
+    capture: tuple[str, ...]
+    extract: Callable
+
+
+def _length_batch(lab: Lab, encs: Sequence[Encoded], reading: Reading) -> list:
+    _, cache = lab.run(lab.batch_tensors(list(encs)), capture=reading.capture, compute_mlm=False)
+    return reading.extract(lab, cache, encs)
+
+
+def map_by_length(lab: Lab, encoded: Sequence[Encoded], reading: Reading, batch_size: int = 32,
+                  engine: Engine = LOCAL, progress: Callable[[int, int], None] | None = None) -> list:
+    """``Lab.runs_by_length`` as units: the inputs in batches of like lengths (the same batches on every
+    engine), each run once, MLM head off, and read by ``reading``. One result per input, in the inputs'
+    order; ``progress(done, total)`` counts inputs."""
+    order = sorted(range(len(encoded)), key=lambda i: len(encoded[i].ids))
+    batches = [order[start:start + batch_size] for start in range(0, len(order), batch_size)]
+    done = [0, *accumulate(len(rows) for rows in batches)]
+    results = run_units(lab, partial(_length_batch, reading=reading), [[encoded[i] for i in rows] for rows in batches],
+                        engine, progress and (lambda k, _: progress(done[k], len(encoded))))
+    out: list = [None] * len(encoded)
+    for rows, batch in zip(batches, results):
+        for i, result in zip(rows, batch):
+            out[i] = result
+    return out
 
 
 # ---- Ray: shared with syntax/ray_engine.py -----------------------------------------------------------

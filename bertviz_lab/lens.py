@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -21,6 +22,7 @@ import torch
 
 from .bert import layer_hook
 from .bert.encoder.hook_table import SCORE_TERMS, every_layer, hook_name, score_query_key
+from .engines import LOCAL, Engine, Reading, map_by_length
 from .lab import Analysis, Encoded, InputError, Lab
 
 
@@ -103,11 +105,12 @@ def queries_and_keys_of(model, input_ids: torch.Tensor, token_type_ids: torch.Te
     return _stacked(model, run.cache, layers)
 
 
-def head_vectors(lab: Lab, texts: Sequence[str], layer: int, head: int, batch_size: int = 32
+def head_vectors(lab: Lab, texts: Sequence[str], layer: int, head: int, batch_size: int = 32, engine: Engine = LOCAL
                  ) -> tuple[np.ndarray, np.ndarray, list[dict]]:
     """One head's queries and keys over sentences (layer and head 0-based): (points, head_dim) each,
-    and one record per point (sentence, position, token, segment, value_norm), the same for queries and keys."""
-    return head_vectors_encoded(lab, [lab.encode(t, truncate=True) for t in texts], layer, head, batch_size)
+    and one record per point (sentence, position, token, segment, value_norm), the same for queries and keys.
+    Batches of like lengths are the units on ``engine`` (local or Ray)."""
+    return head_vectors_encoded(lab, [lab.encode(t, truncate=True) for t in texts], layer, head, batch_size, engine)
 
 
 def head_vectors_of_sentences(lab: Lab, sentences: Sequence[Any], layer: int, head: int, batch_size: int = 32
@@ -129,23 +132,24 @@ def head_vectors_of_sentences(lab: Lab, sentences: Sequence[Any], layer: int, he
     return queries, keys, points
 
 
-def head_vectors_encoded(lab: Lab, encoded: Sequence[Encoded], layer: int, head: int, batch_size: int = 32
-                         ) -> tuple[np.ndarray, np.ndarray, list[dict]]:
+def _head_rows(lab: Lab, cache: dict, encs: Sequence[Encoded], names: tuple[str, ...], head: int) -> list:
+    q, k, v = (cache[n][:, head].float().cpu() for n in names)  # each (batch, t, d)
+    norms = v.norm(dim=-1)  # (batch, t): the value vector's size, what the head can pass on (Kobayashi 2020)
+    return [(q[row, :len(enc.ids)].numpy(), k[row, :len(enc.ids)].numpy(), norms[row, :len(enc.ids)].numpy())
+            for row, enc in enumerate(encs)]
+
+
+def head_vectors_encoded(lab: Lab, encoded: Sequence[Encoded], layer: int, head: int, batch_size: int = 32,
+                         engine: Engine = LOCAL) -> tuple[np.ndarray, np.ndarray, list[dict]]:
     if not (0 <= layer < lab.n_layers and 0 <= head < lab.n_heads):
         raise InputError(f"layer {layer + 1}, head {head + 1}: the model has {lab.n_layers} layers and "
                          f"{lab.n_heads} heads (1-based)")
     if not encoded:
         raise InputError("no sentence to embed")
-    names = [hook_name(n, layer) for n in (*score_query_key(lab.model.hook_names), "v")]
-    found: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-    for rows, cache in lab.runs_by_length(encoded, names, batch_size):
-        q, k, v = (cache[n][:, head].float().cpu() for n in names)  # each (batch, t, d)
-        norms = v.norm(dim=-1)  # (batch, t): the value vector's size, what the head can pass on (Kobayashi 2020)
-        for row, i in enumerate(rows):
-            n = len(encoded[i].ids)
-            found[i] = (q[row, :n].numpy(), k[row, :n].numpy(), norms[row, :n].numpy())
+    names = tuple(hook_name(n, layer) for n in (*score_query_key(lab.model.hook_names), "v"))
+    found = map_by_length(lab, encoded, Reading(names, partial(_head_rows, names=names, head=head)), batch_size, engine)
     queries, keys, points = [], [], []
-    for i, enc in enumerate(encoded):  # back in the sentences' order
+    for i, enc in enumerate(encoded):  # in the sentences' order
         queries.append(found[i][0])
         keys.append(found[i][1])
         points += [{"sentence": i, "position": p, "token": tok, "segment": int(enc.segment_ids[p]),
@@ -153,17 +157,18 @@ def head_vectors_encoded(lab: Lab, encoded: Sequence[Encoded], layer: int, head:
     return np.concatenate(queries), np.concatenate(keys), points
 
 
-def sentence_attentions(lab: Lab, texts: Sequence[str], batch_size: int = 32) -> list[np.ndarray]:
+def _attention_rows(lab: Lab, cache: dict, encs: Sequence[Encoded]) -> list[np.ndarray]:
+    attention = lab.attention_of(cache).float().cpu().numpy()  # (batch, layers, heads, query, key)
+    return [attention[row, :, :, :len(enc.ids), :len(enc.ids)] for row, enc in enumerate(encs)]
+
+
+def sentence_attentions(lab: Lab, texts: Sequence[str], batch_size: int = 32, engine: Engine = LOCAL
+                        ) -> list[np.ndarray]:
     """Each text's (layers, heads, tokens, tokens) attention, from batched forward passes (patterns only):
-    what ``lab.analyze(text).attention`` holds, without the MLM head and one pass per text."""
+    what ``lab.analyze(text).attention`` holds, without the MLM head and one pass per text; batches of like
+    lengths are the units on ``engine``."""
     encoded = [lab.encode(t, truncate=True) for t in texts]
-    out: dict[int, np.ndarray] = {}
-    for rows, cache in lab.runs_by_length(encoded, (every_layer("pattern"),), batch_size):
-        attention = lab.attention_of(cache).float().cpu().numpy()  # (batch, layers, heads, query, key)
-        for row, i in enumerate(rows):
-            n = len(encoded[i].ids)
-            out[i] = attention[row, :, :, :n, :n]
-    return [out[i] for i in range(len(texts))]
+    return map_by_length(lab, encoded, Reading((every_layer("pattern"),), _attention_rows), batch_size, engine)
 
 
 @dataclass

@@ -25,12 +25,15 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
+from itertools import accumulate
 from pathlib import Path
 
 import numpy as np
 
 from .bert.encoder.hook_table import hidden_state_names
 from .bert.encoder.model import layer_hook
+from .engines import LOCAL, Engine, run_units
 from .lab import Encoded, InputError, Lab
 from .naming import SPECIAL_TOKENS
 from .treebank import Sentence
@@ -121,12 +124,22 @@ def layer_vectors(lab: Lab, cache: dict, kind: str) -> np.ndarray:
     return np.stack([np.zeros_like(layers[0])] + layers)
 
 
+def index_batch(lab: Lab, encs: Sequence[Encoded], kind: str) -> list[np.ndarray]:
+    """One batch of encoded sentences run once: each sentence's unit vectors of its non-special tokens,
+    (layers + 1, tokens kept, hidden); a unit of work for ``engines.run_units``."""
+    _, cache = lab.run(lab.batch_tensors(list(encs)), capture=hook_names(lab, kind), compute_mlm=False)
+    vectors = layer_vectors(lab, cache, kind)  # (layers + 1, batch, tokens, hidden)
+    return [vectors[:, row, [i for i, t in enumerate(enc.tokens) if t not in SPECIAL_TOKENS]]
+            for row, enc in enumerate(encs)]
+
+
 def build_index(lab: Lab, sentences: Sequence[Sentence], kind: str = "embeddings", batch_size: int = 32,
-                progress: Callable[[int, int], None] | None = None) -> TokenIndex:
+                progress: Callable[[int, int], None] | None = None, engine: Engine = LOCAL) -> TokenIndex:
     """Index every non-special token of ``sentences`` (treebank sentences: their words, UPOS and
     relations label each piece); sentences longer than the model takes are skipped.
-    ``progress(done, total)`` is told the sentences indexed of those kept (0 before the first batch)."""
-    names = hook_names(lab, kind)
+    ``progress(done, total)`` is told the sentences indexed of those kept (0 before the first batch).
+    Each batch is a unit on ``engine`` (local or Ray): the same batches, so the same vectors, either way."""
+    hook_names(lab, kind)  # an unknown kind is refused before any work
     usable = []
     for s in sentences:
         enc = lab.encode_words(s.words)
@@ -134,25 +147,20 @@ def build_index(lab: Lab, sentences: Sequence[Sentence], kind: str = "embeddings
             usable.append((s, enc))
     if not usable:
         raise InputError("no sentence to index (each is empty or longer than the model takes)")
+    batches = [usable[start:start + batch_size] for start in range(0, len(usable), batch_size)]
+    done = [0, *accumulate(len(batch) for batch in batches)]  # sentences indexed after each batch
+    per_batch = run_units(lab, partial(index_batch, kind=kind), [[enc for _, enc in batch] for batch in batches],
+                          engine, progress and (lambda k, _: progress(done[k], len(usable))))
     chunks, records, shown = [], [], []
-    if progress is not None:
-        progress(0, len(usable))  # the work is known: a caller's clock starts on the first batch
-    for start in range(0, len(usable), batch_size):
-        batch = usable[start:start + batch_size]
-        _, cache = lab.run(lab.batch_tensors([enc for _, enc in batch]), capture=names, compute_mlm=False)
-        vectors = layer_vectors(lab, cache, kind)  # (layers + 1, batch, tokens, hidden)
-        for row, (s, enc) in enumerate(batch):
-            index = len(shown)
-            shown.append(list(enc.tokens))
-            keep = [i for i, t in enumerate(enc.tokens) if t not in SPECIAL_TOKENS]
-            chunks.append(vectors[:, row, keep])
-            for i in keep:
-                w = enc.word_ids[i]
-                records.append({"sentence": index, "position": i, "token": enc.tokens[i], "word": w,
-                                "upos": s.upos[w] if w is not None and s.upos else "_",
-                                "deprel": s.relations[w] if w is not None else "_"})
-        if progress is not None:
-            progress(min(start + batch_size, len(usable)), len(usable))
+    for (s, enc), vectors in zip(usable, (v for batch in per_batch for v in batch)):
+        index = len(shown)
+        shown.append(list(enc.tokens))
+        chunks.append(vectors)
+        for i in (i for i, t in enumerate(enc.tokens) if t not in SPECIAL_TOKENS):
+            w = enc.word_ids[i]
+            records.append({"sentence": index, "position": i, "token": enc.tokens[i], "word": w,
+                            "upos": s.upos[w] if w is not None and s.upos else "_",
+                            "deprel": s.relations[w] if w is not None else "_"})
     return TokenIndex(lab.checkpoint_info().describe(), lab.checkpoint_id, kind, np.concatenate(chunks, axis=1), records,
                       shown, lab.n_heads)
 

@@ -15,7 +15,8 @@ TIERS = [
     {"naming", "resources", "inline", "conclusions"},
     {"bert"},
     {"lab"},
-    {"attention", "export", "sentences", "treebank", "lens", "engines"},
+    {"engines"},  # where a corpus command's units run (local or Ray)
+    {"attention", "export", "sentences", "treebank", "lens"},
     {"interventions", "syntax", "mlm", "neighbours"},
     {"sentiment"},  # reuses mlm/train.py's resumable legs
     {"figures"},

@@ -58,7 +58,8 @@ def both_engines(capsys, argv: list[str]) -> tuple[dict, dict]:
     """The command's JSON on the local engine and on Ray with two workers."""
     replies = []
     for engine in ("local", "ray"):
-        assert main([*argv, "--json", "--engine", engine, "--workers", "2"]) == 0
+        command = [a.replace("{engine}", engine) for a in argv]  # an --out folder of each engine's own
+        assert main([*command, "--json", "--engine", engine, "--workers", "2"]) == 0
         replies.append(json.loads(capsys.readouterr().out))
     return replies[0], replies[1]
 
@@ -103,3 +104,46 @@ def test_patching_over_a_pairs_file_on_ray_equals_local(ray_instance, tiny_lab, 
     local, remote = both_engines(capsys, ["patch", "--model", tiny_lab.checkpoint_id, "--device", "cpu",
                                           "--pairs-file", str(pairs)])
     assert local == remote and local["pairs"] == 3
+
+
+@pytest.mark.timeout(300)
+def test_an_index_built_on_ray_equals_the_local_one(ray_instance, tiny_lab, tmp_path, capsys):
+    import numpy as np
+
+    from bertviz_lab.treebank import SAMPLE_TREEBANK
+
+    local, remote = ({**reply, "out": None} for reply in both_engines(capsys, [
+        "index", "--model", tiny_lab.checkpoint_id, "--device", "cpu", "--conllu", str(SAMPLE_TREEBANK),
+        "--kind", "contexts", "--out", str(tmp_path / "{engine}")]))
+    assert local == remote and local["sentences"] > 20
+    np.testing.assert_array_equal(np.load(tmp_path / "local" / "vectors.npy"), np.load(tmp_path / "ray" / "vectors.npy"))
+    assert (tmp_path / "local" / "index.json").read_text() == (tmp_path / "ray" / "index.json").read_text()
+
+
+@pytest.mark.timeout(300)
+def test_eval_mlm_and_qk_space_over_sets_on_ray_equal_local(ray_instance, tiny_lab, tmp_path, capsys):
+    lines = tmp_path / "lines.txt"
+    lines.write_text(SET_LINES * 30)  # 150 sentences: several batches of 64
+    common = ["--model", tiny_lab.checkpoint_id, "--device", "cpu", "--text-file", str(lines)]
+    local, remote = both_engines(capsys, ["eval-mlm", *common, "--max-sentences", "150"])
+    assert local == remote and local["n"] == 150
+    local, remote = both_engines(capsys, ["qk-space", *common, "--layer", "2", "--head", "3", "--similarity"])
+    assert local == remote and len(local["points"]) > 100
+
+
+@pytest.mark.timeout(300)
+def test_structural_probe_features_on_ray_equal_local(ray_instance, tiny_lab, tmp_path, capsys):
+    import pandas as pd
+
+    from bertviz_lab.treebank import SAMPLE_TREEBANK
+
+    local, remote = both_engines(capsys, [
+        "structural-probe", "--model", tiny_lab.checkpoint_id, "--device", "cpu", "--train", str(SAMPLE_TREEBANK),
+        "--treebank", str(SAMPLE_TREEBANK), "--epochs", "2", "--resamples", "20", "--min-arcs", "5",
+        "--out", str(tmp_path / "{engine}")])
+    drop = ("out", "seconds", "files")
+    assert {k: v for k, v in local.items() if k not in drop} == {k: v for k, v in remote.items() if k not in drop}
+    tables = [pd.read_csv(tmp_path / engine / "probe_scores.csv").drop(columns="train_seconds")
+              for engine in ("local", "ray")]
+    pd.testing.assert_frame_equal(*tables, check_exact=True)
+    assert len(tables[0]) > 10

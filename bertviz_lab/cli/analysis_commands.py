@@ -10,7 +10,15 @@ from pathlib import Path
 
 from ..attention.sources import source_names
 from ..lab import Analysis, InputError
-from .options import add_model_options, command, emit, lab_from_args, positive_int
+from .options import (
+    add_engine_options,
+    add_model_options,
+    command,
+    emit,
+    engine_from_args,
+    lab_from_args,
+    positive_int,
+)
 
 EXAMPLES = {
     "analyze": ['bertviz-lab analyze "The [MASK] sat on the mat." --json',
@@ -158,6 +166,7 @@ def add_qk_space(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--similarity", action="store_true",
                    help="add the heads x heads Jensen-Shannon divergence of their attention over the sentences")
     add_model_options(p, needs_mlm_head=False)
+    add_engine_options(p, "batches of --text-file's sentences")
     p.set_defaults(func=run_qk_space)
 
 
@@ -170,7 +179,8 @@ def run_qk_space(args: argparse.Namespace) -> int:
         raise InputError("give one sentence or --text-file (one of the two)")
     texts = [args.text] if args.text is not None else read_lines(args.text_file)[:args.max_sentences]
     lab = lab_from_args(args)
-    queries, keys, points = head_vectors(lab, texts, args.layer - 1, args.head - 1)
+    engine = engine_from_args(args)
+    queries, keys, points = head_vectors(lab, texts, args.layer - 1, args.head - 1, engine=engine)
     coords = joint_embedding(queries, keys, args.method)  # (2 * points, 2): queries first, then keys
     out: dict = {"model": lab.checkpoint_info().describe(), "layer": args.layer, "head": args.head,
                  "method": args.method, "sentences": len(texts),
@@ -178,7 +188,7 @@ def run_qk_space(args: argparse.Namespace) -> int:
                             (("query", coords[:len(points)]), ("key", coords[len(points):]))
                             for p, (x, y) in zip(points, rows)]}
     if args.similarity:
-        out["head_similarity"] = head_similarity(sentence_attentions(lab, texts)).round(5).tolist()
+        out["head_similarity"] = head_similarity(sentence_attentions(lab, texts, engine=engine)).round(5).tolist()
     return emit(args, out, qk_summary(out, lab.n_heads))
 
 

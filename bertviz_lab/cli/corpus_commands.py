@@ -9,10 +9,12 @@ from pathlib import Path
 from ..lab import InputError
 from .options import (
     WorkBar,
+    add_engine_options,
     add_model_options,
     chosen_checkpoint,
     command,
     emit,
+    engine_from_args,
     head_list,
     lab_from_args,
     positive_int,
@@ -49,6 +51,7 @@ def add_index(sub: argparse._SubParsersAction) -> None:
                    help="hidden states after each layer, or the heads' outputs (exBERT's two searches)")
     p.add_argument("--max-sentences", type=positive_int, default=None)
     add_model_options(p, needs_mlm_head=False)
+    add_engine_options(p, "batches of sentences")
     p.set_defaults(func=run_index)
 
 
@@ -63,7 +66,7 @@ def run_index(args: argparse.Namespace) -> int:
     layers = lab.n_layers + (args.kind == "embeddings")  # contexts have no layer 0 (the embeddings have no heads)
     with WorkBar("index", "sentence", lambda n: f"{n:,} sentences through the model, every token's {args.kind} at "
                                                 f"{layers} layers", "batch") as bar:
-        index = build_index(lab, sentences, args.kind, progress=bar)
+        index = build_index(lab, sentences, args.kind, progress=bar, engine=engine_from_args(args))
     index.save(args.out)
     record = index_record(index, args.out)
     return emit(args, record, [f"indexed {record['tokens']:,} tokens of {record['sentences']:,} sentences "

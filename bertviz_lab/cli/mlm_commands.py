@@ -10,7 +10,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..lab import InputError
-from .options import add_model_options, chosen_checkpoint, command, emit, lab_from_args, positive_int, seed, share
+from .options import (
+    add_engine_options,
+    add_model_options,
+    chosen_checkpoint,
+    command,
+    emit,
+    engine_from_args,
+    lab_from_args,
+    positive_int,
+    seed,
+    share,
+)
 
 EXAMPLES = {
     "eval-mlm": ["bertviz-lab eval-mlm --teaching", "bertviz-lab eval-mlm --text-file sentences.txt --json"],
@@ -50,11 +61,12 @@ def add_eval(sub: argparse._SubParsersAction) -> None:
                    help="score the teaching set (assets/teaching_cloze.tsv, or this file): sentences with an "
                         "accepted answer at top 1 / in the top 5")
     add_scoring_options(p, "--max-sentences", 64)
+    add_engine_options(p, "batches of sentences")
     p.set_defaults(func=run_eval)
 
 
 def run_eval(args: argparse.Namespace) -> int:
-    from ..mlm.evaluate import evaluate
+    from ..mlm.evaluate import Batching, evaluate
     from ..sentences import read_lines
 
     if (args.text_file is None) == (args.teaching is None):
@@ -71,7 +83,7 @@ def run_eval(args: argparse.Namespace) -> int:
         result = score_teaching_file(lab, None if args.teaching == "shipped" else Path(args.teaching))
         return emit(args, {**result, "model": weights}, teaching_summary(result, weights))
     scores = evaluate(lab, read_lines(args.text_file), seed=args.seed, max_sentences=args.max_sentences,
-                      batch_size=args.batch_size, progress=sys.stderr.isatty())
+                      progress=sys.stderr.isatty(), batching=Batching(args.batch_size, engine_from_args(args)))
     if not scores["n"]:
         raise InputError(f"{args.text_file} has no line with a whole word to mask; nothing was scored")
     rows = (("all", scores), ("function words", scores["function_words"]), ("content words", scores["content_words"]))

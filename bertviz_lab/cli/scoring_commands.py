@@ -11,10 +11,12 @@ from pathlib import Path
 from ..attention.sources import source_names
 from .options import (
     WorkBar,
+    add_engine_options,
     add_model_options,
     command,
     count,
     emit,
+    engine_from_args,
     lab_from_args,
     open_share,
     positive_int,
@@ -49,10 +51,7 @@ def add_score_heads(sub: argparse._SubParsersAction) -> None:
                         "are listed in report.html), uuas.csv, report.html (one treebank and "
                         "model); for a job: scores.csv, best_heads.csv, agreement.csv, report.html and pairs/ "
                         "(finished pairs are skipped when the job runs again)")
-    p.add_argument("--engine", choices=("local", "ray"), default="local",
-                   help="local: batched on this machine; ray: Ray Data workers score batches and send back counts")
-    p.add_argument("--ray-address", default=None, help="an existing Ray cluster (default: start one on this machine)")
-    p.add_argument("--workers", type=positive_int, default=2, help="Ray workers (one checkpoint loaded in each)")
+    add_engine_options(p, "batches of sentences, scored on the workers (only counts come back)")
     p.add_argument("--batch-size", type=positive_int, default=32)
     p.add_argument("--max-sentences", type=positive_int, default=None)
     p.add_argument("--max-length", type=positive_int, default=None, help="skip sentences longer than this (tokens)")
@@ -193,6 +192,7 @@ def add_structure(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--perturbed-masking", action="store_true",
                    help="also Perturbed Masking's parameter-free trees per layer (Wu et al. 2020) in the comparison")
     add_model_options(p, needs_mlm_head=False)
+    add_engine_options(p, "batches of sentences (their word vectors)")
     p.set_defaults(func=run_structure)
 
 
@@ -203,7 +203,8 @@ def run_structure(args: argparse.Namespace) -> int:
 
     settings = StructureSettings(resamples=args.resamples, seed=args.seed, kinds=tuple(args.kinds),
                                  null=not args.no_null_model, epochs=args.epochs,
-                                 perturbed_masking=args.perturbed_masking, control=not args.no_control)
+                                 perturbed_masking=args.perturbed_masking, control=not args.no_control,
+                                 engine=engine_from_args(args))
     request = StructureRequest(args.treebank, args.train, args.probes, args.stop, settings, args.min_arcs,
                                args.max_sentences, args.max_train_sentences)
     treebanks = treebanks_of(request)  # a bad file fails before the model loads

@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from dataclasses import dataclass
+from itertools import accumulate
 
 import torch
 from tqdm import tqdm
 
+from ..engines import LOCAL, Engine, run_units
 from ..lab import Lab
 from ..sentences import masked_items
 
@@ -50,30 +53,46 @@ def accuracy_of(hits1: list[bool], hits5: list[bool]) -> dict:
             "top1_ci": wilson_interval(sum(hits1), n), "top5_ci": wilson_interval(sum(hits5), n)}
 
 
+@dataclass(frozen=True)
+class Batching:
+    """How the sentences are run: ``batch_size`` per forward pass (one unit each) on ``engine``."""
+
+    batch_size: int = 64
+    engine: Engine = LOCAL
+
+
+def evaluate_batch(lab: Lab, chunk: list) -> list[tuple[bool, bool, bool]]:
+    """One batch of (enc, masked position, gold id): per sentence (top-1 hit, top-5 hit, gold is a function
+    word); a unit of work for ``engines.run_units``."""
+    tensors = lab.batch_tensors([c[0] for c in chunk])
+    select = torch.zeros_like(tensors["input_ids"], dtype=torch.bool)
+    for row, (_, pos, _) in enumerate(chunk):
+        select[row, pos] = True
+    with torch.inference_mode():
+        logits = lab.model(**tensors, mlm_positions=select).mlm_logits  # (batch, vocab), row order kept
+    best = torch.topk(logits.float(), 5, dim=-1).indices.cpu()
+    return [(bool(best[row, 0] == original), bool((best[row] == original).any()),
+             lab.tokenizer.id_to_token(int(original)) in FUNCTION_WORDS) for row, (_, _, original) in enumerate(chunk)]
+
+
 def evaluate(lab: Lab, lines: Iterable[str], seed: int = 0, max_sentences: int | None = None,
-             batch_size: int = 64, progress: bool = True) -> dict[str, float | int]:
+             progress: bool = True, batching: Batching = Batching()) -> dict[str, float | int]:
+    """Top-1 and top-5 accuracy (Wilson intervals) on one seeded masked whole word per line, split by
+    function and content words. Batches of similar length are the units on ``batching.engine`` (local or
+    Ray): the same batches, so the same hits, either way."""
     if not lab.model.has_mlm_head:
         raise ValueError(f"{lab.name} has no MLM head, so masked-word accuracy cannot be measured")
     items = masked_items(lab, lines, seed, max_sentences)
-    hits1, hits5, function = [False] * len(items), [False] * len(items), [False] * len(items)
     order = sorted(range(len(items)), key=lambda i: len(items[i][0].ids))  # less padding
+    size = batching.batch_size
+    batches = [order[start:start + size] for start in range(0, len(order), size)]
+    sizes = [0, *accumulate(len(rows) for rows in batches)]
     bar = tqdm(total=len(items), desc="eval-mlm", unit="sent", disable=not progress)
-    for start in range(0, len(order), batch_size):
-        rows = order[start:start + batch_size]
-        chunk = [items[i] for i in rows]
-        tensors = lab.batch_tensors([c[0] for c in chunk])
-        select = torch.zeros_like(tensors["input_ids"], dtype=torch.bool)
-        for row, (_, pos, _) in enumerate(chunk):
-            select[row, pos] = True
-        with torch.inference_mode():
-            logits = lab.model(**tensors, mlm_positions=select).mlm_logits  # (batch, vocab), row order kept
-        best = torch.topk(logits.float(), 5, dim=-1).indices.cpu()
-        for row, (i, (_, _, original)) in enumerate(zip(rows, chunk)):
-            hits1[i] = bool(best[row, 0] == original)
-            hits5[i] = bool((best[row] == original).any())
-            function[i] = lab.tokenizer.id_to_token(int(original)) in FUNCTION_WORDS
-        bar.update(len(chunk))
+    results = run_units(lab, evaluate_batch, [[items[i] for i in rows] for rows in batches], batching.engine,
+                        lambda k, _: bar.update(sizes[k] - bar.n))
     bar.close()
+    by_item = dict(zip((i for rows in batches for i in rows), (r for batch in results for r in batch)))
+    hits1, hits5, function = ([by_item[i][k] for i in range(len(items))] for k in range(3))
     split = {name: accuracy_of([h for h, f in zip(hits1, function) if f == want],
                                [h for h, f in zip(hits5, function) if f == want])
              for name, want in (("function_words", True), ("content_words", False))}

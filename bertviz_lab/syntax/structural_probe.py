@@ -40,7 +40,8 @@ from torch import nn
 
 from ..bert.encoder.hook_table import hidden_state_names
 from ..bert.runtime.budget import check_time
-from ..lab import Lab
+from ..engines import LOCAL, Engine, Reading, map_by_length
+from ..lab import Encoded, Lab
 from ..treebank import Sentence
 from .scoring import words_without_pieces
 from .trees import (
@@ -116,10 +117,30 @@ class ProbeData:
         return self.features[0].shape[0] if self.features else 0
 
 
+def word_vectors(lab: Lab, cache: dict, encs: Sequence[Encoded]) -> list[np.ndarray]:
+    """Each sentence of a batch: every layer's hidden state (0 = embeddings) per word, the mean of its pieces,
+    (layers + 1, words, hidden)."""
+    states = [cache[h] for h in hidden_state_names(lab.n_layers)]
+    project = lab.model.bert.embeddings_project  # ELECTRA's embedding_size -> hidden_size, else None
+    if project is not None:
+        with torch.inference_mode():
+            states[0] = project(states[0])  # the vectors block 1 reads
+    hidden = torch.stack(states, 1).float().cpu().numpy()  # (batch, layers+1, pos, d)
+    out = []
+    for row, enc in enumerate(encs):
+        word_ids = np.array([-1 if w is None else w for w in enc.word_ids])
+        n = int(word_ids.max()) + 1
+        pieces = (word_ids[None, :] == np.arange(n)[:, None]).astype(np.float32)  # (words, pos)
+        pieces /= pieces.sum(1, keepdims=True)
+        out.append(np.einsum("wp,lpd->lwd", pieces, hidden[row, :, :len(word_ids)]).astype(np.float32))
+    return out
+
+
 def word_features(lab: Lab, sentences: Sequence[Sentence], batch_size: int = 32, max_tokens: int | None = None,
-                  progress: Callable[[int, int], None] | None = None) -> ProbeData:
+                  progress: Callable[[int, int], None] | None = None, engine: Engine = LOCAL) -> ProbeData:
     """Every layer's hidden state (0 = embeddings) per treebank word, the mean of its pieces;
-    ``progress(done, total)`` is told the sentences done of those kept (0 before the first batch)."""
+    ``progress(done, total)`` is told the sentences done of those kept (0 before the first batch). Batches of
+    like lengths are the units on ``engine`` (local or Ray): the same batches, so the same vectors."""
     limit = min(max_tokens or lab.max_tokens, lab.max_tokens)
     kept, encoded, skipped = [], [], 0
     for index, sentence in enumerate(sentences):
@@ -129,26 +150,9 @@ def word_features(lab: Lab, sentences: Sequence[Sentence], batch_size: int = 32,
             continue
         kept.append(index)
         encoded.append(enc)
-    hooks = hidden_state_names(lab.n_layers)
-    project = lab.model.bert.embeddings_project  # ELECTRA's embedding_size -> hidden_size, else None
-    out: dict[int, np.ndarray] = {}
-    if progress is not None:
-        progress(0, len(encoded))  # the work is known: a caller's clock starts on the first batch
-    for rows, cache in lab.runs_by_length(encoded, hooks, batch_size):
-        states = [cache[h] for h in hooks]
-        if project is not None:
-            with torch.inference_mode():
-                states[0] = project(states[0])  # the vectors block 1 reads
-        hidden = torch.stack(states, 1).float().cpu().numpy()  # (batch, layers+1, pos, d)
-        for row, i in enumerate(rows):
-            word_ids = np.array([-1 if w is None else w for w in encoded[i].word_ids])
-            n = len(sentences[kept[i]].words)
-            pieces = (word_ids[None, :] == np.arange(n)[:, None]).astype(np.float32)  # (words, pos)
-            pieces /= pieces.sum(1, keepdims=True)
-            out[i] = np.einsum("wp,lpd->lwd", pieces, hidden[row, :, :len(word_ids)]).astype(np.float32)
-        if progress is not None:
-            progress(len(out), len(encoded))
-    return ProbeData([out[i] for i in range(len(encoded))], [sentences[i] for i in kept], kept, skipped)
+    reading = Reading(tuple(hidden_state_names(lab.n_layers)), word_vectors)
+    out = map_by_length(lab, encoded, reading, batch_size, engine, progress)
+    return ProbeData(out, [sentences[i] for i in kept], kept, skipped)
 
 
 def gold_of(kind: str, sentence: Sentence) -> np.ndarray:

@@ -27,6 +27,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from ..conclusions import verdict
+from ..engines import LOCAL, Engine
 from ..lab import CheckpointInfo, InputError, Lab, null_model
 from ..resources import SHIPPED_PROBES
 from ..treebank import Sentence
@@ -75,6 +76,7 @@ class StructureSettings:
     batch_size: int = 32  # sentences per forward pass of the encoder
     perturbed_masking: bool = False  # also the parameter-free trees of Perturbed Masking (Wu et al. 2020) per layer
     control: bool = True  # also the distance probe on Hewitt & Liang's control task, for selectivity (control_tasks.py)
+    engine: Engine = LOCAL  # where the word vectors are extracted (local or Ray): the same vectors either way
 
 
 def stop_split(sentences: Sequence[Sentence], fraction: float, seed: int) -> tuple[list[Sentence], list[Sentence]]:
@@ -358,7 +360,7 @@ def train_all(lab: Lab, train: Sequence[Sentence], stop: Sequence[Sentence], s: 
         say(f"{name}: word vectors of {len(train)} training and {len(stop)} stopping sentences")
         data = {}
         for part, sentences in (("training", train), ("stopping", stop)):
-            data[part] = word_features(model, sentences, s.batch_size,
+            data[part] = word_features(model, sentences, s.batch_size, engine=s.engine,
                                        progress=parts.of(work_part(f"word vectors of {part} sentences", name)))
             parts.finish(work_part(f"word vectors of {part} sentences", name))
         seconds[f"{name}/features"] = round(time.time() - started, 1)
@@ -448,10 +450,10 @@ def run_structure(lab: Lab, treebanks: StructureTreebanks, settings: StructureSe
     if trained is None:
         trained, seconds = train_all(lab, *training_split(treebanks, s), s, say, parts)
     say(f"scoring {len(evaluate)} sentences")
-    evals = {"model": word_features(lab, evaluate, s.batch_size,
+    evals = {"model": word_features(lab, evaluate, s.batch_size, engine=s.engine,
                                     progress=parts.of(work_part("word vectors of evaluated sentences")))}
     if any(k.startswith("null/") for k in trained):
-        evals["null"] = word_features(null_model(lab, s.seed), evaluate, s.batch_size,
+        evals["null"] = word_features(null_model(lab, s.seed), evaluate, s.batch_size, engine=s.engine,
                                       progress=parts.of(work_part("word vectors of evaluated sentences", "null")))
     data = evals["model"]
     if not data.sentences:
