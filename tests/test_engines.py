@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import test_naopc
 
 from bertviz_lab.cli import main
 from bertviz_lab.engines import LOCAL, Engine, UnitTimes, run_units, worker_checkpoint
@@ -147,3 +148,15 @@ def test_structural_probe_features_on_ray_equal_local(ray_instance, tiny_lab, tm
               for engine in ("local", "ray")]
     pd.testing.assert_frame_equal(*tables, check_exact=True)
     assert len(tables[0]) > 10
+
+
+classifier = test_naopc.random_classifier  # a fixture: a 2-layer classifier saved as a folder
+
+
+@pytest.mark.timeout(300)
+def test_the_naopc_protocol_on_ray_equals_local(ray_instance, classifier, tmp_path, capsys):
+    lines = tmp_path / "lines.txt"
+    lines.write_text("the cat sat\nthe dog ran to the park\na bird flew over the house\nshe saw it\n")
+    local, remote = both_engines(capsys, ["faithfulness", "--protocol", "naopc-sst2", "--model", str(classifier),
+                                          "--device", "cpu", "--text-file", str(lines), "--resamples", "50"])
+    assert local == remote and local["rankings"][0]["n"] == 4
