@@ -62,6 +62,9 @@ def both_engines(capsys, argv: list[str]) -> tuple[dict, dict]:
         command = [a.replace("{engine}", engine) for a in argv]  # an --out folder of each engine's own
         assert main([*command, "--json", "--engine", engine, "--workers", "2"]) == 0
         replies.append(json.loads(capsys.readouterr().out))
+    local, remote = (reply.pop("recipe") for reply in replies)
+    assert (local["engine"]["kind"], remote["engine"]["kind"]) == ("local", "ray")  # the recipe names its engine
+    assert {**local, "engine": None} == {**remote, "engine": None}
     return replies[0], replies[1]
 
 

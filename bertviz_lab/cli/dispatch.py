@@ -17,13 +17,14 @@ from . import (
     interventions_commands,
     mlm_commands,
     probing_commands,
+    recipe_commands,
     scoring_commands,
     twin_commands,
 )
 from .options import Parser
 
 FAMILIES = (analysis_commands, scoring_commands, probing_commands, explanation_commands, interventions_commands, corpus_commands,
-            mlm_commands, twin_commands)
+            mlm_commands, twin_commands, recipe_commands)
 EXAMPLES = {name: lines for family in FAMILIES for name, lines in family.EXAMPLES.items()}
 USER_ERRORS = (InputError, CheckpointError, DeviceError, FileNotFoundError, InterventionError, TreebankError,
                BudgetExceeded)

@@ -11,8 +11,9 @@ import json
 import sys
 import time
 from collections.abc import Callable, Iterable
+from pathlib import Path
 
-from ..lab import Lab, load
+from ..lab import InputError, Lab, load
 from ..tasks.weights import weights_for
 
 MODEL_RULE = ("Without --model, commands that need the masked-word or next-sentence head use 'default' and "
@@ -32,15 +33,24 @@ def command(sub: argparse._SubParsersAction, name: str, summary: str, examples: 
     lines = list(examples)
     p = sub.add_parser(name, help=summary, aliases=list(aliases), formatter_class=argparse.RawDescriptionHelpFormatter,
                        epilog="examples:\n" + "\n".join(f"  {line}" for line in lines))
-    p.add_argument("--json", action="store_true", help="print one JSON object instead of a short summary")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON object instead of a short summary (its \"recipe\" re-runs it: bertviz-lab run)")
+    p.set_defaults(action_name=name)
     return p
 
 
 def emit(args: argparse.Namespace, data: dict, summary: Iterable[str]) -> int:
     """The one way a command prints its result: ``data`` as one JSON line with --json, else the
-    ``summary`` lines (a generator is only run when the summary is printed). Exit status 0."""
+    ``summary`` lines (a generator is only run when the summary is printed). Exit status 0. Every record
+    carries the recipe that made it: under "recipe" in the JSON, and as recipe.json in an --out folder."""
+    from .recipe_of_args import recipe_of
+
+    recipe = recipe_of(args)
+    out = getattr(args, "out", None)
+    if recipe is not None and out is not None and Path(out).is_dir():
+        (Path(out) / "recipe.json").write_text(recipe.text() + "\n", encoding="utf-8")
     if args.json:
-        print(json.dumps(data))
+        print(json.dumps({**data, "recipe": recipe.to_json()} if recipe is not None else data))
     else:
         for line in summary:
             print(line)
@@ -66,6 +76,8 @@ def add_model_options(p: argparse.ArgumentParser, needs_mlm_head: bool, repeatab
                         f"{chosen})")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps (default: auto)")
     p.set_defaults(needs_mlm_head=needs_mlm_head)
+    p.add_argument("--weights-sha256", default=None, metavar="HEX",
+                   help="refuse to run unless the loaded weights have this SHA-256 (what a recipe records)")
     if loading:
         p.add_argument("--dtype", default=None, help="float32 (default), float16 or bfloat16 (GPU only)")
         p.add_argument("--allow-pickle", action="store_true", help="allow loading pytorch_model.bin pickles")
@@ -90,9 +102,17 @@ def engine_from_args(args: argparse.Namespace):
 
 
 def lab_from_args(args: argparse.Namespace, checkpoint: str | None = None) -> Lab:
-    """Load ``checkpoint`` (default: the one ``chosen_checkpoint`` picks) with --device/--dtype/--allow-pickle."""
-    return load(checkpoint or chosen_checkpoint(args), device=args.device, dtype=args.dtype,
-                allow_pickle=args.allow_pickle)
+    """Load ``checkpoint`` (default: the one ``chosen_checkpoint`` picks) with --device/--dtype/--allow-pickle;
+    with --weights-sha256, refuse other weights. The weights are remembered for the record's recipe."""
+    lab = load(checkpoint or chosen_checkpoint(args), device=args.device, dtype=args.dtype,
+               allow_pickle=args.allow_pickle)
+    info = lab.checkpoint_info()
+    expected = getattr(args, "weights_sha256", None)
+    if expected and info.sha256 != expected.lower():
+        raise InputError(f"the weights of {info.checkpoint!r} have SHA-256 {info.sha256[:12]}…, not "
+                         f"{expected[:12]}… (--weights-sha256, or a recipe's checkpoint): these are other weights")
+    args.loaded_checkpoint = info
+    return lab
 
 
 # ---- number parsers (argparse types: a bad value is refused with one sentence) ----------------
