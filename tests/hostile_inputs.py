@@ -35,6 +35,8 @@ BAD_INPUTS = [
     ("score_heads", ("upload", None, False, False), "upload a CoNLL-U file first"),
     ("structural_probe", ("upload", None, False), "upload a CoNLL-U file first"),
     ("export_csv", (), "Run an analysis first"),
+    ("recipe", (None,), "No result yet"),
+    ("recipe", ("../../etc/passwd",), "not in the list of choices"),
     ("sync_view", (1e30, 1, False, False, "all", "attention", "aggregates"), "maximum"),
     ("sync_view", (1, 1, False, False, "C->D", "attention", "aggregates"), "not in the list of choices"),
     ("search_tokens", (None, 1, 1, "embeddings", "all heads"), "Press Run first"),

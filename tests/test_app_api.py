@@ -440,6 +440,8 @@ API_PARAMETERS = {
     "explain": [],
     "export_csv": [],
     "export_npz": [],
+    "recipe": ["result"],
+    "recipe_of_result": ["result"],
     "faithfulness": ["n"],
     "from_url": [],
     "head_similarity": ["which"],
@@ -605,3 +607,35 @@ def test_parse_sentence_draws_the_parsers_arcs_and_every_heads_agreement(tiny_ap
     z = np.frombuffer(__import__("base64").b64decode(trace["z"]["bdata"]), dtype=trace["z"]["dtype"])
     np.testing.assert_allclose(z.reshape(shares["head->dep"].shape), shares["head->dep"], atol=1e-6)
     assert call(client, "parse_sentence", "   ", 1, 1)["syntax_parse_message"].startswith("⚠️")
+
+
+def test_copy_as_recipe_gives_each_result_its_own_settings_and_the_command_line_reruns_it(sharp_app, sharp_lab,
+                                                                                            tmp_path, capsys):
+    import json
+
+    from bertviz_lab.cli import main
+
+    client = gradio_client.Client(sharp_app, verbose=False)
+    empty = call(client, "recipe", None)
+    assert "No result yet" in empty["recipe_note"] and empty["recipe_code"] == ""
+    call(client, "analyze", "the cat sat on the [MASK] today", "", 3)
+    page_set = call(client, "intervention_set", "shuffle-words", "", 0, 7, "symmetric", "words", "zero", 20, "sample",
+                    None)
+    call(client, "analyze", "a dog ran to the park", "", 5)  # a later Run changes no earlier result's recipe
+    latest = call(client, "recipe", None)
+    assert latest["recipe_choice"]["value"] == "the analysed input"
+    assert [c[0] for c in latest["recipe_choice"]["choices"]] == ["the analysed input",
+                                                                 "the intervention over a sentence set"]
+    assert json.loads(latest["recipe_code"])["inputs"] == {"text": "a dog ran to the park"}
+    chosen = call(client, "recipe_of_result", "the intervention over a sentence set")
+    recipe = json.loads(chosen["recipe_code"])
+    assert recipe["action"] == "compare" and recipe["seeds"]["seed"] == 7 and recipe["settings"]["sample"] is True
+    assert recipe["checkpoint"]["sha256"] == sharp_lab.checkpoint_info().sha256
+    path = tmp_path / "recipe.json"
+    path.write_text(chosen["recipe_code"])
+    capsys.readouterr()
+    assert main(["run", str(path), "--json"]) == 0
+    cli = json.loads(capsys.readouterr().out)
+    table = {row[0]: row for row in page_set["intervention_set_table"]["data"]}
+    assert table["mean JS (nats)"][1] == pytest.approx(round(cli["mean JS (nats)"]["mean"], 4))
+    assert table["mean JS (nats)"][-1] == cli["mean JS (nats)"]["n"] == 20

@@ -3,7 +3,9 @@ first masked prediction) and the exports (CSV, .npz)."""
 from __future__ import annotations
 
 import html
+import json
 
+import gradio as gr
 import numpy as np
 import pandas as pd
 
@@ -20,6 +22,8 @@ from .result_titles import TIES_NOTE, collapsed_ties, quoted
 from .state import Session, plot
 from .tabs import EXPLAIN_COLUMNS, EXPLAIN_EMPTY
 
+OUT_ACTIONS = ("score-heads", "structural-probe", "index")  # the page's results whose command writes a folder
+
 
 def clicked_token(value: str | float | None, n: int) -> int | None:
     """The head view's last clicked token (viewer.js writes "index" or "index,time"), if it is one of the n."""
@@ -33,6 +37,21 @@ def clicked_token(value: str | float | None, n: int) -> int | None:
 class InspectController:
     def __init__(self, page: Page) -> None:
         self.page, self.ui = page, page.ui
+
+    def copy_recipe(self, result: str | None, session: Session) -> Updates:
+        """"Copy as recipe": the recipe of ``result`` (one of the results this visit made; None or one no longer
+        kept: the latest), with the list of results to choose from, latest first."""
+        ui, names = self.ui, list(reversed(session.recipes))
+        if not names:
+            return {ui.recipe_choice: gr.update(choices=[], value=None), ui.recipe_code: "",
+                    ui.recipe_note: "⚠️ No result yet: Run an input (or any sweep, set or scoring), then copy its recipe."}
+        chosen = result if result in session.recipes else names[0]
+        recipe = session.recipes[chosen]
+        note = (f"Recipe of **{chosen}** ({recipe['action']} on {quoted(recipe['checkpoint']['name'])}). Save it as "
+                f"`recipe.json`, then `bertviz-lab run recipe.json`"
+                + (" `--out DIR`" if recipe["action"] in OUT_ACTIONS else "") + ".")
+        return {ui.recipe_choice: gr.update(choices=names, value=chosen), ui.recipe_note: note,
+                ui.recipe_code: json.dumps(recipe, indent=2, ensure_ascii=False)}
 
     def neuron_view(self, session: Session, layer: float, head: float, token: str | float | None = None) -> Updates:
         """The neuron view of the last analysis in a frame of its own (its script runs there), open on the

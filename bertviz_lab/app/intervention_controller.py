@@ -30,6 +30,12 @@ from .result_titles import quoted, title, warning
 from .state import Session, Snapshot, plot
 
 
+def spec_options(spec: InterventionSpec) -> dict:
+    """An intervention's settings as the command line's compare names them."""
+    return {"intervention": spec.kind, "heads": spec.heads or None, "shift": int(float(spec.shift or 0)),
+            "seed": int(float(spec.seed or 0)), "sinks": spec.sinks, "unit": spec.unit, "ablation": spec.ablation}
+
+
 class InterventionController:
     def __init__(self, page: Page) -> None:
         self.page, self.ui = page, page.ui
@@ -85,6 +91,9 @@ class InterventionController:
             return {ui.intervention_message: warning(error)}
         if session.generation == snap.generation:  # else a Run landed meanwhile: this result is titled, not kept
             session.comparison = c
+        picked_as = "positions" if spec.targets_picked_tokens else "mask"
+        self.page.remember_recipe(session, "the intervention on this input", "compare", {"text": text, "pair": pair},
+                                  {**spec_options(spec), picked_as: list(picked or ()) or None, "top_k": int(run.top_k)})
         o = session.options.clamp(c.baseline)
         source = "" if snap.source == "attention" else f" Comparing {snap.source} (rows renormalised for JS)."
         found = f"Mean JS divergence over heads {float(c.js.mean()):.4f} nats.{source}"
@@ -107,6 +116,9 @@ class InterventionController:
                                      sinks=sinks if sinks in ("symmetric", "strict") else "symmetric")
         except (InputError, InterventionError) as error:
             return {ui.direction_message: warning(error)}
+        self.page.remember_recipe(session, "the directional sweep of this input", "sweep", {"text": text, "pair": pair},
+                                  {"kind": "directional", "mask": positions(picked) or None,
+                                   "sinks": "strict" if sinks == "strict" else "symmetric"})
         kind = "symmetric sinks: every query sees [CLS]/[SEP]" if sinks != "strict" else "strict masks"
         found = (f"Directional sweep over {len(rows)} masked position(s) ({kind}); the controls hide as many random "
                  "keys as the directional masks.")
@@ -124,6 +136,8 @@ class InterventionController:
                                         run=AblationRun(chunk=24, progress=lambda f, d: progress(f, desc=d)))
         except (InputError, InterventionError) as error:
             return {ui.ablation_message: warning(error)}
+        self.page.remember_recipe(session, "the head ablation sweep of this input", "sweep", {"text": text, "pair": pair},
+                                  {"kind": "ablation", "mask": positions(picked) or None, "ablation": ablation})
         drops = importance.drops
         layer, head = np.unravel_index(int(np.argmax(drops)), drops.shape)
         scored = "the gold word" if importance.scored == "gold" else \
@@ -143,6 +157,9 @@ class InterventionController:
                                      shift=whole(shift or 0, "shift k", 0, lab.max_tokens))
         except (InputError, InterventionError) as error:
             return {ui.controls_message: warning(error)}
+        self.page.remember_recipe(session, "the positional interventions on this input", "sweep",
+                                  {"text": text, "pair": pair},
+                                  {"kind": "positions", "mask": positions(picked) or None, "shift": int(shift or 0)})
         found = ("Each row changes this one input's positions. Masked-word JS: how far the prediction at the masked "
                  "positions moved; gold word's rank: where the word that stood there (a typed [MASK]: the baseline's "
                  "top word) ranks after, 1 = still first. One input gives no interval: to tell an intervention from "
@@ -159,6 +176,8 @@ class InterventionController:
             result = patching_sweep(lab, text, donor, str(correct).strip(), str(wrong).strip())
         except (InputError, InterventionError) as error:
             return {ui.patch_message: warning(error)}
+        self.page.remember_recipe(session, "the activation patching", "patch", {"text": text, "donor": donor},
+                                  {"correct": str(correct).strip(), "wrong": str(wrong).strip()})
         residual = ", ".join(f"{layer_name(i)} {v:+.2f}" for i, v in enumerate(result.residual))
         figure = intervention_views.patching_figure(result.heads, correct, wrong)
         found = (f"Logit difference {correct} - {wrong}: target {result.baseline:+.2f}, donor {result.donor:+.2f}. "
@@ -175,5 +194,6 @@ class InterventionController:
             found, settings, figure = inspect_positions(lab, whole(n, "the number of positions", 2, lab.max_tokens))
         except (InterventionError, InputError) as error:
             return {ui.positions_message: warning(error)}
+        self.page.remember_recipe(session, "the position inspector", "positions", {}, {"n": int(n)})
         return {ui.positions_message: title("Position inspector", found, None, settings, lab.checkpoint_id),
                 ui.positions_plot: plot(figure) if figure is not None else None}

@@ -34,6 +34,15 @@ class Page:
         """The model this session works with (loaded once per server, shared read-only)."""
         return self.cache.get(session.model, session.device)
 
+    def remember_recipe(self, session: Session, result: str, action: str, inputs: dict, options: dict) -> None:
+        """The recipe of a result just shown (its own settings, as the command line names them), for "Copy as
+        recipe"; the latest result first in the list."""
+        from ..tasks.recipes import made_with
+
+        recipe = made_with(action, self.lab_of(session).checkpoint_info(), inputs, options).to_json()
+        session.recipes.pop(result, None)
+        session.recipes[result] = recipe
+
     def hidden_titles(self, *names: str) -> Updates:
         """Result titles emptied (the page's CSS hides an empty title: its result is gone)."""
         return {getattr(self.ui, name): "" for name in names}

@@ -142,6 +142,9 @@ class RunController:
         if session.source != "attention":  # back to attention weights, and to their scale
             session.scale = resolve_scale("auto", "attention")
         session.analysis, session.source, session.by_source = a, "attention", {}
+        self.page.remember_recipe(session, "the analysed input", "analyze", {"text": run.text, "pair": run.pair},
+                                  {"top_k": int(run.top_k), "mask": list(mask_positions or ()) or None,
+                                   "truncate": True})
         session.comparison = None  # its figures showed the previous input (cleared_on_request empties them)
         self.views.new_view(session)
         message = f"{len(a.tokens)} tokens."

@@ -17,11 +17,11 @@ from ..interventions.sets import SetSettings, ablation_set, directional_set, eff
 from ..lab import InputError
 from ..naming import head_name
 from ..sentences import heldout_lines, read_lines
-from ..tasks.faithfulness_check import FaithfulnessRequest, faithfulness_check
+from ..tasks.faithfulness_check import SHIPPED_LINES, FaithfulnessRequest, faithfulness_check
 from ..tasks.intervene import InterveneSetRequest, InterventionSpec, intervene_set
 from ..tasks.validation import whole
 from ..treebank import sentence_texts
-from .intervention_controller import InterventionController
+from .intervention_controller import InterventionController, spec_options
 from .page import Page, Updates
 from .result_titles import cut_note, faith_table, set_settings, title, warning
 from .state import Session, plot
@@ -40,6 +40,15 @@ class SetController:
             raise InputError(f"this server uses up to {cap} sentences per request (got {number}); "
                              "the command line takes any number")
         return number
+
+    def remember(self, session: Session, result: str, action: str, sentence_set: str, upload: str | None,
+                 options: dict) -> None:
+        """A set result's recipe: the set as the command line names it (the shipped held-out lines or an upload
+        as --text-file, the sample treebank as --sample)."""
+        inputs = {"text_file": Path(upload) if sentence_set == "upload" else SHIPPED_LINES} \
+            if sentence_set != "sample" else {}
+        self.page.remember_recipe(session, result, action, inputs,
+                                  {**options, "sample": True} if sentence_set == "sample" else options)
 
     def set_lines(self, sentence_set: str, upload: str | None) -> list[str]:
         """The sentences of the set the page chose: shipped held-out lines, the sample treebank, or an upload."""
@@ -66,6 +75,9 @@ class SetController:
                                      progress=lambda done, total: progress(done / total, desc="directional set"))
         except (InputError, CheckpointError) as error:
             return {ui.direction_set_message: warning(error)}
+        self.remember(session, "the directional sweep over a sentence set", "sweep", sentence_set, upload,
+                      {"kind": "directional", "sinks": "strict" if sinks == "strict" else "symmetric",
+                       "max_sentences": self.set_size(n)})
         table = pd.DataFrame(effects_table(result.effects, "condition", "mean P(gold)")).round(4)
         verdicts = " ".join(f"{d.verdict()}." for d in result.differences)
         found = (f"P(gold word) over {result.effects['both'].n} sentences, one masked word each ({sinks} sinks); each "
@@ -85,6 +97,8 @@ class SetController:
                                   progress=lambda done, total: progress(done / total, desc="ablation set"))
         except (InputError, CheckpointError) as error:
             return {ui.ablation_set_message: warning(error)}
+        self.remember(session, "the head ablation sweep over a sentence set", "sweep", sentence_set, upload,
+                      {"kind": "ablation", "ablation": ablation, "max_sentences": self.set_size(n)})
         effect, best = result.effect, result.most_important
         figure = intervention_views.ablation_figure(effect.mean)
         fit_title(figure["layout"], f"Mean drop in log P(gold) over {effect.n} sentences when each head alone is "
@@ -108,13 +122,16 @@ class SetController:
         ui, spec = self.ui, InterventionSpec(kind, heads, shift, seed, sinks, unit, ablation)
         try:
             lab = self.page.lab_of(session)
+            # one seed for the masked words and the intervention's draws, as the command line's compare uses it
             request = InterveneSetRequest(tuple(self.set_lines(sentence_set, upload)), spec,
-                                          max_sentences=self.set_size(n))
+                                          seed=whole(seed or 0, "the seed", 0, 2**32 - 1), max_sentences=self.set_size(n))
             record = intervene_set(request, lab, lambda: self.interventions.reference(lab, ablation),
                                    progress=lambda done, total: progress(done / total, desc="intervention over the set"))
             effects, intervention = record.effects, record.intervention
         except (InputError, InterventionError, CheckpointError) as error:
             return {ui.intervention_set_message: warning(error)}
+        self.remember(session, "the intervention over a sentence set", "compare", sentence_set, upload,
+                      {**spec_options(spec), "max_sentences": self.set_size(n)})
         table = pd.DataFrame(effects_table(effects.effects)).round(4)
         found = f"{intervention.describe()} over {table.n.iloc[0]} sentences (gold word scored).{cut_note(effects.truncated)}"
         return {ui.intervention_set_message: title(f"{intervention.describe()} over a sentence set", found, None,
@@ -130,6 +147,8 @@ class SetController:
                                         progress=lambda done, total: progress(done / total, desc="faithfulness")).result
         except (InputError, CheckpointError) as error:
             return {ui.faith_message: warning(error)}
+        self.page.remember_recipe(session, "the faithfulness check", "faithfulness", {"text_file": SHIPPED_LINES},
+                                  {"max_sentences": settings.max_sentences, "k": settings.k_max})
         table = pd.DataFrame(result.table()).drop(columns=["drop_by_k"]).sort_values("aopc", ascending=False)
         against_random = " ".join(f"{d.verdict()}." for d in result.differences() if d.b == "random")
         found = (f"Faithfulness of each explanation on {int(table.n.max())} held-out sentences ({result.model}). "

@@ -184,6 +184,7 @@ class Session:
     treebank: list = field(default_factory=list)  # its sentences
     syntax_model: str = ""  # the weights it scored
     tab: str = "single"  # the open view tab: only its figure is drawn
+    recipes: dict = field(default_factory=dict)  # each result's recipe ("Copy as recipe"), by the result's name
     scale: str = "fixed"  # attention maps' colour scale: "fixed" (0-1) or "per-head"
     work_tab: str = "interventions"  # the open tab of the lower group (interventions, syntax, export)
     # whether a view drawn on request (events.ON_REQUEST) may hold a result: a Run clears them only then, so a

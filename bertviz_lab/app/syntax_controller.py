@@ -62,6 +62,7 @@ class SyntaxController:
                                  progress=lambda f, what: progress(f, desc=what))
         except (TreebankError, CheckpointError, DeviceError, ValueError) as error:  # InputError is a ValueError
             return {ui.syntax_message: f"⚠️ {syntax_views.markdown_text(error)}"}
+        self.remember(session, choice, chosen, score_source)
         run, sentences = scored.run, scored.sentences
         session.syntax, session.treebank, session.syntax_model = run, sentences, chosen
         summary = run.summary
@@ -90,6 +91,19 @@ class SyntaxController:
                 ui.syntax_uuas: plot(syntax_views.uuas_figure(summary)),
                 ui.syntax_diff: self.difference_plot(session, relations[0], "dep->head"),
                 ui.syntax_sentence: gr.update(choices=choices, value=0, visible=True)}
+
+    def remember(self, session: Session, choice: TreebankChoice, chosen: str, source: str) -> None:
+        """The scoring's recipe: the treebank (the upload or the sample) and the weights it scored (bertviz-lab run
+        needs --out for its files)."""
+        from ..tasks.recipes import made_with
+        from ..treebank import SAMPLE_TREEBANK
+
+        treebank = Path(choice.upload) if choice.treebank == "upload" and choice.upload else SAMPLE_TREEBANK
+        weights = self.page.cache.get(chosen, session.device).checkpoint_info()
+        recipe = made_with("score-heads", weights, {"conllu": [treebank]}, {"source": source,
+                                                                            "max_length": self.page.limits.max_tokens})
+        session.recipes.pop("the treebank scoring", None)
+        session.recipes["the treebank scoring"] = recipe.to_json()
 
     def full_table(self, summary, session: Session) -> str:
         """Every column of the best-heads table (one row per relation), as a CSV the page offers for download."""

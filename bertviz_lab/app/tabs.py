@@ -211,9 +211,20 @@ def build_view_tabs(ui: SimpleNamespace, lab: Lab) -> None:
                                      interactive=False, wrap=True, elem_id="pred-table", elem_classes=ON_USE)
 
 
+RECIPE_HINT = ("**Copy as recipe**: the settings a result was made with, as a JSON recipe. Save it as "
+               "`recipe.json` and `bertviz-lab run recipe.json` runs the same experiment from the command line (add "
+               "`--engine ray` for a cluster, `--out DIR` for an action that writes files).")
+
+
 def build_export_tab(ui: SimpleNamespace) -> None:
     with gr.Tab(TAB_IDS["export"], id="export", elem_id="tab-export"):
         with gr.Row():
             ui.csv_btn = gr.Button("Export attention as CSV", elem_id="export-csv")
             ui.npz_btn = gr.Button("Export attention as .npz", elem_id="export-npz")
         ui.export_file = gr.File(label="Download", elem_id="export-file")
+        with gr.Row():
+            ui.recipe_choice = gr.Dropdown([], value=None, label="Result", scale=3, elem_id="recipe-choice",
+                                           info="each result the page made this visit, latest first")
+            ui.recipe_btn = gr.Button("Copy as recipe", scale=1, elem_id="recipe-btn")
+        ui.recipe_note = gr.Markdown(RECIPE_HINT, elem_id="recipe-note", elem_classes=["bvl-note"])
+        ui.recipe_code = gr.Code("", language="json", label="Recipe", elem_id="recipe-code", elem_classes=ON_USE)

@@ -95,6 +95,19 @@ def seeds_apart(options: dict) -> tuple[dict, dict]:
     return {k: v for k, v in options.items() if k not in seeds}, seeds
 
 
+def made_with(action: str, weights: Any, inputs: dict, options: dict) -> Recipe:
+    """The recipe of a result a door made itself (the page): ``weights`` is its ``CheckpointInfo``; ``inputs``
+    are sentences or files (a path becomes a file input with its SHA-256); ``options`` are the command's
+    options by name (seeds set apart). Options at None are left out: the command's default is the same."""
+    def named(value: Any) -> Any:
+        return [named(v) for v in value] if isinstance(value, list) else \
+            file_input(value) if isinstance(value, Path) else value
+
+    files = {name: named(value) for name, value in inputs.items() if value not in (None, "")}
+    settings, seeds = seeds_apart({k: v for k, v in options.items() if v is not None})
+    return Recipe(action, {"name": weights.checkpoint, "sha256": weights.sha256}, files, settings, seeds)
+
+
 def recipe_from(data: Any, where: str = "the recipe") -> Recipe:
     """A recipe from its JSON object, checked: its format, its keys and their types. Its files' hashes are
     checked by ``check_inputs`` (relative paths are read from where the recipe is run)."""
