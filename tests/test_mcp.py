@@ -4,6 +4,7 @@ tools an MCP client sees when the app runs with ``--mcp``."""
 import asyncio
 import importlib.util
 import json
+import re
 import urllib.request
 import warnings
 from dataclasses import replace
@@ -204,8 +205,55 @@ def test_the_tools_keep_their_names_types_and_docstrings_in_the_api(public_demo)
                                   ("model", "string")],
                       "predict_masked": [("text", "string"), ("top_k", "integer"), ("model", "string")],
                       "explain": [("text", "string"), ("label", "string"), ("model", "string")],
-                      "score_heads": [("treebank", "string"), ("source", "string")]}
+                      "score_heads": [("treebank", "string"), ("source", "string")],
+                      "run_recipe": [("recipe", "string")]}
     assert info["/agent_explain"]["description"].startswith("Explain why the model predicted the word at the first [MASK]")
+
+
+# ---- recipes over the agent door -----------------------------------------------------------------------
+def recipe(action: str, lab, inputs=None, settings=None, seeds=None, sha256=None) -> str:
+    return json.dumps({"bertviz_lab_recipe": 1, "action": action, "inputs": inputs or {}, "settings": settings or {},
+                       "seeds": seeds or {}, "checkpoint": {"name": lab.checkpoint_id, "sha256": sha256}})
+
+
+def test_a_recipe_runs_over_the_agent_door_as_the_library_runs_it(tools, tiny_lab):
+    from bertviz_lab.interventions.records import Sweep, sweep_record, sweep_set_record
+    from bertviz_lab.treebank import sentence_texts
+
+    sha = tiny_lab.checkpoint_info().sha256
+    out = tools.run_recipe(recipe("sweep", tiny_lab, {"text": TEXT}, {"kind": "directional", "sinks": "strict"},
+                                  {"seed": 3}, sha))
+    assert out["rows"] == json.loads(json.dumps(sweep_record(tiny_lab, TEXT, Sweep("directional", sinks="strict",
+                                                                                    seed=3))["rows"]))
+    assert out["recipe"]["checkpoint"]["sha256"] == sha and out["recipe"]["action"] == "sweep"
+    over_set = tools.run_recipe(recipe("sweep", tiny_lab, settings={"kind": "directional", "sample": True,
+                                                                    "max_sentences": 6}))
+    expected = sweep_set_record(tiny_lab, sentence_texts(), Sweep("directional"), max_sentences=6)
+    assert over_set["p_gold"]["both"]["mean"] == pytest.approx(expected["p_gold"]["both"]["mean"])
+    analysed = tools.run_recipe(recipe("analyze", tiny_lab, {"text": TEXT}, {"top_k": 2}))
+    assert [p["token"] for p in analysed["masked"][0]["predictions"]] == \
+        [p.token for p in tiny_lab.analyze(TEXT, top_k=2).mlm[0].predictions]
+
+
+@pytest.mark.parametrize("action, inputs, settings, words", [
+    ("faithfulness", {"text_file": {"path": "/etc/passwd", "sha256": "x"}}, {}, "reads no files"),
+    ("compare", {}, {"intervention": "shuffle-words", "sample": True, "max_sentences": 5000},
+     "up to 500 sentences per request"),
+    ("sweep", {"text": TEXT}, {"kind": "directional", "reference_file": "/etc/passwd"}, "does not take 'reference_file'"),
+    ("score-heads", {}, {}, "not 'score-heads'"),
+    ("compare", {}, {"intervention": "shuffle-words"}, '"sample": true'),
+])
+def test_a_recipe_the_agent_door_does_not_run_is_refused_in_a_sentence(tools, tiny_lab, action, inputs, settings,
+                                                                       words):
+    with pytest.raises(gr.Error, match=re.escape(words)):
+        tools.run_recipe(recipe(action, tiny_lab, inputs, settings))
+
+
+def test_a_recipe_for_other_weights_or_not_json_is_refused(tools, tiny_lab):
+    with pytest.raises(gr.Error, match="these are other weights"):
+        tools.run_recipe(recipe("analyze", tiny_lab, {"text": TEXT}, sha256="0" * 64))
+    with pytest.raises(gr.Error, match="not JSON"):
+        tools.run_recipe("{oops")
 
 
 # ---- the launcher -----------------------------------------------------------------------------------
@@ -250,7 +298,7 @@ def mcp_app(public_demo):
     public_demo.close()
 
 
-def test_the_mcp_schema_lists_exactly_the_four_tools_with_their_docstrings(mcp_app):
+def test_the_mcp_schema_lists_exactly_the_five_tools_with_their_docstrings(mcp_app):
     with urllib.request.urlopen(f"{mcp_app}/gradio_api/mcp/schema", timeout=30) as reply:
         schema = json.loads(reply.read())
     by_name = {tool["name"]: tool for tool in schema}

@@ -1,4 +1,4 @@
-"""The agent door: four typed tools (analyze, predict_masked, explain, score_heads) that an agent
+"""The agent door: five typed tools (analyze, predict_masked, explain, score_heads, run_recipe) that an agent
 calls over MCP (``python app.py --mcp``) or any client calls over the API (``/agent_analyze`` ...,
 answering JSON text; the methods themselves return dicts).
 
@@ -33,7 +33,7 @@ from ..treebank import TreebankError
 from .events import ONE_TREEBANK_AT_A_TIME
 from .state import LabCache, Limits
 
-TOOLS = ("analyze", "predict_masked", "explain", "score_heads")  # MCP tool names, in the order listed
+TOOLS = ("analyze", "predict_masked", "explain", "score_heads", "run_recipe")  # MCP tool names, in the order listed
 API_PREFIX = "agent_"  # their API names: /agent_analyze, ... (the page's events own /analyze, /explain, /score_heads)
 FULL_ATTENTION_NUMBERS = 20_000  # analyze returns the whole attention array only up to this many numbers
 DIGITS = 4  # significant digits of every number in a reply (attributions of a random model are ~1e-4)
@@ -92,6 +92,14 @@ def answered_in_a_sentence(*kinds: type[Exception]):
         raise gr.Error(error.args[0] if error.args else str(error)) from None
 
 
+def compact(a: Analysis) -> dict[str, Any]:
+    """The analyze tool's compact reply: tokens, one summary per head, the masked words, NSP and classes."""
+    return {"model": a.model, "tokens": a.tokens, "segment_ids": a.segment_ids, "layers": a.n_layers,
+            "heads": a.n_heads, "head_summary": head_summary(a), "masked": masked_words(a),
+            "masked_note": a.mlm_note, "next_sentence_probability": None if a.nsp is None else number(a.nsp),
+            "classes": [{"label": c.label, "probability": number(c.probability)} for c in a.classes]}
+
+
 class AgentTools:
     """The tools on one server's startup model; ``cache`` loads the published weights score_heads uses."""
 
@@ -134,10 +142,7 @@ class AgentTools:
         with answered_in_a_sentence(InputError, ParserUnavailable, CheckpointError, DeviceError):
             record = self._analysis(text, pair, parse=bool(parse), model=model)
         a = record.analysis
-        out = {"model": a.model, "tokens": a.tokens, "segment_ids": a.segment_ids, "layers": a.n_layers,
-               "heads": a.n_heads, "head_summary": head_summary(a), "masked": masked_words(a),
-               "masked_note": a.mlm_note, "next_sentence_probability": None if a.nsp is None else number(a.nsp),
-               "classes": [{"label": c.label, "probability": number(c.probability)} for c in a.classes]}
+        out = compact(a)
         if attention and a.attention.size <= FULL_ATTENTION_NUMBERS:
             out["attention"] = np.round(a.attention.astype(np.float64), 4).tolist()  # (layers, heads, query, key)
         elif attention:
@@ -226,6 +231,35 @@ class AgentTools:
                 "sentences_used": summary.sentences_used, "sentences_skipped": summary.sentences_skipped,
                 "best_heads": records(best_heads_long(summary.best_heads))}
 
+    def run_recipe(self, recipe: str) -> dict[str, Any]:
+        """Run an experiment recipe: the JSON object every bertviz-lab record carries under "recipe" (the command
+        line's --json, the page's "Copy as recipe"), the same one `bertviz-lab run RECIPE.json` runs. This server
+        runs, within its limits: analyze; sweep of one text (directional, ablation, positions) or of the sample
+        sentences ("sample": true); compare over the sample sentences; faithfulness on the shipped held-out lines.
+        It reads no files; the recipe's checkpoint must be one the server enables, with the weights' SHA-256 it names.
+
+        Args:
+            recipe: the recipe as JSON text, e.g. {"bertviz_lab_recipe": 1, "action": "sweep", "checkpoint": {"name":
+                "default"}, "inputs": {"text": "The cat [MASK] on the mat."}, "settings": {"kind": "directional"}}
+
+        Returns:
+            a JSON object: the action's record (as the command line's --json prints it; analyze: the analyze tool's
+            compact reply) and "recipe", the recipe as run (with its weights' SHA-256)
+        """
+        from ..tasks.recipes import made_with, recipe_from
+        from .agent_recipes import run_agent_recipe
+
+        with answered_in_a_sentence(InputError, CheckpointError, DeviceError, ValueError):
+            try:
+                data = json.loads(recipe)
+            except (TypeError, json.JSONDecodeError) as error:
+                raise InputError(f"the recipe is not JSON: {error}") from None
+            parsed = recipe_from(data)
+            lab = self._lab_named(parsed.checkpoint["name"])
+            out = run_agent_recipe(parsed, lab, self.limits, compact)
+        ran = made_with(parsed.action, lab.checkpoint_info(), {}, {}).to_json()
+        return {**out, "recipe": {**parsed.to_json(), "checkpoint": ran["checkpoint"]}}
+
     def _lab_named(self, checkpoint: str) -> Lab:
         """The startup model, or another checkpoint (its published weights) from the server's cache."""
         if checkpoint == self.lab.checkpoint_id:
@@ -247,7 +281,7 @@ def as_json_text(tool: Callable[..., dict]) -> Callable[..., str]:
     return reply
 
 
-CORPUS_TOOLS = ("score_heads",)  # a treebank through the model: the page's one corpus slot (gate.py)
+CORPUS_TOOLS = ("score_heads", "run_recipe")  # a treebank through the model: the page's one corpus slot (gate.py)
 
 
 def register(tools: AgentTools, wrap: Callable[[Callable, bool], Callable]) -> None:
@@ -260,7 +294,7 @@ def register(tools: AgentTools, wrap: Callable[[Callable, bool], Callable]) -> N
 
 
 def only_agent_tools(demo: gr.Blocks) -> Callable:
-    """A server lifespan that leaves the MCP server listing just the four tools, named ``analyze`` ...:
+    """A server lifespan that leaves the MCP server listing just the five tools, named ``analyze`` ...:
     Gradio lists every API endpoint as a tool, and the page's ~40 events (some named analyze,
     explain) would crowd and rename them. The server also names itself: bertviz-lab and its version
     (Gradio's server would report the page's title and the MCP library's version as its own)."""
