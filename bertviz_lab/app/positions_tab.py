@@ -74,7 +74,7 @@ class PositionsLesson:
 
 def wire(ui: SimpleNamespace, controller: PositionsLesson, gate: Any) -> None:
     """The tab's one event: Compare (api_name ``positions_lesson``), under the server's gate and on a GPU on ZeroGPU."""
-    fn = on_gpu(gate.wrap(controller.compare, OUTPUTS))
+    fn = on_gpu(gate.wrap(controller.compare, OUTPUTS), getattr(getattr(gate, "budget", None), "seconds", None))
     ui.lesson_btn.click(fn, [ui.lesson_twins, ui.lesson_text, ui.lesson_layer, ui.lesson_head],
                         [getattr(ui, name) for name in OUTPUTS], api_name="positions_lesson",
                         show_progress_on=[ui.lesson_message])
