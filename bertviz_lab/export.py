@@ -3,6 +3,7 @@ interrupted export never leaves a file that looks whole: attention of an Analysi
 CSV (pandas) and compressed .npz, and any set of text files at once (``write_atomically``)."""
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import numpy as np
@@ -56,14 +57,43 @@ def export_npz(analysis: Analysis, folder: Path) -> Path:
     return _atomic(Path(folder) / "attention.npz", write)
 
 
-def write_atomically(out: Path, contents: dict[str, tuple[str, str]]) -> dict[str, Path]:
-    """key -> (file name, text): every file to a temporary name first, renamed at the end."""
+PARQUET_NOTE = "pip install pyarrow to have the large tables as Parquet too"
+
+
+def parquet_bytes(frame: pd.DataFrame) -> bytes | None:
+    """``frame`` as Parquet (pandas' own writer, so ``pd.read_parquet`` gives it back, types kept), or None
+    when pyarrow is not installed (the CSV beside it holds the same table; PARQUET_NOTE says how)."""
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        return None
+    buffer = io.BytesIO()
+    frame.to_parquet(buffer, index=False)
+    return buffer.getvalue()
+
+
+def with_parquet(contents: dict[str, tuple[str, str | bytes]], tables: dict[str, tuple[str, pd.DataFrame]]
+                 ) -> dict[str, tuple[str, str | bytes]]:
+    """``contents`` plus each of ``tables`` (key -> (file name, frame)) as Parquet, when pyarrow is installed."""
+    out = dict(contents)
+    for key, (name, frame) in tables.items():
+        data = parquet_bytes(frame)
+        if data is not None:
+            out[key] = (name, data)
+    return out
+
+
+def write_atomically(out: Path, contents: dict[str, tuple[str, str | bytes]]) -> dict[str, Path]:
+    """key -> (file name, text or bytes): every file to a temporary name first, renamed at the end."""
     out.mkdir(parents=True, exist_ok=True)
     temps: dict[str, Path] = {}
     try:
         for key, (name, text) in contents.items():
             temps[key] = out / f".{name}.tmp"
-            temps[key].write_text(text, encoding="utf-8")
+            if isinstance(text, bytes):
+                temps[key].write_bytes(text)
+            else:
+                temps[key].write_text(text, encoding="utf-8")
     except OSError:
         for tmp in temps.values():
             tmp.unlink(missing_ok=True)

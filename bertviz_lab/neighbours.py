@@ -30,15 +30,18 @@ from itertools import accumulate
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from .bert.encoder.hook_table import hidden_state_names
 from .bert.encoder.model import layer_hook
 from .engines import LOCAL, Engine, run_units
+from .export import parquet_bytes
 from .lab import Encoded, InputError, Lab
 from .naming import SPECIAL_TOKENS
 from .treebank import Sentence
 
 KINDS = ("embeddings", "contexts")
+RECORD_COLUMNS = ["sentence", "position", "token", "word", "upos", "deprel"]
 CONTEXT = 8  # tokens shown either side of a neighbour
 FORMAT = 2  # 2: the checkpoint under "checkpoint" (it was "source", which names a kind of token-to-token weight)
 
@@ -61,13 +64,18 @@ class TokenIndex:
         return self.vectors.shape[0] - 1
 
     def save(self, folder: str | Path) -> Path:
-        """The index as ``vectors.npy`` (float16) and ``index.json``, in ``folder``."""
+        """The index as ``vectors.npy`` (float16) and ``index.json``, in ``folder``; with pyarrow, the token
+        records also as ``tokens.parquet`` (one row per indexed token: a corpus has millions; pandas reads
+        it back as it is)."""
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
         np.save(folder / "vectors.npy", self.vectors.astype(np.float16))
         meta = {"format": FORMAT, "model": self.model, "checkpoint": self.checkpoint_id, "kind": self.kind, "heads": self.heads,
                 "records": self.records, "sentences": self.sentences}
         (folder / "index.json").write_text(json.dumps(meta), encoding="utf-8")
+        records = parquet_bytes(pd.DataFrame(self.records, columns=RECORD_COLUMNS))
+        if records is not None:
+            (folder / "tokens.parquet").write_bytes(records)
         return folder
 
     @classmethod

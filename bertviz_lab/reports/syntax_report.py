@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..export import write_atomically
+from ..export import with_parquet, write_atomically
 from ..figures.base import Figure
 from ..figures.syntax import (
     agreement_figure,
@@ -172,7 +172,9 @@ def write_outputs(summary: SyntaxSummary, out: Path, title: str = "bertviz-lab s
     }
     if compare is not None:
         contents["compare"] = ("compare_scores.csv", compare.to_csv(index=False, float_format="%.6f"))
-    return write_atomically(out, contents)
+    return write_atomically(out, with_parquet(contents, {
+        "head_scores_parquet": ("head_scores.parquet", summary.head_scores),
+        "sentence_scores": ("sentence_head_scores.parquet", summary.sentence_records())}))
 
 
 def job_report_html(tidy: pd.DataFrame, best: pd.DataFrame, agree: pd.DataFrame,

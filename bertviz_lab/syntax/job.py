@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..export import write_atomically
+from ..export import parquet_bytes, with_parquet, write_atomically
 from ..lab import InputError, Lab, null_model
 from ..treebank import read_conllu
 from .run import best_heads_long, best_heads_wide
@@ -186,6 +186,9 @@ def write_pair(folder: Path, summary: SyntaxSummary, treebank: Path, label: str 
         best.insert(1, "treebank", label)
         best.insert(2, "language", language_of(treebank))
         best_heads_long(best).to_csv(partial / "best_heads.csv", index=False, float_format="%.6f")
+        records = parquet_bytes(summary.sentence_records())
+        if records is not None:  # per sentence and head: over a million rows for a treebank, Parquet only
+            (partial / "sentence_head_scores.parquet").write_bytes(records)
         (partial / DONE).write_text(f"{label}\n{skip_note(summary)}\n")
         if folder.exists():
             shutil.rmtree(folder)  # an incomplete earlier attempt (no DONE)
@@ -283,11 +286,11 @@ def write_combined(out: Path, folders: Sequence[Path], report: Report | None = N
     long = pd.concat([pd.read_csv(f / "best_heads.csv") for f in folders], ignore_index=True)
     best = best_heads_wide(long)
     agree = agreement(best, min_arcs)
-    contents = {
+    contents = with_parquet({
         "scores": ("scores.csv", tidy.to_csv(index=False, float_format="%.6f")),
         "best_heads": ("best_heads.csv", long.to_csv(index=False, float_format="%.6f")),
         "agreement": ("agreement.csv", agree.to_csv(index=False, float_format="%.6f")),
-    }
+    }, {"scores_parquet": ("scores.parquet", tidy)})
     if report is not None:
         contents["report"] = ("report.html", report(tidy, best, agree))
     return write_atomically(out, contents)

@@ -67,6 +67,12 @@ class SyntaxSummary:
     source: str = "attention"
     sentences_skipped_empty_words: int = 0  # had a word the tokenizer turns into no piece
     words_without_pieces: int = 0  # such words, over those sentences
+    arcs: ArcTable | None = field(default=None, repr=False)  # the scored words, for per-sentence records
+
+    def sentence_records(self) -> pd.DataFrame:
+        """Per scored sentence, relation, direction and head: the words it got right and the relation's words
+        in that sentence (``sentence_head_records``); empty without the arc table."""
+        return sentence_head_records(self.arcs) if self.arcs is not None else pd.DataFrame(columns=SENTENCE_COLUMNS)
 
     @property
     def null_checkpoint(self) -> CheckpointInfo | None:
@@ -251,6 +257,35 @@ def uuas_table(arcs: ArcTable, resampler: Resampler, punct: str = "include") -> 
     return frame, int(np.argmax(tree.accuracy)) if tree.total else 0
 
 
+SENTENCE_COLUMNS = ["sentence", "relation", "direction", "layer", "head", "correct", "total"]
+
+
+def sentence_head_records(arcs: ArcTable) -> pd.DataFrame:
+    """One row per (sentence, relation, direction, layer, head), layers and heads 1-based: how many of the
+    relation's words in that sentence the head got right (``correct``) of how many there are (``total``); a
+    root word counts as a miss, as in every accuracy. Sentences x relations x directions x heads rows: over a
+    million for a treebank, hence Parquet (``export.parquet_bytes``)."""
+    n_relations = len(arcs.relations)
+    key = arcs.sentence.astype(np.int64) * n_relations + arcs.relation  # (arcs,) one group per sentence and relation
+    order = np.argsort(key, kind="stable")
+    ordered = key[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    total = np.diff(np.r_[starts, len(ordered)])  # (groups,)
+    groups, layers, heads = len(starts), arcs.layers, arcs.heads
+    frames = []
+    for direction in CLARK_DIRECTIONS:
+        correct = np.add.reduceat(arcs.hits[direction][order].astype(np.int32), starts, axis=0)  # (groups, L, H)
+        frames.append(pd.DataFrame({
+            "sentence": np.repeat(ordered[starts] // n_relations, layers * heads),
+            "relation": pd.Categorical.from_codes(np.repeat(ordered[starts] % n_relations, layers * heads),
+                                                  arcs.relations),
+            "direction": direction,
+            "layer": np.tile(np.repeat(np.arange(1, layers + 1), heads), groups),
+            "head": np.tile(np.arange(1, heads + 1), groups * layers),
+            "correct": correct.reshape(-1), "total": np.repeat(total, layers * heads)}))
+    return pd.concat(frames, ignore_index=True)[SENTENCE_COLUMNS]
+
+
 def summarise(scores: TreebankScores, null: TreebankScores | Sequence[TreebankScores] | None = None,
               settings: Settings | None = None) -> SyntaxSummary:
     """Every table of a syntax run, from one checkpoint's scores (and the null models', one per seed);
@@ -278,7 +313,7 @@ def summarise(scores: TreebankScores, null: TreebankScores | Sequence[TreebankSc
                          _named(pd.concat(frames, ignore_index=True), info, scores.source),
                          _named(best, info, scores.source), _named(uuas, info, scores.source),
                          [n.checkpoint for n in nulls], settings, scores.general_stats(), scores.source,
-                         scores.sentences_skipped_empty_words, scores.words_without_pieces)
+                         scores.sentences_skipped_empty_words, scores.words_without_pieces, arcs)
 
 
 def compare_checkpoints(a: TreebankScores, b: TreebankScores, settings: Settings | None = None) -> pd.DataFrame:
