@@ -20,6 +20,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import accumulate
@@ -39,7 +40,8 @@ NULL_PREFIX = "null-model:seed="
 class Engine:
     """Where units run. ``address``: an existing Ray cluster (None: start one of ``workers`` CPUs on this
     machine); ``workers``: the actor pool (each holds one copy of the checkpoint); ``threads``: torch threads
-    per worker (None: 1); ``device``: the workers' device (a worker's GPU is always ``cuda``)."""
+    per worker (None: the driver's, so every float is the local engine's); ``device``: the workers' device (a
+    worker's GPU is always ``cuda``)."""
 
     kind: str = "local"
     address: str | None = None
@@ -81,11 +83,27 @@ class UnitTimes:
         return float(loads.max())
 
 
+_RECORDED: ContextVar[UnitTimes | None] = ContextVar("bertviz_lab_unit_times", default=None)
+
+
+@contextmanager
+def recording_unit_times() -> Iterator[UnitTimes]:
+    """Every unit's seconds of the jobs run inside the block (this context only): a benchmark's projection."""
+    times = UnitTimes()
+    token = _RECORDED.set(times)
+    try:
+        yield times
+    finally:
+        _RECORDED.reset(token)
+
+
 def run_units(lab: Lab, work: Work, units: Sequence[Any], engine: Engine = LOCAL,
               progress: Callable[[int, int], None] | None = None, times: UnitTimes | None = None) -> list:
     """``[work(lab, unit) for unit in units]``, on ``engine``. ``progress(done, total)`` is told 0 before the
-    first unit and each unit as it ends; ``times`` (optional) collects each unit's seconds."""
+    first unit and each unit as it ends; ``times`` (default: the block's ``recording_unit_times``, if any)
+    collects each unit's seconds where it ran."""
     units = list(units)
+    times = times if times is not None else _RECORDED.get()
     if progress is not None:
         progress(0, len(units))
     if engine.kind == "local" or not units:
@@ -249,6 +267,15 @@ class UnitWorker:
         return {"order": rows["order"], "result": np.array(out, dtype=object), "seconds": np.array(seconds)}
 
 
+def worker_threads(engine: Engine) -> int:
+    """Torch threads per worker: ``engine.threads``, else the driver's own. A float computed on 1 thread can
+    differ in its last bits from the same one on 2 (reductions split differently: measured 1.5e-7 on a mean
+    P(gold)), so with the driver's count every record equals the local engine's."""
+    import torch
+
+    return engine.threads or torch.get_num_threads()
+
+
 UNITS_PER_BLOCK = 2  # a Ray Data task per 2 units: fewer per-task costs than 1, a shorter tail than 8
 
 
@@ -266,7 +293,7 @@ def _run_on_ray(lab: Lab, work: Work, units: list, engine: Engine, progress, tim
         done = dataset.map_batches(
             UnitWorker, batch_size=1, compute=ray.data.ActorPoolStrategy(size=workers),
             num_cpus=0 if gpus else 1, num_gpus=gpus,
-            fn_constructor_kwargs={"checkpoint": checkpoint, "work": work, "threads": engine.threads or 1})
+            fn_constructor_kwargs={"checkpoint": checkpoint, "work": work, "threads": worker_threads(engine)})
         for row in done.iter_rows():
             order = int(row["order"])
             if order in results:
