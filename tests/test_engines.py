@@ -68,7 +68,7 @@ def both_engines(capsys, argv: list[str]) -> tuple[dict, dict]:
     return replies[0], replies[1]
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(600)
 def test_faithfulness_on_ray_equals_local(ray_instance, tiny_lab, tmp_path, capsys):
     lines = tmp_path / "lines.txt"
     lines.write_text("the cat sat on the mat today\nthe dog ran to the red car fast\n"
@@ -83,7 +83,7 @@ SET_LINES = ("the cat sat on the mat today\nthe dog ran to the red car fast\n"
              "a bird sang in the old tall tree\nwe walked home along the river\nthe sun is warm in june\n")
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(600)
 @pytest.mark.parametrize("argv", [
     ["sweep", "--kind", "directional"],
     ["sweep", "--kind", "ablation", "--ablation", "resample", "--reference-file", "{lines}"],
@@ -99,7 +99,7 @@ def test_sentence_set_sweeps_and_comparisons_on_ray_equal_local(ray_instance, ti
     assert "model" in local and local != {}
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(600)
 def test_patching_over_a_pairs_file_on_ray_equals_local(ray_instance, tiny_lab, tmp_path, capsys):
     pairs = tmp_path / "pairs.txt"
     pairs.write_text("the cat [MASK] on the mat | the dog [MASK] on the mat | is | was\n"
@@ -110,7 +110,7 @@ def test_patching_over_a_pairs_file_on_ray_equals_local(ray_instance, tiny_lab, 
     assert local == remote and local["pairs"] == 3
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(600)
 def test_an_index_built_on_ray_equals_the_local_one(ray_instance, tiny_lab, tmp_path, capsys):
     import numpy as np
 
@@ -124,7 +124,7 @@ def test_an_index_built_on_ray_equals_the_local_one(ray_instance, tiny_lab, tmp_
     assert (tmp_path / "local" / "index.json").read_text() == (tmp_path / "ray" / "index.json").read_text()
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(600)
 def test_eval_mlm_and_qk_space_over_sets_on_ray_equal_local(ray_instance, tiny_lab, tmp_path, capsys):
     lines = tmp_path / "lines.txt"
     lines.write_text(SET_LINES * 30)  # 150 sentences: several batches of 64
@@ -135,7 +135,7 @@ def test_eval_mlm_and_qk_space_over_sets_on_ray_equal_local(ray_instance, tiny_l
     assert local == remote and len(local["points"]) > 100
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(600)
 def test_structural_probe_features_on_ray_equal_local(ray_instance, tiny_lab, tmp_path, capsys):
     import pandas as pd
 
@@ -156,7 +156,7 @@ def test_structural_probe_features_on_ray_equal_local(ray_instance, tiny_lab, tm
 classifier = test_naopc.random_classifier  # a fixture: a 2-layer classifier saved as a folder
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(600)
 def test_the_naopc_protocol_on_ray_equals_local(ray_instance, classifier, tmp_path, capsys):
     lines = tmp_path / "lines.txt"
     lines.write_text("the cat sat\nthe dog ran to the park\na bird flew over the house\nshe saw it\n")
