@@ -53,6 +53,7 @@ def commands(conllu: Path, folder: Path, scale: float) -> list[tuple[str, list[s
         ("structural-probe (features)", ["structural-probe", "--train", str(conllu), "--max-train-sentences", n(400),
                                          "--treebank", str(SAMPLE_TREEBANK), "--epochs", "2", "--resamples", "200",
                                          "--no-control", "--out", str(folder / "probe-{e}")]),
+        ("perturbed-masking", ["perturbed-masking", "--treebank", str(conllu), "--max-sentences", n(40)]),
         ("eval-mlm", ["eval-mlm", "--text-file", str(HELDOUT), "--max-sentences", n(2000)]),
         ("qk-space (set)", ["qk-space", "--text-file", str(HELDOUT), "--max-sentences", n(400), "--similarity"]),
     ]

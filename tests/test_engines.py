@@ -163,3 +163,10 @@ def test_the_naopc_protocol_on_ray_equals_local(ray_instance, classifier, tmp_pa
     local, remote = both_engines(capsys, ["faithfulness", "--protocol", "naopc-sst2", "--model", str(classifier),
                                           "--device", "cpu", "--text-file", str(lines), "--resamples", "50"])
     assert local == remote and local["rankings"][0]["n"] == 4
+
+
+@pytest.mark.timeout(600)
+def test_perturbed_masking_on_ray_equals_local(ray_instance, tiny_lab, capsys):
+    local, remote = both_engines(capsys, ["perturbed-masking", "--model", tiny_lab.checkpoint_id, "--device", "cpu",
+                                          "--max-sentences", "6", "--resamples", "50"])
+    assert local == remote and local["uas"]["sentences"] == 6

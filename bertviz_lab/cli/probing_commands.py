@@ -7,7 +7,17 @@ import argparse
 from collections.abc import Iterator
 from pathlib import Path
 
-from .options import WorkBar, add_model_options, command, emit, lab_from_args, positive_int, seed
+from .options import (
+    WorkBar,
+    add_engine_options,
+    add_model_options,
+    command,
+    emit,
+    engine_from_args,
+    lab_from_args,
+    positive_int,
+    seed,
+)
 
 EXAMPLES = {
     "perturbed-masking": ["bertviz-lab perturbed-masking --treebank en_pud-ud-test.conllu --model minilm-original",
@@ -40,6 +50,7 @@ def add_perturbed_masking(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--resamples", type=positive_int, default=1000)
     p.add_argument("--seed", type=seed, default=0)
     add_model_options(p, needs_mlm_head=False)
+    add_engine_options(p)
     p.set_defaults(func=run_perturbed_masking)
 
 
@@ -49,7 +60,8 @@ def run_perturbed_masking(args: argparse.Namespace) -> int:
 
     sentences = read_treebank(args.treebank)[:args.max_sentences]  # a bad file fails before the model loads
     request = MaskingTreesRequest(sentences, ("eisner", "cle") if args.decoder == "both" else (args.decoder,),
-                                  not args.no_gold_root, resamples=args.resamples, seed=args.seed)
+                                  not args.no_gold_root, resamples=args.resamples, seed=args.seed,
+                                  engine=engine_from_args(args))
     lab = lab_from_args(args)
     with WorkBar("perturbed-masking", "sentence", lambda total: f"{total:,} sentences", "sentence") as bar:
         done = masking_trees(request, lab, progress=bar)

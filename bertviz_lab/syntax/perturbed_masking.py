@@ -29,12 +29,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import torch
 
 from ..bert.encoder.hook_table import hidden_state_names
 from ..conclusions import verdict
+from ..engines import LOCAL, Engine, run_units
 from ..lab import Encoded, Lab
 from ..treebank import Sentence
 from .scoring import words_without_pieces
@@ -161,29 +163,37 @@ class PerturbedMaskingResult:
         return verdict(float(low[0]), float(high[0]), f"perturbed masking ({decoder}) at layer {layer}", "right-chain")
 
 
+def sentence_hits(lab: Lab, sentence: Sentence, decoders: Sequence[str], gold_root: bool
+                  ) -> tuple[dict[str, np.ndarray], np.ndarray] | None:
+    """One sentence: per decoder, which words' gold heads each layer's tree gets, (words, layers), and which the
+    right chain gets, (words,); None for a sentence too long or with a word of no piece. A unit of work for
+    ``engines.run_units``."""
+    enc = lab.encode_words(sentence.words)
+    if len(enc.ids) > lab.max_tokens or words_without_pieces(enc, len(sentence.words)):
+        return None
+    gold = np.array(sentence.heads)
+    gold_root_word = next((i + 1 for i, h in enumerate(sentence.heads) if h == 0), None)
+    root = gold_root_word if gold_root else None
+    impacts = impact_matrices(lab, sentence.words)  # (layers, n + 1, n + 1)
+    hits = {decoder: np.stack([decode(m, root, decoder) == gold for m in impacts], 1) for decoder in decoders}
+    return hits, right_chain(len(gold), gold_root_word) == gold
+
+
 def perturbed_masking(lab: Lab, sentences: Sequence[Sentence], decoders: Sequence[str] = DECODERS,
-                      gold_root: bool = True, max_tokens: int | None = None,
-                      progress: Callable[[int, int], None] | None = None) -> PerturbedMaskingResult:
-    """Every sentence's impact matrices, decoded per layer, scored against its gold heads."""
-    limit = min(max_tokens or lab.max_tokens, lab.max_tokens)
+                      gold_root: bool = True, progress: Callable[[int, int], None] | None = None,
+                      engine: Engine = LOCAL) -> PerturbedMaskingResult:
+    """Every sentence's impact matrices, decoded per layer, scored against its gold heads; each sentence a unit
+    on ``engine`` (local or Ray), so the hits, and the intervals over them, are the same either way."""
     ids, hits, chain, skipped = [], {d: [] for d in decoders}, [], 0
-    for index, sentence in enumerate(sentences):
-        if progress is not None:
-            progress(index, len(sentences))
-        enc = lab.encode_words(sentence.words)
-        if len(enc.ids) > limit or words_without_pieces(enc, len(sentence.words)):
+    work = partial(sentence_hits, decoders=tuple(decoders), gold_root=gold_root)
+    for index, found in enumerate(run_units(lab, work, list(sentences), engine, progress)):
+        if found is None:
             skipped += 1
             continue
-        gold = np.array(sentence.heads)
-        root = next((i + 1 for i, h in enumerate(sentence.heads) if h == 0), None) if gold_root else None
-        impacts = impact_matrices(lab, sentence.words)  # (layers, n + 1, n + 1)
         for decoder in decoders:
-            hits[decoder].append(np.stack([decode(m, root, decoder) == gold for m in impacts], 1))  # (words, layers)
-        chain.append(right_chain(len(gold), next((i + 1 for i, h in enumerate(sentence.heads) if h == 0), None))
-                     == gold)
-        ids.append(np.full(len(gold), index))
-    if progress is not None:
-        progress(len(sentences), len(sentences))
+            hits[decoder].append(found[0][decoder])
+        chain.append(found[1])
+        ids.append(np.full(len(found[1]), index))
     if not ids:
         raise ValueError("no sentence could be scored (every one was too long or had a word with no piece)")
     return PerturbedMaskingResult(np.concatenate(ids), {d: np.concatenate(v) for d, v in hits.items()},

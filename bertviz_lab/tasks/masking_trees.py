@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..engines import LOCAL, Engine
 from ..lab import Lab
 from ..syntax.perturbed_masking import DECODERS, PUBLISHED_UAS, PerturbedMaskingResult, perturbed_masking
 from ..treebank import Sentence
@@ -25,6 +26,7 @@ class MaskingTreesRequest:
     max_words: int | None = None  # the door's cap on the treebank (None: none)
     resamples: int = 1000
     seed: int = 0
+    engine: Engine = LOCAL  # where the sentences run (local or Ray): the same hits either way
 
     def __post_init__(self) -> None:
         unknown = [d for d in self.decoders if d not in DECODERS]
@@ -54,7 +56,7 @@ def masking_trees(request: MaskingTreesRequest, lab: Lab,
     else:
         sentences, name = list(request.treebank), "the sentences given"
     sentences = sentences[:request.max_sentences]
-    result = perturbed_masking(lab, sentences, request.decoders, request.gold_root, progress=progress)
+    result = perturbed_masking(lab, sentences, request.decoders, request.gold_root, progress, request.engine)
     uas = result.uas(request.resamples, request.seed)
     last = lab.n_layers  # the published protocol reads the last layer
     conclusions = [result.against_chain(d, last, request.resamples, request.seed) for d in request.decoders]
