@@ -95,7 +95,10 @@ def test_run_takes_another_engine_and_says_when_an_action_has_none(tiny_lab, tmp
     analyze = Recipe("analyze", {"name": tiny_lab.checkpoint_id, "sha256": None}, {"text": "the cat sat"})
     sweep = Recipe("sweep", {"name": tiny_lab.checkpoint_id, "sha256": None}, {"text_file": "x.txt"},
                    {"kind": "directional"}, {"seed": 3})
-    overrides = argparse.Namespace(engine="ray", ray_address="auto", workers=4, out=None, device=None, json=False)
+    from bertviz_lab.cli import build_parser
+
+    overrides = argparse.Namespace(engine="ray", ray_address="auto", workers=4, out=None, device=None, json=False,
+                                   parser=build_parser())
     (tmp_path / "x.txt").write_text(LINES)
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(tmp_path)

@@ -43,8 +43,10 @@ def build_parser() -> Parser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command (``argv`` without the program name; default ``sys.argv[1:]``): its exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     args.argv = argv  # what this run was asked, e.g. for a training leg's resume command
+    args.parser, args.main = parser, main  # a record's recipe reads the parser; ``run`` runs a recipe through main
     try:
         return args.func(args)
     except USER_ERRORS as error:

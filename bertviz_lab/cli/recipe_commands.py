@@ -36,7 +36,7 @@ def recipe_command(args: argparse.Namespace) -> list[str]:
     recipe = read_recipe(args.recipe)
     if recipe.action == "run":
         raise InputError("a recipe runs an action, not another recipe")
-    parser = subparser(recipe.action)
+    parser = subparser(args.parser, recipe.action)
     if parser is None:
         raise InputError(f"the recipe's action {recipe.action!r} is not a command of this bertviz-lab (the recipe was "
                          f"written by {recipe.written_by or 'an unknown version'})")
@@ -70,6 +70,4 @@ def recipe_command(args: argparse.Namespace) -> list[str]:
 
 
 def run_recipe(args: argparse.Namespace) -> int:
-    from .dispatch import main
-
-    return main(recipe_command(args))
+    return args.main(recipe_command(args))  # dispatch.main, which parsed this command

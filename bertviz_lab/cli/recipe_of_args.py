@@ -17,18 +17,14 @@ from ..tasks.recipes import Recipe, file_input, seeds_apart
 # where it is written, the internals of the parser).
 NOT_SETTINGS = {"help", "json", "model", "device", "dtype", "allow_pickle", "weights_sha256", "engine",
                 "ray_address", "workers", "out", "func", "argv", "needs_mlm_head", "command", "action_name",
-                "loaded_checkpoint"}
+                "loaded_checkpoint", "parser", "main"}
 SENTENCE_INPUTS = {"text", "text_option", "pair", "donor", "resample_text"}
 ROUND_TRIP = {None, str, int, float, Path}
 
 
-def subparser(action: str) -> argparse.ArgumentParser | None:
-    from .dispatch import build_parser
-
-    for choice in build_parser()._subparsers._group_actions[0].choices.items():  # noqa: SLF001 (argparse keeps them here)
-        if choice[0] == action:
-            return choice[1]
-    return None
+def subparser(parser: argparse.ArgumentParser, action: str) -> argparse.ArgumentParser | None:
+    """The sub-command ``action`` of the ``bertviz-lab`` parser (None: no such command)."""
+    return parser._subparsers._group_actions[0].choices.get(action)  # noqa: SLF001 (argparse keeps them here)
 
 
 def option_actions(parser: argparse.ArgumentParser) -> dict[str, argparse.Action]:
@@ -71,7 +67,8 @@ def file_value(value: Any) -> Any:
 
 def recipe_of(args: argparse.Namespace) -> Recipe | None:
     """The recipe of a parsed command (None for one that was not parsed from a command line)."""
-    parser = subparser(getattr(args, "action_name", "")) if hasattr(args, "argv") else None
+    root = getattr(args, "parser", None)
+    parser = subparser(root, getattr(args, "action_name", "")) if root is not None else None
     if parser is None:
         return None
     actions, typed, options, inputs = option_actions(parser), None, {}, {}
