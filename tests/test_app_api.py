@@ -425,6 +425,7 @@ API_PARAMETERS = {
     "agent_analyze": ["text", "pair", "parse", "attention", "model"],
     "agent_explain": ["text", "label", "model"],
     "agent_predict_masked": ["text", "top_k", "model"],
+    "agent_run_recipe": ["recipe"],
     "agent_score_heads": ["treebank", "source"],
     "analyze": ["text", "pair", "top_k", "layer", "head", "hide", "word", "pair_filter", "scale"],
     "analyze_example": ["text", "pair", "top_k", "layer", "head", "hide", "word", "pair_filter", "scale"],

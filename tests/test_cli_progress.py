@@ -134,19 +134,23 @@ def test_the_estimate_leaves_out_the_warm_up_and_scales_the_rest(monkeypatch, ca
 
 
 def test_the_estimate_weighs_units_of_different_sizes(monkeypatch, capsys):
-    """Units of cost 1, 1, 4, 4: the first (3 s, the warm-up), then one unit of cost 1 in 2 s, so the last two
-    (cost 8) take 16 s: 5 s so far + 16 s = about 21 s (unweighted, the same rate would say 5 s + 2 x 2 s = 9 s)."""
+    """Units of cost 1, 1, 1, 1, 4, 4: the first (3 s, the warm-up); one more unit alone is not yet measured on
+    (one unit's time varies 2x with its length); three of cost 1 in 3 s, so the last two (cost 8) take 8 s:
+    6 s so far + 8 s = about 14 s (unweighted, the same rate would say 6 s + 2 x 1 s = 8 s)."""
     from bertviz_lab.cli import options
 
-    weights = [1, 1, 4, 4]
-    clock = iter([0.0, 0.0, 3.0, 5.0, 5.0])
+    weights = [1, 1, 1, 1, 4, 4]
+    clock = iter([0.0, 0.0, 3.0, 6.0])  # made, 0 done (the clock starts), 1 done (the warm-up), 4 done (said)
     monkeypatch.setattr(options.time, "perf_counter", lambda: next(clock))
     with options.WorkBar("work", "item", lambda n: f"{n} items", "item", cost=lambda k: float(sum(weights[:k]))) as bar:
-        bar(0, 4)
-        bar(1, 4)
-        bar(2, 4)
-        bar(4, 4)
-    assert estimate_line(capsys.readouterr().err, "work").startswith("work: 4 items; about 21 s on this machine")
+        bar(0, 6)
+        bar(1, 6)
+        bar(2, 6)
+        assert "on this machine" not in capsys.readouterr().err  # one unit after the warm-up: not measured on yet
+        bar(3, 6)
+        bar(4, 6)
+        bar(6, 6)
+    assert estimate_line(capsys.readouterr().err, "work").startswith("work: 6 items; about 14 s on this machine")
 
 
 def test_a_work_done_in_one_report_says_how_long_it_took(monkeypatch, capsys):

@@ -75,11 +75,28 @@ def run_faithfulness(args: argparse.Namespace) -> int:
     request = FaithfulnessRequest(str(args.text_file) if args.text_file else None, settings, args.resamples,
                                   engine_from_args(args))
     lab = lab_from_args(args)
-    with WorkBar("faithfulness", "sentence", faithfulness_work(settings), "sentence") as bar:
+    with WorkBar("faithfulness", "sentence", faithfulness_work(settings), "sentence",
+                 cost=faithfulness_cost(lab, request)) as bar:
         record = faithfulness_check(request, lab, progress=bar)
     out = record.to_json()
     note = truncation_note(record.result.truncated) if record.result.truncated else ""
     return emit(args, out, faithfulness_summary(out, note))
+
+
+def faithfulness_cost(lab, request) -> Callable[[int], float]:
+    """The work of the check's first k sentences, for the estimate: a sentence costs its tokens (measured: its
+    time over its tokens varies 18 % between sentences, its time alone 44 %), in the order the check takes them
+    (the lines it keeps: ``faithfulness.scored_items``), read once when the estimate is made."""
+    from ..interventions.faithfulness import scored_items
+
+    cumulative: list[float] = []
+
+    def cost(k: int) -> float:
+        if not cumulative:
+            cumulative.extend(accumulate((len(enc.ids) for enc, _, _ in
+                                          scored_items(lab, request.lines(), request.settings)), initial=0))
+        return cumulative[min(k, len(cumulative) - 1)]
+    return cost
 
 
 def faithfulness_work(settings) -> Callable[[int], str]:

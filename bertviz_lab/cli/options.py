@@ -181,6 +181,9 @@ def duration(seconds: float) -> str:
     return f"about {minutes} min" if minutes < 60 else f"about {minutes // 60} h {minutes % 60} min"
 
 
+MEASURED_UNITS = 3  # units after the warm-up the estimate is measured on (one alone varies 2x with its length)
+
+
 class WorkBar:
     """What a long command owes whoever waits for it, on stderr: one line with how much work there is and
     about how long it takes on this machine, then a progress bar (tqdm) that ends at its total. The time is
@@ -212,7 +215,7 @@ class WorkBar:
         if done > 0 and not self.said:
             if self.first is None and done < total:
                 self.first = (done, time.perf_counter())  # the warm-up is over: measure from here
-            else:
+            elif self.first is None or done >= total or done - self.first[0] >= MEASURED_UNITS:
                 self.say(done, total)
         self.bar.update(done - self.bar.n)
         if done >= total:  # its last line stays; the next bar (a job's next pair) starts below it

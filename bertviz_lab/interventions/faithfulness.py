@@ -290,6 +290,13 @@ def sentence_unit(lab: Lab, unit: tuple[MaskedSentence, int], k_max: int, names:
     return sentence_scores(lab, item, k_max, seed, names)
 
 
+def scored_items(lab: Lab, lines: Sequence[str], settings: FaithfulnessSettings) -> list:
+    """The (enc, masked position, gold id) the check scores: one seeded masked whole word per line, on the lines
+    with at least ``k_max`` other words to hide."""
+    return [it for it in masked_items(lab, lines, settings.seed, settings.max_sentences)
+            if sum(t not in SPECIAL_TOKENS for t in it[0].tokens) - 1 >= settings.k_max]  # enough context to hide
+
+
 def faithfulness(lab: Lab, lines: Sequence[str], settings: FaithfulnessSettings | None = None,
                  progress: Callable[[int, int], None] | None = None, engine: Engine = LOCAL) -> FaithfulnessResult:
     """AOPC, comprehensiveness and sufficiency of every ranking over sentences with one seeded
@@ -300,8 +307,7 @@ def faithfulness(lab: Lab, lines: Sequence[str], settings: FaithfulnessSettings 
     names, k_max, seed = check_rankings(settings.rankings), settings.k_max, settings.seed
     if not lab.model.has_mlm_head:
         raise InputError("this checkpoint has no MLM head, so the faithfulness check cannot score predictions")
-    items = [it for it in masked_items(lab, lines, seed, settings.max_sentences)
-             if sum(t not in SPECIAL_TOKENS for t in it[0].tokens) - 1 >= k_max]  # enough context to hide
+    items = scored_items(lab, lines, settings)
     if not items:
         raise InputError(f"no line has a maskable word and at least {k_max} other words")
     units = [(MaskedSentence(enc, position, gold), seed + done)
