@@ -31,6 +31,7 @@ import hashlib
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -210,18 +211,29 @@ class CodeSettings:
     seed: int = 0
 
 
+def code_vectors(lab, train: Sequence[Sentence], dev: Sequence[Sentence], seed: int = 0) -> tuple[Any, Any]:
+    """``lab``'s word vectors of the train sentences, in the one seeded shuffled order they are sent in, and of
+    the dev sentences: what every labelling of one model is coded from (extracted once for all of them)."""
+    from .structural_probe import word_features
+
+    order = shuffled(train, seed)
+    return word_features(lab, [train[i] for i in order]), word_features(lab, dev)
+
+
 def online_codelengths(lab, train: Sequence[Sentence], dev: Sequence[Sentence], settings: CodeSettings = CodeSettings(),
               progress: Callable[[str], None] | None = None) -> list[Codelength]:
     """Online codelength of the arcs' relations (or their control labels) for each layer of ``settings`` of
     ``lab``'s word vectors; train sentences sent in one seeded shuffled order."""
-    from .structural_probe import word_features
+    return codelengths_of(code_vectors(lab, train, dev, settings.seed), settings, progress)
 
+
+def codelengths_of(vectors: tuple[Any, Any], settings: CodeSettings = CodeSettings(),
+                   progress: Callable[[str], None] | None = None) -> list[Codelength]:
+    """``online_codelengths`` from word vectors already extracted (``code_vectors``, with the same seed)."""
     labels, layers, seed = settings.labels, settings.layers, settings.seed
     if labels not in LABELS:
         raise ValueError(f"unknown labels {labels!r}: choose one of {', '.join(LABELS)}")
-    order = shuffled(train, seed)
-    train_data = word_features(lab, [train[i] for i in order])
-    dev_data = word_features(lab, dev)
+    train_data, dev_data = vectors
     relations = sorted({r for s in train_data.sentences for r, h in zip(s.relations, s.heads) if h > 0})
     counts = np.array([sum(r == rel for s in train_data.sentences for r, h in zip(s.relations, s.heads) if h > 0)
                        for rel in relations], dtype=np.float64)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..lab import Lab, null_model
-from ..syntax.mdl import Codelength, CodeSettings, online_codelengths
+from ..syntax.mdl import Codelength, CodeSettings, code_vectors, codelengths_of
 from ..syntax.structure import refuse_test_split
 from ..treebank import Sentence, read_conllu
 
@@ -55,8 +55,12 @@ def description_length(request: DescriptionLengthRequest, lab: Lab,
     train = sentences(request.train, request.max_train_sentences)
     dev = sentences(request.dev, request.max_dev_sentences)
     out = DescriptionLength(lab.checkpoint_info().describe())
-    runs = [("relations", lab, "relations")] + [("control", lab, "control")] * ("control" in request.baselines) + \
-        [("random weights", null_model(lab, request.seed), "relations")] * ("random weights" in request.baselines)
+    runs = [("relations", "model", "relations")] + [("control", "model", "control")] * ("control" in request.baselines) + \
+        [("random weights", "null", "relations")] * ("random weights" in request.baselines)
+    models = {"model": lab, "null": null_model(lab, request.seed)}
+    vectors: dict[str, Any] = {}  # each model's word vectors, extracted once for every labelling coded from them
     for name, model, labels in runs:
-        out.rows[name] = online_codelengths(model, train, dev, CodeSettings(labels, request.layers, request.seed), progress)
+        if model not in vectors:
+            vectors[model] = code_vectors(models[model], train, dev, request.seed)
+        out.rows[name] = codelengths_of(vectors[model], CodeSettings(labels, request.layers, request.seed), progress)
     return out
