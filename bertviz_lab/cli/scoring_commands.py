@@ -170,7 +170,7 @@ def run_score_heads(args: argparse.Namespace) -> int:
           file=sys.stderr)  # what was left out, beside the progress bar, whatever the output
     record.pop("best_heads")  # in best_heads.csv
     return emit(args, record, [f"model: {record['model']}", f"{record['sentences']} sentences scored", "",
-                               ANSWER_NOTE, "", relation_answers(scored.summary.best_heads).to_string(index=False), "",
+                               ANSWER_NOTE, "", relation_answers(record["relations"]).to_string(index=False), "",
                                f"wrote {', '.join(map(str, scored.files.values()))}"])
 
 

@@ -92,8 +92,9 @@ def relation_records(best: pd.DataFrame) -> list[dict]:
     return records
 
 
-def relation_answers(best: pd.DataFrame) -> pd.DataFrame:
-    """``relation_records`` as a table in plain headers (ANSWER_COLUMNS), one short row per relation."""
+def relation_answers(best: pd.DataFrame | list[dict]) -> pd.DataFrame:
+    """``relation_records`` (or best_heads, whose records they are) as a table in plain headers (ANSWER_COLUMNS),
+    one short row per relation."""
     def cells(r: dict) -> tuple:
         if r["best_head"] is None:
             return r["relation"], r["arcs"], "—", "—", "—", r["verdict"]
@@ -101,7 +102,8 @@ def relation_answers(best: pd.DataFrame) -> pd.DataFrame:
         return (r["relation"], r["arcs"], f"layer {layer}, head {head} ({r['direction']})",
                 f"{r['accuracy']:.2f} [{r['ci_low']:.2f}, {r['ci_high']:.2f}]",
                 f"{offset_text(r['baseline_offset'])}: {r['baseline_accuracy']:.2f}", r["verdict"])
-    return pd.DataFrame([cells(r) for r in relation_records(best)], columns=list(ANSWER_COLUMNS))
+    records = best if isinstance(best, list) else relation_records(best)
+    return pd.DataFrame([cells(r) for r in records], columns=list(ANSWER_COLUMNS))
 
 
 def best_heads_figure(summary: SyntaxSummary) -> Figure:
