@@ -20,15 +20,20 @@ from sections import run_recorded
 from bertviz_lab.app import build_demo, launch_kwargs, queue_kwargs
 from bertviz_lab.app.ports import free_port
 
-# Set before the page's own scripts: the time (ms since navigation start) the first heatmap's pixels are on screen.
+# Set before the page's own scripts: the time (ms since navigation start) the first heatmap's pixels are on screen
+# (the canvas map drawn before plotly.js is in, or Plotly's), and the time Plotly's interactive map is.
 WATCH = """(() => {
-  const seen = () => document.querySelector('#single-plot .bvl-heatmap[data-draws]');
-  const watch = new MutationObserver(() => {
-    if (!seen()) { return; }
-    watch.disconnect();
-    requestAnimationFrame(() => requestAnimationFrame(() => { window.__firstHeatmap = performance.now(); }));
-  });
-  watch.observe(document, {subtree: true, childList: true, attributes: true, attributeFilter: ['data-draws']});
+  const at = (name, selector) => {
+    const watch = new MutationObserver(() => {
+      if (!document.querySelector(selector)) { return; }
+      watch.disconnect();
+      requestAnimationFrame(() => requestAnimationFrame(() => { window[name] = performance.now(); }));
+    });
+    watch.observe(document, {subtree: true, childList: true, attributes: true,
+                             attributeFilter: ['data-draws', 'data-quick']});
+  };
+  at('__firstHeatmap', '#single-plot .bvl-heatmap[data-quick], #single-plot .bvl-heatmap[data-draws]');
+  at('__interactive', '#single-plot .bvl-heatmap[data-draws]');
 })();"""
 SIZES = ((1024, 768), (1920, 1080))
 
@@ -38,8 +43,9 @@ def visit(browser, url: str, width: int, height: int) -> float:
     page = context.new_page()
     page.add_init_script(WATCH)
     page.goto(url, timeout=120_000)
-    page.wait_for_function("window.__firstHeatmap !== undefined", timeout=120_000)
-    ms = page.evaluate("window.__firstHeatmap")
+    page.wait_for_function("window.__firstHeatmap !== undefined && window.__interactive !== undefined",
+                           timeout=120_000)
+    ms = page.evaluate("[window.__firstHeatmap, window.__interactive]")
     context.close()
     return ms
 
@@ -61,15 +67,18 @@ def main() -> None:
             visit(browser, url, *SIZES[0])  # the server's first visit warms its caches, as a running app's are
             for width, height in SIZES:
                 times = [visit(browser, url, width, height) for _ in range(args.repeat)]
-                rows.append((f"{width}x{height}", statistics.median(times), min(times), max(times)))
+                first = [t[0] for t in times]
+                rows.append((f"{width}x{height}", statistics.median(first), min(first), max(first),
+                             statistics.median(t[1] for t in times)))
             browser.close()
     finally:
         demo.close()
     print(f"first visits, each in a new browser context; median of {args.repeat} per size\n")
-    print("| viewport | navigation -> first heatmap drawn (median) | fastest | slowest | target |")
-    print("|---|---|---|---|---|")
-    for size, median, fastest, slowest in rows:
-        print(f"| {size} | {median:.0f} ms | {fastest:.0f} ms | {slowest:.0f} ms | <= 1500 ms |")
+    print("| viewport | navigation -> first heatmap drawn (median) | fastest | slowest | target | "
+          "-> Plotly's interactive map (median) |")
+    print("|---|---|---|---|---|---|")
+    for size, median, fastest, slowest, interactive in rows:
+        print(f"| {size} | {median:.0f} ms | {fastest:.0f} ms | {slowest:.0f} ms | <= 1500 ms | {interactive:.0f} ms |")
 
 
 if __name__ == "__main__":

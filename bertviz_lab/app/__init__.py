@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import inspect
+import json
 import os
 from pathlib import Path
 from types import SimpleNamespace
@@ -140,7 +141,8 @@ def launch_kwargs(limits: Limits = LIMITS, demo: gr.Blocks | None = None, mcp: b
     an MCP server at /gradio_api/mcp/ that lists only the agent tools (``agent_tools``)."""
     scripts = ("figure_tools.js", "export.js", "viewer.js", "views.js")
     head = "".join(f"<script>{(STATIC / name).read_text()}</script>" for name in scripts)
-    head += f'<script src="gradio_api/file={PLOTLY_JS}" defer></script>'  # views.js draws with it
+    # views.js draws with plotly.js and fetches it itself once the first map is on screen (see needPlotly there)
+    head += f"<script>window.BVL_PLOTLY_URL = {json.dumps(f'gradio_api/file={PLOTLY_JS}')};</script>"
     kwargs = {"css": CSS + (STATIC / "viewer.css").read_text(), "head": head, "theme": gr.themes.Soft(),
               "state_session_capacity": limits.light_sessions, "max_file_size": limits.upload_bytes, "show_error": True,
               # Gradio's run history re-serialises up to 100 past calls, outputs included, into localStorage on every

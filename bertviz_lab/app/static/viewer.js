@@ -112,10 +112,8 @@
       return { z: z, max: max };
     }
 
-    function drawHeatmap() {
-      var root = scope.heatmap(), P = window.Plotly;
-      if (S.p && root && !P) { scope.later(30); }  // plotly.js is still loading (the light drop-in has no heatmap)
-      if (!S.p || !root || !visible(root) || !P || !has(S.layer, S.head)) { S.dirty.single = true; return false; }
+    // The map's figure for the open head: Plotly's data and layout (quickHeatmap draws the same before Plotly is in)
+    function heatmapFigure() {
       var p = S.p, keys = keysOf(p), sel = selection(p, S.filter), m = matrix(S.layer, S.head, sel.rows, sel.cols);
       var fig = JSON.parse(JSON.stringify(p.heatmap)), trace = fig.data[0], layout = fig.layout;
       trace.z = m.z;
@@ -132,6 +130,17 @@
       ticks(layout.yaxis, trace.y, pick(sel.rows, p.short));
       labelMargins(layout, pick(sel.cols, keys.short), pick(sel.rows, p.short));
       fig.config.toImageButtonOptions.filename = 'attention-L' + layerName(p, S.layer) + '-H' + headName(p, S.head);
+      return { fig: fig, sel: sel, keys: keys };
+    }
+
+    function drawHeatmap() {
+      var root = scope.heatmap(), P = window.Plotly;
+      if (S.p && root && !P) { scope.later(30); }  // plotly.js is still loading (the light drop-in has no heatmap)
+      if (S.p && root && !P && scope.quick && visible(root) && has(S.layer, S.head)) { quickHeatmap(root); }
+      if (!S.p || !root || !visible(root) || !P || !has(S.layer, S.head)) { S.dirty.single = true; return false; }
+      var p = S.p, made = heatmapFigure(), fig = made.fig, sel = made.sel, layout = fig.layout;
+      var quick = root.querySelector('.bvl-quick');
+      if (quick) { quick.remove(); root.removeAttribute('data-quick'); }  // Plotly's map takes the quick one's place
       P.react(root, fig.data, layout, fig.config);
       var notes = p.notes.concat(sel.note ? [sel.note] : []), caption = scope.caption();
       if (caption) { writeCaption(caption, p.about || '', notes.join(' · ')); }
@@ -140,6 +149,57 @@
       bump(root);  // for timing and tests
       S.dirty.single = false;
       return true;
+    }
+
+    // Before plotly.js (3.5 MB, about a second of the page's main thread) is in: the same map on a canvas, cells,
+    // labels and title as Plotly draws them, so a first visit sees the heatmap as soon as its numbers arrive;
+    // Plotly's interactive map replaces it when it loads (data-quick: the title drawn; data-draws stays Plotly's).
+    var ramp = null;
+    function colours(scale) {  // the colour scale as 256 RGB triples, read off a gradient
+      if (ramp && ramp.scale === scale) { return ramp.rgb; }
+      var c = document.createElement('canvas'), g = c.getContext('2d'), grad = g.createLinearGradient(0, 0, 256, 0);
+      c.width = 256; c.height = 1;
+      scale.forEach(function (stop) { grad.addColorStop(stop[0], stop[1]); });
+      g.fillStyle = grad; g.fillRect(0, 0, 256, 1);
+      ramp = { scale: scale, rgb: g.getImageData(0, 0, 256, 1).data };
+      return ramp.rgb;
+    }
+    function quickHeatmap(root) {
+      if (root.querySelector('.js-plotly-plot, .main-svg')) { return; }  // Plotly has drawn here before
+      var key = [S.p.id, S.layer, S.head, S.filter, S.scale, !!S.codes, root.clientWidth].join('|');
+      if (root.__bvlQuickKey === key) { return; }  // drawn already: later() asks again until Plotly is in
+      root.__bvlQuickKey = key;
+      var made = heatmapFigure(), fig = made.fig, trace = fig.data[0], layout = fig.layout, m = layout.margin;
+      var width = Math.max(200, root.clientWidth || 600), height = layout.height, ratio = window.devicePixelRatio || 1;
+      var canvas = root.querySelector('.bvl-quick') || document.createElement('canvas');
+      canvas.className = 'bvl-quick';
+      canvas.width = width * ratio; canvas.height = height * ratio;
+      canvas.style.width = width + 'px'; canvas.style.height = height + 'px';
+      var g = canvas.getContext('2d'), rgb = colours(trace.colorscale), rows = trace.z.length, cols = rows ? trace.z[0].length : 0;
+      g.scale(ratio, ratio);
+      g.fillStyle = 'white'; g.fillRect(0, 0, width, height);
+      var x0 = m.l, y0 = m.t, w = Math.max(10, width - m.l - m.r - 60), h = Math.max(10, height - m.t - m.b);
+      var cw = w / Math.max(cols, 1), ch = h / Math.max(rows, 1), top = trace.zmax || 1;
+      for (var r = 0; r < rows; r++) {
+        for (var c = 0; c < cols; c++) {
+          var k = 4 * Math.max(0, Math.min(255, Math.round(255 * trace.z[r][c] / top)));
+          g.fillStyle = 'rgb(' + rgb[k] + ',' + rgb[k + 1] + ',' + rgb[k + 2] + ')';
+          g.fillRect(x0 + c * cw, y0 + r * ch, Math.ceil(cw), Math.ceil(ch));
+        }
+      }
+      var font = layout.font || {}, size = font.size || 12;
+      g.fillStyle = '#444'; g.font = size + 'px ' + (font.family || 'sans-serif');
+      var xs = layout.xaxis.ticktext || trace.x, ys = layout.yaxis.ticktext || trace.y;
+      g.textAlign = 'right'; g.textBaseline = 'middle';
+      for (r = 0; r < rows; r++) { g.fillText(String(ys[r]), x0 - 6, y0 + (r + 0.5) * ch); }
+      for (c = 0; c < cols; c++) {
+        g.save(); g.translate(x0 + (c + 0.5) * cw, y0 + h + 6); g.rotate(-Math.PI / 4); g.fillText(String(xs[c]), 0, 0); g.restore();
+      }
+      g.textAlign = 'center'; g.font = Math.round(size * 1.4) + 'px ' + (font.family || 'sans-serif');
+      g.fillText(layout.title.text, width / 2, Math.max(16, m.t / 2));
+      if (!canvas.parentNode) { root.appendChild(canvas); }
+      root.setAttribute('data-quick', layout.title.text);
+      if (scope.needPlotly) { scope.needPlotly(); }
     }
 
     // The caption under the map: the line that says what a row is (and what an attention sink is), then the notes.

@@ -68,11 +68,24 @@
     if (el && !el.__bvlWatched) { el.__bvlWatched = true; resized.observe(el); }
     return el;
   }
+  // plotly.js (3.5 MB; about a second of the main thread to run) is fetched once the first map is on screen
+  // (drawn on a canvas meanwhile: viewer.js quickHeatmap), or 2 s after the page's load event at the latest,
+  // not while Gradio builds the page: a first visit sees its heatmap about a second sooner.
+  var plotlyAsked = false;
+  function needPlotly() {
+    if (plotlyAsked || window.Plotly || !window.BVL_PLOTLY_URL) { return; }
+    plotlyAsked = true;
+    var script = document.createElement('script');
+    script.src = window.BVL_PLOTLY_URL;
+    script.onload = function () { later(); };
+    document.head.appendChild(script);
+  }
+  window.addEventListener('load', function () { setTimeout(needPlotly, 2000); });
   var viewer = window.BvlViewer({
     heatmap: function () { return watch(document.querySelector('#single-plot .bvl-heatmap')); },
     caption: function () { return document.querySelector('#single-plot .bvl-caption'); },
     headview: function () { return watch(document.querySelector('#headview-plot .bvl-headview')); },
-    later: later
+    later: later, quick: true, needPlotly: needPlotly
   });
 
   function syncServerViews() {
