@@ -170,3 +170,13 @@ def test_perturbed_masking_on_ray_equals_local(ray_instance, tiny_lab, capsys):
     local, remote = both_engines(capsys, ["perturbed-masking", "--model", tiny_lab.checkpoint_id, "--device", "cpu",
                                           "--max-sentences", "6", "--resamples", "50"])
     assert local == remote and local["uas"]["sentences"] == 6
+
+
+@pytest.mark.timeout(600)
+def test_description_length_on_ray_equals_local(ray_instance, tiny_lab, capsys):
+    from bertviz_lab.treebank import SAMPLE_TREEBANK
+
+    local, remote = both_engines(capsys, ["description-length", "--model", tiny_lab.checkpoint_id, "--device", "cpu",
+                                          "--train", str(SAMPLE_TREEBANK), "--dev", str(SAMPLE_TREEBANK),
+                                          "--layers", "1", "2"])
+    assert local == remote and set(local["codelength"]) == {"relations", "control", "random weights"}

@@ -99,6 +99,7 @@ def add_description_length(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-baselines", action="store_true", help="skip the control labels and the random weights")
     p.add_argument("--seed", type=seed, default=0)
     add_model_options(p, needs_mlm_head=False)
+    add_engine_options(p, "batches of sentences (their word vectors)")
     p.set_defaults(func=run_description_length)
 
 
@@ -107,7 +108,7 @@ def run_description_length(args: argparse.Namespace) -> int:
 
     request = DescriptionLengthRequest(args.train, args.dev, tuple(args.layers) if args.layers else None,
                                        () if args.no_baselines else BASELINES, args.max_train_sentences,
-                                       args.max_dev_sentences, args.seed)
+                                       args.max_dev_sentences, args.seed, engine_from_args(args))
     lab = lab_from_args(args)
     record = description_length(request, lab, progress=WorkBar.note).to_json()
     return emit(args, record, codelength_summary(record))

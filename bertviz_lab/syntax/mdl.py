@@ -211,13 +211,17 @@ class CodeSettings:
     seed: int = 0
 
 
-def code_vectors(lab, train: Sequence[Sentence], dev: Sequence[Sentence], seed: int = 0) -> tuple[Any, Any]:
+def code_vectors(lab, train: Sequence[Sentence], dev: Sequence[Sentence], seed: int = 0,
+                 engine: Any = None) -> tuple[Any, Any]:
     """``lab``'s word vectors of the train sentences, in the one seeded shuffled order they are sent in, and of
-    the dev sentences: what every labelling of one model is coded from (extracted once for all of them)."""
+    the dev sentences: what every labelling of one model is coded from (extracted once for all of them), their
+    batches on ``engine`` (None: here; ``engines.Engine``: local or Ray, the same vectors)."""
+    from ..engines import LOCAL
     from .structural_probe import word_features
 
     order = shuffled(train, seed)
-    return word_features(lab, [train[i] for i in order]), word_features(lab, dev)
+    engine = engine or LOCAL
+    return (word_features(lab, [train[i] for i in order], engine=engine), word_features(lab, dev, engine=engine))
 
 
 def online_codelengths(lab, train: Sequence[Sentence], dev: Sequence[Sentence], settings: CodeSettings = CodeSettings(),

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..engines import LOCAL, Engine
 from ..lab import Lab, null_model
 from ..syntax.mdl import Codelength, CodeSettings, code_vectors, codelengths_of
 from ..syntax.structure import refuse_test_split
@@ -26,6 +27,7 @@ class DescriptionLengthRequest:
     max_train_sentences: int | None = None
     max_dev_sentences: int | None = None
     seed: int = 0
+    engine: Engine = LOCAL  # where the word vectors are extracted (local or Ray): the same vectors either way
 
     def __post_init__(self) -> None:
         unknown = [b for b in self.baselines if b not in BASELINES]
@@ -61,6 +63,6 @@ def description_length(request: DescriptionLengthRequest, lab: Lab,
     vectors: dict[str, Any] = {}  # each model's word vectors, extracted once for every labelling coded from them
     for name, model, labels in runs:
         if model not in vectors:
-            vectors[model] = code_vectors(models[model], train, dev, request.seed)
+            vectors[model] = code_vectors(models[model], train, dev, request.seed, request.engine)
         out.rows[name] = codelengths_of(vectors[model], CodeSettings(labels, request.layers, request.seed), progress)
     return out
