@@ -15,7 +15,9 @@ batches and null models.
 """
 from __future__ import annotations
 
+import contextlib
 import pickle
+import sys
 import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -288,7 +290,8 @@ def _run_on_ray(lab: Lab, work: Work, units: list, engine: Engine, progress, tim
     items = [{"order": k, "unit": pickle.dumps(unit)} for k, unit in enumerate(units)]
     results: dict[int, Any] = {}
     seconds: dict[int, float] = {}
-    with quiet_data_context(ray):
+    # Ray's own notices (an actor it stopped, a worker it restarted) go to stderr, not into a --json record's stdout
+    with quiet_data_context(ray), contextlib.redirect_stdout(sys.stderr):
         dataset = ray.data.from_items(items, override_num_blocks=max(1, -(-len(items) // UNITS_PER_BLOCK)))
         done = dataset.map_batches(
             UnitWorker, batch_size=1, compute=ray.data.ActorPoolStrategy(size=workers),

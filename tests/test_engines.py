@@ -61,7 +61,9 @@ def both_engines(capsys, argv: list[str]) -> tuple[dict, dict]:
     for engine in ("local", "ray"):
         command = [a.replace("{engine}", engine) for a in argv]  # an --out folder of each engine's own
         assert main([*command, "--json", "--engine", engine, "--workers", "2"]) == 0
-        replies.append(json.loads(capsys.readouterr().out))
+        # the record is the JSON line; Ray may print a notice of its own (an actor of an earlier job stopped)
+        out = capsys.readouterr().out
+        replies.append(json.loads(next(line for line in reversed(out.splitlines()) if line.startswith("{"))))
     local, remote = (reply.pop("recipe") for reply in replies)
     assert (local["engine"]["kind"], remote["engine"]["kind"]) == ("local", "ray")  # the recipe names its engine
     assert {**local, "engine": None} == {**remote, "engine": None}
