@@ -23,7 +23,7 @@ import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from itertools import accumulate
 from typing import Any, TypeVar
@@ -57,11 +57,6 @@ class Engine:
             raise InputError(f"unknown engine {self.kind!r}: choose local or ray")
         if self.workers < 1:
             raise InputError(f"an engine needs at least one worker (got {self.workers})")
-
-    def describe(self) -> str:
-        if self.kind == "local":
-            return "local"
-        return f"ray ({self.workers} workers{' at ' + self.address if self.address else ', started here'})"
 
     def to_json(self) -> dict:
         return {"kind": self.kind, "address": self.address, "workers": self.workers}
@@ -241,14 +236,8 @@ def worker_checkpoint(lab: Lab, device: str = "cpu", allow_pickle: bool = False,
         if base is None:
             raise InputError("a random-weights null model runs on Ray only with the checkpoint it was made from")
         seed = int(lab.checkpoint_id.removeprefix(NULL_PREFIX))
-        return replace_seed(worker_checkpoint(base, device, allow_pickle), seed)
+        return replace(worker_checkpoint(base, device, allow_pickle), null_seed=seed)
     return WorkerCheckpoint(lab.checkpoint_id, lab.checkpoint.head_origin, device, weights_dtype(lab), allow_pickle)
-
-
-def replace_seed(checkpoint: WorkerCheckpoint, seed: int) -> WorkerCheckpoint:
-    from dataclasses import replace
-
-    return replace(checkpoint, null_seed=seed)
 
 
 class UnitWorker:

@@ -12,7 +12,7 @@ from typing import Any
 
 from .intervention_controls import CONTROLLED
 from .state import Session
-from .zerogpu import on_gpu
+from .zerogpu import budget_seconds, on_gpu
 
 SERVER_PLOTS = ("overview_plot", "aggregates_plot", "summary_plot", "classes_plot", "pred_plot", "lens_plot",
                 "intervention_plot", "offsets_plot")
@@ -280,12 +280,6 @@ def handler_of(controllers: Any, name: str, gate: Any = None, outputs: tuple[str
     if gate is not None:
         fn = gate.wrap(fn, outputs, corpus=corpus)
     return on_gpu(fn, budget_seconds(gate)) if name in MODEL_HANDLERS else fn
-
-
-def budget_seconds(gate: Any) -> float | None:
-    """The time one request may take on this server (the GPU time it asks for on ZeroGPU)."""
-    budget = getattr(gate, "budget", None)
-    return getattr(budget, "seconds", None)
 
 
 def listener(ui: SimpleNamespace, trigger: str, kind: str):

@@ -16,7 +16,7 @@ from ..figures.lesson_figures import lesson_distance, lesson_lengths, lesson_map
 from ..figures.syntax import markdown_text
 from ..tasks.positions_lesson import LessonRequest, positions_lesson
 from .state import LabCache, plot
-from .zerogpu import on_gpu
+from .zerogpu import budget_seconds, on_gpu
 
 DEFAULT_TWINS = ("twin-learned", "twin-rotary", "twin-none")
 EXAMPLE = "The student who reads every evening will [MASK] the exam in spring."
@@ -74,7 +74,7 @@ class PositionsLesson:
 
 def wire(ui: SimpleNamespace, controller: PositionsLesson, gate: Any) -> None:
     """The tab's one event: Compare (api_name ``positions_lesson``), under the server's gate and on a GPU on ZeroGPU."""
-    fn = on_gpu(gate.wrap(controller.compare, OUTPUTS), getattr(getattr(gate, "budget", None), "seconds", None))
+    fn = on_gpu(gate.wrap(controller.compare, OUTPUTS), budget_seconds(gate))
     ui.lesson_btn.click(fn, [ui.lesson_twins, ui.lesson_text, ui.lesson_layer, ui.lesson_head],
                         [getattr(ui, name) for name in OUTPUTS], api_name="positions_lesson",
                         show_progress_on=[ui.lesson_message])

@@ -11,12 +11,18 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable
+from typing import Any
 
 from .gate import GRACE
 
 DEFAULT_SECONDS = 60  # spaces.GPU's own default: a server with no time budget
 TO_GPU_SECONDS = 3  # moving the weights onto the GPU when a request acquires it (MiniLM: well under a second)
 MAX_SECONDS = 120  # the most ZeroGPU grants an unauthenticated visitor
+
+
+def budget_seconds(gate: Any) -> float | None:
+    """The time one request may take on the server of ``gate`` (None: no gate, or no time budget)."""
+    return getattr(getattr(gate, "budget", None), "seconds", None)
 
 
 def gpu_seconds(budget_seconds: float | None) -> int:

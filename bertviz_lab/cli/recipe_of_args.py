@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..tasks.recipes import Recipe, file_input, seeds_apart
+from ..tasks.recipes import Recipe, as_input, seeds_apart
 
 # What a recipe names apart from its settings (the checkpoint, the engine) or never (how the result is shown,
 # where it is written, the internals of the parser).
@@ -59,12 +59,6 @@ def as_json(value: Any) -> Any:
     return value if value is None or isinstance(value, (str, int, float, bool)) else str(value)
 
 
-def file_value(value: Any) -> Any:
-    if isinstance(value, (list, tuple)):
-        return [file_value(v) for v in value]
-    return file_input(value) if Path(value).exists() else str(value)
-
-
 def recipe_of(args: argparse.Namespace) -> Recipe | None:
     """The recipe of a parsed command (None for one that was not parsed from a command line)."""
     root = getattr(args, "parser", None)
@@ -83,7 +77,7 @@ def recipe_of(args: argparse.Namespace) -> Recipe | None:
         if name in SENTENCE_INPUTS:
             inputs[name] = value
         elif isinstance(value, Path) or (isinstance(value, (list, tuple)) and value and isinstance(value[0], Path)):
-            inputs[name] = file_value(value)
+            inputs[name] = as_input(value)
         else:
             options[name] = as_json(value)
     settings, seeds = seeds_apart(options)

@@ -60,6 +60,16 @@ def file_input(path: str | Path) -> dict:
     return {"path": str(path), "sha256": file_sha256(path)}
 
 
+def as_input(value: Any) -> Any:
+    """An input as a recipe names it: a path that exists as a file input (with its SHA-256), one that does not as
+    its text, a sentence as it is; a list item by item."""
+    if isinstance(value, (list, tuple)):
+        return [as_input(v) for v in value]
+    if isinstance(value, Path):
+        return file_input(value) if value.exists() else str(value)
+    return value
+
+
 @dataclass(frozen=True)
 class Recipe:
     action: str
@@ -99,11 +109,7 @@ def made_with(action: str, weights: Any, inputs: dict, options: dict) -> Recipe:
     """The recipe of a result a door made itself (the page): ``weights`` is its ``CheckpointInfo``; ``inputs``
     are sentences or files (a path becomes a file input with its SHA-256); ``options`` are the command's
     options by name (seeds set apart). Options at None are left out: the command's default is the same."""
-    def named(value: Any) -> Any:
-        return [named(v) for v in value] if isinstance(value, list) else \
-            file_input(value) if isinstance(value, Path) else value
-
-    files = {name: named(value) for name, value in inputs.items() if value not in (None, "")}
+    files = {name: as_input(value) for name, value in inputs.items() if value not in (None, "")}
     settings, seeds = seeds_apart({k: v for k, v in options.items() if v is not None})
     return Recipe(action, {"name": weights.checkpoint, "sha256": weights.sha256}, files, settings, seeds)
 
