@@ -338,6 +338,36 @@ def test_layer_and_head_switch_in_the_browser_without_a_request(browser, default
     page.close()
 
 
+def test_the_opening_heatmap_is_drawn_before_the_load_event_replies(browser, default_app, default_lab):
+    """A first visit draws the opening example from bvl-opening (app/opening.py), fetched while Gradio builds the
+    page: held here, the load event's request cannot be what drew it. Released, the visit's own analysis replaces
+    it on the same head."""
+    from bertviz_lab.app.tabs import EXAMPLES
+    from bertviz_lab.attention.opening_head import opening_head
+
+    opened = default_lab.analyze(EXAMPLES[0][0])
+    chosen = opening_head(opened.attention, opened.tokens)
+    expected = f"Layer {chosen.layer + 1}, head {chosen.head + 1}"
+    held = []
+    page = browser.new_page(viewport={"width": 1024, "height": 768})
+    page.route("**/gradio_api/queue/join*", lambda route: held.append(route))  # the load event waits here
+    page.goto(default_app, timeout=LOADED_MACHINE_MS)
+    # the canvas map, or Plotly's if plotly.js came in meanwhile (2 s after the page's load event at the latest)
+    page.wait_for_function(f"""(() => {{
+        const map = document.querySelector('#single-plot .bvl-heatmap');
+        return !!map && (map.dataset.quick || map.dataset.drawn) === {expected!r};
+    }})()""", timeout=LOADED_MACHINE_MS)
+    assert held  # the page's load event asked, and waits
+    for route in held:
+        route.continue_()
+    page.unroute("**/gradio_api/queue/join*")
+    page.wait_for_function("document.querySelector('#message').innerText.includes('tokens')", timeout=CONDITION_MS)
+    page.wait_for_selector("#single-plot .bvl-heatmap[data-draws]", state="attached", timeout=CONDITION_MS)
+    assert page.get_attribute("#single-plot .bvl-heatmap", "data-drawn") == expected
+    wait_for_labels(page, [f"{i} {t}" for i, t in enumerate(opened.tokens)])
+    page.close()
+
+
 def test_first_screen_at_1600_and_clicking_an_example_runs_it(browser, default_app, default_lab):
     from bertviz_lab.app.tabs import EXAMPLES
     from bertviz_lab.attention.opening_head import opening_head

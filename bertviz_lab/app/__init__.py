@@ -24,6 +24,7 @@ from .blocks import LabBlocks
 from .controllers import build_controllers
 from .events import RUN_PROGRESS, URL_OUTPUTS, handler_of, progress_targets, wire
 from .gate import Gate
+from .opening import OpeningPayload, opening_route
 from .state import LabCache, Limits
 from .temp_folders import gradio_cache_folder, remove_stale_folders
 from .view_controller import codes_route
@@ -115,6 +116,7 @@ def build_demo(lab: Lab | None = None, allowed_models: list[str] | None = None, 
         gr.api(gate.wrap(controllers.run.attention_api, ()), api_name="attention")
         register(AgentTools(lab, cache, limits), lambda tool, corpus: gate.wrap(tool, (), corpus=corpus))  # the MCP tools, same gate
     demo.bvl_gate, demo.bvl_controllers = gate, controllers  # for tests and benchmarks
+    demo.bvl_opening = OpeningPayload(controllers.run, ui.payload, lab.checkpoint_id, str(lab.device))
     warm_parser()
     return demo
 
@@ -137,7 +139,8 @@ def queue_kwargs(limits: Limits = LIMITS) -> dict[str, Any]:
 
 def launch_kwargs(limits: Limits = LIMITS, demo: gr.Blocks | None = None, mcp: bool = False) -> dict[str, Any]:
     """Styling plus the server's limits: session states kept, upload size, readable error messages;
-    with ``demo``, the route its page fetches an analysis's codes from (``codes_route``); with ``mcp``,
+    with ``demo``, the routes its page fetches an analysis's codes from (``codes_route``) and the opening example
+    from before Gradio has built the page (``opening_route``); with ``mcp``,
     an MCP server at /gradio_api/mcp/ that lists only the agent tools (``agent_tools``)."""
     scripts = ("figure_tools.js", "export.js", "viewer.js", "views.js")
     head = "".join(f"<script>{(STATIC / name).read_text()}</script>" for name in scripts)
@@ -148,7 +151,8 @@ def launch_kwargs(limits: Limits = LIMITS, demo: gr.Blocks | None = None, mcp: b
               # Gradio's run history re-serialises up to 100 past calls, outputs included, into localStorage on every
               # event: ~200 ms of the page's main thread per Run at 128 tokens (benchmarks/run_breakdown.py)
               "run_history": False,
-              "app_kwargs": {"routes": [codes_route(demo.bvl_controllers.page.payloads)]} if demo is not None else {}}
+              "app_kwargs": {"routes": [codes_route(demo.bvl_controllers.page.payloads), opening_route(demo.bvl_opening)]}
+              if demo is not None else {}}
     if mcp and demo is not None:
         kwargs["mcp_server"] = True
         kwargs["app_kwargs"]["lifespan"] = only_agent_tools(demo)
