@@ -24,8 +24,8 @@ def client_of(opening) -> TestClient:
 def test_the_opening_sent_ahead_is_the_load_events_payload_computed_once(built, tiny_lab, monkeypatch):
     from bertviz_lab.app.opening import OPENING_ID, OpeningPayload
     from bertviz_lab.app.state import Session
-    from bertviz_lab.attention.opening_head import opening_head
     from bertviz_lab.app.tabs import EXAMPLES
+    from bertviz_lab.attention.opening_head import opening_head
 
     run, ui = built.bvl_controllers.run, built.bvl_controllers.page.ui
     calls = []

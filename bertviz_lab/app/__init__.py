@@ -12,6 +12,7 @@ from typing import Any
 
 import gradio as gr
 import plotly
+from starlette.middleware import Middleware
 
 from ..bert import DEFAULT_CHECKPOINT
 from ..bert.loading.checkpoints import shipped_checkpoints
@@ -26,6 +27,7 @@ from .events import RUN_PROGRESS, URL_OUTPUTS, handler_of, progress_targets, wir
 from .gate import Gate
 from .opening import OpeningPayload, opening_route
 from .state import LabCache, Limits
+from .static_cache import StaticFromMemory
 from .temp_folders import gradio_cache_folder, remove_stale_folders
 from .view_controller import codes_route
 
@@ -70,7 +72,8 @@ LIMITS = Limits()
 # (Masked words among them) behind a "..." menu. Wrapping keeps every tab in sight (Gradio >= 6).
 WRAP_TABS = {"overflow_behavior": "wrap"} if "overflow_behavior" in inspect.signature(gr.Tabs).parameters else {}
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"  # the plotly.js the Python package ships
-gr.set_static_paths([str(PLOTLY_JS)])
+PLOTLY_URL = "bvl-static/plotly.min.js"  # served from memory (static_cache.py), relative to the page
+GRADIO_ASSETS = Path(gr.__file__).parent / "templates" / "frontend" / "assets"  # Gradio's page, one file per component
 
 
 def build_demo(lab: Lab | None = None, allowed_models: list[str] | None = None, allow_any_model: bool = False,
@@ -138,21 +141,24 @@ def queue_kwargs(limits: Limits = LIMITS) -> dict[str, Any]:
 
 
 def launch_kwargs(limits: Limits = LIMITS, demo: gr.Blocks | None = None, mcp: bool = False) -> dict[str, Any]:
-    """Styling plus the server's limits: session states kept, upload size, readable error messages;
-    with ``demo``, the routes its page fetches an analysis's codes from (``codes_route``) and the opening example
-    from before Gradio has built the page (``opening_route``); with ``mcp``,
-    an MCP server at /gradio_api/mcp/ that lists only the agent tools (``agent_tools``)."""
+    """Styling plus the server's limits: session states kept, upload size, readable error messages; Gradio's page
+    files and plotly.js answered from memory (``StaticFromMemory``); with ``demo``, the routes its page fetches an
+    analysis's codes from (``codes_route``) and the opening example from before Gradio has built the page
+    (``opening_route``); with ``mcp``, an MCP server at /gradio_api/mcp/ that lists only the agent tools
+    (``agent_tools``)."""
     scripts = ("figure_tools.js", "export.js", "viewer.js", "views.js")
     head = "".join(f"<script>{(STATIC / name).read_text()}</script>" for name in scripts)
     # views.js draws with plotly.js and fetches it itself once the first map is on screen (see needPlotly there)
-    head += f"<script>window.BVL_PLOTLY_URL = {json.dumps(f'gradio_api/file={PLOTLY_JS}')};</script>"
+    head += f"<script>window.BVL_PLOTLY_URL = {json.dumps(PLOTLY_URL)};</script>"
     kwargs = {"css": CSS + (STATIC / "viewer.css").read_text(), "head": head, "theme": gr.themes.Soft(),
               "state_session_capacity": limits.light_sessions, "max_file_size": limits.upload_bytes, "show_error": True,
               # Gradio's run history re-serialises up to 100 past calls, outputs included, into localStorage on every
               # event: ~200 ms of the page's main thread per Run at 128 tokens (benchmarks/run_breakdown.py)
               "run_history": False,
-              "app_kwargs": {"routes": [codes_route(demo.bvl_controllers.page.payloads), opening_route(demo.bvl_opening)]}
-              if demo is not None else {}}
+              "app_kwargs": {"middleware": [Middleware(StaticFromMemory, folders={"/assets/": GRADIO_ASSETS},
+                                                       files={f"/{PLOTLY_URL}": PLOTLY_JS})]}}
+    if demo is not None:
+        kwargs["app_kwargs"]["routes"] = [codes_route(demo.bvl_controllers.page.payloads), opening_route(demo.bvl_opening)]
     if mcp and demo is not None:
         kwargs["mcp_server"] = True
         kwargs["app_kwargs"]["lifespan"] = only_agent_tools(demo)
