@@ -121,6 +121,8 @@ def test_figure_toolbar_and_export_tab_download_svg_png_and_csv(browser, default
     assert Path(png.value.path()).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # CSV export: layers x heads x tokens^2 rows
     page.get_by_role("tab", name="Export").click()
+    page.locator("#export-csv").wait_for(timeout=CONDITION_MS)
+    assert page.locator("#export-file").is_hidden()  # no empty Download box before any export (issue 60)
     page.click("#export-csv")
     link = page.locator("#export-file a").first
     link.wait_for(timeout=CONDITION_MS)

@@ -221,7 +221,7 @@ def build_export_tab(ui: SimpleNamespace) -> None:
         with gr.Row():
             ui.csv_btn = gr.Button("Export attention as CSV", elem_id="export-csv")
             ui.npz_btn = gr.Button("Export attention as .npz", elem_id="export-npz")
-        ui.export_file = gr.File(label="Download", elem_id="export-file")
+        ui.export_file = gr.File(label="Download", elem_id="export-file", elem_classes=ON_USE)  # shown with a file
         with gr.Row():
             ui.recipe_choice = gr.Dropdown([], value=None, label="Result", scale=3, elem_id="recipe-choice",
                                            info="each result the page made this visit, latest first")
