@@ -640,3 +640,21 @@ def test_copy_as_recipe_gives_each_result_its_own_settings_and_the_command_line_
     table = {row[0]: row for row in page_set["intervention_set_table"]["data"]}
     assert table["mean JS (nats)"][1] == pytest.approx(round(cli["mean JS (nats)"]["mean"], 4))
     assert table["mean JS (nats)"][-1] == cli["mean JS (nats)"]["n"] == 20
+
+
+def test_opening_the_export_tab_lists_the_visits_results_before_copy_as_recipe(tiny_lab):
+    """The Result list of "Copy as recipe" holds this visit's results as soon as the Export tab opens (it was
+    empty until the button was pressed once); another tab's opening leaves it alone."""
+    from types import SimpleNamespace
+
+    from bertviz_lab.app import build_demo
+    from bertviz_lab.app.forms import RunInput
+    from bertviz_lab.app.state import Session
+
+    handlers = build_demo(tiny_lab).bvl_controllers
+    ui, session = handlers.page.ui, Session(model=tiny_lab.checkpoint_id, device="cpu")
+    handlers.run.analyze(RunInput("the cat sat"), session)
+    opened = handlers.views.select_tab(1, 1, False, False, "all", session, evt=SimpleNamespace(_data={"value": "Export"}))
+    assert opened[ui.recipe_choice]["choices"] == ["the analysed input"]
+    other = handlers.views.select_tab(1, 1, False, False, "all", session, evt=SimpleNamespace(_data={"value": "Syntax"}))
+    assert ui.recipe_choice not in other

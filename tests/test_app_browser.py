@@ -123,6 +123,10 @@ def test_figure_toolbar_and_export_tab_download_svg_png_and_csv(browser, default
     page.get_by_role("tab", name="Export").click()
     page.locator("#export-csv").wait_for(timeout=CONDITION_MS)
     assert page.locator("#export-file").is_hidden()  # no empty Download box before any export (issue 60)
+    page.locator("#recipe-choice input").click()  # the Result list holds the Run's result before any copy
+    page.locator("#recipe-choice [data-testid=dropdown-option]", has_text="the analysed input").first.wait_for(
+        timeout=CONDITION_MS)
+    page.keyboard.press("Escape")
     page.click("#export-csv")
     link = page.locator("#export-file a").first
     link.wait_for(timeout=CONDITION_MS)
@@ -236,6 +240,13 @@ def test_intervention_shows_the_difference_heatmap(browser, sharp_app):
 def test_syntax_tab_draws_best_heads_with_intervals_and_names_the_weights(browser, sharp_app, sharp_lab):
     page = open_app(browser, sharp_app)
     page.get_by_role("tab", name="Syntax").click()
+    page.locator("#syntax-btn").wait_for(timeout=CONDITION_MS)
+    # the file box shows only while "my CoNLL-U file" is chosen (issue 60: no control for the option not chosen)
+    assert page.locator("#syntax-upload").is_hidden()
+    page.get_by_label("my CoNLL-U file").check()
+    page.locator("#syntax-upload").wait_for(state="visible", timeout=CONDITION_MS)
+    page.get_by_label("sample treebank (66 English sentences)").check()
+    page.locator("#syntax-upload").wait_for(state="hidden", timeout=CONDITION_MS)
     page.click("#syntax-btn")
     page.wait_for_function("document.querySelector('#syntax-message').innerText.includes('Scored 66 sentences')",
                            timeout=120000)

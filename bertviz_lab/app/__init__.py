@@ -50,6 +50,10 @@ CSS = """
 #token-picker [data-testid=checkbox-group] {max-height: 9.5em; overflow-y: auto; contain: layout paint}
 .bvl-caption {min-height: 1.2em; padding: 0 8px}
 .bvl-on-use:has(.empty[aria-label="Empty value"]), .bvl-on-use:has(.table-container.no-rows) {display: none !important}
+/* the Syntax tab's file box only while "my CoNLL-U file" is chosen (the sample treebank needs none) */
+#tab-syntax:has(#syntax-treebank input[value="sample"]:checked) #syntax-upload {display: none !important}
+/* Gradio's help lines under a label (#9ca3af on white, 2.5:1) in a grey that reads (7:1) */
+[data-testid="block-info"] {color: #4b5563}
 .bvl-pointed {outline: 3px solid #f6ad55; outline-offset: 4px; transition: outline-color 1s}
 /* a refused Run: the views still show the previous input, so they are greyed until the next good Run */
 #views.bvl-stale > * {opacity: 0.35; filter: grayscale(1); pointer-events: none}

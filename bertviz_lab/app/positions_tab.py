@@ -16,6 +16,7 @@ from ..figures.lesson_figures import lesson_distance, lesson_lengths, lesson_map
 from ..figures.syntax import markdown_text
 from ..tasks.positions_lesson import LessonRequest, positions_lesson
 from .state import LabCache, plot
+from .tabs import ON_USE
 from .zerogpu import budget_seconds, on_gpu
 
 DEFAULT_TWINS = ("twin-learned", "twin-rotary", "twin-none")
@@ -46,10 +47,10 @@ def build(ui: SimpleNamespace) -> None:
         ui.lesson_text = gr.Textbox(EXAMPLE, label="Sentence", elem_id="lesson-text")
         ui.lesson_btn = gr.Button("Compare the twins", variant="primary", elem_id="lesson-btn")
         ui.lesson_message = gr.Markdown(HINT if names else f"No twins in {twins_folder()}.", elem_id="lesson-message")
-        ui.lesson_maps = gr.Plot(label="Attention and positions", elem_id="lesson-maps")
-        ui.lesson_shuffle = gr.Plot(label="Shuffle demonstration", elem_id="lesson-shuffle")
-        ui.lesson_distance = gr.Plot(label="Attention by distance", elem_id="lesson-distance")
-        ui.lesson_lengths = gr.Plot(label="Length demonstration", elem_id="lesson-lengths")
+        ui.lesson_maps = gr.Plot(label="Attention and positions", elem_id="lesson-maps", elem_classes=ON_USE)
+        ui.lesson_shuffle = gr.Plot(label="Shuffle demonstration", elem_id="lesson-shuffle", elem_classes=ON_USE)
+        ui.lesson_distance = gr.Plot(label="Attention by distance", elem_id="lesson-distance", elem_classes=ON_USE)
+        ui.lesson_lengths = gr.Plot(label="Length demonstration", elem_id="lesson-lengths", elem_classes=ON_USE)
 
 
 class PositionsLesson:

@@ -171,7 +171,10 @@ class ViewController:
             session.work_tab = tab
         elif tab in TABS.values():
             session.tab = tab
-        return {self.ui.session: session, **self.tab_figures(session)}
+        out = {self.ui.session: session, **self.tab_figures(session)}
+        if tab == "export" and session.recipes:  # the Export tab opened: its Result list holds this visit's results
+            out[self.ui.recipe_choice] = gr.update(choices=list(reversed(session.recipes)))  # the choice stays
+        return out
 
     def select_tab(self, layer: float, head: float, hide: bool, word: bool, pair_filter: str, session: Session,
                    source: str = "attention", scale: str = "fixed",

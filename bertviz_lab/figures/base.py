@@ -38,7 +38,7 @@ def typed(array: np.ndarray) -> dict[str, Any]:
 
 TITLE_CHARS, SUBTITLE_CHARS = 58, 84  # what fits a ~560 px figure (the views column of a 1024 px window)
 TITLE_FONT = 15
-TITLE_TOP = 44  # px above the title: the app's plot label and Plotly's toolbar sit there
+TITLE_TOP = 54  # px above the title: the app's plot label and Plotly's toolbar sit there
 
 
 def wrapped_title(text: str) -> tuple[str, int]:
