@@ -46,8 +46,9 @@ CSS = """
 .bvl-note {color: #555; font-size: 0.9em}
 /* The token picker sits under the input (issue 60: a class masks a word without scrolling) and has a checkbox per
    token (4,700 px at 512 tokens): it scrolls within a few lines, its box a fixed size so that a Run's new tokens
-   move nothing else on the page. */
-#token-picker [data-testid=checkbox-group] {max-height: 9.5em; overflow-y: auto; contain: layout paint}
+   move nothing else on the page; half of a fourth line shows, so a longer list reads as one that scrolls. */
+#token-picker [data-testid=checkbox-group] {max-height: 10.6em; overflow-y: auto; contain: layout paint;
+  padding-left: 2px}
 .bvl-caption {min-height: 1.2em; padding: 0 8px}
 .bvl-on-use:has(.empty[aria-label="Empty value"]), .bvl-on-use:has(.table-container.no-rows) {display: none !important}
 /* the Syntax tab's file box only while "my CoNLL-U file" is chosen (the sample treebank needs none) */
