@@ -151,7 +151,7 @@ def launch_kwargs(limits: Limits = LIMITS, demo: gr.Blocks | None = None, mcp: b
     analysis's codes from (``codes_route``) and the opening example from before Gradio has built the page
     (``opening_route``); with ``mcp``, an MCP server at /gradio_api/mcp/ that lists only the agent tools
     (``agent_tools``)."""
-    scripts = ("figure_tools.js", "export.js", "viewer.js", "views.js")
+    scripts = ("figure_tools.js", "export.js", "viewer.js", "views.js", "opening.js")
     head = "".join(f"<script>{(STATIC / name).read_text()}</script>" for name in scripts)
     # views.js draws with plotly.js and fetches it itself once the first map is on screen (see needPlotly there)
     head += f"<script>window.BVL_PLOTLY_URL = {json.dumps(PLOTLY_URL)};</script>"

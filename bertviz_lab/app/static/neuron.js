@@ -1,4 +1,4 @@
-/* The neuron view (bertviz_lab/notebook/neuron.py): q, k, q x k, q . k and softmax for one head and
+/* The neuron view (its page: figures/neuron.py): q, k, q x k, q . k and softmax for one head and
    one query token; layer, head and query switch here, with no request. */
 (function () {
   function halves(b64) {  // little-endian IEEE float16 -> Float32Array

@@ -2,7 +2,7 @@
 // view (canvas), drawn from a payload (figures/payload.py: labels, one scale per head, a figure
 // template) and its quantised codes. Layer, head and sentence-pair filter re-draw with no server.
 // One viewer per place that shows an analysis: the app page has one (views.js), each notebook
-// output has its own (bertviz_lab.notebook). Attention may be rectangular (cross-attention):
+// output has its own (the notebook views). Attention may be rectangular (cross-attention):
 // rows are `labels`, columns `key_labels` when given.
 (function () {
   'use strict';

@@ -70,9 +70,8 @@
   }
   // plotly.js (3.5 MB; about a second of the main thread to run) is fetched once the first map is on screen
   // (drawn on a canvas meanwhile: viewer.js quickHeatmap), or 2 s after the page's load event at the latest,
-  // not while Gradio builds the page: a first visit sees its heatmap about a second sooner.
-  // The opening example's map, drawn from bvl-opening before Gradio has built the page, asks for nothing: plotly.js
-  // run then would slow the build; the visit's own analysis (bvl.load) asks.
+  // not while Gradio builds the page (the opening example sent ahead asks for nothing): a first visit sees its
+  // heatmap about a second sooner.
   var plotlyAsked = false;
   function fetchPlotly() {
     if (plotlyAsked || window.Plotly || !window.BVL_PLOTLY_URL) { return; }
@@ -90,16 +89,6 @@
     headview: function () { return watch(document.querySelector('#headview-plot .bvl-headview')); },
     later: later, quick: true, needPlotly: needPlotly
   });
-
-  // The opening example (app/opening.py), asked for as soon as this script runs, while Gradio's scripts load: its
-  // open head is drawn the moment the heatmap's box is on the page, unless the visit's own analysis came first. A
-  // shared link (?text=, ?layer=, ?head=) opens on something else and asks for nothing.
-  if (!/[?&](text|pair|layer|head)=/.test(window.location.search) && window.fetch) {
-    fetch('bvl-opening').then(function (r) { return r.status === 200 ? r.json() : null; }).then(function (p) {
-      if (!p || loading !== null || !p.head_codes) { return; }
-      viewer.showFirst(p, window.BvlViewer.fromBase64(p, p.head_codes));
-    }).catch(function () { /* the load event draws it as before */ });
-  }
 
   function syncServerViews() {
     var shown = SYNCED.some(function (sel) {  // open, and showing a figure (an intervention was run)
@@ -173,6 +162,10 @@
       }
       if (p.head_codes) { afterPaint(); } else if (!p.head_url) { everyHead(); }
       return [];
+    },
+    // The opening example sent ahead (static/opening.js): drawn unless the analysis of the visit came first.
+    showOpening: function (p) {
+      if (p && loading === null && p.head_codes) { viewer.showFirst(p, window.BvlViewer.fromBase64(p, p.head_codes)); }
     },
     // A file of codes as the page reads it: by the worker (every head's) or by the page (benchmarks/bench_codes_read.py).
     readCodes: function (url, inWorker) { return inWorker ? readOffThread(url) : readHere(url); },
