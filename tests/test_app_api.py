@@ -344,7 +344,8 @@ def test_the_shipped_head_says_how_far_to_trust_it(default_app, tiny_app):
 
     held = json.loads((DEFAULT_MLM_HEAD / "run.json").read_text())["heldout"]["natural_english"]
     note = call(gradio_client.Client(default_app, verbose=False), "analyze", "Paris is the [MASK] of France.", "", 5)
-    assert f"first {held['top1']:.0%} of the time and in its top 5 {held['top5']:.0%}" in note["nsp_md"]
+    assert f"first {held['top1']:.0%} of the time and among its five best guesses {held['top5']:.0%} of the time" \
+        in note["nsp_md"]
     assert "--model bert-base-uncased" in note["nsp_md"]
     other = call(gradio_client.Client(tiny_app, verbose=False), "analyze", "the [MASK] sat", "", 5)
     assert "small embedded model" not in (other["nsp_md"] or "")  # only the shipped head's own figures

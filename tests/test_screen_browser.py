@@ -190,7 +190,7 @@ def test_predictions_show_probabilities_and_how_far_to_trust_them(browser, defau
     assert len(bars) == 5 and all(0 < float(b) <= 1 for b in bars)  # each prediction's probability
     note = page.locator("#tab-predictions").inner_text()
     assert "P(sentence B follows sentence A) =" in note
-    assert "puts the hidden word first" in note and "in its top 5" in note  # measured on held-out text
+    assert "puts the hidden word first" in note and "among its five best guesses" in note  # measured on held-out text
     assert "tells a following sentence from a random one" in note  # NSP, with the same honesty
     assert "python app.py --model bert-base-uncased" in note
     page.close()

@@ -443,6 +443,6 @@ def quality_note(head_folder: Path) -> str:
     except (OSError, KeyError, ValueError):
         return ""
     nsp_text = f"; it tells a following sentence from a random one {nsp['accuracy']:.0%} of the time" if nsp else ""
-    return (f"This small embedded model puts the hidden word first {natural['top1']:.0%} of the time and in its top 5 "
-            f"{natural['top5']:.0%} on held-out English (n = {natural['n']:,}){nsp_text}. For stronger predictions, "
-            f"where the Hugging Face hub is reachable: `python app.py --model bert-base-uncased`.")
+    return (f"This small embedded model puts the hidden word first {natural['top1']:.0%} of the time and among its "
+            f"five best guesses {natural['top5']:.0%} of the time on held-out English (n = {natural['n']:,}){nsp_text}. "
+            "For stronger predictions, where the Hugging Face hub is reachable: `python app.py --model bert-base-uncased`.")
