@@ -31,7 +31,7 @@ def test_the_opening_sent_ahead_is_the_load_events_payload_computed_once(built, 
     calls = []
     real = run.from_url
     monkeypatch.setattr(run, "from_url", lambda session, request: calls.append(request) or real(session, request))
-    opening = OpeningPayload(run, ui.payload, tiny_lab.checkpoint_id, "cpu")
+    opening = OpeningPayload(run, ui.payload, Session(model=tiny_lab.checkpoint_id, device="cpu"))
     reply = client_of(opening).get("/bvl-opening")
     assert reply.status_code == 200 and reply.headers["content-type"] == "application/json"
     again = client_of(opening).get("/bvl-opening")
@@ -54,16 +54,18 @@ def test_the_opening_sent_ahead_is_the_load_events_payload_computed_once(built, 
 def test_nothing_is_sent_ahead_when_the_open_head_is_too_large_or_the_analysis_fails(built, tiny_lab, monkeypatch):
     from bertviz_lab.app import view_controller
     from bertviz_lab.app.opening import OpeningPayload
+    from bertviz_lab.app.state import Session
 
     run, ui = built.bvl_controllers.run, built.bvl_controllers.page.ui
     monkeypatch.setattr(view_controller, "INLINE_HEAD_MAX", 0)  # the open head would come as a file of its own
-    assert client_of(OpeningPayload(run, ui.payload, tiny_lab.checkpoint_id, "cpu")).get("/bvl-opening").status_code == 204
+    fresh = Session(model=tiny_lab.checkpoint_id, device="cpu")
+    assert client_of(OpeningPayload(run, ui.payload, fresh)).get("/bvl-opening").status_code == 204
     monkeypatch.undo()
 
     def broken(session, request):
         raise RuntimeError("no GPU here")
 
     monkeypatch.setattr(run, "from_url", broken)
-    failing = OpeningPayload(run, ui.payload, tiny_lab.checkpoint_id, "cpu")
+    failing = OpeningPayload(run, ui.payload, fresh)
     assert client_of(failing).get("/bvl-opening").status_code == 204
     assert failing.json_bytes() is None

@@ -124,7 +124,7 @@ def build_demo(lab: Lab | None = None, allowed_models: list[str] | None = None, 
         gr.api(gate.wrap(controllers.run.attention_api, ()), api_name="attention")
         register(AgentTools(lab, cache, limits), lambda tool, corpus: gate.wrap(tool, (), corpus=corpus))  # the MCP tools, same gate
     demo.bvl_gate, demo.bvl_controllers = gate, controllers  # for tests and benchmarks
-    demo.bvl_opening = OpeningPayload(controllers.run, ui.payload, lab.checkpoint_id, str(lab.device))
+    demo.bvl_opening = OpeningPayload(controllers.run, ui.payload, ui.session.value)
     warm_parser()
     return demo
 

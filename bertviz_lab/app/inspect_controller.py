@@ -41,7 +41,7 @@ class InspectController:
     def copy_recipe(self, result: str | None, session: Session) -> Updates:
         """"Copy as recipe": the recipe of ``result`` (one of the results this visit made; None or one no longer
         kept: the latest), with the list of results to choose from, latest first."""
-        ui, names = self.ui, list(reversed(session.recipes))
+        ui, names = self.ui, session.result_names()
         if not names:
             return {ui.recipe_choice: gr.update(choices=[], value=None), ui.recipe_code: "",
                     ui.recipe_note: "⚠️ No result yet: Run an input (or any sweep, set or scoring), then copy its recipe."}

@@ -14,6 +14,7 @@ the visitor's own analysis). It holds no visitor's input, and is computed once u
 it at the first visit's request, in parallel with the page's scripts)."""
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import threading
@@ -30,12 +31,12 @@ OPENING_ID = "opening"  # the payload's id: views.js draws it only while no anal
 
 
 class OpeningPayload:
-    """The opening example's payload as JSON bytes, computed once; None when it cannot be sent ahead (its open head
-    is too large to travel inline, or the analysis failed: the load event then draws the page as before)."""
+    """The opening example's payload as JSON bytes, computed once on a copy of ``new_session`` (the page's initial
+    session state); None when it cannot be sent ahead (its open head is too large to travel inline, or the analysis
+    failed: the load event then draws the page as before)."""
 
-    def __init__(self, run_controller, payload_component, checkpoint: str, device: str) -> None:
-        self._run, self._component = run_controller, payload_component
-        self._checkpoint, self._device = checkpoint, device
+    def __init__(self, run_controller, payload_component, new_session: Session) -> None:
+        self._run, self._component, self._new_session = run_controller, payload_component, new_session
         self._lock = threading.Lock()
         self._done = False
         self._bytes: bytes | None = None
@@ -50,7 +51,7 @@ class OpeningPayload:
     def _compute(self) -> bytes | None:
         try:
             # exactly what a new visitor's load event sends
-            out = self._run.from_url(Session(model=self._checkpoint, device=self._device), None)
+            out = self._run.from_url(copy.deepcopy(self._new_session), None)  # a copy, as Gradio gives a visitor
         except Exception as error:  # never a failed page: its load event draws the opening itself
             LOG.warning("the opening example is not sent ahead (%s: %s)", type(error).__name__, error)
             return None

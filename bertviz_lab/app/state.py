@@ -199,6 +199,10 @@ class Session:
     drawn: dict = field(default_factory=dict)  # tab -> what its figure was drawn from
     owner: str = ""  # a random key, given on first use (gr.State deep-copies the default, so not at creation)
 
+    def result_names(self) -> list[str]:
+        """This visit's results that have a recipe ("Copy as recipe"), latest first."""
+        return list(reversed(self.recipes))
+
     def snapshot(self) -> Snapshot:
         """What a handler works on, read once: a Run or a model switch that lands while it works changes the
         session, not the snapshot, so its result is computed and titled from one input (issue 56)."""

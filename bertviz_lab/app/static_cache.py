@@ -65,7 +65,7 @@ class StaticFromMemory:
         self.folders = {prefix: Path(folder) for prefix, folder in (folders or {}).items() if Path(folder).is_dir()}
         self.files = {path: Path(file) for path, file in (files or {}).items() if Path(file).is_file()}
         self.max_bytes, self.held = max_bytes, 0
-        self.cache: dict[Path, CachedFile] = {}
+        self.cache: dict[str, CachedFile] = {}  # by the path asked for
 
     def file_of(self, path: str) -> Path | None:
         if path in self.files:
@@ -83,16 +83,18 @@ class StaticFromMemory:
         if root and path.startswith(root):
             path = path[len(root):]
         headers = {key.lower(): value for key, value in scope.get("headers", [])}
-        file = None if b"range" in headers else self.file_of(path)
-        cached = self.cache.get(file) if file is not None else None
-        if file is not None and cached is None:
+        if b"range" in headers:
+            return await self.app(scope, receive, send)
+        cached = self.cache.get(path)  # a file served before: no look at the disk
+        if cached is None:
+            file = self.file_of(path)
+            if file is None:
+                return await self.app(scope, receive, send)
             cached = await anyio.to_thread.run_sync(read_file, file)
             if self.held + cached.size > self.max_bytes:  # never with these folders: but a bound, not a hope
                 return await self.app(scope, receive, send)
-            if file not in self.cache:  # two first requests for one file: it is held once
-                self.cache[file], self.held = cached, self.held + cached.size
-        if cached is None:
-            return await self.app(scope, receive, send)
+            if path not in self.cache:  # two first requests for one file: it is held once
+                self.cache[path], self.held = cached, self.held + cached.size
         await self.answer(cached, headers, scope["method"] == "HEAD", send)
 
     @staticmethod

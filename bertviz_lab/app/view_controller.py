@@ -173,7 +173,7 @@ class ViewController:
             session.tab = tab
         out = {self.ui.session: session, **self.tab_figures(session)}
         if tab == "export" and session.recipes:  # the Export tab opened: its Result list holds this visit's results
-            out[self.ui.recipe_choice] = gr.update(choices=list(reversed(session.recipes)))  # the choice stays
+            out[self.ui.recipe_choice] = gr.update(choices=session.result_names())  # the choice stays
         return out
 
     def select_tab(self, layer: float, head: float, hide: bool, word: bool, pair_filter: str, session: Session,

@@ -135,8 +135,10 @@
 
     function drawHeatmap() {
       var root = scope.heatmap(), P = window.Plotly;
-      if (S.p && root && !P) { scope.later(30); }  // plotly.js is still loading (the light drop-in has no heatmap)
-      if (S.p && root && !P && scope.quick && visible(root) && has(S.layer, S.head)) { quickHeatmap(root); }
+      if (S.p && root && !P) {  // plotly.js is still loading (the light drop-in has no heatmap): a canvas meanwhile
+        scope.later(30);
+        if (scope.quick && visible(root) && has(S.layer, S.head)) { quickHeatmap(root); }
+      }
       if (!S.p || !root || !visible(root) || !P || !has(S.layer, S.head)) { S.dirty.single = true; return false; }
       var p = S.p, made = heatmapFigure(), fig = made.fig, sel = made.sel, layout = fig.layout;
       var quick = root.querySelector('.bvl-quick');
